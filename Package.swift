@@ -1,0 +1,29 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+  name: "beaconbridge",
+  platforms: [.macOS(.v15)],
+  products: [
+    .library(name: "BeaconCore", targets: ["BeaconCore"]),
+    .executable(name: "beaconbridge", targets: ["beaconbridge"]),
+  ],
+  targets: [
+    // Pure Swift: frames, filters, presence, selection, trips, the ScopeHost seam.
+    .target(name: "BeaconCore"),
+    // Test doubles: MockAdapter, TestClock, fixtures.
+    .target(name: "BeaconTestSupport", dependencies: ["BeaconCore"]),
+    // Command parsing and output. A library so that parsing is tested without running.
+    .target(name: "BeaconBridgeCLI", dependencies: ["BeaconCore"]),
+    .executableTarget(name: "beaconbridge", dependencies: ["BeaconBridgeCLI"]),
+    .testTarget(
+      name: "BeaconCoreTests",
+      dependencies: ["BeaconCore", "BeaconTestSupport"]
+    ),
+    .testTarget(
+      name: "BeaconBridgeCLITests",
+      dependencies: ["BeaconBridgeCLI", "BeaconCore", "BeaconTestSupport"]
+    ),
+  ],
+  swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,171 @@
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// The identity of an iBeacon (Apple) or AltBeacon (Radius Networks): a 16-byte proximity UUID,
+/// a major and a minor. AltBeacon's id1/id2/id3 use the same layout.
+public struct BeaconIdentity: Hashable, Comparable, Sendable, CustomStringConvertible {
+  public var uuid: UUID
+  public var major: UInt16
+  public var minor: UInt16
+
+  public init(uuid: UUID, major: UInt16, minor: UInt16) {
+    self.uuid = uuid
+    self.major = major
+    self.minor = minor
+  }
+
+  public static func < (lhs: BeaconIdentity, rhs: BeaconIdentity) -> Bool {
+    (lhs.uuid.uuidString, lhs.major, lhs.minor) < (rhs.uuid.uuidString, rhs.major, rhs.minor)
+  }
+
+  public var description: String { "\(uuid.uuidString) \(major)/\(minor)" }
+}
+
+/// An iBeacon frame: manufacturer data for Apple (0x004C) starting 0x02 0x15, then a 16-byte
+/// UUID, major and minor (big-endian), and the measured power at 1 m as int8.
+public struct IBeaconFrame: Hashable, Sendable {
+  public var identity: BeaconIdentity
+  /// RSSI at 1 m, in dBm (two's complement int8 on the air).
+  public var measuredPower: Int8
+
+  public init(identity: BeaconIdentity, measuredPower: Int8) {
+    self.identity = identity
+    self.measuredPower = measuredPower
+  }
+}
+
+/// An AltBeacon frame (AltBeacon specification 1.0): manufacturer data with any company ID,
+/// beacon code 0xBEAC, a 20-byte beacon ID (id1 16 bytes, id2 and id3 2 bytes each), the
+/// reference RSSI as int8 and one manufacturer-reserved byte.
+public struct AltBeaconFrame: Hashable, Sendable {
+  public var companyID: UInt16
+  public var identity: BeaconIdentity
+  public var referenceRSSI: Int8
+  public var reserved: UInt8
+
+  public init(companyID: UInt16, identity: BeaconIdentity, referenceRSSI: Int8, reserved: UInt8) {
+    self.companyID = companyID
+    self.identity = identity
+    self.referenceRSSI = referenceRSSI
+    self.reserved = reserved
+  }
+}
+
+/// Eddystone-UID (frame type 0x00): a 10-byte namespace and a 6-byte instance.
+public struct EddystoneUIDFrame: Hashable, Sendable {
+  /// Calibrated TX power at 0 m, int8 dBm.
+  public var txPower: Int8
+  public var namespace: [UInt8]
+  public var instance: [UInt8]
+
+  public init(txPower: Int8, namespace: [UInt8], instance: [UInt8]) {
+    self.txPower = txPower
+    self.namespace = namespace
+    self.instance = instance
+  }
+}
+
+/// Eddystone-URL (frame type 0x10): a compressed URL.
+public struct EddystoneURLFrame: Hashable, Sendable {
+  public var txPower: Int8
+  public var url: String
+
+  public init(txPower: Int8, url: String) {
+    self.txPower = txPower
+    self.url = url
+  }
+}
+
+/// Eddystone-TLM (frame type 0x20), unencrypted version 0x00.
+public struct EddystoneTLMFrame: Hashable, Sendable {
+  public var batteryMillivolts: UInt16
+  /// Beacon temperature in °C (8.8 fixed point on the air); nil when the beacon sends 0x8000.
+  public var temperature: Double?
+  public var advertisementCount: UInt32
+  /// Time since power-on, in seconds (0.1 s resolution on the air).
+  public var uptime: Double
+
+  public init(batteryMillivolts: UInt16, temperature: Double?, advertisementCount: UInt32, uptime: Double) {
+    self.batteryMillivolts = batteryMillivolts
+    self.temperature = temperature
+    self.advertisementCount = advertisementCount
+    self.uptime = uptime
+  }
+}
+
+/// A beacon frame found in an advertisement.
+public enum BeaconFrame: Hashable, Sendable {
+  case iBeacon(IBeaconFrame)
+  case altBeacon(AltBeaconFrame)
+  case eddystoneUID(EddystoneUIDFrame)
+  case eddystoneURL(EddystoneURLFrame)
+  case eddystoneTLM(EddystoneTLMFrame)
+
+  /// The identity presence is tracked by, for frames that carry one. URL and TLM frames carry
+  /// none: they describe whoever sent them.
+  public var beaconID: BeaconID? {
+    switch self {
+    case .iBeacon(let f): .iBeacon(f.identity)
+    case .altBeacon(let f): .altBeacon(f.identity)
+    case .eddystoneUID(let f): .eddystone(namespace: f.namespace, instance: f.instance)
+    case .eddystoneURL, .eddystoneTLM: nil
+    }
+  }
+
+  /// The calibrated power used for distance: iBeacon's measured power and AltBeacon's reference
+  /// RSSI are at 1 m; Eddystone's TX power is at 0 m, and 41 dBm is the loss over the first metre
+  /// (Eddystone protocol specification, "Tx Power").
+  public var powerAt1m: Int? {
+    switch self {
+    case .iBeacon(let f): Int(f.measuredPower)
+    case .altBeacon(let f): Int(f.referenceRSSI)
+    case .eddystoneUID(let f): Int(f.txPower) - 41
+    case .eddystoneURL(let f): Int(f.txPower) - 41
+    case .eddystoneTLM: nil
+    }
+  }
+}
+
+/// What presence is tracked by.
+public enum BeaconID: Hashable, Comparable, Sendable, CustomStringConvertible {
+  case iBeacon(BeaconIdentity)
+  case altBeacon(BeaconIdentity)
+  case eddystone(namespace: [UInt8], instance: [UInt8])
+
+  /// The UUID/major/minor identity, for iBeacon and AltBeacon. Pairings match on it.
+  public var identity: BeaconIdentity? {
+    switch self {
+    case .iBeacon(let i), .altBeacon(let i): i
+    case .eddystone: nil
+    }
+  }
+
+  public var kind: String {
+    switch self {
+    case .iBeacon: "iBeacon"
+    case .altBeacon: "altBeacon"
+    case .eddystone: "eddystoneUID"
+    }
+  }
+
+  public var description: String {
+    switch self {
+    case .iBeacon(let i): "iBeacon \(i)"
+    case .altBeacon(let i): "AltBeacon \(i)"
+    case .eddystone(let ns, let inst): "Eddystone \(Hex.encode(ns))/\(Hex.encode(inst))"
+    }
+  }
+
+  private var sortKey: String {
+    switch self {
+    case .iBeacon(let i): "0 \(i.uuid.uuidString) \(i.major) \(i.minor)"
+    case .altBeacon(let i): "1 \(i.uuid.uuidString) \(i.major) \(i.minor)"
+    case .eddystone(let ns, let inst): "2 \(Hex.encode(ns)) \(Hex.encode(inst))"
+    }
+  }
+
+  public static func < (lhs: BeaconID, rhs: BeaconID) -> Bool { lhs.sortKey < rhs.sortKey }
+}

@@ -1,0 +1,32 @@
+/// A 48-bit Bluetooth device address, printed most significant byte first ("C0:FF:EE:00:00:01"),
+/// as BlueZ and btmon print it.
+public struct BluetoothAddress: Hashable, Comparable, Sendable, CustomStringConvertible {
+  /// The six bytes, most significant first.
+  public let bytes: [UInt8]
+
+  public init?(bytes: [UInt8]) {
+    guard bytes.count == 6 else { return nil }
+    self.bytes = bytes
+  }
+
+  /// Parses "AA:BB:CC:DD:EE:FF" (case-insensitive). `-` and `_` are accepted as separators, as in
+  /// BlueZ object paths (`dev_AA_BB_CC_DD_EE_FF`).
+  public init?(_ text: String) {
+    let parts = text.split(whereSeparator: { $0 == ":" || $0 == "-" || $0 == "_" })
+    guard parts.count == 6 else { return nil }
+    var out: [UInt8] = []
+    for part in parts {
+      guard part.count == 2, let byte = UInt8(part, radix: 16) else { return nil }
+      out.append(byte)
+    }
+    self.bytes = out
+  }
+
+  public var description: String {
+    bytes.map { Hex.byte($0) }.joined(separator: ":")
+  }
+
+  public static func < (lhs: BluetoothAddress, rhs: BluetoothAddress) -> Bool {
+    lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
+  }
+}

@@ -1,0 +1,212 @@
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// A JSON value that keeps every field of what it was decoded from.
+///
+/// Trip events are forwarded with all of their fields, whatever the recorder put in them, so the
+/// core carries them as `JSONValue` rather than as a fixed struct.
+public enum JSONValue: Hashable, Sendable {
+  case null
+  case bool(Bool)
+  case int(Int64)
+  case double(Double)
+  case string(String)
+  case array([JSONValue])
+  case object([String: JSONValue])
+
+  public subscript(key: String) -> JSONValue? {
+    if case .object(let fields) = self { return fields[key] }
+    return nil
+  }
+
+  public var stringValue: String? {
+    if case .string(let s) = self { return s }
+    return nil
+  }
+
+  public var doubleValue: Double? {
+    switch self {
+    case .int(let i): return Double(i)
+    case .double(let d): return d
+    default: return nil
+    }
+  }
+
+  public var intValue: Int64? {
+    switch self {
+    case .int(let i): return i
+    case .double(let d) where d.rounded() == d && abs(d) < 9e15: return Int64(d)
+    default: return nil
+    }
+  }
+
+  public var objectValue: [String: JSONValue]? {
+    if case .object(let o) = self { return o }
+    return nil
+  }
+
+  public var arrayValue: [JSONValue]? {
+    if case .array(let a) = self { return a }
+    return nil
+  }
+
+  /// The JSON type's name, for error messages.
+  public var typeName: String {
+    switch self {
+    case .null: "null"
+    case .bool: "boolean"
+    case .int, .double: "number"
+    case .string: "string"
+    case .array: "array"
+    case .object: "object"
+    }
+  }
+}
+
+extension JSONValue: Codable {
+  public init(from decoder: any Decoder) throws {
+    if var array = try? decoder.unkeyedContainer() {
+      var values: [JSONValue] = []
+      while !array.isAtEnd { values.append(try array.decode(JSONValue.self)) }
+      self = .array(values)
+      return
+    }
+    if let object = try? decoder.container(keyedBy: AnyKey.self) {
+      var fields: [String: JSONValue] = [:]
+      for key in object.allKeys { fields[key.stringValue] = try object.decode(JSONValue.self, forKey: key) }
+      self = .object(fields)
+      return
+    }
+    let single = try decoder.singleValueContainer()
+    if single.decodeNil() {
+      self = .null
+    } else if let b = try? single.decode(Bool.self) {
+      self = .bool(b)
+    } else if let i = try? single.decode(Int64.self) {
+      self = .int(i)
+    } else if let d = try? single.decode(Double.self) {
+      self = .double(d)
+    } else {
+      self = .string(try single.decode(String.self))
+    }
+  }
+
+  public func encode(to encoder: any Encoder) throws {
+    switch self {
+    case .null:
+      var c = encoder.singleValueContainer()
+      try c.encodeNil()
+    case .bool(let b):
+      var c = encoder.singleValueContainer()
+      try c.encode(b)
+    case .int(let i):
+      var c = encoder.singleValueContainer()
+      try c.encode(i)
+    case .double(let d):
+      var c = encoder.singleValueContainer()
+      try c.encode(d)
+    case .string(let s):
+      var c = encoder.singleValueContainer()
+      try c.encode(s)
+    case .array(let a):
+      var c = encoder.unkeyedContainer()
+      for v in a { try c.encode(v) }
+    case .object(let o):
+      var c = encoder.container(keyedBy: AnyKey.self)
+      for (k, v) in o { try c.encode(v, forKey: AnyKey(k)) }
+    }
+  }
+
+  private struct AnyKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(_ s: String) { stringValue = s }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+  }
+}
+
+extension JSONValue {
+  /// Decodes one JSON document.
+  public static func parse(_ data: Data) throws -> JSONValue {
+    try JSONDecoder().decode(JSONValue.self, from: data)
+  }
+
+  /// Compact JSON with object keys sorted, so the same value always prints the same bytes.
+  public var compactText: String {
+    var out = ""
+    JSONWriter.write(self, to: &out)
+    return out
+  }
+}
+
+/// Writes compact, deterministic JSON.
+public enum JSONWriter {
+  public static func write(_ value: JSONValue, to out: inout String) {
+    switch value {
+    case .null: out += "null"
+    case .bool(let b): out += b ? "true" : "false"
+    case .int(let i): out += String(i)
+    case .double(let d): writeNumber(d, to: &out)
+    case .string(let s): writeString(s, to: &out)
+    case .array(let a):
+      out += "["
+      for (i, v) in a.enumerated() {
+        if i > 0 { out += "," }
+        write(v, to: &out)
+      }
+      out += "]"
+    case .object(let o):
+      writeObject(o.sorted { $0.key < $1.key }, to: &out)
+    }
+  }
+
+  /// Writes an object whose keys keep the given order (used for output lines that lead with
+  /// `at` and `type`).
+  public static func writeObject(_ fields: [(key: String, value: JSONValue)], to out: inout String) {
+    out += "{"
+    for (i, field) in fields.enumerated() {
+      if i > 0 { out += "," }
+      writeString(field.key, to: &out)
+      out += ":"
+      write(field.value, to: &out)
+    }
+    out += "}"
+  }
+
+  /// Numbers print in their shortest form; integral values print without a fraction, and values
+  /// are rounded to microseconds' precision so that virtual-time sums (0.1 + 0.2) print stably.
+  public static func writeNumber(_ d: Double, to out: inout String) {
+    guard d.isFinite else {
+      out += "null"
+      return
+    }
+    let rounded = (d * 1_000_000).rounded() / 1_000_000
+    if rounded == rounded.rounded(), abs(rounded) < 9e15 {
+      out += String(Int64(rounded))
+    } else {
+      out += "\(rounded)"
+    }
+  }
+
+  public static func writeString(_ s: String, to out: inout String) {
+    out += "\""
+    for scalar in s.unicodeScalars {
+      switch scalar {
+      case "\"": out += "\\\""
+      case "\\": out += "\\\\"
+      case "\n": out += "\\n"
+      case "\r": out += "\\r"
+      case "\t": out += "\\t"
+      case _ where scalar.value < 0x20:
+        let hex = String(scalar.value, radix: 16)
+        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+      default: out.unicodeScalars.append(scalar)
+      }
+    }
+    out += "\""
+  }
+}
