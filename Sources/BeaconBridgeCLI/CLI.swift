@@ -1,1 +1,120 @@
-import BeaconCore
+/// One subcommand: its name and help, how it parses, and what it does.
+///
+/// The conventions are swift-argument-parser's: one value type per command, parse then run,
+/// `--help` everywhere, exit 0 / 1 / 64.
+public protocol BridgeCommand: Sendable {
+  static var name: String { get }
+  /// One line for the command list.
+  static var abstract: String { get }
+  /// The full `--help` text after the usage line.
+  static var usage: String { get }
+  static var discussion: String { get }
+
+  /// Parses and validates the command's arguments, without doing anything.
+  init(_ arguments: inout Arguments) throws(UsageError)
+
+  /// Does the work; returns the exit status.
+  func run(_ console: any Console) async -> Int32
+}
+
+/// Exit statuses (DESIGN §4).
+public enum ExitStatus {
+  public static let success: Int32 = 0
+  public static let failure: Int32 = 1
+  /// EX_USAGE from sysexits.h.
+  public static let usage: Int32 = 64
+}
+
+public enum CLI {
+  public static let version = "0.1.0"
+
+  /// The subcommands, in the order `--help` lists them.
+  public static let commands: [any BridgeCommand.Type] = [
+    DemoCommand.self,
+    SimulateCommand.self,
+  ]
+
+  /// What an argv asks for.
+  public enum Invocation: Sendable {
+    case help(String)
+    case version
+    case command(any BridgeCommand)
+  }
+
+  /// Parses argv (without the program name). Pure: nothing runs.
+  public static func parse(_ argv: [String]) throws(UsageError) -> Invocation {
+    guard let first = argv.first else { return .help(mainHelp) }
+    switch first {
+    case "--help", "-h", "help":
+      if argv.count > 1, let command = commands.first(where: { $0.name == argv[1] }) {
+        return .help(help(for: command))
+      }
+      return .help(mainHelp)
+    case "--version": return .version
+    default: break
+    }
+    guard let type = commands.first(where: { $0.name == first }) else {
+      if first.hasPrefix("-") { throw UsageError("unknown option \(first)") }
+      throw UsageError("unknown command '\(first)'")
+    }
+    let rest = Array(argv.dropFirst())
+    if rest.contains("--help") || rest.contains("-h") { return .help(help(for: type)) }
+    var arguments = Arguments(rest, command: type.name)
+    let command = try type.init(&arguments)
+    try arguments.finish()
+    return .command(command)
+  }
+
+  /// Parses and runs; returns the exit status.
+  public static func main(_ argv: [String], console: any Console = StandardConsole()) async -> Int32 {
+    do {
+      switch try parse(argv) {
+      case .help(let text):
+        console.out(text)
+        return ExitStatus.success
+      case .version:
+        console.out("beaconbridge \(version)\n")
+        return ExitStatus.success
+      case .command(let command):
+        return await command.run(console)
+      }
+    } catch {
+      console.err("beaconbridge: \(error.description)\n")
+      console.err("Run 'beaconbridge --help' for usage.\n")
+      return ExitStatus.usage
+    }
+  }
+
+  public static var mainHelp: String {
+    var width = 0
+    for command in commands { width = max(width, command.name.count) }
+    var lines: [String] = []
+    for command in commands { lines.append("  " + command.name.padding(toLength: width + 2) + command.abstract) }
+    let list = lines.joined(separator: "\n")
+    return """
+      beaconbridge \(version): vehicle beacons for trip tagging on Linux (BlueZ).
+
+      USAGE: beaconbridge <command> [options]
+
+      COMMANDS:
+      \(list)
+
+      OPTIONS:
+        --help       Show help (also after any command).
+        --version    Show the version.
+
+      Errors go to stderr; the exit status is 0 on success, 1 on failure, 64 on a usage error.
+
+      """
+  }
+
+  public static func help(for command: any BridgeCommand.Type) -> String {
+    "USAGE: \(command.usage)\n\n\(command.abstract)\n\n\(command.discussion)\n"
+  }
+}
+
+extension String {
+  func padding(toLength length: Int) -> String {
+    count >= length ? self : self + String(repeating: " ", count: length - count)
+  }
+}

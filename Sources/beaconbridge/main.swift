@@ -1,1 +1,11 @@
-print("beaconbridge")
+import BeaconBridgeCLI
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#endif
+
+signal(SIGPIPE, SIG_IGN)
+let status = await CLI.main(Array(CommandLine.arguments.dropFirst()))
+exit(status)

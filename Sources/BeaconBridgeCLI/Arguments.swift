@@ -1,0 +1,70 @@
+/// A usage error: wrong arguments. Exits 64 (EX_USAGE) with the message and a hint on stderr.
+public struct UsageError: Error, Hashable, Sendable, CustomStringConvertible {
+  public var description: String
+  public init(_ description: String) { self.description = description }
+}
+
+/// The arguments of one command, consumed as they are read: flags, `--name VALUE` or
+/// `--name=VALUE` options, and positionals. `finish()` refuses whatever is left.
+public struct Arguments: Sendable {
+  private var items: [String]
+  public let command: String
+
+  public init(_ items: [String], command: String) {
+    self.items = items
+    self.command = command
+  }
+
+  /// True when the flag is present (and removes it).
+  public mutating func flag(_ name: String) -> Bool {
+    guard let index = items.firstIndex(of: name) else { return false }
+    items.remove(at: index)
+    return true
+  }
+
+  /// The value of `--name VALUE` or `--name=VALUE`, if given.
+  public mutating func option(_ name: String) throws(UsageError) -> String? {
+    if let index = items.firstIndex(where: { $0.hasPrefix(name + "=") }) {
+      let value = String(items[index].dropFirst(name.count + 1))
+      items.remove(at: index)
+      guard !value.isEmpty else { throw UsageError("\(name) needs a value") }
+      return value
+    }
+    guard let index = items.firstIndex(of: name) else { return nil }
+    guard index + 1 < items.count, !items[index + 1].hasPrefix("--") || items[index + 1] == "-" else {
+      throw UsageError("\(name) needs a value")
+    }
+    let value = items[index + 1]
+    items.removeSubrange(index...(index + 1))
+    return value
+  }
+
+  /// A number option, checked against a range.
+  public mutating func number(_ name: String, in range: ClosedRange<Double>) throws(UsageError) -> Double? {
+    guard let text = try option(name) else { return nil }
+    guard let value = Double(text), value.isFinite else { throw UsageError("\(name) must be a number, not \"\(text)\"") }
+    guard range.contains(value) else {
+      throw UsageError("\(name) must be between \(Self.format(range.lowerBound)) and \(Self.format(range.upperBound))")
+    }
+    return value
+  }
+
+  /// The next positional argument.
+  public mutating func positional(_ name: String) throws(UsageError) -> String {
+    guard let index = items.firstIndex(where: { !$0.hasPrefix("--") || $0 == "-" }) else {
+      throw UsageError("missing \(name)")
+    }
+    return items.remove(at: index)
+  }
+
+  /// Refuses anything not consumed.
+  public func finish() throws(UsageError) {
+    guard let first = items.first else { return }
+    if first.hasPrefix("-") && first != "-" { throw UsageError("unknown option \(first) for '\(command)'") }
+    throw UsageError("unexpected argument \"\(first)\" for '\(command)'")
+  }
+
+  static func format(_ value: Double) -> String {
+    value == value.rounded() ? String(Int(value)) : String(value)
+  }
+}

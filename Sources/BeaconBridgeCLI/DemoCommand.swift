@@ -1,0 +1,182 @@
+import BeaconCore
+import Foundation
+import Synchronization
+
+/// `beaconbridge demo`: the embedded default. A scripted drive through the real pipeline, in
+/// compressed real time, with no Bluetooth.
+public struct DemoCommand: BridgeCommand {
+  public static let name = "demo"
+  public static let abstract = "Play a scripted drive through the real pipeline; needs no Bluetooth."
+  public static let usage = "beaconbridge demo [--speed X] [--json]"
+  public static let discussion = """
+    A simulated radio: van 7's beacon in the cab (paired to UNIT-0042, losing 40% of its
+    packets), van 9's beacon (paired to UNIT-0099) passing by at trip start, and a strong
+    unpaired beacon passing by. Trip t1 is tagged at its start; trip t2 starts with no beacon,
+    holds its first batch, and is tagged when the beacon comes back late.
+
+    On a terminal the beacon table refreshes in place; otherwise events print as lines. The
+    drive is 170 s of virtual time, played at 10x by default (about 17 s).
+
+    OPTIONS:
+      --speed X   Virtual seconds per real second (1 to 10000; default 10).
+      --json      Print the events as JSON lines, as 'simulate' does.
+    """
+
+  public var speed: Double
+  public var json: Bool
+
+  public init(_ arguments: inout Arguments) throws(UsageError) {
+    json = arguments.flag("--json")
+    speed = try arguments.number("--speed", in: 1...10_000) ?? 10
+  }
+
+  public func run(_ console: any Console) async -> Int32 {
+    let scenario = DemoDrive.scenario
+    let view = DemoView(console: console, live: console.isTerminal && !json, json: json, speed: speed)
+    let started = ContinuousClock.now
+    let speed = self.speed
+    do {
+      let host = try await ScenarioRunner(scenario: scenario).run(
+        emit: { view.record($0) },
+        report: { view.note($0) },
+        pace: { virtual, bridge in
+          let target = started.advanced(by: .seconds(virtual / speed))
+          try? await Task.sleep(until: target, clock: .continuous)
+          await view.refresh(at: virtual, bridge: bridge)
+        })
+      view.finish(posted: host.posted)
+    } catch {
+      console.err("beaconbridge: demo failed: \(error)\n")
+      return ExitStatus.failure
+    }
+    return ExitStatus.success
+  }
+}
+
+/// What the demo shows: a table of beacons in range, the active beacon, trips, and the events.
+final class DemoView: Sendable {
+  let console: any Console
+  let live: Bool
+  let json: Bool
+  let speed: Double
+  private let state = Mutex<(recent: [String], lastDraw: Double, batches: [String])>(([], -1, []))
+
+  init(console: any Console, live: Bool, json: Bool, speed: Double) {
+    self.console = console
+    self.live = live
+    self.json = json
+    self.speed = speed
+  }
+
+  func record(_ event: TimedBridgeEvent) {
+    if json {
+      console.out(event.jsonLine + "\n")
+      return
+    }
+    guard let line = Self.describe(event) else { return }
+    let text = String(format: "%7.1fs  ", event.at.seconds) + line
+    if case .batchPosted = event.event { state.withLock { $0.batches.append(text) } }
+    if live {
+      state.withLock {
+        $0.recent.append(text)
+        if $0.recent.count > 12 { $0.recent.removeFirst($0.recent.count - 12) }
+      }
+    } else {
+      console.out(text + "\n")
+    }
+  }
+
+  func note(_ line: ScenarioLine) {
+    if json { console.out(line.jsonLine + "\n") } else { console.out(line.jsonLine + "\n") }
+  }
+
+  func refresh(at virtual: Double, bridge: BeaconBridge) async {
+    guard live else { return }
+    let due = state.withLock { s -> Bool in
+      guard virtual - s.lastDraw >= 0.5 * speed / 10 else { return false }
+      s.lastDraw = virtual
+      return true
+    }
+    guard due else { return }
+    let status = await bridge.status
+    let recent = state.withLock { $0.recent }
+    var screen = "\u{1B}[H\u{1B}[2J"
+    screen += String(format: "beaconbridge demo: t = %6.1f s of %.0f s (%gx real time)\n\n", virtual, 170.0, speed)
+    screen += Self.table(status)
+    screen += "\nRECENT EVENTS\n"
+    screen += recent.map { "  " + $0 }.joined(separator: "\n") + "\n"
+    console.out(screen)
+  }
+
+  func finish(posted: [TaggedTripBatch]) {
+    guard !json else { return }
+    var out = live ? "\n" : "\n"
+    out += "TAGGED BATCHES (handed to ScopeHost.postTripEventBatch)\n"
+    out += "  TRIP  SEQ  DEVICE ID   RESOLUTION     EVENTS\n"
+    for batch in posted {
+      let types = batch.events.map(\.type).joined(separator: ", ")
+      out += "  \(batch.tripId.padding(toLength: 4))  \(String(batch.sequence).padding(toLength: 3))  "
+      out += "\(batch.deviceId.padding(toLength: 10))  \(batch.resolution.reason.padding(toLength: 13))  \(types)\n"
+    }
+    out += "\n\(posted.count) batches posted, \(posted.reduce(0) { $0 + $1.events.count }) events, none lost.\n"
+    console.out(out)
+  }
+
+  static func table(_ status: BridgeStatus) -> String {
+    var out = "BEACONS IN RANGE\n"
+    out += "  KIND      UUID                                  MAJOR  MINOR  RSSI  SMOOTH  DIST    PROX       PAIRED\n"
+    let pairings = PairingSet(status.pairings)
+    for b in status.beaconsInRange {
+      let identity = b.id.identity
+      let paired = pairings.pairing(for: b.id).map { "\($0.deviceId)" } ?? "-"
+      out += "  " + b.id.kind.padding(toLength: 8) + "  "
+      out += (identity?.uuid.uuidString ?? "-").padding(toLength: 36) + "  "
+      out += String(identity.map { Int($0.major) } ?? 0).padding(toLength: 5) + "  "
+      out += String(identity.map { Int($0.minor) } ?? 0).padding(toLength: 5) + "  "
+      out += (b.lastRSSI.map { String($0) } ?? "?").padding(toLength: 4) + "  "
+      out += (b.smoothedRSSI.map { String(format: "%.1f", $0) } ?? "?").padding(toLength: 6) + "  "
+      out += (b.distance.map { String(format: "%.1fm", $0) } ?? "?").padding(toLength: 6) + "  "
+      out += b.proximity.rawValue.padding(toLength: 9) + "  " + paired + "\n"
+    }
+    if status.beaconsInRange.isEmpty { out += "  (none)\n" }
+    if let active = status.active {
+      out += "\nACTIVE BEACON: \(active.deviceId) (\(active.pairing.label ?? "no label")), \(active.id)\n"
+    } else {
+      out += "\nACTIVE BEACON: none\n"
+    }
+    out += "\nTRIPS\n"
+    for trip in status.trips {
+      out += "  \(trip.tripId): \(trip.resolution.deviceId ?? "no device ID yet") (\(trip.resolution.reason))"
+      out += trip.endedAt == nil ? ", recording" : ", ended"
+      out += trip.heldBatches > 0 ? ", \(trip.heldBatches) batch(es) held\n" : "\n"
+    }
+    if status.trips.isEmpty { out += "  (none)\n" }
+    return out
+  }
+
+  static func describe(_ timed: TimedBridgeEvent) -> String? {
+    switch timed.event {
+    case .beaconEntered(let b):
+      return "beacon entered   \(b.id)  rssi \(b.lastRSSI.map(String.init) ?? "?")"
+    case .beaconExited(let b, let reason):
+      return "beacon exited    \(b.id)  (\(reason.rawValue))"
+    case .activeBeaconChanged(let a):
+      guard let a else { return "active beacon    none" }
+      return "active beacon    \(a.deviceId) (\(a.pairing.label ?? "")) \(a.id)"
+    case .tripStarted(let id):
+      return "trip started     \(id)"
+    case .tripTagged(let id, let r):
+      return "trip tagged      \(id) -> \(r.deviceId ?? "unresolved") (\(r.reason))"
+    case .batchHeld(let batch, let reason):
+      return "batch held       \(batch.tripId) #\(batch.sequence), \(batch.events.count) events (\(reason))"
+    case .batchPosted(let t):
+      return "batch posted     \(t.tripId) #\(t.sequence) -> \(t.deviceId), \(t.events.count) events"
+    case .batchPostFailed(let t, let error, let retry):
+      return "post failed      \(t.tripId) #\(t.sequence): \(error); retry in \(retry) s"
+    case .tripEnded(let id, let r):
+      return "trip ended       \(id) \(r.isFinal ? "resolved" : "UNRESOLVED, batches held")"
+    case .rejected(let address, let rejection):
+      return "rejected         \(address?.description ?? "?"): \(rejection)"
+    }
+  }
+}

@@ -1,0 +1,64 @@
+import BeaconCore
+import Foundation
+
+/// `beaconbridge simulate FILE`: a scenario in virtual time, one JSON object per line.
+public struct SimulateCommand: BridgeCommand {
+  public static let name = "simulate"
+  public static let abstract = "Run a scenario file in virtual time; print one JSON object per line."
+  public static let usage = "beaconbridge simulate FILE [--json]"
+  public static let discussion = """
+    FILE is a scenario (JSON; '-' reads stdin): optional "config" (settings by their camelCase
+    names), "pairings", and "events", each with "at" (seconds on a virtual clock from 0) and one
+    of advertisement, lost, tripStart, tripEvents, tripEnd, tripAssign, pair, unpair.
+
+    The scenario runs through the real pipeline (frames, presence, active beacon, trip tagging,
+    the upload hand-off) as fast as it can. The same file always prints the same lines. Each line
+    has "at" and "type": beaconEntered, beaconExited, activeBeaconChanged, tripStarted,
+    tripTagged, batchHeld, batchPosted, tripEnded, and rejected for malformed advertisements or
+    refused trip calls.
+
+    A scenario file that cannot be read exits 1 with one error naming the problem.
+
+    OPTIONS:
+      --json    Accepted for symmetry with other commands; output is always JSON lines.
+    """
+
+  public var file: String
+
+  public init(_ arguments: inout Arguments) throws(UsageError) {
+    _ = arguments.flag("--json")
+    file = try arguments.positional("scenario FILE")
+  }
+
+  public func run(_ console: any Console) async -> Int32 {
+    let scenario: Scenario
+    do {
+      scenario = try Scenario.decode(try ScenarioFile.read(file))
+    } catch {
+      console.err("beaconbridge: scenario \(file): \(error)\n")
+      return ExitStatus.failure
+    }
+    do {
+      try await ScenarioRunner(scenario: scenario).run(
+        emit: { console.out($0.jsonLine + "\n") }, report: { console.out($0.jsonLine + "\n") })
+    } catch {
+      console.err("beaconbridge: scenario \(file): \(error)\n")
+      return ExitStatus.failure
+    }
+    return ExitStatus.success
+  }
+}
+
+enum ScenarioFile {
+  struct ReadError: Error, CustomStringConvertible {
+    var description: String
+  }
+
+  static func read(_ path: String) throws -> Data {
+    if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
+    guard FileManager.default.fileExists(atPath: path) else { throw ReadError(description: "no such file") }
+    do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+      throw ReadError(description: "cannot read it (\(error.localizedDescription))")
+    }
+  }
+}

@@ -1,0 +1,277 @@
+/// Why the bridge refused a call.
+public struct BridgeError: Error, Hashable, Sendable, CustomStringConvertible {
+  public enum Code: String, Hashable, Sendable {
+    /// Trip calls before `start()` armed the bridge.
+    case notArmed
+    /// The host's configuration has problems; `description` lists them.
+    case invalidConfiguration
+    /// A trip call the trip's state does not allow.
+    case trip
+  }
+
+  public var code: Code
+  public var description: String
+
+  public init(_ code: Code, _ description: String) {
+    self.code = code
+    self.description = description
+  }
+}
+
+/// The façade an app drives: the counterpart of the Scope SDKs' `ScopeSDK`.
+///
+/// It runs a `BeaconPipeline` against a clock and a `ScopeHost`:
+/// - advertisements from an `AdvertisementSource` feed presence and the active beacon;
+/// - at trip start it calls the host's beacon hook, which snapshots the active beacon;
+/// - every trip batch is tagged and handed to `host.postTripEventBatch`, in order, retried with
+///   backoff when the host throws, and never dropped.
+///
+/// Like `ScopeSDK.start` followed by `authenticated()`, the bridge records trips only once it is
+/// armed: `start()` checks the configuration (the daemon also opens its store first). Until then
+/// trip calls throw `BridgeError.notArmed`.
+public actor BeaconBridge {
+  public nonisolated let host: any ScopeHost
+  private let clock: BridgeClock
+  private let observer: (@Sendable (TimedBridgeEvent) -> Void)?
+  private var pipeline: BeaconPipeline
+  private(set) public var isArmed = false
+
+  private var outbound: [TaggedTripBatch] = []
+  private var isPosting = false
+  private var retryAt: Timestamp?
+  private var retryDelay: Double = 0
+
+  /// - Parameters:
+  ///   - host: the integrator's host.
+  ///   - clock: where time comes from; tests pass a `VirtualClock`.
+  ///   - observer: called for every event, in order, on the bridge's executor.
+  public init<C: Clock>(
+    host: any ScopeHost, clock: C, observer: (@Sendable (TimedBridgeEvent) -> Void)? = nil
+  ) where C.Duration == Duration {
+    self.host = host
+    self.clock = BridgeClock(clock)
+    self.observer = observer
+    self.pipeline = BeaconPipeline(configuration: host.configuration)
+  }
+
+  public init(host: any ScopeHost, observer: (@Sendable (TimedBridgeEvent) -> Void)? = nil) {
+    self.init(host: host, clock: ContinuousClock(), observer: observer)
+  }
+
+  public var now: Timestamp { clock.now() }
+
+  // MARK: Lifecycle
+
+  /// Arms the bridge: checks the host's configuration. Throws `invalidConfiguration` listing
+  /// every problem.
+  public func start() throws(BridgeError) {
+    let configuration = host.configuration
+    let problems = configuration.problems()
+    guard problems.isEmpty else {
+      throw BridgeError(.invalidConfiguration, "invalid configuration: " + problems.joined(separator: "; "))
+    }
+    pipeline.reconfigure(configuration)
+    isArmed = true
+    log(.info, "armed")
+  }
+
+  /// Re-reads the host's configuration (SIGHUP). An invalid one is refused and the old one kept.
+  public func reload() throws(BridgeError) {
+    let configuration = host.configuration
+    let problems = configuration.problems()
+    guard problems.isEmpty else {
+      throw BridgeError(.invalidConfiguration, "invalid configuration: " + problems.joined(separator: "; "))
+    }
+    pipeline.reconfigure(configuration)
+    log(.info, "configuration reloaded")
+  }
+
+  public func setPairings(_ pairings: [Pairing]) async {
+    await perform(pipeline.setPairings(PairingSet(pairings), at: now))
+  }
+
+  // MARK: Radio
+
+  /// Feeds one event from an advertisement source.
+  public func ingest(_ event: SourceEvent) async {
+    await perform(pipeline.ingest(event, at: now))
+  }
+
+  /// Handles every deadline due now. `run(source:)` calls it on its own; virtual-time drivers
+  /// call it after moving the clock.
+  public func tick() async {
+    let time = now
+    await perform(pipeline.tick(at: time))
+    if let retryAt, retryAt <= time { await drainOutbound() }
+  }
+
+  /// The earliest time `tick` has work.
+  public var nextDeadline: Timestamp? {
+    [pipeline.nextDeadline, outbound.isEmpty ? nil : retryAt].compactMap { $0 }.min()
+  }
+
+  /// Consumes a source until it ends or the task is cancelled, ticking deadlines meanwhile.
+  /// Presence needs no sub-second latency, so deadlines are checked at least once a second and
+  /// otherwise when due.
+  public func run(source: some AdvertisementSource) async throws {
+    let stream = try await source.events()
+    log(.info, "scanning with \(source.description)")
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      group.addTask {
+        for try await event in stream { await self.ingest(event) }
+      }
+      group.addTask {
+        while !Task.isCancelled {
+          let now = await self.now
+          let due = await self.nextDeadline ?? now + 1
+          try await self.clock.sleep(min(max(due, now), now + 1))
+          await self.tick()
+        }
+      }
+      // The source ending ends the run.
+      try await group.next()
+      group.cancelAll()
+    }
+  }
+
+  // MARK: Trips
+
+  /// Starts a trip and calls the host's beacon hook, which snapshots the active beacon.
+  public func tripStart(_ tripId: String) async throws(BridgeError) {
+    try requireArmed()
+    let steps: [BeaconPipeline.Step]
+    do { steps = try pipeline.startTrip(tripId, at: now) } catch { throw BridgeError(.trip, error.description) }
+    await perform(steps)
+    await host.onBeaconTripStart(BeaconTripStart(tripId: tripId, bridge: self))
+    await perform(pipeline.hookFinished(for: tripId, at: now))
+  }
+
+  func snapshotActiveBeacon(for tripId: String) async -> BeaconSnapshot? {
+    let (snapshot, steps) = pipeline.snapshotActiveBeacon(for: tripId, at: now)
+    await perform(steps)
+    if snapshot == nil { log(.info, "trip \(tripId): no active beacon yet; waiting up to \(pipeline.configuration.trips.lateWindow) s") }
+    return snapshot
+  }
+
+  /// Hands over one batch of trip events. It is tagged and posted when the trip has its device ID,
+  /// and held in order until then.
+  public func tripEvents(_ tripId: String, events: [TripEvent]) async throws(BridgeError) {
+    try requireArmed()
+    let steps: [BeaconPipeline.Step]
+    do { steps = try pipeline.tripEvents(tripId, events: events, at: now) } catch {
+      throw BridgeError(.trip, error.description)
+    }
+    await perform(steps)
+  }
+
+  public func tripEnd(_ tripId: String) async throws(BridgeError) {
+    try requireArmed()
+    let steps: [BeaconPipeline.Step]
+    do { steps = try pipeline.endTrip(tripId, at: now) } catch { throw BridgeError(.trip, error.description) }
+    await perform(steps)
+    retire(tripId)
+  }
+
+  /// Tags a held, unresolved trip with a device ID by hand.
+  public func assign(_ tripId: String, deviceId: String) async throws(BridgeError) {
+    try requireArmed()
+    let steps: [BeaconPipeline.Step]
+    do { steps = try pipeline.assign(tripId, deviceId: deviceId, at: now) } catch {
+      throw BridgeError(.trip, error.description)
+    }
+    await perform(steps)
+    retire(tripId)
+  }
+
+  // MARK: State
+
+  public var status: BridgeStatus {
+    BridgeStatus(
+      armed: isArmed, beaconsInRange: pipeline.tracker.inRange, active: pipeline.selector.active,
+      trips: pipeline.resolver.allTrips.map { trip in
+        BridgeStatus.Trip(
+          tripId: trip.tripId, startedAt: trip.startedAt, endedAt: trip.endedAt, resolution: trip.resolution,
+          heldBatches: pipeline.tagger.heldBatches(trip.tripId).count)
+      },
+      outboundBatches: outbound.count, pairings: pipeline.pairings.pairings)
+  }
+
+  // MARK: Internals
+
+  private func requireArmed() throws(BridgeError) {
+    guard isArmed else {
+      throw BridgeError(.notArmed, "the bridge is not armed: call start() once the configuration is valid")
+    }
+  }
+
+  private func perform(_ steps: [BeaconPipeline.Step]) async {
+    var posted = false
+    for step in steps {
+      switch step {
+      case .event(let event): emit(event)
+      case .post(let batch):
+        outbound.append(batch)
+        posted = true
+      }
+    }
+    if posted { await drainOutbound() }
+  }
+
+  /// Posts queued batches in order. One drain runs at a time; batches queued meanwhile are taken
+  /// by the running drain, so order holds even though the actor is re-entered while the host
+  /// posts.
+  private func drainOutbound() async {
+    guard !isPosting else { return }
+    isPosting = true
+    defer { isPosting = false }
+    while let batch = outbound.first {
+      if let retryAt, now < retryAt { return }
+      do {
+        try await host.postTripEventBatch(batch)
+        outbound.removeFirst()
+        retryAt = nil
+        retryDelay = 0
+        emit(.batchPosted(batch))
+        retire(batch.tripId)
+      } catch {
+        let configuration = pipeline.configuration
+        retryDelay =
+          retryDelay == 0 ? configuration.postRetryInitial : min(retryDelay * 2, configuration.postRetryMax)
+        retryAt = now + retryDelay
+        emit(.batchPostFailed(batch, error: String(describing: error), retryIn: retryDelay))
+        log(.warning, "posting trip \(batch.tripId) batch \(batch.sequence) failed: \(error); retrying in \(retryDelay) s")
+        return
+      }
+    }
+  }
+
+  private func retire(_ tripId: String) {
+    pipeline.retireIfDone(tripId, outstanding: outbound.contains { $0.tripId == tripId })
+  }
+
+  private func emit(_ event: BridgeEvent) {
+    observer?(TimedBridgeEvent(at: now, event: event))
+  }
+
+  private func log(_ level: LogRecord.Level, _ message: String) {
+    host.log(LogRecord(level: level, message: message, at: now))
+  }
+}
+
+/// A snapshot of the bridge's state, for `status`.
+public struct BridgeStatus: Hashable, Sendable {
+  public struct Trip: Hashable, Sendable {
+    public var tripId: String
+    public var startedAt: Timestamp
+    public var endedAt: Timestamp?
+    public var resolution: TripResolution
+    public var heldBatches: Int
+  }
+
+  public var armed: Bool
+  public var beaconsInRange: [TrackedBeacon]
+  public var active: ActiveBeacon?
+  public var trips: [Trip]
+  public var outboundBatches: Int
+  public var pairings: [Pairing]
+}

@@ -1,0 +1,169 @@
+/// The whole beacon path as one synchronous state machine: advertisement → frames → presence →
+/// active beacon → trip resolution → tagging.
+///
+/// Every call takes the time it happens at and returns what followed, in order. The façade
+/// (`BeaconBridge`) runs it against a clock and a host; `simulate` and `replay` run the same
+/// façade in virtual time.
+public struct BeaconPipeline: Sendable {
+  /// One step of what followed a call.
+  public enum Step: Hashable, Sendable {
+    case event(BridgeEvent)
+    /// A tagged batch to hand to `ScopeHost.postTripEventBatch`, in this order.
+    case post(TaggedTripBatch)
+  }
+
+  public private(set) var configuration: BridgeConfiguration
+  public private(set) var tracker: PresenceTracker
+  public private(set) var selector: ActiveBeaconSelector
+  public private(set) var pairings: PairingSet
+  public private(set) var resolver: BeaconTripResolver
+  public private(set) var tagger = TripTagger()
+
+  public init(configuration: BridgeConfiguration = BridgeConfiguration(), pairings: PairingSet = PairingSet()) {
+    self.configuration = configuration
+    self.pairings = pairings
+    tracker = PresenceTracker(settings: configuration.presence)
+    selector = ActiveBeaconSelector(settings: configuration.selector)
+    resolver = BeaconTripResolver(settings: configuration.trips)
+  }
+
+  /// Applies new settings (SIGHUP). State in progress is kept.
+  public mutating func reconfigure(_ configuration: BridgeConfiguration) {
+    self.configuration = configuration
+    tracker.settings = configuration.presence
+    selector.settings = configuration.selector
+    resolver.settings = configuration.trips
+  }
+
+  // MARK: Radio
+
+  public mutating func ingest(_ event: SourceEvent, at time: Timestamp) -> [Step] {
+    switch event {
+    case .sighting(let ad): return sighted(ad, at: time)
+    case .lost(let address):
+      let exits = tracker.lost(address, at: time)
+      for case .exited(let b, _) in exits { selector.exited(b.id) }
+      return exits.map { .event(presenceEvent($0)) }
+    case .rejected(let address, let rejection):
+      return [.event(.rejected(address: address, rejection))]
+    }
+  }
+
+  private mutating func sighted(_ ad: Advertisement, at time: Timestamp) -> [Step] {
+    let parsed = BeaconFrameParser.parse(ad)
+    var steps: [Step] = parsed.rejections.map { .event(.rejected(address: ad.address, $0)) }
+    for frame in parsed.frames where frame.beaconID != nil {
+      steps += tracker.observe(frame, from: ad, at: time).map { .event(presenceEvent($0)) }
+      guard let beacon = tracker.beacon(frame.beaconID!) else { continue }
+      if let change = selector.sighted(beacon, pairings: pairings, inRange: tracker.inRange, at: time) {
+        steps += activeChanged(change, at: time)
+      }
+    }
+    return steps
+  }
+
+  private func presenceEvent(_ e: PresenceEvent) -> BridgeEvent {
+    switch e {
+    case .entered(let b): .beaconEntered(b)
+    case .exited(let b, let reason): .beaconExited(b, reason)
+    }
+  }
+
+  private mutating func activeChanged(_ active: ActiveBeacon?, at time: Timestamp) -> [Step] {
+    var steps: [Step] = [.event(.activeBeaconChanged(active))]
+    for (tripId, resolution) in resolver.activeChanged(active, at: time) {
+      steps += tagged(tripId, resolution)
+    }
+    return steps
+  }
+
+  /// A trip's resolution became known: report it and release its held batches.
+  private mutating func tagged(_ tripId: String, _ resolution: TripResolution) -> [Step] {
+    var steps: [Step] = [.event(.tripTagged(tripId: tripId, resolution))]
+    steps += tagger.release(tripId, resolution: resolution).map { .post($0) }
+    return steps
+  }
+
+  // MARK: Time
+
+  /// Handles every deadline due at `time`: beacon exits, the active hold, late windows.
+  public mutating func tick(at time: Timestamp) -> [Step] {
+    var steps: [Step] = []
+    for exit in tracker.expire(at: time) {
+      if case .exited(let b, _) = exit { selector.exited(b.id) }
+      steps.append(.event(presenceEvent(exit)))
+    }
+    if let change = selector.expire(at: time) { steps += activeChanged(change, at: time) }
+    for (tripId, resolution) in resolver.expire(at: time) {
+      steps += tagged(tripId, resolution)
+    }
+    return steps
+  }
+
+  /// The earliest time `tick` has something to do.
+  public var nextDeadline: Timestamp? {
+    [tracker.nextDeadline, selector.nextDeadline, resolver.nextDeadline].compactMap { $0 }.min()
+  }
+
+  // MARK: Pairings
+
+  public mutating func setPairings(_ newPairings: PairingSet, at time: Timestamp) -> [Step] {
+    pairings = newPairings
+    guard let change = selector.pairingsChanged(newPairings) else { return [] }
+    return activeChanged(change, at: time)
+  }
+
+  // MARK: Trips
+
+  public mutating func startTrip(_ tripId: String, at time: Timestamp) throws(TripError) -> [Step] {
+    try resolver.start(tripId, at: time)
+    return [.event(.tripStarted(tripId: tripId))]
+  }
+
+  /// The beacon hook's snapshot for a trip.
+  public mutating func snapshotActiveBeacon(for tripId: String, at time: Timestamp) -> (BeaconSnapshot?, [Step]) {
+    guard let resolution = resolver.snapshot(tripId, active: selector.active, at: time) else {
+      return (resolver.trip(tripId)?.resolution.snapshot, [])
+    }
+    guard resolution.isFinal else { return (nil, []) }
+    return (resolution.snapshot, tagged(tripId, resolution))
+  }
+
+  /// The host's hook returned; a trip it took no snapshot for is a smart-mode trip.
+  public mutating func hookFinished(for tripId: String, at time: Timestamp) -> [Step] {
+    guard let resolution = resolver.hookFinished(tripId, at: time) else { return [] }
+    return tagged(tripId, resolution)
+  }
+
+  public mutating func tripEvents(_ tripId: String, events: [TripEvent], at time: Timestamp) throws(TripError)
+    -> [Step]
+  {
+    guard let trip = resolver.trip(tripId) else { throw TripError(.unknownTrip, "no trip \(tripId) has started") }
+    guard trip.endedAt == nil else { throw TripError(.alreadyEnded, "trip \(tripId) has already ended") }
+    let (batch, released) = tagger.accept(tripId: tripId, events: events, at: time, resolution: trip.resolution)
+    if released.isEmpty {
+      return [.event(.batchHeld(batch, reason: trip.resolution.reason))]
+    }
+    return released.map { .post($0) }
+  }
+
+  public mutating func endTrip(_ tripId: String, at time: Timestamp) throws(TripError) -> [Step] {
+    let (resolution, changed) = try resolver.end(tripId, at: time)
+    var steps: [Step] = changed ? tagged(tripId, resolution) : []
+    steps.append(.event(.tripEnded(tripId: tripId, resolution)))
+    return steps
+  }
+
+  /// Tags a held, unresolved trip by hand (`trip assign`).
+  public mutating func assign(_ tripId: String, deviceId: String, at time: Timestamp) throws(TripError) -> [Step] {
+    let resolution = try resolver.assign(tripId, deviceId: deviceId)
+    return tagged(tripId, resolution)
+  }
+
+  /// Forgets an ended trip once nothing of it is held or waiting to be posted.
+  public mutating func retireIfDone(_ tripId: String, outstanding: Bool) {
+    guard !outstanding, !tagger.hasHeld(tripId) else { return }
+    resolver.retire(tripId)
+    if resolver.trip(tripId) == nil { tagger.forget(tripId) }
+  }
+}

@@ -1,0 +1,78 @@
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// Binds a beacon identity to a device ID: the vehicle unit serial number or driver tag ID that
+/// the backend knows. `major` and `minor` may be left out to match any value.
+public struct Pairing: Hashable, Sendable, Codable {
+  public var uuid: UUID
+  public var major: UInt16?
+  public var minor: UInt16?
+  public var deviceId: String
+  public var label: String?
+
+  public init(uuid: UUID, major: UInt16?, minor: UInt16?, deviceId: String, label: String? = nil) {
+    self.uuid = uuid
+    self.major = major
+    self.minor = minor
+    self.deviceId = deviceId
+    self.label = label
+  }
+
+  public func matches(_ identity: BeaconIdentity) -> Bool {
+    identity.uuid == uuid && (major == nil || major == identity.major) && (minor == nil || minor == identity.minor)
+  }
+
+  /// How specific the pattern is; the most specific pairing wins.
+  public var specificity: Int { (major == nil ? 0 : 2) + (minor == nil ? 0 : 1) }
+
+  /// Checks the fields a user typed.
+  public func validate() throws(PairingError) {
+    let trimmed = deviceId.trimmedWhitespace
+    guard !trimmed.isEmpty else { throw PairingError("device ID must not be empty") }
+    guard deviceId.count <= 128 else { throw PairingError("device ID is longer than 128 characters") }
+    guard deviceId.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
+      throw PairingError("device ID contains control characters")
+    }
+    if major == nil, minor != nil { throw PairingError("a minor needs a major (a wildcard major with a fixed minor is ambiguous)") }
+  }
+}
+
+public struct PairingError: Error, Hashable, Sendable, CustomStringConvertible {
+  public var description: String
+  public init(_ description: String) { self.description = description }
+}
+
+/// The set of pairings, with lookup by beacon identity.
+public struct PairingSet: Hashable, Sendable {
+  public private(set) var pairings: [Pairing]
+
+  public init(_ pairings: [Pairing] = []) {
+    self.pairings = pairings
+  }
+
+  /// The pairing for a beacon: the most specific match; between equally specific ones, the
+  /// lowest device ID, so the choice never depends on insertion order.
+  public func pairing(for id: BeaconID) -> Pairing? {
+    guard let identity = id.identity else { return nil }
+    return pairings.filter { $0.matches(identity) }.min { a, b in
+      a.specificity != b.specificity ? a.specificity > b.specificity : a.deviceId < b.deviceId
+    }
+  }
+
+  /// Adds or replaces the pairing with the same identity pattern.
+  public mutating func upsert(_ pairing: Pairing) {
+    pairings.removeAll { $0.uuid == pairing.uuid && $0.major == pairing.major && $0.minor == pairing.minor }
+    pairings.append(pairing)
+  }
+
+  /// Removes the pairings for a device ID; returns how many.
+  @discardableResult
+  public mutating func remove(deviceId: String) -> Int {
+    let before = pairings.count
+    pairings.removeAll { $0.deviceId == deviceId }
+    return before - pairings.count
+  }
+}

@@ -1,0 +1,136 @@
+/// Presence settings; every number is a configuration key.
+public struct PresenceSettings: Hashable, Sendable {
+  /// A beacon exits when it has not been seen for this long (DESIGN §5: 10 s). Backends whose
+  /// cadence is slower (BlueZ active discovery, about one report per 10.24 s window) use a larger
+  /// value or rely on their own `lost` events.
+  public var exitTimeout: Double = 10
+  public var rssi = RSSISettings()
+  public var distance = DistanceModel()
+
+  public init() {}
+}
+
+/// One beacon in range, as presence sees it.
+public struct TrackedBeacon: Hashable, Sendable {
+  public var id: BeaconID
+  /// The address it was last heard from.
+  public var address: BluetoothAddress
+  public var firstSeen: Timestamp
+  public var lastSeen: Timestamp
+  public var sightings: Int
+  /// The last known raw RSSI, dBm.
+  public var lastRSSI: Int?
+  /// The filtered RSSI, dBm.
+  public var smoothedRSSI: Double?
+  /// The beacon's calibrated power at 1 m, from its frame.
+  public var powerAt1m: Int?
+  public var distance: Double?
+  public var proximity: Proximity
+}
+
+/// Why a beacon left.
+public enum ExitReason: String, Hashable, Sendable {
+  /// Not seen for `exitTimeout`.
+  case timeout
+  /// The backend reported the device gone.
+  case lost
+}
+
+public enum PresenceEvent: Hashable, Sendable {
+  case entered(TrackedBeacon)
+  case exited(TrackedBeacon, ExitReason)
+}
+
+/// Keeps the list of beacons in range: smoothed RSSI, distance, and enter/exit events.
+///
+/// A pure state machine: the caller passes the time of every call, so it runs unchanged under
+/// a virtual clock.
+public struct PresenceTracker: Sendable {
+  public var settings: PresenceSettings
+
+  private struct Entry: Sendable {
+    var beacon: TrackedBeacon
+    var filter: any RSSIFilter
+  }
+
+  private var entries: [BeaconID: Entry] = [:]
+
+  public init(settings: PresenceSettings = PresenceSettings()) {
+    self.settings = settings
+  }
+
+  /// The beacons in range, strongest first (then by identity, so the order is stable).
+  public var inRange: [TrackedBeacon] {
+    entries.values.map(\.beacon).sorted { a, b in
+      switch (a.smoothedRSSI, b.smoothedRSSI) {
+      case (let x?, let y?) where x != y: return x > y
+      case (.some, nil): return true
+      case (nil, .some): return false
+      default: return a.id < b.id
+      }
+    }
+  }
+
+  public func beacon(_ id: BeaconID) -> TrackedBeacon? { entries[id]?.beacon }
+
+  /// Records a sighting of a beacon frame. A sighting without RSSI still counts as presence.
+  public mutating func observe(_ frame: BeaconFrame, from ad: Advertisement, at time: Timestamp) -> [PresenceEvent]
+  {
+    guard let id = frame.beaconID else { return [] }
+    let rssi = ad.rssi.flatMap { RSSI.isKnown($0) ? $0 : nil }
+    if var entry = entries[id] {
+      entry.beacon.address = ad.address
+      entry.beacon.lastSeen = max(entry.beacon.lastSeen, time)
+      entry.beacon.sightings += 1
+      entry.beacon.powerAt1m = frame.powerAt1m ?? entry.beacon.powerAt1m
+      if let rssi {
+        entry.beacon.lastRSSI = rssi
+        entry.filter.add(Double(rssi), at: time)
+      }
+      refreshDerived(&entry, at: time)
+      entries[id] = entry
+      return []
+    }
+    var filter = settings.rssi.filter.make(settings: settings.rssi)
+    if let rssi { filter.add(Double(rssi), at: time) }
+    var entry = Entry(
+      beacon: TrackedBeacon(
+        id: id, address: ad.address, firstSeen: time, lastSeen: time, sightings: 1, lastRSSI: rssi,
+        smoothedRSSI: nil, powerAt1m: frame.powerAt1m, distance: nil, proximity: .unknown),
+      filter: filter)
+    refreshDerived(&entry, at: time)
+    entries[id] = entry
+    return [.entered(entry.beacon)]
+  }
+
+  /// The backend reports a device gone: every beacon last heard from that address exits.
+  public mutating func lost(_ address: BluetoothAddress, at time: Timestamp) -> [PresenceEvent] {
+    let gone = entries.values.filter { $0.beacon.address == address }.map(\.beacon).sorted { $0.id < $1.id }
+    for beacon in gone { entries[beacon.id] = nil }
+    return gone.map { .exited($0, .lost) }
+  }
+
+  /// Exits every beacon not seen for `exitTimeout`, as of `time`.
+  public mutating func expire(at time: Timestamp) -> [PresenceEvent] {
+    let gone = entries.values.map(\.beacon)
+      .filter { time - $0.lastSeen >= settings.exitTimeout }
+      .sorted { ($0.lastSeen, $0.id) < ($1.lastSeen, $1.id) }
+    for beacon in gone { entries[beacon.id] = nil }
+    return gone.map { .exited($0, .timeout) }
+  }
+
+  /// When the next beacon would time out.
+  public var nextDeadline: Timestamp? {
+    entries.values.map { $0.beacon.lastSeen + settings.exitTimeout }.min()
+  }
+
+  private func refreshDerived(_ entry: inout Entry, at time: Timestamp) {
+    entry.beacon.smoothedRSSI = entry.filter.value(at: time)
+    if let smoothed = entry.beacon.smoothedRSSI, let power = entry.beacon.powerAt1m {
+      entry.beacon.distance = settings.distance.distance(rssi: smoothed, powerAt1m: power)
+    } else {
+      entry.beacon.distance = nil
+    }
+    entry.beacon.proximity = settings.distance.proximity(distance: entry.beacon.distance)
+  }
+}

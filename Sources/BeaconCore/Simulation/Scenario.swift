@@ -1,0 +1,253 @@
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// A scenario file for `simulate` (DESIGN §4): configuration, pairings, and timed events on a
+/// virtual clock starting at 0.
+public struct Scenario: Sendable {
+  public enum Action: Sendable {
+    /// An advertisement; `rawHex` ones are parsed from AD structures when played, so malformed
+    /// data becomes a `rejected` line.
+    case advertisement(address: BluetoothAddress, rssi: Int?, payload: Payload)
+    /// The backend reports a device gone (BlueZ InterfacesRemoved).
+    case lost(BluetoothAddress)
+    case tripStart(tripId: String)
+    case tripEvents(tripId: String, events: [TripEvent])
+    case tripEnd(tripId: String)
+    case tripAssign(tripId: String, deviceId: String)
+    case pair(Pairing)
+    case unpair(deviceId: String)
+  }
+
+  public enum Payload: Sendable {
+    case raw([UInt8])
+    case structured(manufacturerData: [ManufacturerData], serviceData: [ServiceData], txPower: Int?)
+  }
+
+  public struct Entry: Sendable {
+    public var at: Double
+    public var action: Action
+  }
+
+  public var configuration = BridgeConfiguration()
+  public var pairings: [Pairing] = []
+  /// Sorted by time; entries at the same time keep their file order.
+  public var entries: [Entry] = []
+  /// Play until this time (default: the last event).
+  public var duration: Double?
+
+  public init() {}
+
+  /// When the scenario ends.
+  public var end: Double { max(duration ?? 0, entries.last?.at ?? 0) }
+}
+
+/// A scenario file that cannot be read, with the place of the problem.
+public struct ScenarioError: Error, Hashable, Sendable, CustomStringConvertible {
+  public var description: String
+  public init(_ description: String) { self.description = description }
+}
+
+extension Scenario {
+  /// Reads a scenario file's bytes. Throws one error naming the first problem and where it is.
+  public static func decode(_ data: Data) throws(ScenarioError) -> Scenario {
+    let root: JSONValue
+    do { root = try JSONValue.parse(data) } catch {
+      throw ScenarioError("not valid JSON: \(Self.describe(error))")
+    }
+    guard let object = root.objectValue else { throw ScenarioError("the top level must be an object, not \(root.typeName)") }
+    for key in object.keys where !["config", "pairings", "events", "duration", "description"].contains(key) {
+      throw ScenarioError("unknown top-level key \"\(key)\" (expected config, pairings, events, duration, description)")
+    }
+    var scenario = Scenario()
+    if let config = object["config"] {
+      guard let fields = config.objectValue else { throw ScenarioError("config must be an object") }
+      for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
+        let text: String
+        switch value {
+        case .string(let s): text = s
+        case .int, .double: text = value.compactText
+        case .null: text = ""
+        default: throw ScenarioError("config.\(key) must be a number or a string, not \(value.typeName)")
+        }
+        do { try scenario.configuration.set(key, to: text) } catch { throw ScenarioError("config: \(error.description)") }
+      }
+      let problems = scenario.configuration.problems()
+      if !problems.isEmpty { throw ScenarioError("config: " + problems.joined(separator: "; ")) }
+    }
+    if let pairings = object["pairings"] {
+      guard let list = pairings.arrayValue else { throw ScenarioError("pairings must be an array") }
+      for (i, item) in list.enumerated() {
+        scenario.pairings.append(try pairing(item, at: "pairings[\(i)]"))
+      }
+    }
+    guard let events = object["events"] else { throw ScenarioError("the scenario has no \"events\" array") }
+    guard let list = events.arrayValue else { throw ScenarioError("events must be an array") }
+    for (i, item) in list.enumerated() {
+      scenario.entries.append(try entry(item, at: "events[\(i)]"))
+    }
+    // A stable sort: same-time events keep their file order.
+    scenario.entries = scenario.entries.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }
+      .map(\.element)
+    if let duration = object["duration"] {
+      guard let d = duration.doubleValue, d >= 0, d.isFinite else { throw ScenarioError("duration must be a number ≥ 0") }
+      scenario.duration = d
+    }
+    return scenario
+  }
+
+  private static func describe(_ error: any Error) -> String {
+    if let decoding = error as? DecodingError {
+      switch decoding {
+      case .dataCorrupted(let context):
+        let underlying = context.underlyingError.map { " (\(String(describing: $0)))" } ?? ""
+        return context.debugDescription + underlying
+      default: return String(describing: decoding)
+      }
+    }
+    return String(describing: error)
+  }
+
+  private static func entry(_ value: JSONValue, at path: String) throws(ScenarioError) -> Entry {
+    guard let object = value.objectValue else { throw ScenarioError("\(path) must be an object") }
+    guard let atValue = object["at"] else { throw ScenarioError("\(path) has no \"at\" time") }
+    guard let at = atValue.doubleValue, at >= 0, at.isFinite else {
+      throw ScenarioError("\(path).at must be a number of seconds ≥ 0")
+    }
+    let actions = object.keys.filter { $0 != "at" }.sorted()
+    guard actions.count == 1, let name = actions.first, let body = object[name] else {
+      throw ScenarioError(
+        "\(path) must have \"at\" and exactly one of advertisement, lost, tripStart, tripEvents, tripEnd, tripAssign, pair, unpair (found: \(actions.joined(separator: ", ")))"
+      )
+    }
+    let where_ = "\(path).\(name)"
+    guard let fields = body.objectValue else { throw ScenarioError("\(where_) must be an object") }
+    switch name {
+    case "advertisement":
+      return Entry(at: at, action: try advertisement(fields, at: where_))
+    case "lost":
+      return Entry(at: at, action: .lost(try address(fields, at: where_)))
+    case "tripStart":
+      return Entry(at: at, action: .tripStart(tripId: try string(fields, "tripId", at: where_)))
+    case "tripEnd":
+      return Entry(at: at, action: .tripEnd(tripId: try string(fields, "tripId", at: where_)))
+    case "tripAssign":
+      return Entry(
+        at: at,
+        action: .tripAssign(
+          tripId: try string(fields, "tripId", at: where_), deviceId: try string(fields, "deviceId", at: where_)))
+    case "tripEvents":
+      let tripId = try string(fields, "tripId", at: where_)
+      guard let list = fields["events"]?.arrayValue else { throw ScenarioError("\(where_).events must be an array") }
+      var events: [TripEvent] = []
+      for (i, item) in list.enumerated() {
+        do { events.append(try TripEvent(json: item)) } catch {
+          throw ScenarioError("\(where_).events[\(i)]: \(error.description)")
+        }
+      }
+      return Entry(at: at, action: .tripEvents(tripId: tripId, events: events))
+    case "pair":
+      return Entry(at: at, action: .pair(try pairing(body, at: where_)))
+    case "unpair":
+      return Entry(at: at, action: .unpair(deviceId: try string(fields, "deviceId", at: where_)))
+    default:
+      throw ScenarioError("\(path) has an unknown action \"\(name)\"")
+    }
+  }
+
+  private static func advertisement(_ fields: [String: JSONValue], at path: String) throws(ScenarioError) -> Action {
+    let addr = try address(fields, at: path)
+    var rssi: Int?
+    if let value = fields["rssi"], value != .null {
+      guard let r = value.intValue, r >= -128, r <= 127 else {
+        throw ScenarioError("\(path).rssi must be a whole number from -128 to 127")
+      }
+      rssi = Int(r)
+    }
+    for key in fields.keys where !["address", "rssi", "rawHex", "manufacturerData", "serviceData", "txPower"].contains(key) {
+      throw ScenarioError("\(path) has an unknown key \"\(key)\"")
+    }
+    if let raw = fields["rawHex"] {
+      guard fields["manufacturerData"] == nil, fields["serviceData"] == nil else {
+        throw ScenarioError("\(path) has rawHex and manufacturerData/serviceData; use one or the other")
+      }
+      guard let text = raw.stringValue, let bytes = Hex.decode(text) else {
+        throw ScenarioError("\(path).rawHex must be a string of hex digits")
+      }
+      return .advertisement(address: addr, rssi: rssi, payload: .raw(bytes))
+    }
+    var manufacturer: [ManufacturerData] = []
+    if let list = fields["manufacturerData"] {
+      guard let items = list.arrayValue else { throw ScenarioError("\(path).manufacturerData must be an array") }
+      for (i, item) in items.enumerated() {
+        let p = "\(path).manufacturerData[\(i)]"
+        guard let o = item.objectValue else { throw ScenarioError("\(p) must be an object") }
+        guard let company = o["companyId"]?.intValue, (0...0xFFFF).contains(company) else {
+          throw ScenarioError("\(p).companyId must be a number from 0 to 65535")
+        }
+        manufacturer.append(ManufacturerData(companyID: UInt16(company), data: try hex(o, at: p)))
+      }
+    }
+    var service: [ServiceData] = []
+    if let list = fields["serviceData"] {
+      guard let items = list.arrayValue else { throw ScenarioError("\(path).serviceData must be an array") }
+      for (i, item) in items.enumerated() {
+        let p = "\(path).serviceData[\(i)]"
+        guard let o = item.objectValue else { throw ScenarioError("\(p) must be an object") }
+        guard let text = o["uuid"]?.stringValue, let uuid = ServiceUUID(text) else {
+          throw ScenarioError("\(p).uuid must be a service UUID (\"feaa\" or the 128-bit form)")
+        }
+        service.append(ServiceData(uuid: uuid, data: try hex(o, at: p)))
+      }
+    }
+    var txPower: Int?
+    if let value = fields["txPower"] {
+      guard let t = value.intValue, (-127...20).contains(t) else { throw ScenarioError("\(path).txPower must be -127…20") }
+      txPower = Int(t)
+    }
+    return .advertisement(
+      address: addr, rssi: rssi, payload: .structured(manufacturerData: manufacturer, serviceData: service, txPower: txPower))
+  }
+
+  private static func hex(_ o: [String: JSONValue], at path: String) throws(ScenarioError) -> [UInt8] {
+    guard let text = o["hex"]?.stringValue, let bytes = Hex.decode(text) else {
+      throw ScenarioError("\(path).hex must be a string of hex digits")
+    }
+    return bytes
+  }
+
+  private static func address(_ fields: [String: JSONValue], at path: String) throws(ScenarioError) -> BluetoothAddress {
+    guard let text = fields["address"]?.stringValue else { throw ScenarioError("\(path).address is missing") }
+    guard let address = BluetoothAddress(text) else {
+      throw ScenarioError("\(path).address \"\(text)\" is not a Bluetooth address like C0:FF:EE:00:00:01")
+    }
+    return address
+  }
+
+  private static func string(_ fields: [String: JSONValue], _ key: String, at path: String) throws(ScenarioError)
+    -> String
+  {
+    guard let value = fields[key] else { throw ScenarioError("\(path).\(key) is missing") }
+    guard let text = value.stringValue, !text.isEmpty else { throw ScenarioError("\(path).\(key) must be a non-empty string") }
+    return text
+  }
+
+  static func pairing(_ value: JSONValue, at path: String) throws(ScenarioError) -> Pairing {
+    guard let o = value.objectValue else { throw ScenarioError("\(path) must be an object") }
+    guard let uuidText = o["uuid"]?.stringValue, let uuid = UUID(uuidString: uuidText) else {
+      throw ScenarioError("\(path).uuid must be a UUID like E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
+    }
+    func part(_ key: String) throws(ScenarioError) -> UInt16? {
+      guard let v = o[key], v != .null else { return nil }
+      guard let n = v.intValue, (0...0xFFFF).contains(n) else { throw ScenarioError("\(path).\(key) must be 0…65535") }
+      return UInt16(n)
+    }
+    let pairing = Pairing(
+      uuid: uuid, major: try part("major"), minor: try part("minor"), deviceId: try string(o, "deviceId", at: path),
+      label: o["label"]?.stringValue)
+    do { try pairing.validate() } catch { throw ScenarioError("\(path): \(error.description)") }
+    return pairing
+  }
+}

@@ -1,0 +1,199 @@
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// What happens to a trip that no beacon resolved (DESIGN §5).
+public enum UnresolvedPolicy: String, Hashable, Sendable, CaseIterable {
+  /// Batches stay durable, flagged unresolved, until `trip assign` tags them.
+  case hold
+  /// Use the configured `fallbackDeviceId`.
+  case fallback
+}
+
+/// Trip settings; every value is a configuration key.
+public struct TripSettings: Hashable, Sendable {
+  /// How long after trip start a late beacon may still resolve the trip (seconds).
+  public var lateWindow: Double = 60
+  public var unresolvedPolicy: UnresolvedPolicy = .hold
+  public var fallbackDeviceId: String?
+  /// The device ID a smart-mode host (no beacon hook) tags its trips with: the vehicle unit serial
+  /// number from the account.
+  public var configuredDeviceId: String?
+
+  public init() {}
+}
+
+public struct TripError: Error, Hashable, Sendable, CustomStringConvertible {
+  public enum Code: String, Hashable, Sendable {
+    case unknownTrip
+    case alreadyStarted
+    case alreadyEnded
+    case alreadyResolved
+    case invalidDeviceId
+    case notArmed
+  }
+
+  public var code: Code
+  public var description: String
+
+  public init(_ code: Code, _ description: String) {
+    self.code = code
+    self.description = description
+  }
+}
+
+/// Decides each trip's device ID: a snapshot of the active beacon at trip start, a paired beacon
+/// that becomes active within `lateWindow`, or the unresolved policy.
+public struct BeaconTripResolver: Sendable {
+  public var settings: TripSettings
+
+  public struct Trip: Hashable, Sendable {
+    public var tripId: String
+    public var startedAt: Timestamp
+    public var resolution: TripResolution
+    public var endedAt: Timestamp?
+    /// Whether the host's beacon hook asked for a snapshot (beacon/mHub mode).
+    public var beaconMode: Bool
+  }
+
+  private var trips: [String: Trip] = [:]
+  /// IDs of trips that ended and were fully handed over, so that a reused ID is refused rather
+  /// than restarting its batch sequence. Bounded; the daemon's store keeps the durable record.
+  private var finished: [String] = []
+  private static let finishedMemory = 1024
+
+  public init(settings: TripSettings = TripSettings()) {
+    self.settings = settings
+  }
+
+  public func trip(_ id: String) -> Trip? { trips[id] }
+
+  /// Current and held trips, oldest first.
+  public var allTrips: [Trip] { trips.values.sorted { ($0.startedAt, $0.tripId) < ($1.startedAt, $1.tripId) } }
+
+  public mutating func start(_ tripId: String, at time: Timestamp) throws(TripError) {
+    guard !tripId.isEmpty, tripId.count <= 128 else {
+      throw TripError(.unknownTrip, "a trip ID must be 1 to 128 characters")
+    }
+    if let existing = trips[tripId] {
+      throw TripError(
+        existing.endedAt == nil ? .alreadyStarted : .alreadyEnded,
+        existing.endedAt == nil ? "trip \(tripId) has already started" : "trip \(tripId) has already ended")
+    }
+    guard !finished.contains(tripId) else { throw TripError(.alreadyEnded, "trip \(tripId) has already ended") }
+    trips[tripId] = Trip(
+      tripId: tripId, startedAt: time, resolution: .pending(deadline: time + settings.lateWindow), endedAt: nil,
+      beaconMode: false)
+  }
+
+  /// The beacon hook's snapshot (BLEFrameworkProxy.onBeaconTripStart): with an active beacon the
+  /// trip resolves at once; otherwise it waits for the late window.
+  public mutating func snapshot(_ tripId: String, active: ActiveBeacon?, at time: Timestamp) -> TripResolution? {
+    guard var trip = trips[tripId], case .pending = trip.resolution else { return nil }
+    trip.beaconMode = true
+    if let active {
+      trip.resolution = .beacon(BeaconSnapshot(active: active, at: time), late: false)
+    }
+    trips[tripId] = trip
+    return trip.resolution
+  }
+
+  /// Called after the host's hook returned. A trip whose hook took no snapshot is a smart-mode
+  /// trip: it takes the configured device ID, or the unresolved policy.
+  public mutating func hookFinished(_ tripId: String, at time: Timestamp) -> TripResolution? {
+    guard var trip = trips[tripId], !trip.beaconMode, case .pending = trip.resolution else { return nil }
+    if let configured = settings.configuredDeviceId {
+      trip.resolution = .configured(deviceId: configured)
+    } else {
+      trip.resolution = policyResolution()
+    }
+    trips[tripId] = trip
+    return trip.resolution
+  }
+
+  /// A paired beacon became active: every beacon-mode trip still pending within its window
+  /// resolves to it.
+  public mutating func activeChanged(_ active: ActiveBeacon?, at time: Timestamp) -> [(String, TripResolution)] {
+    guard let active else { return [] }
+    var changed: [(String, TripResolution)] = []
+    for trip in allTrips where trip.beaconMode {
+      guard case .pending(let deadline) = trip.resolution, time <= deadline else { continue }
+      let resolution = TripResolution.beacon(BeaconSnapshot(active: active, at: time), late: true)
+      trips[trip.tripId]?.resolution = resolution
+      changed.append((trip.tripId, resolution))
+    }
+    return changed
+  }
+
+  /// Applies the unresolved policy to trips whose late window has passed.
+  public mutating func expire(at time: Timestamp) -> [(String, TripResolution)] {
+    var changed: [(String, TripResolution)] = []
+    for trip in allTrips {
+      guard case .pending(let deadline) = trip.resolution, time >= deadline else { continue }
+      let resolution = policyResolution()
+      trips[trip.tripId]?.resolution = resolution
+      changed.append((trip.tripId, resolution))
+    }
+    return changed
+  }
+
+  /// Ends a trip. A trip still pending takes the unresolved policy now.
+  public mutating func end(_ tripId: String, at time: Timestamp) throws(TripError) -> (
+    resolution: TripResolution, changed: Bool
+  ) {
+    guard var trip = trips[tripId] else {
+      if finished.contains(tripId) { throw TripError(.alreadyEnded, "trip \(tripId) has already ended") }
+      throw TripError(.unknownTrip, "no trip \(tripId) has started")
+    }
+    guard trip.endedAt == nil else { throw TripError(.alreadyEnded, "trip \(tripId) has already ended") }
+    trip.endedAt = time
+    var changed = false
+    if case .pending = trip.resolution {
+      trip.resolution = policyResolution()
+      changed = true
+    }
+    trips[tripId] = trip
+    return (trip.resolution, changed)
+  }
+
+  /// Tags an unresolved trip by hand.
+  public mutating func assign(_ tripId: String, deviceId: String) throws(TripError) -> TripResolution {
+    guard var trip = trips[tripId] else { throw TripError(.unknownTrip, "no held trip \(tripId)") }
+    let trimmed = deviceId.trimmedWhitespace
+    guard !trimmed.isEmpty else { throw TripError(.invalidDeviceId, "device ID must not be empty") }
+    switch trip.resolution {
+    case .unresolved, .pending:
+      trip.resolution = .assigned(deviceId: deviceId)
+      trips[tripId] = trip
+      return trip.resolution
+    default:
+      throw TripError(.alreadyResolved, "trip \(tripId) is already tagged with \(trip.resolution.deviceId ?? "?")")
+    }
+  }
+
+  /// Forgets an ended trip whose batches were all handed over.
+  public mutating func retire(_ tripId: String) {
+    guard let trip = trips[tripId], trip.endedAt != nil, trip.resolution.isFinal else { return }
+    trips[tripId] = nil
+    finished.append(tripId)
+    if finished.count > Self.finishedMemory { finished.removeFirst(finished.count - Self.finishedMemory) }
+  }
+
+  public var nextDeadline: Timestamp? {
+    trips.values.compactMap { trip -> Timestamp? in
+      if case .pending(let deadline) = trip.resolution { return deadline }
+      return nil
+    }.min()
+  }
+
+  private func policyResolution() -> TripResolution {
+    switch settings.unresolvedPolicy {
+    case .hold: return .unresolved
+    case .fallback:
+      if let id = settings.fallbackDeviceId { return .fallback(deviceId: id) }
+      return .unresolved
+    }
+  }
+}

@@ -1,0 +1,105 @@
+/// The beacon a trip was resolved from, as it was at the moment it resolved the trip.
+public struct BeaconSnapshot: Hashable, Sendable {
+  public var id: BeaconID
+  public var deviceId: String
+  public var label: String?
+  public var smoothedRSSI: Double?
+  public var lastRSSI: Int?
+  public var distance: Double?
+  public var proximity: Proximity
+  /// When the snapshot was taken.
+  public var takenAt: Timestamp
+
+  public init(active: ActiveBeacon, at time: Timestamp) {
+    id = active.id
+    deviceId = active.deviceId
+    label = active.pairing.label
+    smoothedRSSI = active.smoothedRSSI
+    lastRSSI = active.lastRSSI
+    distance = active.distance
+    proximity = active.proximity
+    takenAt = time
+  }
+}
+
+/// How a trip got its device ID, or why it has none.
+public enum TripResolution: Hashable, Sendable {
+  /// Waiting for a paired beacon to become active, until `deadline`.
+  case pending(deadline: Timestamp)
+  /// A beacon snapshot resolved it (at trip start or within the late window).
+  case beacon(BeaconSnapshot, late: Bool)
+  /// No beacon; `unresolvedPolicy=fallback` supplied the device ID.
+  case fallback(deviceId: String)
+  /// A smart-mode host (no beacon hook) uses its configured device ID.
+  case configured(deviceId: String)
+  /// Assigned by hand later (`trip assign`).
+  case assigned(deviceId: String)
+  /// No device ID: batches are held, durable, until assigned.
+  case unresolved
+
+  public var deviceId: String? {
+    switch self {
+    case .pending, .unresolved: nil
+    case .beacon(let s, _): s.deviceId
+    case .fallback(let d), .configured(let d), .assigned(let d): d
+    }
+  }
+
+  public var snapshot: BeaconSnapshot? {
+    if case .beacon(let s, _) = self { return s }
+    return nil
+  }
+
+  /// A short word for logs and JSON: pending, activeAtStart, lateArrival, fallback, configured,
+  /// assigned, unresolved.
+  public var reason: String {
+    switch self {
+    case .pending: "pending"
+    case .beacon(_, let late): late ? "lateArrival" : "activeAtStart"
+    case .fallback: "fallback"
+    case .configured: "configured"
+    case .assigned: "assigned"
+    case .unresolved: "unresolved"
+    }
+  }
+
+  public var isFinal: Bool {
+    switch self {
+    case .pending, .unresolved: false
+    default: true
+    }
+  }
+}
+
+/// A batch of trip events as the recorder handed it over, before tagging.
+public struct TripEventBatch: Hashable, Sendable {
+  public var tripId: String
+  /// Position within the trip, from 0; order is kept within a trip.
+  public var sequence: Int
+  public var events: [TripEvent]
+  /// When the bridge received it.
+  public var receivedAt: Timestamp
+
+  public init(tripId: String, sequence: Int, events: [TripEvent], receivedAt: Timestamp) {
+    self.tripId = tripId
+    self.sequence = sequence
+    self.events = events
+    self.receivedAt = receivedAt
+  }
+}
+
+/// A batch tagged with its trip's device ID and beacon snapshot: what reaches
+/// `ScopeHost.postTripEventBatch`.
+public struct TaggedTripBatch: Hashable, Sendable {
+  public var batch: TripEventBatch
+  public var deviceId: String
+  public var resolution: TripResolution
+
+  public var tripId: String { batch.tripId }
+  public var sequence: Int { batch.sequence }
+  public var events: [TripEvent] { batch.events }
+  public var beacon: BeaconSnapshot? { resolution.snapshot }
+
+  /// A stable key for this batch, so the upload layer can de-duplicate retries.
+  public var idempotencyKey: String { "\(batch.tripId)#\(batch.sequence)" }
+}

@@ -1,0 +1,38 @@
+/// Tags every batch with its trip's device ID and beacon snapshot, and holds the batches of a
+/// trip that has none yet, in order, until it has.
+public struct TripTagger: Sendable {
+  private var held: [String: [TripEventBatch]] = [:]
+  private var nextSequence: [String: Int] = [:]
+
+  public init() {}
+
+  /// Numbers a new batch and either tags it (the trip is resolved) or holds it.
+  public mutating func accept(
+    tripId: String, events: [TripEvent], at time: Timestamp, resolution: TripResolution
+  ) -> (batch: TripEventBatch, tagged: [TaggedTripBatch]) {
+    let sequence = nextSequence[tripId, default: 0]
+    nextSequence[tripId] = sequence + 1
+    let batch = TripEventBatch(tripId: tripId, sequence: sequence, events: events, receivedAt: time)
+    held[tripId, default: []].append(batch)
+    return (batch, release(tripId, resolution: resolution))
+  }
+
+  /// Tags and hands over every held batch of a trip, in order, once it is resolved.
+  public mutating func release(_ tripId: String, resolution: TripResolution) -> [TaggedTripBatch] {
+    guard resolution.isFinal, let deviceId = resolution.deviceId, let batches = held[tripId] else { return [] }
+    held[tripId] = nil
+    return batches.map { TaggedTripBatch(batch: $0, deviceId: deviceId, resolution: resolution) }
+  }
+
+  /// Batches waiting for a device ID.
+  public func heldBatches(_ tripId: String) -> [TripEventBatch] { held[tripId] ?? [] }
+
+  public var heldCount: Int { held.values.reduce(0) { $0 + $1.count } }
+
+  public func hasHeld(_ tripId: String) -> Bool { !(held[tripId]?.isEmpty ?? true) }
+
+  public mutating func forget(_ tripId: String) {
+    held[tripId] = nil
+    nextSequence[tripId] = nil
+  }
+}
