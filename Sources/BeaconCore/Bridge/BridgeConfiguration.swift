@@ -27,6 +27,8 @@ public struct BridgeConfiguration: Hashable, Sendable {
   /// The settings, in documentation order.
   public static let keys: [Key] = [
     seconds("exitTimeout", "a beacon exits after this long unseen", \.presence.exitTimeout),
+    fraction("exitMissProbability", "a lossy beacon exits once silence this unlikely has passed", \.presence.exitMissProbability),
+    seconds("exitTimeoutMax", "a beacon exits at the latest after this long unseen", \.presence.exitTimeoutMax),
     seconds("activeHold", "the active beacon is held this long after its last sighting", \.selector.activeHold),
     count("dwellSightings", "sightings a paired beacon needs before it can become active", \.selector.dwellSightings),
     seconds("dwellSeconds", "time span those sightings must cover", \.selector.dwellSeconds),
@@ -85,6 +87,10 @@ public struct BridgeConfiguration: Hashable, Sendable {
   public func problems() -> [String] {
     var out: [String] = []
     if presence.exitTimeout <= 0 { out.append("exitTimeout must be above 0") }
+    if presence.exitTimeoutMax < presence.exitTimeout { out.append("exitTimeoutMax must be at least exitTimeout") }
+    if !(presence.exitMissProbability > 0 && presence.exitMissProbability < 1) {
+      out.append("exitMissProbability must be between 0 and 1")
+    }
     if selector.activeHold < 0 { out.append("activeHold must not be negative") }
     if selector.dwellSightings < 1 { out.append("dwellSightings must be at least 1") }
     if trips.lateWindow < 0 { out.append("lateWindow must not be negative") }

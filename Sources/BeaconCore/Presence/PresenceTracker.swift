@@ -1,9 +1,24 @@
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
 /// Presence settings; every number is a configuration key.
 public struct PresenceSettings: Hashable, Sendable {
-  /// A beacon exits when it has not been seen for this long (DESIGN §5: 10 s). Backends whose
+  /// A beacon exits when it has not been seen for this long (DESIGN §5: 10 s)… Backends whose
   /// cadence is slower (BlueZ active discovery, about one report per 10.24 s window) use a larger
   /// value or rely on their own `lost` events.
   public var exitTimeout: Double = 10
+  /// …and when, given the beacon's own advertising interval and packet loss as observed, the
+  /// chance that it is still there but every packet since was lost is below this. A fixed 10 s
+  /// timeout flaps a 1 Hz beacon losing 40% of its packets about once an hour (0.4^10 per
+  /// second); this keeps such a beacon in range (it exits after about 20 s of silence instead).
+  public var exitMissProbability: Double = 1e-7
+  /// Never later than this after the last sighting, however lossy the beacon looked.
+  public var exitTimeoutMax: Double = 60
   public var rssi = RSSISettings()
   public var distance = DistanceModel()
 
@@ -51,7 +66,13 @@ public struct PresenceTracker: Sendable {
   private struct Entry: Sendable {
     var beacon: TrackedBeacon
     var filter: any RSSIFilter
+    /// Recent sighting times, for the interval and loss estimate.
+    var recent: [Timestamp]
+    var exitAfter: Double
   }
+
+  /// How many recent sightings the interval and loss estimate looks at.
+  static let historyLength = 64
 
   private var entries: [BeaconID: Entry] = [:]
 
@@ -83,6 +104,9 @@ public struct PresenceTracker: Sendable {
       entry.beacon.lastSeen = max(entry.beacon.lastSeen, time)
       entry.beacon.sightings += 1
       entry.beacon.powerAt1m = frame.powerAt1m ?? entry.beacon.powerAt1m
+      entry.recent.append(time)
+      if entry.recent.count > Self.historyLength { entry.recent.removeFirst(entry.recent.count - Self.historyLength) }
+      entry.exitAfter = exitDelay(entry.recent)
       if let rssi {
         entry.beacon.lastRSSI = rssi
         entry.filter.add(Double(rssi), at: time)
@@ -97,7 +121,7 @@ public struct PresenceTracker: Sendable {
       beacon: TrackedBeacon(
         id: id, address: ad.address, firstSeen: time, lastSeen: time, sightings: 1, lastRSSI: rssi,
         smoothedRSSI: nil, powerAt1m: frame.powerAt1m, distance: nil, proximity: .unknown),
-      filter: filter)
+      filter: filter, recent: [time], exitAfter: settings.exitTimeout)
     refreshDerived(&entry, at: time)
     entries[id] = entry
     return [.entered(entry.beacon)]
@@ -112,8 +136,9 @@ public struct PresenceTracker: Sendable {
 
   /// Exits every beacon not seen for `exitTimeout`, as of `time`.
   public mutating func expire(at time: Timestamp) -> [PresenceEvent] {
-    let gone = entries.values.map(\.beacon)
-      .filter { time - $0.lastSeen >= settings.exitTimeout }
+    let gone = entries.values
+      .filter { time - $0.beacon.lastSeen >= $0.exitAfter }
+      .map(\.beacon)
       .sorted { ($0.lastSeen, $0.id) < ($1.lastSeen, $1.id) }
     for beacon in gone { entries[beacon.id] = nil }
     return gone.map { .exited($0, .timeout) }
@@ -121,7 +146,27 @@ public struct PresenceTracker: Sendable {
 
   /// When the next beacon would time out.
   public var nextDeadline: Timestamp? {
-    entries.values.map { $0.beacon.lastSeen + settings.exitTimeout }.min()
+    entries.values.map { $0.beacon.lastSeen + $0.exitAfter }.min()
+  }
+
+  /// How long silence must last before a beacon exits, from its recent sightings.
+  ///
+  /// The advertising interval is the shortest recent gap (two packets in a row get through often
+  /// enough); the loss rate is the share of expected packets that did not arrive. Silence of `t` seconds then has probability `loss^(t/interval)`
+  /// of being bad luck; the beacon exits once that is below `exitMissProbability`.
+  func exitDelay(_ recent: [Timestamp]) -> Double {
+    guard recent.count >= 3 else { return settings.exitTimeout }
+    var interval = Double.infinity
+    for (a, b) in zip(recent, recent.dropFirst()) where b - a > 0.005 { interval = min(interval, b - a) }
+    guard interval.isFinite else { return settings.exitTimeout }
+    let span = recent.last! - recent.first!
+    let expected = span / interval + 1
+    // A Beta(4, 4) prior keeps a young estimate near 50% loss until the beacon has shown
+    // otherwise; 0.05 covers the estimate's noise.
+    let missed = max(0, expected - Double(recent.count))
+    let loss = min(0.95, (missed + 4) / (expected + 8) + 0.05)
+    let silence = interval * log(settings.exitMissProbability) / log(loss)
+    return min(max(settings.exitTimeout, silence), max(settings.exitTimeout, settings.exitTimeoutMax))
   }
 
   private func refreshDerived(_ entry: inout Entry, at time: Timestamp) {

@@ -29,6 +29,11 @@ public struct Scenario: Sendable {
   public struct Entry: Sendable {
     public var at: Double
     public var action: Action
+
+    public init(at: Double, action: Action) {
+      self.at = at
+      self.action = action
+    }
   }
 
   public var configuration = BridgeConfiguration()
