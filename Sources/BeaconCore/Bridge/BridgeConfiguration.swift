@@ -116,7 +116,7 @@ public struct BridgeConfiguration: Hashable, Sendable {
     unit: String, min: Double
   ) -> Key {
     Key(
-      name: name, summary: summary, get: { JSONValue.double($0[keyPath: path]).compactText },
+      name: name, summary: summary, get: { formatNumber($0[keyPath: path]) },
       set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
         guard let value = Double(text.trimmedWhitespace), value.isFinite else {
           throw ConfigurationError("\(name) must be a number (\(unit)), not \"\(text)\"")
@@ -161,6 +161,11 @@ public struct BridgeConfiguration: Hashable, Sendable {
         config[keyPath: path] = trimmed.isEmpty ? nil : trimmed
       })
   }
+}
+
+/// A setting's number in its shortest exact text: "10", "0.1", "1e-07".
+func formatNumber(_ value: Double) -> String {
+  value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
 }
 
 public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {

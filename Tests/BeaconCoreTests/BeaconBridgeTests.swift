@@ -1,0 +1,150 @@
+import BeaconCore
+import BeaconTestSupport
+import Testing
+
+/// The façade: arming, the ScopeHost seam, upload retries, and running against a source.
+@Suite struct BeaconBridgeTests {
+  @Test func tripCallsBeforeArmingAreRefused() async throws {
+    let bridge = BeaconBridge(host: RecordingHost(), clock: TestClock())
+    await #expect(throws: BridgeError.self) { try await bridge.tripStart("t1") }
+    do {
+      try await bridge.tripStart("t1")
+    } catch {
+      #expect(error.code == .notArmed)
+      #expect(error.description.contains("not armed"))
+    }
+    try await bridge.start()
+    try await bridge.tripStart("t1")
+  }
+
+  @Test func invalidConfigurationRefusesToArmAndNamesEveryProblem() async throws {
+    var configuration = BridgeConfiguration()
+    configuration.trips.unresolvedPolicy = .fallback
+    configuration.presence.exitTimeout = 0
+    let bridge = BeaconBridge(host: RecordingHost(configuration: configuration), clock: TestClock())
+    do {
+      try await bridge.start()
+      Issue.record("start() accepted an invalid configuration")
+    } catch {
+      #expect(error.code == .invalidConfiguration)
+      #expect(error.description.contains("fallbackDeviceId"))
+      #expect(error.description.contains("exitTimeout"))
+    }
+    #expect(await bridge.isArmed == false)
+  }
+
+  @Test func smartModeHostUsesItsConfiguredDeviceId() async throws {
+    var configuration = BridgeConfiguration()
+    configuration.trips.configuredDeviceId = "SERIAL-123"
+    let host = RecordingHost(configuration: configuration, beaconMode: false)
+    let bridge = BeaconBridge(host: host, clock: TestClock())
+    try await bridge.start()
+    try await bridge.tripStart("t1")
+    try await bridge.tripEvents("t1", events: [Fixtures.event("braking", at: 1)])
+    #expect(host.posted.map(\.deviceId) == ["SERIAL-123"])
+    #expect(host.posted.first?.resolution == .configured(deviceId: "SERIAL-123"))
+    #expect(host.snapshots.isEmpty)
+  }
+
+  @Test func beaconHookSnapshotsTheActiveBeacon() async throws {
+    let clock = TestClock()
+    let host = RecordingHost()
+    let bridge = BeaconBridge(host: host, clock: clock)
+    await bridge.setPairings([Fixtures.vanPairing])
+    try await bridge.start()
+    for t in 0...3 {
+      clock.set(seconds: Double(t))
+      await bridge.ingest(.sighting(Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: -60)))
+    }
+    try await bridge.tripStart("t1")
+    let snapshot = try #require(host.snapshots.first ?? nil)
+    #expect(snapshot.deviceId == "UNIT-0042")
+    #expect(snapshot.label == "van 7")
+    #expect(snapshot.lastRSSI == -60)
+  }
+
+  @Test func failedPostsAreRetriedInOrderAndNothingIsLost() async throws {
+    let clock = TestClock()
+    var configuration = BridgeConfiguration()
+    configuration.trips.configuredDeviceId = "SERIAL-1"
+    let host = RecordingHost(configuration: configuration, beaconMode: false)
+    let log = EventLog()
+    let bridge = BeaconBridge(host: host, clock: clock, observer: log.observer)
+    try await bridge.start()
+    try await bridge.tripStart("t1")
+    host.failPosts(3)
+    for i in 0..<4 { try await bridge.tripEvents("t1", events: [Fixtures.event("braking", at: Double(i))]) }
+    #expect(host.posted.isEmpty)
+    #expect(await bridge.status.outboundBatches == 4)
+    // Backoff: 1 s, 2 s, 4 s.
+    var delays: [Double] = []
+    while host.posted.count < 4 {
+      let due = try #require(await bridge.nextDeadline)
+      delays.append(due.seconds)
+      clock.set(seconds: due.seconds)
+      await bridge.tick()
+    }
+    #expect(delays == [1, 3, 7])
+    #expect(host.posted.map(\.sequence) == [0, 1, 2, 3])
+    #expect(log.count("batchPostFailed") == 3)
+    #expect(await bridge.status.outboundBatches == 0)
+  }
+
+  @Test func runConsumesASourceAndTicksDeadlinesOnTheClock() async throws {
+    let clock = TestClock()
+    let adapter = MockAdapter()
+    let log = EventLog()
+    let bridge = BeaconBridge(host: RecordingHost(), clock: clock, observer: log.observer)
+    await bridge.setPairings([Fixtures.vanPairing])
+    try await bridge.start()
+    let running = Task { try await bridge.run(source: adapter) }
+    await clock.waitForSleepers(count: 1)
+    for t in 0...2 {
+      adapter.emit(.sighting(Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: -60)))
+      while log.count("beaconEntered") == 0 { await Task.yield() }
+      // The timer loop sleeps at most a second at a time; step it one second.
+      await clock.waitForSleepers(count: 1)
+      clock.advance(by: .seconds(1))
+      _ = t
+    }
+    // Silence: presence exits by its own deadline, then the active hold runs out.
+    for _ in 0..<60 {
+      await clock.waitForSleepers(count: 1)
+      clock.advance(by: .seconds(1))
+    }
+    while log.count("activeBeaconChanged") < 2 { await Task.yield() }
+    #expect(log.types().filter { $0 != "rejected" } == ["beaconEntered", "activeBeaconChanged", "beaconExited", "activeBeaconChanged"])
+    adapter.finish()
+    try await running.value
+    #expect(adapter.startCount == 1)
+  }
+
+  @Test func reloadRefusesABadConfigurationAndKeepsTheOld() async throws {
+    let host = RecordingHost()
+    let bridge = BeaconBridge(host: host, clock: TestClock())
+    try await bridge.start()
+    var bad = BridgeConfiguration()
+    bad.selector.dwellSightings = 0
+    host.setConfiguration(bad)
+    await #expect(throws: BridgeError.self) { try await bridge.reload() }
+    var good = BridgeConfiguration()
+    good.trips.lateWindow = 5
+    host.setConfiguration(good)
+    try await bridge.reload()
+  }
+
+  @Test func configurationKeysRoundTripAndRejectBadValues() throws {
+    var configuration = BridgeConfiguration()
+    for key in BridgeConfiguration.keys {
+      let value = try #require(configuration.value(of: key.name))
+      try configuration.set(key.name, to: value)
+    }
+    #expect(configuration == BridgeConfiguration())
+    #expect(throws: ConfigurationError.self) { try configuration.set("exitTimeout", to: "soon") }
+    #expect(throws: ConfigurationError.self) { try configuration.set("noSuchKey", to: "1") }
+    #expect(throws: ConfigurationError.self) { try configuration.set("unresolvedPolicy", to: "drop") }
+    #expect(throws: ConfigurationError.self) { try configuration.set("dwellSightings", to: "1.5") }
+    try configuration.set("exitTimeout", to: "25")
+    #expect(configuration.presence.exitTimeout == 25)
+  }
+}
