@@ -42,9 +42,12 @@ public struct Arguments: Sendable {
   /// A number option, checked against a range.
   public mutating func number(_ name: String, in range: ClosedRange<Double>) throws(UsageError) -> Double? {
     guard let text = try option(name) else { return nil }
-    guard let value = Double(text), value.isFinite else { throw UsageError("\(name) must be a number, not \"\(text)\"") }
+    guard let value = Double(text), value.isFinite else {
+      throw UsageError("\(name) must be a number, not \"\(text)\"")
+    }
     guard range.contains(value) else {
-      throw UsageError("\(name) must be between \(Self.format(range.lowerBound)) and \(Self.format(range.upperBound))")
+      throw UsageError(
+        "\(name) must be between \(Self.format(range.lowerBound)) and \(Self.format(range.upperBound))")
     }
     return value
   }

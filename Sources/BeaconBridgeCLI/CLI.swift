@@ -89,7 +89,9 @@ public enum CLI {
     var width = 0
     for command in commands { width = max(width, command.name.count) }
     var lines: [String] = []
-    for command in commands { lines.append("  " + command.name.padding(toLength: width + 2) + command.abstract) }
+    for command in commands {
+      lines.append("  " + command.name.padding(toLength: width + 2) + command.abstract)
+    }
     let list = lines.joined(separator: "\n")
     return """
       beaconbridge \(version): vehicle beacons for trip tagging on Linux (BlueZ).

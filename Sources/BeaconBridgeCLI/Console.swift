@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Musl)
@@ -5,7 +7,6 @@
 #elseif canImport(Darwin)
   import Darwin
 #endif
-import Synchronization
 
 /// Where commands write. The real one is stdout/stderr; tests capture.
 public protocol Console: Sendable {
@@ -41,7 +42,9 @@ public struct StandardConsole: Console {
     }
   }
 
-  public var isTerminal: Bool { isatty(STDOUT_FILENO) == 1 && getenv("TERM").map { String(cString: $0) } != "dumb" }
+  public var isTerminal: Bool {
+    isatty(STDOUT_FILENO) == 1 && getenv("TERM").map { String(cString: $0) } != "dumb"
+  }
 }
 
 /// A console that keeps what is written, for tests.

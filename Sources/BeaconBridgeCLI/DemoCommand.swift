@@ -42,7 +42,7 @@ public struct DemoCommand: BridgeCommand {
         pace: { virtual, bridge in
           let target = started.advanced(by: .seconds(virtual / speed))
           try? await Task.sleep(until: target, clock: .continuous)
-          await view.refresh(at: virtual, bridge: bridge)
+          await view.refresh(at: virtual, bridge: bridge, force: virtual >= scenario.end)
         })
       view.finish(posted: host.posted)
     } catch {
@@ -59,7 +59,8 @@ final class DemoView: Sendable {
   let live: Bool
   let json: Bool
   let speed: Double
-  private let state = Mutex<(recent: [String], lastDraw: Double, batches: [String])>(([], -1, []))
+  private let state = Mutex<(recent: [String], lastDraw: ContinuousClock.Instant?, batches: [String])>(
+    ([], nil, []))
 
   init(console: any Console, live: Bool, json: Bool, speed: Double) {
     self.console = console
@@ -90,18 +91,21 @@ final class DemoView: Sendable {
     if json { console.out(line.jsonLine + "\n") } else { console.out(line.jsonLine + "\n") }
   }
 
-  func refresh(at virtual: Double, bridge: BeaconBridge) async {
+  /// Redraws the screen, at most ten times a real second (and always when `force`).
+  func refresh(at virtual: Double, bridge: BeaconBridge, force: Bool = false) async {
     guard live else { return }
+    let now = ContinuousClock.now
     let due = state.withLock { s -> Bool in
-      guard virtual - s.lastDraw >= 0.5 * speed / 10 else { return false }
-      s.lastDraw = virtual
+      if !force, let last = s.lastDraw, last.duration(to: now) < .milliseconds(100) { return false }
+      s.lastDraw = now
       return true
     }
     guard due else { return }
     let status = await bridge.status
     let recent = state.withLock { $0.recent }
     var screen = "\u{1B}[H\u{1B}[2J"
-    screen += String(format: "beaconbridge demo: t = %6.1f s of %.0f s (%gx real time)\n\n", virtual, 170.0, speed)
+    screen += String(
+      format: "beaconbridge demo: t = %6.1f s of %.0f s (%gx real time)\n\n", virtual, 170.0, speed)
     screen += Self.table(status)
     screen += "\nRECENT EVENTS\n"
     screen += recent.map { "  " + $0 }.joined(separator: "\n") + "\n"
@@ -116,15 +120,18 @@ final class DemoView: Sendable {
     for batch in posted {
       let types = batch.events.map(\.type).joined(separator: ", ")
       out += "  \(batch.tripId.padding(toLength: 4))  \(String(batch.sequence).padding(toLength: 3))  "
-      out += "\(batch.deviceId.padding(toLength: 10))  \(batch.resolution.reason.padding(toLength: 13))  \(types)\n"
+      out +=
+        "\(batch.deviceId.padding(toLength: 10))  \(batch.resolution.reason.padding(toLength: 13))  \(types)\n"
     }
-    out += "\n\(posted.count) batches posted, \(posted.reduce(0) { $0 + $1.events.count }) events, none lost.\n"
+    out +=
+      "\n\(posted.count) batches posted, \(posted.reduce(0) { $0 + $1.events.count }) events, none lost.\n"
     console.out(out)
   }
 
   static func table(_ status: BridgeStatus) -> String {
     var out = "BEACONS IN RANGE\n"
-    out += "  KIND      UUID                                  MAJOR  MINOR  RSSI  SMOOTH  DIST    PROX       PAIRED\n"
+    out +=
+      "  KIND      UUID                                  MAJOR  MINOR  RSSI  SMOOTH  DIST    PROX       PAIRED\n"
     let pairings = PairingSet(status.pairings)
     for b in status.beaconsInRange {
       let identity = b.id.identity

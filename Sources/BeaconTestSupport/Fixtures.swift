@@ -14,17 +14,23 @@ public enum Fixtures {
   public static let otherVanAddress = BluetoothAddress("C0:FF:EE:00:00:09")!
   public static let strangerAddress = BluetoothAddress("DE:AD:BE:EF:00:01")!
 
-  public static let vanPairing = Pairing(uuid: fleet, major: 1, minor: 7, deviceId: "UNIT-0042", label: "van 7")
-  public static let otherVanPairing = Pairing(uuid: fleet, major: 1, minor: 9, deviceId: "UNIT-0099", label: "van 9")
+  public static let vanPairing = Pairing(
+    uuid: fleet, major: 1, minor: 7, deviceId: "UNIT-0042", label: "van 7")
+  public static let otherVanPairing = Pairing(
+    uuid: fleet, major: 1, minor: 9, deviceId: "UNIT-0099", label: "van 9")
 
   /// The iBeacon manufacturer data for an identity.
   public static func iBeaconData(_ identity: BeaconIdentity, power: Int8 = -59) -> ManufacturerData {
-    ScriptedBeacon(address: vanAddress, identity: identity, measuredPower: power, rssi: { _ in 0 }, from: 0, until: 0)
-      .manufacturerData
+    ScriptedBeacon(
+      address: vanAddress, identity: identity, measuredPower: power, rssi: { _ in 0 }, from: 0, until: 0
+    )
+    .manufacturerData
   }
 
   /// A BlueZ-style advertisement of an iBeacon.
-  public static func iBeacon(_ identity: BeaconIdentity, address: BluetoothAddress, rssi: Int?) -> Advertisement {
+  public static func iBeacon(_ identity: BeaconIdentity, address: BluetoothAddress, rssi: Int?)
+    -> Advertisement
+  {
     Advertisement(address: address, rssi: rssi, manufacturerData: [iBeaconData(identity)])
   }
 

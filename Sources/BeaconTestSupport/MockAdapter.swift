@@ -4,7 +4,9 @@ import Synchronization
 /// A scripted advertisement source for the core's unit tests: the test pushes sightings and
 /// losses, and the bridge consumes them through the same `AdvertisementSource` API as BlueZ.
 public final class MockAdapter: AdvertisementSource {
-  private let state = Mutex<(continuation: AsyncThrowingStream<SourceEvent, any Error>.Continuation?, started: Int)>(
+  private let state = Mutex<
+    (continuation: AsyncThrowingStream<SourceEvent, any Error>.Continuation?, started: Int)
+  >(
     (nil, 0))
   public let description = "mock adapter"
 
@@ -14,7 +16,8 @@ public final class MockAdapter: AdvertisementSource {
   public var startCount: Int { state.withLock { $0.started } }
 
   public func events() async throws -> AsyncThrowingStream<SourceEvent, any Error> {
-    let (stream, continuation) = AsyncThrowingStream.makeStream(of: SourceEvent.self, throwing: (any Error).self)
+    let (stream, continuation) = AsyncThrowingStream.makeStream(
+      of: SourceEvent.self, throwing: (any Error).self)
     state.withLock {
       $0.continuation = continuation
       $0.started += 1

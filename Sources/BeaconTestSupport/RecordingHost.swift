@@ -68,7 +68,9 @@ public final class EventLog: Sendable {
 
   public init() {}
 
-  public var observer: @Sendable (TimedBridgeEvent) -> Void { { event in self.state.withLock { $0.append(event) } } }
+  public var observer: @Sendable (TimedBridgeEvent) -> Void {
+    { event in self.state.withLock { $0.append(event) } }
+  }
 
   public var events: [TimedBridgeEvent] { state.withLock { $0 } }
 

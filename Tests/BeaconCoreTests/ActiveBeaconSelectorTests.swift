@@ -12,7 +12,9 @@ import Testing
 
   func activeChanges(_ log: EventLog) -> [(Double, String?)] {
     log.events.compactMap { e in
-      if case .activeBeaconChanged(let a) = e.event { return ((e.at.seconds * 1e6).rounded() / 1e6, a?.deviceId) }
+      if case .activeBeaconChanged(let a) = e.event {
+        return ((e.at.seconds * 1e6).rounded() / 1e6, a?.deviceId)
+      }
       return nil
     }
   }
@@ -22,11 +24,16 @@ import Testing
     scenario.pairings = [Fixtures.vanPairing]
     var g = SeededGenerator(seed: 1)
     scenario.add(
-      ScriptedBeacon(address: Fixtures.strangerAddress, identity: Fixtures.strangerBeacon, rssi: { _ in -35 }, from: 0, until: 60)
-        .entries(using: &g))
+      ScriptedBeacon(
+        address: Fixtures.strangerAddress, identity: Fixtures.strangerBeacon, rssi: { _ in -35 }, from: 0,
+        until: 60
+      )
+      .entries(using: &g))
     scenario.add(
-      ScriptedBeacon(address: Fixtures.vanAddress, identity: Fixtures.vanBeacon, rssi: { _ in -80 }, from: 10, until: 60)
-        .entries(using: &g))
+      ScriptedBeacon(
+        address: Fixtures.vanAddress, identity: Fixtures.vanBeacon, rssi: { _ in -80 }, from: 10, until: 60
+      )
+      .entries(using: &g))
     let (log, _) = try await run(scenario)
     let changes = activeChanges(log)
     #expect(changes.count == 1)
@@ -44,7 +51,8 @@ import Testing
           at: t,
           action: .advertisement(
             address: Fixtures.vanAddress, rssi: -60,
-            payload: .structured(manufacturerData: [Fixtures.iBeaconData(Fixtures.vanBeacon)], serviceData: [], txPower: nil)))
+            payload: .structured(
+              manufacturerData: [Fixtures.iBeaconData(Fixtures.vanBeacon)], serviceData: [], txPower: nil)))
       ])
     }
     let (log, _) = try await run(scenario)
@@ -61,12 +69,16 @@ import Testing
     scenario.pairings = [Fixtures.vanPairing, Fixtures.otherVanPairing]
     var g = SeededGenerator(seed: seed)
     scenario.add(
-      ScriptedBeacon(address: Fixtures.vanAddress, identity: Fixtures.vanBeacon, rssi: { _ in -68 }, loss: 0.4, from: 0, until: 90)
-        .entries(using: &g))
+      ScriptedBeacon(
+        address: Fixtures.vanAddress, identity: Fixtures.vanBeacon, rssi: { _ in -68 }, loss: 0.4, from: 0,
+        until: 90
+      )
+      .entries(using: &g))
     // Another van pulls up beside at 28 s: 20 dB stronger, advertising at 10 Hz, for 4 s.
     scenario.add(
       ScriptedBeacon(
-        address: Fixtures.otherVanAddress, identity: Fixtures.otherVanBeacon, rssi: { _ in -48 }, interval: 0.1, from: 28,
+        address: Fixtures.otherVanAddress, identity: Fixtures.otherVanBeacon, rssi: { _ in -48 },
+        interval: 0.1, from: 28,
         until: 32
       ).entries(using: &g))
     scenario.add([
@@ -84,11 +96,15 @@ import Testing
     scenario.pairings = [Fixtures.vanPairing, Fixtures.otherVanPairing]
     var g = SeededGenerator(seed: 3)
     scenario.add(
-      ScriptedBeacon(address: Fixtures.vanAddress, identity: Fixtures.vanBeacon, rssi: { _ in -80 }, noise: 1, from: 0, until: 60)
-        .entries(using: &g))
+      ScriptedBeacon(
+        address: Fixtures.vanAddress, identity: Fixtures.vanBeacon, rssi: { _ in -80 }, noise: 1, from: 0,
+        until: 60
+      )
+      .entries(using: &g))
     scenario.add(
       ScriptedBeacon(
-        address: Fixtures.otherVanAddress, identity: Fixtures.otherVanBeacon, rssi: { _ in -60 }, noise: 1, from: 20, until: 60
+        address: Fixtures.otherVanAddress, identity: Fixtures.otherVanBeacon, rssi: { _ in -60 }, noise: 1,
+        from: 20, until: 60
       ).entries(using: &g))
     let (log, _) = try await run(scenario)
     let changes = activeChanges(log)
@@ -103,8 +119,10 @@ import Testing
     scenario.pairings = [Fixtures.vanPairing]
     var g = SeededGenerator(seed: 4)
     scenario.add(
-      ScriptedBeacon(address: Fixtures.vanAddress, identity: Fixtures.vanBeacon, rssi: { _ in -60 }, from: 0, until: 10)
-        .entries(using: &g))
+      ScriptedBeacon(
+        address: Fixtures.vanAddress, identity: Fixtures.vanBeacon, rssi: { _ in -60 }, from: 0, until: 10
+      )
+      .entries(using: &g))
     scenario.duration = 60
     let (log, _) = try await run(scenario)
     let exit = log.events.first { $0.event.type == "beaconExited" }
@@ -124,7 +142,9 @@ import Testing
     #expect(set.pairing(for: .iBeacon(Fixtures.otherVanBeacon))?.deviceId == "FLEET-1")
     #expect(set.pairing(for: .iBeacon(Fixtures.strangerBeacon)) == nil)
     #expect(set.pairing(for: .altBeacon(Fixtures.otherVanBeacon))?.deviceId == "FLEET-1")
-    #expect(set.pairing(for: .eddystone(namespace: Array(repeating: 1, count: 10), instance: [1, 2, 3, 4, 5, 6])) == nil)
+    #expect(
+      set.pairing(for: .eddystone(namespace: Array(repeating: 1, count: 10), instance: [1, 2, 3, 4, 5, 6]))
+        == nil)
   }
 
   @Test(arguments: [
@@ -141,8 +161,10 @@ import Testing
     scenario.pairings = [Fixtures.vanPairing]
     var g = SeededGenerator(seed: 5)
     scenario.add(
-      ScriptedBeacon(address: Fixtures.vanAddress, identity: Fixtures.vanBeacon, rssi: { _ in -60 }, from: 0, until: 20)
-        .entries(using: &g))
+      ScriptedBeacon(
+        address: Fixtures.vanAddress, identity: Fixtures.vanBeacon, rssi: { _ in -60 }, from: 0, until: 20
+      )
+      .entries(using: &g))
     scenario.add([.init(at: 10.5, action: .unpair(deviceId: "UNIT-0042"))])
     let (log, _) = try await run(scenario)
     #expect(activeChanges(log).map(\.1) == ["UNIT-0042", nil])

@@ -54,7 +54,8 @@ import Testing
     try await bridge.start()
     for t in 0...3 {
       clock.set(seconds: Double(t))
-      await bridge.ingest(.sighting(Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: -60)))
+      await bridge.ingest(
+        .sighting(Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: -60)))
     }
     try await bridge.tripStart("t1")
     let snapshot = try #require(host.snapshots.first ?? nil)
@@ -113,7 +114,10 @@ import Testing
       clock.advance(by: .seconds(1))
     }
     while log.count("activeBeaconChanged") < 2 { await Task.yield() }
-    #expect(log.types().filter { $0 != "rejected" } == ["beaconEntered", "activeBeaconChanged", "beaconExited", "activeBeaconChanged"])
+    #expect(
+      log.types().filter { $0 != "rejected" } == [
+        "beaconEntered", "activeBeaconChanged", "beaconExited", "activeBeaconChanged",
+      ])
     adapter.finish()
     try await running.value
     #expect(adapter.startCount == 1)

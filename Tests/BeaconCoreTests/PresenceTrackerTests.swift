@@ -5,7 +5,9 @@ import Testing
 @Suite struct PresenceTrackerTests {
   let frame = BeaconFrame.iBeacon(IBeaconFrame(identity: Fixtures.vanBeacon, measuredPower: -59))
 
-  func ad(rssi: Int?) -> Advertisement { Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: rssi) }
+  func ad(rssi: Int?) -> Advertisement {
+    Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: rssi)
+  }
 
   @Test func entersOnFirstSightingAndExitsAfterTimeout() {
     var tracker = PresenceTracker()
@@ -78,7 +80,9 @@ import Testing
       let time = Timestamp(seconds: Double(second))
       exits += tracker.expire(at: time).count
       if second == 0 || Double.random(in: 0..<1, using: &generator) >= 0.4 {
-        enters += tracker.observe(frame, from: ad(rssi: -65 + Int.random(in: -4...4, using: &generator)), at: time).count
+        enters +=
+          tracker.observe(frame, from: ad(rssi: -65 + Int.random(in: -4...4, using: &generator)), at: time)
+          .count
       }
     }
     #expect(enters == 1)
@@ -91,7 +95,9 @@ import Testing
 
   @Test func reliableBeaconExitsAfterExactlyTheTimeout() {
     var tracker = PresenceTracker()
-    for second in 0..<30 { _ = tracker.observe(frame, from: ad(rssi: -60), at: Timestamp(seconds: Double(second))) }
+    for second in 0..<30 {
+      _ = tracker.observe(frame, from: ad(rssi: -60), at: Timestamp(seconds: Double(second)))
+    }
     #expect(tracker.nextDeadline == Timestamp(seconds: 39))
   }
 }

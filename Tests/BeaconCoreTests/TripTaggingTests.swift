@@ -8,7 +8,8 @@ import Testing
   func vanBeacon(from: Double, until: Double, seed: UInt64 = 1, loss: Double = 0) -> [Scenario.Entry] {
     var g = SeededGenerator(seed: seed)
     return ScriptedBeacon(
-      address: Fixtures.vanAddress, identity: Fixtures.vanBeacon, rssi: { _ in -62 }, loss: loss, from: from, until: until
+      address: Fixtures.vanAddress, identity: Fixtures.vanBeacon, rssi: { _ in -62 }, loss: loss, from: from,
+      until: until
     ).entries(using: &g)
   }
 
@@ -72,7 +73,10 @@ import Testing
     scenario.add([
       .init(at: 0, action: .tripStart(tripId: "t1")),
       .init(at: 10, action: .tripEvents(tripId: "t1", events: [Fixtures.event("braking", at: 9)])),
-      .init(at: 70, action: .tripEvents(tripId: "t1", events: [Fixtures.event("unknownThing", at: 65, extra: ["g": .double(0.42)])])),
+      .init(
+        at: 70,
+        action: .tripEvents(
+          tripId: "t1", events: [Fixtures.event("unknownThing", at: 65, extra: ["g": .double(0.42)])])),
       .init(at: 90, action: .tripEnd(tripId: "t1")),
     ])
     let (log, host) = try await run(scenario)
@@ -86,7 +90,9 @@ import Testing
     // The late window (60 s) expired: unresolved from then on.
     #expect(log.events.first { $0.event.type == "tripTagged" }?.at.seconds ?? 0 >= 60)
     let ended = log.events.last
-    if case .tripEnded(_, let resolution)? = ended?.event { #expect(!resolution.isFinal) } else {
+    if case .tripEnded(_, let resolution)? = ended?.event {
+      #expect(!resolution.isFinal)
+    } else {
       Issue.record("expected tripEnded last, got \(String(describing: ended))")
     }
 

@@ -140,7 +140,9 @@ public actor BeaconBridge {
   public func tripStart(_ tripId: String) async throws(BridgeError) {
     try requireArmed()
     let steps: [BeaconPipeline.Step]
-    do { steps = try pipeline.startTrip(tripId, at: now) } catch { throw BridgeError(.trip, error.description) }
+    do { steps = try pipeline.startTrip(tripId, at: now) } catch {
+      throw BridgeError(.trip, error.description)
+    }
     await perform(steps)
     await host.onBeaconTripStart(BeaconTripStart(tripId: tripId, bridge: self))
     await perform(pipeline.hookFinished(for: tripId, at: now))
@@ -149,7 +151,11 @@ public actor BeaconBridge {
   func snapshotActiveBeacon(for tripId: String) async -> BeaconSnapshot? {
     let (snapshot, steps) = pipeline.snapshotActiveBeacon(for: tripId, at: now)
     await perform(steps)
-    if snapshot == nil { log(.info, "trip \(tripId): no active beacon yet; waiting up to \(pipeline.configuration.trips.lateWindow) s") }
+    if snapshot == nil {
+      log(
+        .info,
+        "trip \(tripId): no active beacon yet; waiting up to \(pipeline.configuration.trips.lateWindow) s")
+    }
     return snapshot
   }
 
@@ -239,7 +245,10 @@ public actor BeaconBridge {
           retryDelay == 0 ? configuration.postRetryInitial : min(retryDelay * 2, configuration.postRetryMax)
         retryAt = now + retryDelay
         emit(.batchPostFailed(batch, error: String(describing: error), retryIn: retryDelay))
-        log(.warning, "posting trip \(batch.tripId) batch \(batch.sequence) failed: \(error); retrying in \(retryDelay) s")
+        log(
+          .warning,
+          "posting trip \(batch.tripId) batch \(batch.sequence) failed: \(error); retrying in \(retryDelay) s"
+        )
         return
       }
     }

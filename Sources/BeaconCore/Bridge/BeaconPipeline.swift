@@ -19,7 +19,8 @@ public struct BeaconPipeline: Sendable {
   public private(set) var resolver: BeaconTripResolver
   public private(set) var tagger = TripTagger()
 
-  public init(configuration: BridgeConfiguration = BridgeConfiguration(), pairings: PairingSet = PairingSet()) {
+  public init(configuration: BridgeConfiguration = BridgeConfiguration(), pairings: PairingSet = PairingSet())
+  {
     self.configuration = configuration
     self.pairings = pairings
     tracker = PresenceTracker(settings: configuration.presence)
@@ -121,7 +122,9 @@ public struct BeaconPipeline: Sendable {
   }
 
   /// The beacon hook's snapshot for a trip.
-  public mutating func snapshotActiveBeacon(for tripId: String, at time: Timestamp) -> (BeaconSnapshot?, [Step]) {
+  public mutating func snapshotActiveBeacon(for tripId: String, at time: Timestamp) -> (
+    BeaconSnapshot?, [Step]
+  ) {
     guard let resolution = resolver.snapshot(tripId, active: selector.active, at: time) else {
       return (resolver.trip(tripId)?.resolution.snapshot, [])
     }
@@ -138,9 +141,12 @@ public struct BeaconPipeline: Sendable {
   public mutating func tripEvents(_ tripId: String, events: [TripEvent], at time: Timestamp) throws(TripError)
     -> [Step]
   {
-    guard let trip = resolver.trip(tripId) else { throw TripError(.unknownTrip, "no trip \(tripId) has started") }
+    guard let trip = resolver.trip(tripId) else {
+      throw TripError(.unknownTrip, "no trip \(tripId) has started")
+    }
     guard trip.endedAt == nil else { throw TripError(.alreadyEnded, "trip \(tripId) has already ended") }
-    let (batch, released) = tagger.accept(tripId: tripId, events: events, at: time, resolution: trip.resolution)
+    let (batch, released) = tagger.accept(
+      tripId: tripId, events: events, at: time, resolution: trip.resolution)
     if released.isEmpty {
       return [.event(.batchHeld(batch, reason: trip.resolution.reason))]
     }
@@ -155,7 +161,9 @@ public struct BeaconPipeline: Sendable {
   }
 
   /// Tags a held, unresolved trip by hand (`trip assign`).
-  public mutating func assign(_ tripId: String, deviceId: String, at time: Timestamp) throws(TripError) -> [Step] {
+  public mutating func assign(_ tripId: String, deviceId: String, at time: Timestamp) throws(TripError)
+    -> [Step]
+  {
     let resolution = try resolver.assign(tripId, deviceId: deviceId)
     return tagged(tripId, resolution)
   }

@@ -27,14 +27,21 @@ public struct BridgeConfiguration: Hashable, Sendable {
   /// The settings, in documentation order.
   public static let keys: [Key] = [
     seconds("exitTimeout", "a beacon exits after this long unseen", \.presence.exitTimeout),
-    fraction("exitMissProbability", "a lossy beacon exits once silence this unlikely has passed", \.presence.exitMissProbability),
-    seconds("exitTimeoutMax", "a beacon exits at the latest after this long unseen", \.presence.exitTimeoutMax),
-    seconds("activeHold", "the active beacon is held this long after its last sighting", \.selector.activeHold),
-    count("dwellSightings", "sightings a paired beacon needs before it can become active", \.selector.dwellSightings),
+    fraction(
+      "exitMissProbability", "a lossy beacon exits once silence this unlikely has passed",
+      \.presence.exitMissProbability),
+    seconds(
+      "exitTimeoutMax", "a beacon exits at the latest after this long unseen", \.presence.exitTimeoutMax),
+    seconds(
+      "activeHold", "the active beacon is held this long after its last sighting", \.selector.activeHold),
+    count(
+      "dwellSightings", "sightings a paired beacon needs before it can become active",
+      \.selector.dwellSightings),
     seconds("dwellSeconds", "time span those sightings must cover", \.selector.dwellSeconds),
     decibels("switchMargin", "dB stronger another candidate must be to take over", \.selector.switchMargin),
     seconds("switchSustain", "how long it must stay that much stronger", \.selector.switchSustain),
-    seconds("lateWindow", "how long after trip start a beacon may still resolve the trip", \.trips.lateWindow),
+    seconds(
+      "lateWindow", "how long after trip start a beacon may still resolve the trip", \.trips.lateWindow),
     Key(
       name: "unresolvedPolicy", summary: "hold or fallback: what happens to a trip no beacon resolved",
       get: { $0.trips.unresolvedPolicy.rawValue },
@@ -44,8 +51,12 @@ public struct BridgeConfiguration: Hashable, Sendable {
         }
         config.trips.unresolvedPolicy = policy
       }),
-    optionalText("fallbackDeviceId", "the device ID unresolved trips take under unresolvedPolicy=fallback", \.trips.fallbackDeviceId),
-    optionalText("deviceId", "smart mode: the device ID trips take when the host takes no beacon snapshot", \.trips.configuredDeviceId),
+    optionalText(
+      "fallbackDeviceId", "the device ID unresolved trips take under unresolvedPolicy=fallback",
+      \.trips.fallbackDeviceId),
+    optionalText(
+      "deviceId", "smart mode: the device ID trips take when the host takes no beacon snapshot",
+      \.trips.configuredDeviceId),
     Key(
       name: "rssiFilter", summary: "kalman, runningAverage or arma",
       get: { $0.presence.rssi.filter.rawValue },
@@ -56,15 +67,23 @@ public struct BridgeConfiguration: Hashable, Sendable {
         config.presence.rssi.filter = kind
       }),
     decibels("kalmanSigma", "Kalman measurement noise σ, dB", \.presence.rssi.kalmanMeasurementSigma),
-    decibels("kalmanProcessNoise", "Kalman process noise, dB² per second", \.presence.rssi.kalmanProcessNoisePerSecond),
+    decibels(
+      "kalmanProcessNoise", "Kalman process noise, dB² per second",
+      \.presence.rssi.kalmanProcessNoisePerSecond),
     seconds("runningAverageWindow", "running-average window, seconds", \.presence.rssi.runningAverageWindow),
-    fraction("runningAverageTrim", "fraction trimmed at each end of the running average", \.presence.rssi.runningAverageTrim),
+    fraction(
+      "runningAverageTrim", "fraction trimmed at each end of the running average",
+      \.presence.rssi.runningAverageTrim),
     fraction("armaCoefficient", "ARMA coefficient c", \.presence.rssi.armaCoefficient),
     seconds("armaInterval", "the interval one ARMA step stands for", \.presence.rssi.armaReferenceInterval),
-    decibels("distanceA", "curve-fit coefficient A (AltBeacon default 0.42093)", \.presence.distance.coefficientA),
-    decibels("distanceB", "curve-fit coefficient B (AltBeacon default 6.9476)", \.presence.distance.coefficientB),
-    decibels("distanceC", "curve-fit coefficient C (AltBeacon default 0.54992)", \.presence.distance.coefficientC),
-    seconds("immediateDistance", "metres under which a beacon is immediate", \.presence.distance.immediateWithin),
+    decibels(
+      "distanceA", "curve-fit coefficient A (AltBeacon default 0.42093)", \.presence.distance.coefficientA),
+    decibels(
+      "distanceB", "curve-fit coefficient B (AltBeacon default 6.9476)", \.presence.distance.coefficientB),
+    decibels(
+      "distanceC", "curve-fit coefficient C (AltBeacon default 0.54992)", \.presence.distance.coefficientC),
+    seconds(
+      "immediateDistance", "metres under which a beacon is immediate", \.presence.distance.immediateWithin),
     seconds("nearDistance", "metres under which a beacon is near", \.presence.distance.nearWithin),
     seconds("postRetryInitial", "first retry delay after an upload failure", \.postRetryInitial),
     seconds("postRetryMax", "longest retry delay", \.postRetryMax),
@@ -87,7 +106,9 @@ public struct BridgeConfiguration: Hashable, Sendable {
   public func problems() -> [String] {
     var out: [String] = []
     if presence.exitTimeout <= 0 { out.append("exitTimeout must be above 0") }
-    if presence.exitTimeoutMax < presence.exitTimeout { out.append("exitTimeoutMax must be at least exitTimeout") }
+    if presence.exitTimeoutMax < presence.exitTimeout {
+      out.append("exitTimeoutMax must be at least exitTimeout")
+    }
     if !(presence.exitMissProbability > 0 && presence.exitMissProbability < 1) {
       out.append("exitMissProbability must be between 0 and 1")
     }
@@ -98,7 +119,9 @@ public struct BridgeConfiguration: Hashable, Sendable {
       out.append("unresolvedPolicy=fallback needs a fallbackDeviceId")
     }
     if presence.rssi.kalmanMeasurementSigma <= 0 { out.append("kalmanSigma must be above 0") }
-    if !(0..<0.5).contains(presence.rssi.runningAverageTrim) { out.append("runningAverageTrim must be in [0, 0.5)") }
+    if !(0..<0.5).contains(presence.rssi.runningAverageTrim) {
+      out.append("runningAverageTrim must be in [0, 0.5)")
+    }
     if !(0...1).contains(presence.rssi.armaCoefficient) || presence.rssi.armaCoefficient == 0 {
       out.append("armaCoefficient must be in (0, 1]")
     }

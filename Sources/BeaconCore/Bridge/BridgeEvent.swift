@@ -46,7 +46,9 @@ public struct TimedBridgeEvent: Hashable, Sendable {
   /// One line of `simulate`/`replay` output (DESIGN §4): `at` and `type` first, then the
   /// event's fields in a fixed order.
   public var jsonLine: String {
-    var fields: [(key: String, value: JSONValue)] = [("at", .double(at.seconds)), ("type", .string(event.type))]
+    var fields: [(key: String, value: JSONValue)] = [
+      ("at", .double(at.seconds)), ("type", .string(event.type)),
+    ]
     fields += event.jsonFields
     var out = ""
     JSONWriter.writeObject(fields, to: &out)
@@ -81,7 +83,8 @@ extension JSONValue {
 extension TrackedBeacon {
   var jsonFields: [(key: String, value: JSONValue)] {
     id.jsonFields + [
-      ("rssi", JSONValue(lastRSSI)), ("smoothedRssi", JSONValue(smoothedRSSI)), ("distance", JSONValue(distance)),
+      ("rssi", JSONValue(lastRSSI)), ("smoothedRssi", JSONValue(smoothedRSSI)),
+      ("distance", JSONValue(distance)),
       ("proximity", .string(proximity.rawValue)), ("address", .string(address.description)),
     ]
   }
@@ -92,7 +95,10 @@ extension TripResolution {
     var out: [(key: String, value: JSONValue)] = [("deviceId", JSONValue(deviceId))]
     if let s = snapshot {
       out += s.id.jsonFields
-      out += [("rssi", JSONValue(s.lastRSSI)), ("smoothedRssi", JSONValue(s.smoothedRSSI)), ("label", JSONValue(s.label))]
+      out += [
+        ("rssi", JSONValue(s.lastRSSI)), ("smoothedRssi", JSONValue(s.smoothedRSSI)),
+        ("label", JSONValue(s.label)),
+      ]
     } else {
       out += [("uuid", .null), ("major", .null), ("minor", .null), ("rssi", .null)]
     }
@@ -111,7 +117,8 @@ extension BridgeEvent {
     case .activeBeaconChanged(let active):
       guard let a = active else { return [("deviceId", .null)] }
       return [("deviceId", .string(a.deviceId))] + a.id.jsonFields + [
-        ("rssi", JSONValue(a.lastRSSI)), ("smoothedRssi", JSONValue(a.smoothedRSSI)), ("label", JSONValue(a.pairing.label)),
+        ("rssi", JSONValue(a.lastRSSI)), ("smoothedRssi", JSONValue(a.smoothedRSSI)),
+        ("label", JSONValue(a.pairing.label)),
       ]
     case .tripStarted(let tripId):
       return [("tripId", .string(tripId))]
@@ -126,16 +133,19 @@ extension BridgeEvent {
       return [
         ("tripId", .string(tagged.tripId)), ("deviceId", .string(tagged.deviceId)),
         ("events", .int(Int64(tagged.events.count))), ("sequence", .int(Int64(tagged.sequence))),
-        ("resolution", .string(tagged.resolution.reason)), ("eventTypes", .array(tagged.events.map { .string($0.type) })),
+        ("resolution", .string(tagged.resolution.reason)),
+        ("eventTypes", .array(tagged.events.map { .string($0.type) })),
       ]
     case .batchPostFailed(let tagged, let error, let retryIn):
       return [
-        ("tripId", .string(tagged.tripId)), ("sequence", .int(Int64(tagged.sequence))), ("error", .string(error)),
+        ("tripId", .string(tagged.tripId)), ("sequence", .int(Int64(tagged.sequence))),
+        ("error", .string(error)),
         ("retryIn", .double(retryIn)),
       ]
     case .tripEnded(let tripId, let resolution):
       return [
-        ("tripId", .string(tripId)), ("resolved", .bool(resolution.isFinal)), ("deviceId", JSONValue(resolution.deviceId)),
+        ("tripId", .string(tripId)), ("resolved", .bool(resolution.isFinal)),
+        ("deviceId", JSONValue(resolution.deviceId)),
         ("resolution", .string(resolution.reason)),
       ]
     case .rejected(let address, let rejection):

@@ -22,7 +22,8 @@ public struct Pairing: Hashable, Sendable, Codable {
   }
 
   public func matches(_ identity: BeaconIdentity) -> Bool {
-    identity.uuid == uuid && (major == nil || major == identity.major) && (minor == nil || minor == identity.minor)
+    identity.uuid == uuid && (major == nil || major == identity.major)
+      && (minor == nil || minor == identity.minor)
   }
 
   /// How specific the pattern is; the most specific pairing wins.
@@ -36,7 +37,9 @@ public struct Pairing: Hashable, Sendable, Codable {
     guard deviceId.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
       throw PairingError("device ID contains control characters")
     }
-    if major == nil, minor != nil { throw PairingError("a minor needs a major (a wildcard major with a fixed minor is ambiguous)") }
+    if major == nil, minor != nil {
+      throw PairingError("a minor needs a major (a wildcard major with a fixed minor is ambiguous)")
+    }
   }
 }
 

@@ -95,7 +95,8 @@ public struct PresenceTracker: Sendable {
   public func beacon(_ id: BeaconID) -> TrackedBeacon? { entries[id]?.beacon }
 
   /// Records a sighting of a beacon frame. A sighting without RSSI still counts as presence.
-  public mutating func observe(_ frame: BeaconFrame, from ad: Advertisement, at time: Timestamp) -> [PresenceEvent]
+  public mutating func observe(_ frame: BeaconFrame, from ad: Advertisement, at time: Timestamp)
+    -> [PresenceEvent]
   {
     guard let id = frame.beaconID else { return [] }
     let rssi = ad.rssi.flatMap { RSSI.isKnown($0) ? $0 : nil }
@@ -105,7 +106,9 @@ public struct PresenceTracker: Sendable {
       entry.beacon.sightings += 1
       entry.beacon.powerAt1m = frame.powerAt1m ?? entry.beacon.powerAt1m
       entry.recent.append(time)
-      if entry.recent.count > Self.historyLength { entry.recent.removeFirst(entry.recent.count - Self.historyLength) }
+      if entry.recent.count > Self.historyLength {
+        entry.recent.removeFirst(entry.recent.count - Self.historyLength)
+      }
       entry.exitAfter = exitDelay(entry.recent)
       if let rssi {
         entry.beacon.lastRSSI = rssi

@@ -69,7 +69,8 @@ public struct ActiveBeaconSelector: Sendable {
   ) -> ActiveBeacon?? {
     guard let pairing = pairings.pairing(for: beacon.id) else { return nil }
     var candidate =
-      candidates[beacon.id] ?? Candidate(visitStart: beacon.firstSeen, sightings: 0, lastSeen: time, challengerSince: nil)
+      candidates[beacon.id]
+      ?? Candidate(visitStart: beacon.firstSeen, sightings: 0, lastSeen: time, challengerSince: nil)
     candidate.sightings += 1
     candidate.lastSeen = time
     candidates[beacon.id] = candidate
@@ -144,7 +145,9 @@ public struct ActiveBeaconSelector: Sendable {
     active.map { $0.lastSeen + settings.activeHold }
   }
 
-  private mutating func activate(_ beacon: TrackedBeacon, pairing: Pairing, at time: Timestamp) -> ActiveBeacon {
+  private mutating func activate(_ beacon: TrackedBeacon, pairing: Pairing, at time: Timestamp)
+    -> ActiveBeacon
+  {
     for key in candidates.keys { candidates[key]?.challengerSince = nil }
     let chosen = ActiveBeacon(
       id: beacon.id, pairing: pairing, since: time, lastSeen: candidates[beacon.id]?.lastSeen ?? time,

@@ -35,33 +35,46 @@ public enum DemoDrive {
       ScriptedBeacon(address: cab, identity: van7, rssi: { _ in -62 }, loss: 0.4, from: 0, until: 82).entries(
         using: &generator))
     scenario.add(
-      ScriptedBeacon(address: cab, identity: van7, rssi: { _ in -62 }, loss: 0.4, from: 135, until: 170).entries(
-        using: &generator))
+      ScriptedBeacon(address: cab, identity: van7, rssi: { _ in -62 }, loss: 0.4, from: 135, until: 170)
+        .entries(
+          using: &generator))
     // Van 9 passes by at trip start, 10 dB stronger for four seconds.
     scenario.add(
       ScriptedBeacon(
-        address: BluetoothAddress("C0:FF:EE:00:00:09")!, identity: van9, rssi: { _ in -52 }, interval: 0.5, loss: 0.2,
+        address: BluetoothAddress("C0:FF:EE:00:00:09")!, identity: van9, rssi: { _ in -52 }, interval: 0.5,
+        loss: 0.2,
         from: 28, until: 32
       ).entries(using: &generator))
     // An unpaired beacon, strong, passing by.
     scenario.add(
       ScriptedBeacon(
-        address: BluetoothAddress("DE:AD:BE:EF:00:03")!, identity: stranger, rssi: { t in -45 - abs(t - 55) }, loss: 0.3,
+        address: BluetoothAddress("DE:AD:BE:EF:00:03")!, identity: stranger, rssi: { t in -45 - abs(t - 55) },
+        loss: 0.3,
         from: 45, until: 65
       ).entries(using: &generator))
 
     func events(_ items: [(String, Double)]) -> [TripEvent] {
-      items.map { TripEvent(fields: ["type": .string($0.0), "at": .double($0.1), "severity": .string("moderate")]) }
+      items.map {
+        TripEvent(fields: ["type": .string($0.0), "at": .double($0.1), "severity": .string("moderate")])
+      }
     }
     scenario.add([
       .init(at: 30, action: .tripStart(tripId: "t1")),
-      .init(at: 45, action: .tripEvents(tripId: "t1", events: events([("braking", 41.2), ("acceleration", 44.0)]))),
-      .init(at: 65, action: .tripEvents(tripId: "t1", events: events([("cornering", 58.5), ("speeding", 63.1)]))),
-      .init(at: 80, action: .tripEvents(tripId: "t1", events: events([("distractionStart", 75.0), ("distractionEnd", 78.0)]))),
+      .init(
+        at: 45,
+        action: .tripEvents(tripId: "t1", events: events([("braking", 41.2), ("acceleration", 44.0)]))),
+      .init(
+        at: 65, action: .tripEvents(tripId: "t1", events: events([("cornering", 58.5), ("speeding", 63.1)]))),
+      .init(
+        at: 80,
+        action: .tripEvents(
+          tripId: "t1", events: events([("distractionStart", 75.0), ("distractionEnd", 78.0)]))),
       .init(at: 80, action: .tripEnd(tripId: "t1")),
       .init(at: 120, action: .tripStart(tripId: "t2")),
       .init(at: 128, action: .tripEvents(tripId: "t2", events: events([("braking", 126.0)]))),
-      .init(at: 150, action: .tripEvents(tripId: "t2", events: events([("harshBump", 147.5), ("speeding", 149.0)]))),
+      .init(
+        at: 150,
+        action: .tripEvents(tripId: "t2", events: events([("harshBump", 147.5), ("speeding", 149.0)]))),
       .init(at: 160, action: .tripEnd(tripId: "t2")),
     ])
     scenario.duration = 170

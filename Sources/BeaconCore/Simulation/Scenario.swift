@@ -62,9 +62,12 @@ extension Scenario {
     do { root = try JSONValue.parse(data) } catch {
       throw ScenarioError("not valid JSON: \(Self.describe(error))")
     }
-    guard let object = root.objectValue else { throw ScenarioError("the top level must be an object, not \(root.typeName)") }
+    guard let object = root.objectValue else {
+      throw ScenarioError("the top level must be an object, not \(root.typeName)")
+    }
     for key in object.keys where !["config", "pairings", "events", "duration", "description"].contains(key) {
-      throw ScenarioError("unknown top-level key \"\(key)\" (expected config, pairings, events, duration, description)")
+      throw ScenarioError(
+        "unknown top-level key \"\(key)\" (expected config, pairings, events, duration, description)")
     }
     var scenario = Scenario()
     if let config = object["config"] {
@@ -77,7 +80,9 @@ extension Scenario {
         case .null: text = ""
         default: throw ScenarioError("config.\(key) must be a number or a string, not \(value.typeName)")
         }
-        do { try scenario.configuration.set(key, to: text) } catch { throw ScenarioError("config: \(error.description)") }
+        do { try scenario.configuration.set(key, to: text) } catch {
+          throw ScenarioError("config: \(error.description)")
+        }
       }
       let problems = scenario.configuration.problems()
       if !problems.isEmpty { throw ScenarioError("config: " + problems.joined(separator: "; ")) }
@@ -94,10 +99,14 @@ extension Scenario {
       scenario.entries.append(try entry(item, at: "events[\(i)]"))
     }
     // A stable sort: same-time events keep their file order.
-    scenario.entries = scenario.entries.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }
-      .map(\.element)
+    scenario.entries = scenario.entries.enumerated().sorted {
+      ($0.element.at, $0.offset) < ($1.element.at, $1.offset)
+    }
+    .map(\.element)
     if let duration = object["duration"] {
-      guard let d = duration.doubleValue, d >= 0, d.isFinite else { throw ScenarioError("duration must be a number ≥ 0") }
+      guard let d = duration.doubleValue, d >= 0, d.isFinite else {
+        throw ScenarioError("duration must be a number ≥ 0")
+      }
       scenario.duration = d
     }
     return scenario
@@ -142,10 +151,13 @@ extension Scenario {
       return Entry(
         at: at,
         action: .tripAssign(
-          tripId: try string(fields, "tripId", at: where_), deviceId: try string(fields, "deviceId", at: where_)))
+          tripId: try string(fields, "tripId", at: where_),
+          deviceId: try string(fields, "deviceId", at: where_)))
     case "tripEvents":
       let tripId = try string(fields, "tripId", at: where_)
-      guard let list = fields["events"]?.arrayValue else { throw ScenarioError("\(where_).events must be an array") }
+      guard let list = fields["events"]?.arrayValue else {
+        throw ScenarioError("\(where_).events must be an array")
+      }
       var events: [TripEvent] = []
       for (i, item) in list.enumerated() {
         do { events.append(try TripEvent(json: item)) } catch {
@@ -162,7 +174,9 @@ extension Scenario {
     }
   }
 
-  private static func advertisement(_ fields: [String: JSONValue], at path: String) throws(ScenarioError) -> Action {
+  private static func advertisement(_ fields: [String: JSONValue], at path: String) throws(ScenarioError)
+    -> Action
+  {
     let addr = try address(fields, at: path)
     var rssi: Int?
     if let value = fields["rssi"], value != .null {
@@ -171,7 +185,8 @@ extension Scenario {
       }
       rssi = Int(r)
     }
-    for key in fields.keys where !["address", "rssi", "rawHex", "manufacturerData", "serviceData", "txPower"].contains(key) {
+    for key in fields.keys
+    where !["address", "rssi", "rawHex", "manufacturerData", "serviceData", "txPower"].contains(key) {
       throw ScenarioError("\(path) has an unknown key \"\(key)\"")
     }
     if let raw = fields["rawHex"] {
@@ -185,7 +200,9 @@ extension Scenario {
     }
     var manufacturer: [ManufacturerData] = []
     if let list = fields["manufacturerData"] {
-      guard let items = list.arrayValue else { throw ScenarioError("\(path).manufacturerData must be an array") }
+      guard let items = list.arrayValue else {
+        throw ScenarioError("\(path).manufacturerData must be an array")
+      }
       for (i, item) in items.enumerated() {
         let p = "\(path).manufacturerData[\(i)]"
         guard let o = item.objectValue else { throw ScenarioError("\(p) must be an object") }
@@ -209,11 +226,14 @@ extension Scenario {
     }
     var txPower: Int?
     if let value = fields["txPower"] {
-      guard let t = value.intValue, (-127...20).contains(t) else { throw ScenarioError("\(path).txPower must be -127…20") }
+      guard let t = value.intValue, (-127...20).contains(t) else {
+        throw ScenarioError("\(path).txPower must be -127…20")
+      }
       txPower = Int(t)
     }
     return .advertisement(
-      address: addr, rssi: rssi, payload: .structured(manufacturerData: manufacturer, serviceData: service, txPower: txPower))
+      address: addr, rssi: rssi,
+      payload: .structured(manufacturerData: manufacturer, serviceData: service, txPower: txPower))
   }
 
   private static func hex(_ o: [String: JSONValue], at path: String) throws(ScenarioError) -> [UInt8] {
@@ -223,7 +243,9 @@ extension Scenario {
     return bytes
   }
 
-  private static func address(_ fields: [String: JSONValue], at path: String) throws(ScenarioError) -> BluetoothAddress {
+  private static func address(_ fields: [String: JSONValue], at path: String) throws(ScenarioError)
+    -> BluetoothAddress
+  {
     guard let text = fields["address"]?.stringValue else { throw ScenarioError("\(path).address is missing") }
     guard let address = BluetoothAddress(text) else {
       throw ScenarioError("\(path).address \"\(text)\" is not a Bluetooth address like C0:FF:EE:00:00:01")
@@ -231,11 +253,14 @@ extension Scenario {
     return address
   }
 
-  private static func string(_ fields: [String: JSONValue], _ key: String, at path: String) throws(ScenarioError)
+  private static func string(_ fields: [String: JSONValue], _ key: String, at path: String)
+    throws(ScenarioError)
     -> String
   {
     guard let value = fields[key] else { throw ScenarioError("\(path).\(key) is missing") }
-    guard let text = value.stringValue, !text.isEmpty else { throw ScenarioError("\(path).\(key) must be a non-empty string") }
+    guard let text = value.stringValue, !text.isEmpty else {
+      throw ScenarioError("\(path).\(key) must be a non-empty string")
+    }
     return text
   }
 
@@ -246,11 +271,14 @@ extension Scenario {
     }
     func part(_ key: String) throws(ScenarioError) -> UInt16? {
       guard let v = o[key], v != .null else { return nil }
-      guard let n = v.intValue, (0...0xFFFF).contains(n) else { throw ScenarioError("\(path).\(key) must be 0…65535") }
+      guard let n = v.intValue, (0...0xFFFF).contains(n) else {
+        throw ScenarioError("\(path).\(key) must be 0…65535")
+      }
       return UInt16(n)
     }
     let pairing = Pairing(
-      uuid: uuid, major: try part("major"), minor: try part("minor"), deviceId: try string(o, "deviceId", at: path),
+      uuid: uuid, major: try part("major"), minor: try part("minor"),
+      deviceId: try string(o, "deviceId", at: path),
       label: o["label"]?.stringValue)
     do { try pairing.validate() } catch { throw ScenarioError("\(path): \(error.description)") }
     return pairing

@@ -77,7 +77,9 @@ public struct ScenarioRunner: Sendable {
     }
   }
 
-  private func perform(_ entry: Scenario.Entry, bridge: BeaconBridge, report: @Sendable (ScenarioLine) -> Void) async {
+  private func perform(
+    _ entry: Scenario.Entry, bridge: BeaconBridge, report: @Sendable (ScenarioLine) -> Void
+  ) async {
     do {
       switch entry.action {
       case .advertisement(let address, let rssi, let payload):
@@ -89,7 +91,8 @@ public struct ScenarioRunner: Sendable {
           }
         case .structured(let manufacturer, let service, let txPower):
           let ad = Advertisement(
-            address: address, rssi: rssi, txPower: txPower, manufacturerData: manufacturer, serviceData: service)
+            address: address, rssi: rssi, txPower: txPower, manufacturerData: manufacturer,
+            serviceData: service)
           await bridge.ingest(.sighting(ad))
         }
       case .lost(let address):
@@ -112,9 +115,12 @@ public struct ScenarioRunner: Sendable {
         await bridge.setPairings(pairings.pairings)
       }
     } catch {
-      report(ScenarioLine(at: entry.at, type: "rejected", fields: [
-        ("reason", .string("tripCall")), ("detail", .string(error.description)),
-      ]))
+      report(
+        ScenarioLine(
+          at: entry.at, type: "rejected",
+          fields: [
+            ("reason", .string("tripCall")), ("detail", .string(error.description)),
+          ]))
     }
   }
 }

@@ -21,7 +21,8 @@ public struct ScriptedBeacon: Sendable {
   public var until: Double
 
   public init(
-    address: BluetoothAddress, identity: BeaconIdentity, measuredPower: Int8 = -59, rssi: @escaping @Sendable (Double) -> Double,
+    address: BluetoothAddress, identity: BeaconIdentity, measuredPower: Int8 = -59,
+    rssi: @escaping @Sendable (Double) -> Double,
     interval: Double = 1, loss: Double = 0, noise: Double = 3, from: Double, until: Double
   ) {
     self.address = address
@@ -74,6 +75,7 @@ public struct ScriptedBeacon: Sendable {
 extension Scenario {
   /// Adds entries and keeps the order stable by time.
   public mutating func add(_ new: [Entry]) {
-    entries = (entries + new).enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
+    entries = (entries + new).enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }
+      .map(\.element)
   }
 }

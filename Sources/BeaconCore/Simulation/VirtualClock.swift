@@ -54,7 +54,11 @@ public final class VirtualClock: Clock, Sendable {
           return false
         }
         if resumeNow {
-          if Task.isCancelled { continuation.resume(throwing: CancellationError()) } else { continuation.resume() }
+          if Task.isCancelled {
+            continuation.resume(throwing: CancellationError())
+          } else {
+            continuation.resume()
+          }
         }
       }
     } onCancel: {
@@ -72,7 +76,9 @@ public final class VirtualClock: Clock, Sendable {
     let due = state.withLock { s -> [Sleeper] in
       if instant > s.now { s.now = instant }
       let now = s.now
-      let due = s.sleepers.filter { $0.deadline <= now }.sorted { ($0.deadline, $0.id) < ($1.deadline, $1.id) }
+      let due = s.sleepers.filter { $0.deadline <= now }.sorted {
+        ($0.deadline, $0.id) < ($1.deadline, $1.id)
+      }
       s.sleepers.removeAll { $0.deadline <= now }
       return due
     }

@@ -71,7 +71,9 @@ public struct BeaconTripResolver: Sendable {
   public func trip(_ id: String) -> Trip? { trips[id] }
 
   /// Current and held trips, oldest first.
-  public var allTrips: [Trip] { trips.values.sorted { ($0.startedAt, $0.tripId) < ($1.startedAt, $1.tripId) } }
+  public var allTrips: [Trip] {
+    trips.values.sorted { ($0.startedAt, $0.tripId) < ($1.startedAt, $1.tripId) }
+  }
 
   public mutating func start(_ tripId: String, at time: Timestamp) throws(TripError) {
     guard !tripId.isEmpty, tripId.count <= 128 else {
@@ -82,15 +84,20 @@ public struct BeaconTripResolver: Sendable {
         existing.endedAt == nil ? .alreadyStarted : .alreadyEnded,
         existing.endedAt == nil ? "trip \(tripId) has already started" : "trip \(tripId) has already ended")
     }
-    guard !finished.contains(tripId) else { throw TripError(.alreadyEnded, "trip \(tripId) has already ended") }
+    guard !finished.contains(tripId) else {
+      throw TripError(.alreadyEnded, "trip \(tripId) has already ended")
+    }
     trips[tripId] = Trip(
-      tripId: tripId, startedAt: time, resolution: .pending(deadline: time + settings.lateWindow), endedAt: nil,
+      tripId: tripId, startedAt: time, resolution: .pending(deadline: time + settings.lateWindow),
+      endedAt: nil,
       beaconMode: false)
   }
 
   /// The beacon hook's snapshot (BLEFrameworkProxy.onBeaconTripStart): with an active beacon the
   /// trip resolves at once; otherwise it waits for the late window.
-  public mutating func snapshot(_ tripId: String, active: ActiveBeacon?, at time: Timestamp) -> TripResolution? {
+  public mutating func snapshot(_ tripId: String, active: ActiveBeacon?, at time: Timestamp)
+    -> TripResolution?
+  {
     guard var trip = trips[tripId], case .pending = trip.resolution else { return nil }
     trip.beaconMode = true
     if let active {
@@ -115,7 +122,9 @@ public struct BeaconTripResolver: Sendable {
 
   /// A paired beacon became active: every beacon-mode trip still pending within its window
   /// resolves to it.
-  public mutating func activeChanged(_ active: ActiveBeacon?, at time: Timestamp) -> [(String, TripResolution)] {
+  public mutating func activeChanged(_ active: ActiveBeacon?, at time: Timestamp) -> [(
+    String, TripResolution
+  )] {
     guard let active else { return [] }
     var changed: [(String, TripResolution)] = []
     for trip in allTrips where trip.beaconMode {
@@ -169,7 +178,8 @@ public struct BeaconTripResolver: Sendable {
       trips[tripId] = trip
       return trip.resolution
     default:
-      throw TripError(.alreadyResolved, "trip \(tripId) is already tagged with \(trip.resolution.deviceId ?? "?")")
+      throw TripError(
+        .alreadyResolved, "trip \(tripId) is already tagged with \(trip.resolution.deviceId ?? "?")")
     }
   }
 

@@ -19,7 +19,9 @@ public struct TripTagger: Sendable {
 
   /// Tags and hands over every held batch of a trip, in order, once it is resolved.
   public mutating func release(_ tripId: String, resolution: TripResolution) -> [TaggedTripBatch] {
-    guard resolution.isFinal, let deviceId = resolution.deviceId, let batches = held[tripId] else { return [] }
+    guard resolution.isFinal, let deviceId = resolution.deviceId, let batches = held[tripId] else {
+      return []
+    }
     held[tripId] = nil
     return batches.map { TaggedTripBatch(batch: $0, deviceId: deviceId, resolution: resolution) }
   }

@@ -1,0 +1,49 @@
+# beaconbridge: the two commands a user needs are `make demo` and `make test`.
+SHELL := /bin/bash
+SWIFT ?= swift
+# Warnings fail the build: the project builds clean.
+SWIFTFLAGS ?= -Xswiftc -warnings-as-errors
+BIN := .build/debug/beaconbridge
+
+.PHONY: all build demo test test-unit lint format scenarios clean help
+
+all: build
+
+help:
+	@echo "make demo   build, then play the scripted drive (no Bluetooth needed)"
+	@echo "make test   install test dependencies, check format and warnings, run every test tier"
+	@echo "make build  build the debug binary ($(BIN))"
+	@echo "make format format the sources in place (swift format)"
+
+build:
+	@scripts/install-deps.sh build
+	$(SWIFT) build $(SWIFTFLAGS) --product beaconbridge
+
+demo: build
+	$(BIN) demo
+
+# Every tier the README promises. A tier that cannot run fails here; none is skipped.
+test: lint scenarios test-unit
+	@echo "make test: all tiers passed"
+
+test-unit:
+	@scripts/install-deps.sh test
+	$(SWIFT) build $(SWIFTFLAGS) --build-tests
+	$(SWIFT) test $(SWIFTFLAGS) --skip-build
+
+lint:
+	$(SWIFT) format lint --strict --recursive Sources Tests
+
+format:
+	$(SWIFT) format --in-place --recursive Sources Tests
+
+# The scenario files are generated; fail if they are stale.
+scenarios:
+	@scripts/install-deps.sh test
+	@tmp=$$(mktemp -d) && /usr/bin/python3 Tests/Scenarios/generate.py "$$tmp" && \
+	  for f in "$$tmp"/*.json; do \
+	    cmp -s "$$f" "Tests/Scenarios/$$(basename "$$f")" || { echo "Tests/Scenarios/$$(basename "$$f") is stale: run 'python3 Tests/Scenarios/generate.py' and commit" >&2; rm -rf "$$tmp"; exit 1; }; \
+	  done; rm -rf "$$tmp"
+
+clean:
+	rm -rf .build

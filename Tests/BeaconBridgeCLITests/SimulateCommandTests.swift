@@ -1,0 +1,186 @@
+import BeaconBridgeCLI
+import BeaconCore
+import Foundation
+import Testing
+
+/// `simulate` as a user runs it: the scenario files under Tests/Scenarios, through the CLI.
+@Suite struct SimulateCommandTests {
+  static let scenarios = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .deletingLastPathComponent()
+    .appendingPathComponent("Scenarios")
+
+  struct Output {
+    var status: Int32
+    var lines: [JSONValue]
+    var text: String
+    var stderr: String
+
+    func of(_ type: String) -> [JSONValue] { lines.filter { $0["type"]?.stringValue == type } }
+  }
+
+  static func simulate(_ name: String) async throws -> Output {
+    try await simulate(path: scenarios.appendingPathComponent(name).path)
+  }
+
+  static func simulate(path: String) async throws -> Output {
+    let console = CapturingConsole()
+    let status = await CLI.main(["simulate", path], console: console)
+    let lines = try console.stdout.split(separator: "\n").map { try JSONValue.parse(Data($0.utf8)) }
+    return Output(status: status, lines: lines, text: console.stdout, stderr: console.stderr)
+  }
+
+  @Test func everyLineCarriesAtAndType() async throws {
+    for name in try FileManager.default.contentsOfDirectory(atPath: Self.scenarios.path)
+    where name.hasSuffix(".json") {
+      let output = try await Self.simulate(name)
+      #expect(output.status == 0, "\(name): \(output.stderr)")
+      #expect(!output.lines.isEmpty, "\(name) printed nothing")
+      for line in output.lines {
+        #expect(line["at"]?.doubleValue != nil, "\(name): \(line.compactText)")
+        #expect(line["type"]?.stringValue != nil, "\(name): \(line.compactText)")
+      }
+      let times = output.lines.compactMap { $0["at"]?.doubleValue }
+      #expect(times == times.sorted(), "\(name): time goes backwards")
+    }
+  }
+
+  @Test func sameFileSameOutput() async throws {
+    let first = try await Self.simulate("passing-paired-beacon.json")
+    let second = try await Self.simulate("passing-paired-beacon.json")
+    #expect(first.text == second.text)
+    #expect(first.text.count > 1000)
+  }
+
+  @Test func lossyBeaconNeverFlapsAndStaysActive() async throws {
+    let output = try await Self.simulate("lossy-beacon.json")
+    #expect(output.of("beaconEntered").count == 1)
+    let exits = output.of("beaconExited")
+    #expect(exits.count == 1)
+    // It exits only after the last advertisement (≤ 600 s).
+    #expect((exits.first?["at"]?.doubleValue ?? 0) > 600)
+    let active = output.of("activeBeaconChanged").map { $0["deviceId"]?.stringValue }
+    #expect(active == ["UNIT-0042", nil])
+    #expect(output.of("batchPosted").count == 3)
+  }
+
+  @Test func passingPairedBeaconDoesNotTagTheTrip() async throws {
+    let output = try await Self.simulate("passing-paired-beacon.json")
+    let tagged = try #require(output.of("tripTagged").first)
+    #expect(tagged["deviceId"]?.stringValue == "UNIT-0042")
+    #expect(tagged["minor"]?.intValue == 7)
+    #expect(tagged["rssi"]?.intValue != nil)
+    #expect(output.of("activeBeaconChanged").map { $0["deviceId"]?.stringValue } == ["UNIT-0042"])
+    // The other van's beacon was seen, and left.
+    #expect(output.of("beaconEntered").contains { $0["minor"]?.intValue == 9 })
+    #expect(output.of("batchPosted").allSatisfy { $0["deviceId"]?.stringValue == "UNIT-0042" })
+  }
+
+  @Test func lateBeaconTagsEarlierBatches() async throws {
+    let output = try await Self.simulate("late-beacon.json")
+    #expect(output.of("batchHeld").count == 2)
+    let posted = output.of("batchPosted")
+    #expect(posted.map { $0["sequence"]?.intValue } == [0, 1, 2])
+    #expect(posted.allSatisfy { $0["deviceId"]?.stringValue == "UNIT-0042" })
+    let tagged = try #require(output.of("tripTagged").first)
+    #expect(tagged["resolution"]?.stringValue == "lateArrival")
+    let tagTime = try #require(tagged["at"]?.doubleValue)
+    #expect(tagTime >= 30 && tagTime < 35)
+    #expect(output.of("tripEnded").first?["resolved"] == .bool(true))
+  }
+
+  @Test func noBeaconLeavesTheTripHeld() async throws {
+    let output = try await Self.simulate("no-beacon.json")
+    #expect(output.of("batchPosted").isEmpty)
+    #expect(output.of("batchHeld").map { $0["events"]?.intValue } == [1, 1, 1])
+    let tagged = try #require(output.of("tripTagged").first)
+    #expect(tagged["deviceId"] == .null)
+    let ended = try #require(output.of("tripEnded").first)
+    #expect(ended["resolved"] == .bool(false))
+    #expect(ended["deviceId"] == .null)
+  }
+
+  @Test func strongUnpairedBeaconIsNeverActive() async throws {
+    let output = try await Self.simulate("unpaired-strong.json")
+    #expect(output.of("beaconEntered").count == 2)
+    #expect(output.of("activeBeaconChanged").map { $0["minor"]?.intValue } == [7])
+    #expect(output.of("tripTagged").first?["deviceId"]?.stringValue == "UNIT-0042")
+  }
+
+  @Test func malformedFramesAreRejectedLines() async throws {
+    let output = try await Self.simulate("malformed-frames.json")
+    #expect(output.status == 0)
+    #expect(
+      output.of("rejected").map { $0["reason"]?.stringValue } == [
+        "lengthPastEnd", "zeroLengthStructure", "iBeaconShortBody", "eddystoneUnknownFrame",
+      ])
+    #expect(output.of("beaconEntered").count == 1)
+    #expect(output.of("activeBeaconChanged").count == 1)
+  }
+
+  @Test(arguments: [
+    ("{", "not valid JSON"),
+    ("[]", "the top level must be an object"),
+    ("{\"events\": 3}", "events must be an array"),
+    ("{}", "has no \"events\" array"),
+    ("{\"events\": [{\"tripStart\": {\"tripId\": \"t\"}}]}", "events[0] has no \"at\" time"),
+    ("{\"events\": [{\"at\": -1, \"tripStart\": {\"tripId\": \"t\"}}]}", "events[0].at must be a number"),
+    ("{\"events\": [{\"at\": 1, \"fly\": {}}]}", "unknown action \"fly\""),
+    ("{\"events\": [{\"at\": 1, \"advertisement\": {\"address\": \"nope\"}}]}", "is not a Bluetooth address"),
+    (
+      "{\"events\": [{\"at\": 1, \"advertisement\": {\"address\": \"C0:FF:EE:00:00:01\", \"rawHex\": \"zz\"}}]}",
+      "rawHex must be a string of hex digits"
+    ),
+    (
+      "{\"events\": [{\"at\": 1, \"advertisement\": {\"address\": \"C0:FF:EE:00:00:01\", \"rssi\": \"loud\"}}]}",
+      "rssi must be a whole number"
+    ),
+    ("{\"config\": {\"exitTimeout\": \"soon\"}, \"events\": []}", "exitTimeout must be a number"),
+    ("{\"config\": {\"warpFactor\": 9}, \"events\": []}", "unknown setting \"warpFactor\""),
+    ("{\"config\": {\"unresolvedPolicy\": \"fallback\"}, \"events\": []}", "needs a fallbackDeviceId"),
+    (
+      "{\"pairings\": [{\"uuid\": \"x\", \"deviceId\": \"A\"}], \"events\": []}",
+      "pairings[0].uuid must be a UUID"
+    ),
+    (
+      "{\"events\": [{\"at\": 1, \"tripEvents\": {\"tripId\": \"t\", \"events\": [{\"at\": 2}]}}]}",
+      "has no \"type\""
+    ),
+    ("{\"events\": [], \"extra\": 1}", "unknown top-level key \"extra\""),
+  ])
+  func malformedScenarioGetsOneClearError(json: String, message: String) async throws {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).json")
+      .path
+    try Data(json.utf8).write(to: URL(fileURLWithPath: path))
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let output = try await Self.simulate(path: path)
+    #expect(output.status == 1)
+    #expect(output.text.isEmpty)
+    #expect(output.stderr.contains(message), "stderr was: \(output.stderr)")
+    #expect(output.stderr.split(separator: "\n").count == 1)
+  }
+
+  @Test func missingFileIsAFailureNotACrash() async throws {
+    let output = try await Self.simulate(path: "/nonexistent/scenario.json")
+    #expect(output.status == 1)
+    #expect(output.stderr.contains("no such file"))
+  }
+}
+
+@Suite struct ReadmeScenarioTests {
+  @Test func theReadmeScenarioRuns() async throws {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent()
+    let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+    let start = try #require(readme.range(of: "### Scenario files\n\n```json\n"))
+    let end = try #require(readme.range(of: "```", range: start.upperBound..<readme.endIndex))
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "readme-\(UUID().uuidString).json"
+    ).path
+    try Data(readme[start.upperBound..<end.lowerBound].utf8).write(to: URL(fileURLWithPath: path))
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let output = try await SimulateCommandTests.simulate(path: path)
+    #expect(output.status == 0, "\(output.stderr)")
+    #expect(output.of("beaconEntered").count == 1)
+    #expect(output.of("tripEnded").count == 1)
+  }
+}

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Writes the scenario files in this folder. Deterministic: the same seeds always give the same
+files. Run it again after changing a scenario, and commit the JSON it writes.
+
+    python3 Tests/Scenarios/generate.py [OUTDIR]
+"""
+import json
+import os
+import random
+import sys
+
+HERE = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+FLEET = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"
+OTHER = "FDA50693-A4E2-4FB1-AFCF-C6EB07647825"
+VAN7 = (FLEET, 1, 7)
+VAN9 = (FLEET, 1, 9)
+STRANGER = (OTHER, 100, 1)
+PAIR7 = {"uuid": FLEET, "major": 1, "minor": 7, "deviceId": "UNIT-0042", "label": "van 7"}
+PAIR9 = {"uuid": FLEET, "major": 1, "minor": 9, "deviceId": "UNIT-0099", "label": "van 9"}
+
+
+def ibeacon_hex(identity, power=-59):
+    uuid, major, minor = identity
+    return "0215" + uuid.replace("-", "") + f"{major:04X}{minor:04X}{power & 0xFF:02X}"
+
+
+def beacon(rng, address, identity, rssi, start, end, interval=1.0, loss=0.0, noise=3):
+    events = []
+    steps = int(round((end - start) / interval))
+    for i in range(steps + 1):
+        t = round(start + i * interval, 3)
+        lost = rng.random() < loss
+        wobble = rng.uniform(-noise, noise)
+        if lost:
+            continue
+        value = rssi(t) if callable(rssi) else rssi
+        events.append({"at": t, "advertisement": {
+            "address": address, "rssi": int(round(value + wobble)),
+            "manufacturerData": [{"companyId": 76, "hex": ibeacon_hex(identity)}]}})
+    return events
+
+
+def trip(trip_id, start, batches, end):
+    out = [{"at": start, "tripStart": {"tripId": trip_id}}]
+    for at, types in batches:
+        out.append({"at": at, "tripEvents": {"tripId": trip_id, "events": [
+            {"type": t, "at": at - 0.5, "speedKmh": 52.5} for t in types]}})
+    out.append({"at": end, "tripEnd": {"tripId": trip_id}})
+    return out
+
+
+def write(name, description, pairings, events, config=None, duration=None):
+    events = sorted(events, key=lambda e: e["at"])  # stable: same-time events keep their order
+    doc = {"description": description}
+    if config:
+        doc["config"] = config
+    doc["pairings"] = pairings
+    doc["events"] = events
+    if duration is not None:
+        doc["duration"] = duration
+    with open(os.path.join(HERE, name), "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
+def main():
+    rng = random.Random(40)
+    write("lossy-beacon.json",
+          "A paired beacon at 1 Hz losing 40% of its packets for 10 minutes: one enter, no exit "
+          "until it stops, and it stays the active beacon throughout.",
+          [PAIR7],
+          beacon(rng, "C0:FF:EE:00:00:07", VAN7, -66, 0, 600, loss=0.4)
+          + trip("t1", 60, [(120, ["braking"]), (300, ["cornering"]), (590, ["speeding"])], 595),
+          duration=700)
+
+    rng = random.Random(41)
+    write("passing-paired-beacon.json",
+          "Another vehicle's paired beacon passes by at trip start, 20 dB stronger for 4 s at 10 Hz; "
+          "the in-vehicle beacon stays active and tags the trip.",
+          [PAIR7, PAIR9],
+          beacon(rng, "C0:FF:EE:00:00:07", VAN7, -70, 0, 90, loss=0.4)
+          + beacon(rng, "C0:FF:EE:00:00:09", VAN9, -50, 28, 32, interval=0.1)
+          + trip("t1", 30, [(31, ["braking"]), (60, ["acceleration"])], 85))
+
+    rng = random.Random(42)
+    write("late-beacon.json",
+          "The trip starts with no beacon; the paired beacon arrives 20 s later and tags the trip, "
+          "including the batches posted before it arrived.",
+          [PAIR7],
+          beacon(rng, "C0:FF:EE:00:00:07", VAN7, -62, 30, 120)
+          + trip("t1", 10, [(15, ["braking"]), (25, ["distractionStart", "distractionEnd"]),
+                            (60, ["speeding"])], 110))
+
+    write("no-beacon.json",
+          "No beacon at all: the trip is unresolved, its batches are held, and nothing is dropped.",
+          [PAIR7],
+          trip("t1", 0, [(10, ["braking"]), (40, ["cornering"]), (80, ["hardBump"])], 90))
+
+    rng = random.Random(43)
+    write("unpaired-strong.json",
+          "A strong unpaired beacon next to a weak paired one: only the paired one becomes active.",
+          [PAIR7],
+          beacon(rng, "DE:AD:BE:EF:00:01", STRANGER, -38, 0, 60)
+          + beacon(rng, "C0:FF:EE:00:00:07", VAN7, -84, 5, 60)
+          + trip("t1", 20, [(30, ["braking"])], 55))
+
+    good = "0201061AFF4C00" + ibeacon_hex(VAN7)
+    write("malformed-frames.json",
+          "Malformed advertisements are rejected with a reason; the good ones around them still count.",
+          [PAIR7],
+          [
+              {"at": 0.0, "advertisement": {"address": "C0:FF:EE:00:00:07", "rssi": -60, "rawHex": good}},
+              {"at": 0.5, "advertisement": {"address": "C0:FF:EE:00:00:66", "rssi": -60,
+                                            "rawHex": "0201061AFF4C000215E2C5"}},
+              {"at": 1.0, "advertisement": {"address": "C0:FF:EE:00:00:66", "rssi": -60,
+                                            "rawHex": "0201060010FF"}},
+              {"at": 1.5, "advertisement": {"address": "C0:FF:EE:00:00:66", "rssi": -60,
+                                            "manufacturerData": [{"companyId": 76, "hex": "0215E2C56DB5"}]}},
+              {"at": 2.0, "advertisement": {"address": "C0:FF:EE:00:00:66", "rssi": -60,
+                                            "serviceData": [{"uuid": "feaa", "hex": "3000"}]}},
+              {"at": 2.5, "advertisement": {"address": "C0:FF:EE:00:00:07", "rssi": -61, "rawHex": good}},
+              {"at": 3.0, "advertisement": {"address": "C0:FF:EE:00:00:07", "rssi": -62, "rawHex": good}},
+          ])
+
+
+if __name__ == "__main__":
+    main()
