@@ -59,8 +59,13 @@ final class DemoView: Sendable {
   let live: Bool
   let json: Bool
   let speed: Double
-  private let state = Mutex<(recent: [String], lastDraw: ContinuousClock.Instant?, batches: [String])>(
-    ([], nil, []))
+  private struct State {
+    var recent: [String] = []
+    var lastDraw: ContinuousClock.Instant?
+    var cleared = false
+  }
+
+  private let state = Mutex(State())
 
   init(console: any Console, live: Bool, json: Bool, speed: Double) {
     self.console = console
@@ -76,7 +81,6 @@ final class DemoView: Sendable {
     }
     guard let line = Self.describe(event) else { return }
     let text = String(format: "%7.1fs  ", event.at.seconds) + line
-    if case .batchPosted = event.event { state.withLock { $0.batches.append(text) } }
     if live {
       state.withLock {
         $0.recent.append(text)
@@ -101,14 +105,22 @@ final class DemoView: Sendable {
       return true
     }
     guard due else { return }
+    if state.withLock({ s -> Bool in
+      defer { s.cleared = true }
+      return !s.cleared
+    }) {
+      console.out("\u{1B}[2J")
+    }
     let status = await bridge.status
     let recent = state.withLock { $0.recent }
-    var screen = "\u{1B}[H\u{1B}[2J"
-    screen += String(
+    var screen = String(
       format: "beaconbridge demo: t = %6.1f s of %.0f s (%gx real time)\n\n", virtual, 170.0, speed)
     screen += Self.table(status)
     screen += "\nRECENT EVENTS\n"
     screen += recent.map { "  " + $0 }.joined(separator: "\n") + "\n"
+    // Home the cursor and overwrite in place, clearing each line's tail and what is below, so the
+    // table refreshes without flicker.
+    screen = "\u{1B}[H" + screen.replacingOccurrences(of: "\n", with: "\u{1B}[K\n") + "\u{1B}[J"
     console.out(screen)
   }
 
