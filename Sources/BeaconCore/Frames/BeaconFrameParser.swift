@@ -26,6 +26,8 @@ public enum BeaconFrameParser {
   static let iBeaconLength: UInt8 = 0x15
   /// AltBeacon beacon code, big-endian on the air (AltBeacon specification 1.0).
   static let altBeaconCode: [UInt8] = [0xBE, 0xAC]
+  /// Manufacturer data length of an AltBeacon after the company ID.
+  static let altBeaconDataLength = 24
 
   public static func parse(_ ad: Advertisement) -> FrameParseResult {
     var result = FrameParseResult()
@@ -50,20 +52,26 @@ public enum BeaconFrameParser {
     let d = m.data
     if m.companyID == appleCompanyID, d.count >= 1, d[0] == iBeaconType {
       // Apple uses type 0x02 for iBeacon only; a different length byte is a malformed frame.
-      guard d.count >= 2, d[1] == iBeaconLength, d.count == 2 + Int(iBeaconLength) else {
+      guard d.count >= 2 else {
+        return .failure(FrameRejection(.iBeaconShortBody, "iBeacon type byte without a length byte or body"))
+      }
+      guard d[1] == iBeaconLength, d.count == 2 + Int(iBeaconLength) else {
         return .failure(
           FrameRejection(
             .iBeaconShortBody,
-            "iBeacon header with a \(max(d.count - 2, 0))-byte body (length byte \(d.count >= 2 ? Int(d[1]) : 0)); expected 21"
-          ))
+            "iBeacon header with a \(d.count - 2)-byte body and length byte \(d[1]); expected 21 and 21"))
       }
       let identity = BeaconIdentity(uuid: uuid(d, at: 2), major: be16(d, at: 18), minor: be16(d, at: 20))
       return .success(.iBeacon(IBeaconFrame(identity: identity, measuredPower: Int8(bitPattern: d[22]))))
     }
-    if d.count >= 2, Array(d[0..<2]) == altBeaconCode {
-      guard d.count == 26 else {
+    if d.count >= 2, d[0] == altBeaconCode[0], d[1] == altBeaconCode[1] {
+      // After the company ID: the code (2), the beacon ID (20), the reference RSSI (1) and the
+      // reserved byte (1), 24 bytes in all (AltBeacon specification 1.0: AD length 0x1B).
+      guard d.count == altBeaconDataLength else {
         return .failure(
-          FrameRejection(.altBeaconShortBody, "AltBeacon code with a \(d.count - 2)-byte body; expected 24"))
+          FrameRejection(
+            .altBeaconShortBody,
+            "AltBeacon code with \(d.count) bytes of manufacturer data; expected \(altBeaconDataLength)"))
       }
       let identity = BeaconIdentity(uuid: uuid(d, at: 2), major: be16(d, at: 18), minor: be16(d, at: 20))
       return .success(
