@@ -58,13 +58,17 @@ import Testing
     let ad = try Advertisement.parse(address: Fixture.address, rssi: -50, adStructures: bytes).get()
     #expect(ad.localName == name)
     #expect(
-      BeaconFrameParser.parse(ad).frames == [Fixture.iBeacon("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", 1, 2, power: -59)])
+      BeaconFrameParser.parse(ad).frames == [
+        Fixture.iBeacon("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", 1, 2, power: -59)
+      ])
   }
 
   @Test func oneStructureFillingAllOf255Bytes() throws {
     let bytes: [UInt8] = [0xFE, 0xFF, 0x34, 0x12] + [UInt8](repeating: 0xAB, count: 251)
     let ad = try Advertisement.parse(address: Fixture.address, rssi: -50, adStructures: bytes).get()
-    #expect(ad.manufacturerData == [ManufacturerData(companyID: 0x1234, data: [UInt8](repeating: 0xAB, count: 251))])
+    #expect(
+      ad.manufacturerData == [ManufacturerData(companyID: 0x1234, data: [UInt8](repeating: 0xAB, count: 251))]
+    )
   }
 
   @Test(arguments: [256, 300, 1000])
@@ -185,7 +189,9 @@ import Testing
       produced = got
     case .invalidEncoding:
       produced =
-        Advertisement.parse(address: Fixture.address, rssi: nil, manufacturerData: [:], serviceData: ["zz": []])
+        Advertisement.parse(
+          address: Fixture.address, rssi: nil, manufacturerData: [:], serviceData: ["zz": []]
+        )
         .rejectionReason
     }
     #expect(produced == reason)

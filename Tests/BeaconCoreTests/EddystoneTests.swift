@@ -68,7 +68,8 @@ import Testing
 
   static let rejections: [FrameVector] = [
     FrameVector(
-      name: "TLM whose AD length 0x15 runs past the end", source: "ABL testReEncodesBeaconForEddystoneTelemetry",
+      name: "TLM whose AD length 0x15 runs past the end",
+      source: "ABL testReEncodesBeaconForEddystoneTelemetry",
       hex: "0201060303aafe1516aafe2001021203130414243405152535", expected: .rejected(.lengthPastEnd)),
     FrameVector(
       name: "TLM followed by a stray byte 0xE4", source: "beacontools test_eddystone_tlm",
@@ -118,11 +119,13 @@ import Testing
     #expect(
       tlm
         == .eddystoneTLM(
-          EddystoneTLMFrame(batteryMillivolts: 2840, temperature: 19, advertisementCount: 5223, uptime: 1094.8)))
+          EddystoneTLMFrame(
+            batteryMillivolts: 2840, temperature: 19, advertisementCount: 5223, uptime: 1094.8)))
     #expect(tlm.beaconID == nil)
     #expect(tlm.powerAt1m == nil)
 
-    let encrypted = BeaconFrameParser.parseEddystone(Fixture.bytes("2001" + String(repeating: "41", count: 12) + "deadbeff"))
+    let encrypted = BeaconFrameParser.parseEddystone(
+      Fixture.bytes("2001" + String(repeating: "41", count: 12) + "deadbeff"))
     #expect(encrypted.rejectionReason == .eddystoneUnsupportedTLM)
   }
 
@@ -140,8 +143,10 @@ import Testing
     #expect(tlm.temperature == celsius)
   }
 
-  @Test(arguments: [("20", FrameRejection.Reason.eddystoneShortFrame), ("2000", .eddystoneShortFrame),
-    ("20000bb8fe8000000064000000", .eddystoneShortFrame), ("2002", .eddystoneUnsupportedTLM)])
+  @Test(arguments: [
+    ("20", FrameRejection.Reason.eddystoneShortFrame), ("2000", .eddystoneShortFrame),
+    ("20000bb8fe8000000064000000", .eddystoneShortFrame), ("2002", .eddystoneUnsupportedTLM),
+  ])
   func tlmRejections(hex: String, reason: FrameRejection.Reason) {
     #expect(BeaconFrameParser.parseEddystone(Fixture.bytes(hex)).rejectionReason == reason)
   }
@@ -165,24 +170,27 @@ import Testing
   }
 
   /// Every expansion code of the Eddystone-URL specification's table, and every scheme prefix.
-  @Test(arguments: [
-    (0x00, ".com/"), (0x01, ".org/"), (0x02, ".edu/"), (0x03, ".net/"), (0x04, ".info/"), (0x05, ".biz/"),
-    (0x06, ".gov/"), (0x07, ".com"), (0x08, ".org"), (0x09, ".edu"), (0x0A, ".net"), (0x0B, ".info"),
-    (0x0C, ".biz"), (0x0D, ".gov"),
-  ] as [(UInt8, String)])
+  @Test(
+    arguments: [
+      (0x00, ".com/"), (0x01, ".org/"), (0x02, ".edu/"), (0x03, ".net/"), (0x04, ".info/"), (0x05, ".biz/"),
+      (0x06, ".gov/"), (0x07, ".com"), (0x08, ".org"), (0x09, ".edu"), (0x0A, ".net"), (0x0B, ".info"),
+      (0x0C, ".biz"), (0x0D, ".gov"),
+    ] as [(UInt8, String)])
   func urlExpansionCode(code: UInt8, text: String) throws {
     let frame = try BeaconFrameParser.parseEddystone([0x10, 0x00, 0x03, 0x61, code, 0x7A]).get()
     #expect(frame == Self.url(tx: 0, "https://a\(text)z"))
   }
 
-  @Test(arguments: [(0x00, "http://www."), (0x01, "https://www."), (0x02, "http://"), (0x03, "https://")]
-    as [(UInt8, String)])
+  @Test(
+    arguments: [(0x00, "http://www."), (0x01, "https://www."), (0x02, "http://"), (0x03, "https://")]
+      as [(UInt8, String)])
   func urlScheme(scheme: UInt8, prefix: String) throws {
     #expect(try BeaconFrameParser.parseEddystone([0x10, 0x00, scheme]).get() == Self.url(tx: 0, prefix))
   }
 
   /// Scheme bytes above 0x03 and the reserved URL bytes 0x0E…0x20 and 0x7F…0xFF.
-  @Test(arguments: [[0x04], [0xFF], [0x02, 0x0E], [0x02, 0x20], [0x02, 0x61, 0x7F], [0x02, 0xFF]] as [[UInt8]])
+  @Test(
+    arguments: [[0x04], [0xFF], [0x02, 0x0E], [0x02, 0x20], [0x02, 0x61, 0x7F], [0x02, 0xFF]] as [[UInt8]])
   func urlRejectsReservedBytes(encoded: [UInt8]) {
     #expect(BeaconFrameParser.parseEddystone([0x10, 0x00] + encoded).rejectionReason == .eddystoneBadURL)
   }
@@ -209,7 +217,8 @@ import Testing
     ).get()
     #expect(
       frame.beaconID
-        == .eddystone(namespace: Fixture.bytes("8b0ca750095477cb3e77"), instance: Fixture.bytes("000000000042")))
+        == .eddystone(
+          namespace: Fixture.bytes("8b0ca750095477cb3e77"), instance: Fixture.bytes("000000000042")))
     #expect(frame.beaconID?.identity == nil)
   }
 
@@ -237,6 +246,8 @@ import Testing
     #expect(tooLong.rejectionReason == .dataTooLong)
     let truncated = Advertisement.parse(
       address: Fixture.address, rssi: -65, manufacturerData: [:], serviceData: ["feaa": [0x00, 0xE3]])
-    #expect(truncated.map { BeaconFrameParser.parse($0).rejections.map(\.reason) } == .success([.eddystoneShortFrame]))
+    #expect(
+      truncated.map { BeaconFrameParser.parse($0).rejections.map(\.reason) }
+        == .success([.eddystoneShortFrame]))
   }
 }

@@ -16,7 +16,8 @@ import Testing
       hex: "0201061aff4c0002154142434445464748494041424344454600010002f8",
       expected: .frames([Fixture.iBeacon("41424344-4546-4748-4940-414243444546", 1, 2, power: -8)])),
     FrameVector(
-      name: "iBeacon Cypress CYALKIT-E02 (sensor values in the minor)", source: "beacontools test_cypress_beacon",
+      name: "iBeacon Cypress CYALKIT-E02 (sensor values in the minor)",
+      source: "beacontools test_cypress_beacon",
       hex: "0201041aff4c0002150005000100001000800000805f9b013100026c66c3",
       expected: .frames([Fixture.iBeacon("00050001-0000-1000-8000-00805F9B0131", 2, 0x6C66, power: -61)])),
     FrameVector(
@@ -26,7 +27,8 @@ import Testing
     FrameVector(
       name: "iBeacon major/minor big-endian, power -128", source: "hand-built (AirLocate UUID)",
       hex: "1aff4c000215e2c56db5dffb48d2b060d0f5a71096e0fffe123480",
-      expected: .frames([Fixture.iBeacon("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", 0xFFFE, 0x1234, power: -128)])),
+      expected: .frames([Fixture.iBeacon("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", 0xFFFE, 0x1234, power: -128)]
+      )),
     FrameVector(
       name: "AltBeacon 2F234454… 1/2", source: "ABL testReEncodesBeacon, AltBeaconTest.testRecognizeBeacon",
       hex: "02011a1bff1801beac2f234454cf6d4a0fadf2f4911ba9ffa600010002c509",
@@ -35,7 +37,8 @@ import Testing
           company: 0x0118, "2F234454-CF6D-4A0F-ADF2-F4911BA9FFA6", 1, 2, power: -59, reserved: 9)
       ])),
     FrameVector(
-      name: "AltBeacon with trailing zero padding", source: "ABL testRecognizeBeaconWithFormatSpecifyingManufacturer",
+      name: "AltBeacon with trailing zero padding",
+      source: "ABL testRecognizeBeaconWithFormatSpecifyingManufacturer",
       hex: "02011a1bff1801beac2f234454cf6d4a0fadf2f4911ba9ffa600010002c509000000",
       expected: .frames([
         Fixture.altBeacon(
@@ -83,7 +86,8 @@ import Testing
 
   static let rejections: [FrameVector] = [
     FrameVector(
-      name: "AltBeacon missing the reserved byte (AD length 0x1A)", source: "ABL testParsesBeaconMissingDataField",
+      name: "AltBeacon missing the reserved byte (AD length 0x1A)",
+      source: "ABL testParsesBeaconMissingDataField",
       hex: "02011a1aff1801beac2f234454cf6d4a0fadf2f4911ba9ffa600010002c5000000",
       expected: .rejected(.altBeaconShortBody)),
     FrameVector(
@@ -96,13 +100,15 @@ import Testing
       hex: "1cff1801beac2f234454cf6d4a0fadf2f4911ba9ffa600010002c50900",
       expected: .rejected(.altBeaconShortBody)),
     FrameVector(
-      name: "AltBeacon code alone", source: "hand-built", hex: "05ff1801beac", expected: .rejected(.altBeaconShortBody)),
+      name: "AltBeacon code alone", source: "hand-built", hex: "05ff1801beac",
+      expected: .rejected(.altBeaconShortBody)),
     FrameVector(
       name: "iBeacon header with a 20-byte body", source: "hand-built",
       hex: "19ff4c000215e2c56db5dffb48d2b060d0f5a71096e000010002",
       expected: .rejected(.iBeaconShortBody)),
     FrameVector(
-      name: "iBeacon header alone", source: "hand-built", hex: "05ff4c000215", expected: .rejected(.iBeaconShortBody)),
+      name: "iBeacon header alone", source: "hand-built", hex: "05ff4c000215",
+      expected: .rejected(.iBeaconShortBody)),
     FrameVector(
       name: "iBeacon type byte without length", source: "hand-built", hex: "04ff4c0002",
       expected: .rejected(.iBeaconShortBody)),
@@ -152,7 +158,8 @@ import Testing
 
   @Test func identityAndPower() {
     let iBeacon = Fixture.iBeacon("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", 7, 9, power: -59)
-    let identity = BeaconIdentity(uuid: Fixture.uuid("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"), major: 7, minor: 9)
+    let identity = BeaconIdentity(
+      uuid: Fixture.uuid("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"), major: 7, minor: 9)
     #expect(iBeacon.beaconID == .iBeacon(identity))
     #expect(iBeacon.beaconID?.identity == identity)
     #expect(iBeacon.powerAt1m == -59)
@@ -206,10 +213,12 @@ import Testing
 
   @Test func parseManufacturerDataDirectly() throws {
     #expect(BeaconFrameParser.parseManufacturerData(ManufacturerData(companyID: 0x004C, data: [])) == nil)
-    #expect(BeaconFrameParser.parseManufacturerData(ManufacturerData(companyID: 0x0059, data: [0x02, 0x15])) == nil)
+    #expect(
+      BeaconFrameParser.parseManufacturerData(ManufacturerData(companyID: 0x0059, data: [0x02, 0x15])) == nil)
     let frame = try #require(
       BeaconFrameParser.parseManufacturerData(
-        ManufacturerData(companyID: 0x004C, data: Fixture.bytes("0215e2c56db5dffb48d2b060d0f5a71096e0000100027f"))))
+        ManufacturerData(
+          companyID: 0x004C, data: Fixture.bytes("0215e2c56db5dffb48d2b060d0f5a71096e0000100027f"))))
     #expect(try frame.get() == Fixture.iBeacon("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", 1, 2, power: 127))
   }
 }

@@ -69,7 +69,9 @@ struct SplitMix64: RandomNumberGenerator {
         }
         bytes += [UInt8(body.count + 1), type] + body
       }
-      if Bool.random(using: &rng) { bytes += [UInt8](repeating: 0, count: Int.random(in: 0...8, using: &rng)) }
+      if Bool.random(using: &rng) {
+        bytes += [UInt8](repeating: 0, count: Int.random(in: 0...8, using: &rng))
+      }
       Self.checkProperties(bytes, label: "structured #\(index)")
     }
   }
@@ -105,7 +107,8 @@ struct SplitMix64: RandomNumberGenerator {
       if case .success(.eddystoneURL(let frame)) = first {
         // Decoded URLs hold only printable US-ASCII (Eddystone-URL: 0x00-0x20 and 0x7F-0xFF are codes
         // or reserved).
-        #expect(frame.url.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F }, "\(Hex.encode(data))")
+        #expect(
+          frame.url.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F }, "\(Hex.encode(data))")
       }
     }
   }
@@ -136,7 +139,9 @@ struct SplitMix64: RandomNumberGenerator {
       #expect(bytes[offset...].allSatisfy { $0 == 0 }, "\(label())")
     case .failure(let rejection):
       #expect(!rejection.detail.isEmpty)
-      #expect((bytes.count > AdvertisingDataParser.maximumLength) == (rejection.reason == .dataTooLong), "\(label())")
+      #expect(
+        (bytes.count > AdvertisingDataParser.maximumLength) == (rejection.reason == .dataTooLong),
+        "\(label())")
       #expect([.dataTooLong, .lengthPastEnd, .zeroLengthStructure].contains(rejection.reason), "\(label())")
     }
 
@@ -174,7 +179,8 @@ struct SplitMix64: RandomNumberGenerator {
         companyID: 0x004C, data: [0x02, 0x15] + body(f.identity) + [UInt8(bitPattern: f.measuredPower)])
     case .altBeacon(let f):
       return ManufacturerData(
-        companyID: f.companyID, data: [0xBE, 0xAC] + body(f.identity) + [UInt8(bitPattern: f.referenceRSSI), f.reserved])
+        companyID: f.companyID,
+        data: [0xBE, 0xAC] + body(f.identity) + [UInt8(bitPattern: f.referenceRSSI), f.reserved])
     case .eddystoneUID, .eddystoneURL, .eddystoneTLM:
       return nil
     }
@@ -201,12 +207,14 @@ struct SplitMix64: RandomNumberGenerator {
         ? UInt8.random(in: .min ... .max, using: &rng)
         : UInt8(truncatingIfNeeded: Int(bytes[start]) + Int.random(in: -2...2, using: &rng))
     case 3:  // insert a byte
-      bytes.insert(UInt8.random(in: .min ... .max, using: &rng), at: Int.random(in: 0...bytes.count, using: &rng))
+      bytes.insert(
+        UInt8.random(in: .min ... .max, using: &rng), at: Int.random(in: 0...bytes.count, using: &rng))
     case 4:  // delete a byte
       guard !bytes.isEmpty else { return }
       bytes.remove(at: Int.random(in: 0..<bytes.count, using: &rng))
     default:  // append padding or garbage, sometimes past 255 bytes
-      bytes += Bool.random(using: &rng)
+      bytes +=
+        Bool.random(using: &rng)
         ? [UInt8](repeating: 0, count: Int.random(in: 1...240, using: &rng))
         : (0..<Int.random(in: 1...16, using: &rng)).map { _ in UInt8.random(in: .min ... .max, using: &rng) }
     }

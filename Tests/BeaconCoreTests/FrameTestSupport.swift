@@ -23,7 +23,9 @@ enum Fixture {
   }
 
   static func iBeacon(_ uuid: String, _ major: UInt16, _ minor: UInt16, power: Int8) -> BeaconFrame {
-    .iBeacon(IBeaconFrame(identity: BeaconIdentity(uuid: Self.uuid(uuid), major: major, minor: minor), measuredPower: power))
+    .iBeacon(
+      IBeaconFrame(
+        identity: BeaconIdentity(uuid: Self.uuid(uuid), major: major, minor: minor), measuredPower: power))
   }
 
   static func altBeacon(

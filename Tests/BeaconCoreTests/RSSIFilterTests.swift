@@ -47,7 +47,9 @@ import Testing
 
   // MARK: Unknown values
 
-  @Test(arguments: [(127, false), (0, false), (-128, false), (21, false), (-127, true), (-60, true), (20, true)])
+  @Test(arguments: [
+    (127, false), (0, false), (-128, false), (21, false), (-127, true), (-60, true), (20, true),
+  ])
   func isKnown(rssi: Int, known: Bool) {
     #expect(RSSI.isKnown(rssi) == known)
   }
@@ -138,7 +140,9 @@ import Testing
     let outputStats = Self.stats(outputs)
     #expect(abs(outputStats.mean + 70) < 0.5)
     // Steady state for σ = 3 dB and 1 dB²/s at 1 Hz: error variance ≈ 2.5 dB² against 9.
-    #expect(outputStats.variance < inputStats.variance / 2.5, "in \(inputStats.variance), out \(outputStats.variance)")
+    #expect(
+      outputStats.variance < inputStats.variance / 2.5,
+      "in \(inputStats.variance), out \(outputStats.variance)")
   }
 
   @Test func kalmanBasics() {

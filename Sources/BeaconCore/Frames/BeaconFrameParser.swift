@@ -77,7 +77,8 @@ public enum BeaconFrameParser {
       return .success(
         .altBeacon(
           AltBeaconFrame(
-            companyID: m.companyID, identity: identity, referenceRSSI: Int8(bitPattern: d[22]), reserved: d[23])))
+            companyID: m.companyID, identity: identity, referenceRSSI: Int8(bitPattern: d[22]),
+            reserved: d[23])))
     }
     return nil
   }
@@ -92,17 +93,21 @@ public enum BeaconFrameParser {
       // UID: type, tx power, 10-byte namespace, 6-byte instance, 2 reserved bytes (which some
       // beacons omit, so 18 bytes is accepted).
       guard d.count >= 18 else {
-        return .failure(FrameRejection(.eddystoneShortFrame, "Eddystone-UID of \(d.count) bytes; expected 18 or 20"))
+        return .failure(
+          FrameRejection(.eddystoneShortFrame, "Eddystone-UID of \(d.count) bytes; expected 18 or 20"))
       }
       return .success(
         .eddystoneUID(
-          EddystoneUIDFrame(txPower: Int8(bitPattern: d[1]), namespace: Array(d[2..<12]), instance: Array(d[12..<18]))))
+          EddystoneUIDFrame(
+            txPower: Int8(bitPattern: d[1]), namespace: Array(d[2..<12]), instance: Array(d[12..<18]))))
     case 0x10:
       guard d.count >= 3 else {
-        return .failure(FrameRejection(.eddystoneShortFrame, "Eddystone-URL of \(d.count) bytes; expected at least 3"))
+        return .failure(
+          FrameRejection(.eddystoneShortFrame, "Eddystone-URL of \(d.count) bytes; expected at least 3"))
       }
       guard let url = decodeURL(scheme: d[2], body: Array(d[3...])) else {
-        return .failure(FrameRejection(.eddystoneBadURL, "Eddystone-URL with scheme byte \(d[2]) or bad URL bytes"))
+        return .failure(
+          FrameRejection(.eddystoneBadURL, "Eddystone-URL with scheme byte \(d[2]) or bad URL bytes"))
       }
       return .success(.eddystoneURL(EddystoneURLFrame(txPower: Int8(bitPattern: d[1]), url: url)))
     case 0x20:
@@ -110,10 +115,12 @@ public enum BeaconFrameParser {
         return .failure(FrameRejection(.eddystoneShortFrame, "Eddystone-TLM of \(d.count) bytes"))
       }
       guard d[1] == 0x00 else {
-        return .failure(FrameRejection(.eddystoneUnsupportedTLM, "Eddystone-TLM version \(d[1]) (only 0 is read)"))
+        return .failure(
+          FrameRejection(.eddystoneUnsupportedTLM, "Eddystone-TLM version \(d[1]) (only 0 is read)"))
       }
       guard d.count >= 14 else {
-        return .failure(FrameRejection(.eddystoneShortFrame, "Eddystone-TLM of \(d.count) bytes; expected 14"))
+        return .failure(
+          FrameRejection(.eddystoneShortFrame, "Eddystone-TLM of \(d.count) bytes; expected 14"))
       }
       let rawTemp = be16(d, at: 4)
       let temperature: Double? = rawTemp == 0x8000 ? nil : Double(Int16(bitPattern: rawTemp)) / 256
@@ -130,7 +137,8 @@ public enum BeaconFrameParser {
   // Eddystone-URL scheme prefixes and expansion codes (Eddystone-URL specification).
   static let schemes = ["http://www.", "https://www.", "http://", "https://"]
   static let expansions = [
-    ".com/", ".org/", ".edu/", ".net/", ".info/", ".biz/", ".gov/", ".com", ".org", ".edu", ".net", ".info", ".biz",
+    ".com/", ".org/", ".edu/", ".net/", ".info/", ".biz/", ".gov/", ".com", ".org", ".edu", ".net", ".info",
+    ".biz",
     ".gov",
   ]
 
@@ -158,7 +166,8 @@ public enum BeaconFrameParser {
   static func uuid(_ d: [UInt8], at i: Int) -> UUID {
     UUID(
       uuid: (
-        d[i], d[i + 1], d[i + 2], d[i + 3], d[i + 4], d[i + 5], d[i + 6], d[i + 7], d[i + 8], d[i + 9], d[i + 10],
+        d[i], d[i + 1], d[i + 2], d[i + 3], d[i + 4], d[i + 5], d[i + 6], d[i + 7], d[i + 8], d[i + 9],
+        d[i + 10],
         d[i + 11], d[i + 12], d[i + 13], d[i + 14], d[i + 15]
       ))
   }

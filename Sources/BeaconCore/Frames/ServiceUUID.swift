@@ -5,14 +5,17 @@ public struct ServiceUUID: Hashable, Sendable, CustomStringConvertible {
   /// The 16 bytes, big-endian (as the UUID string reads).
   public let bytes: [UInt8]
 
-  private static let baseTail: [UInt8] = [0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0x80, 0x5F, 0x9B, 0x34, 0xFB]
+  private static let baseTail: [UInt8] = [
+    0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0x80, 0x5F, 0x9B, 0x34, 0xFB,
+  ]
 
   public init(uuid16: UInt16) {
     bytes = [0, 0, UInt8(uuid16 >> 8), UInt8(uuid16 & 0xFF)] + Self.baseTail
   }
 
   public init(uuid32: UInt32) {
-    bytes = [UInt8(uuid32 >> 24), UInt8((uuid32 >> 16) & 0xFF), UInt8((uuid32 >> 8) & 0xFF), UInt8(uuid32 & 0xFF)]
+    bytes =
+      [UInt8(uuid32 >> 24), UInt8((uuid32 >> 16) & 0xFF), UInt8((uuid32 >> 8) & 0xFF), UInt8(uuid32 & 0xFF)]
       + Self.baseTail
   }
 

@@ -32,7 +32,8 @@ public enum RSSIFilterKind: String, Sendable, CaseIterable, Codable {
         processNoisePerSecond: settings.kalmanProcessNoisePerSecond,
         referenceInterval: settings.kalmanReferenceInterval)
     case .runningAverage:
-      RunningAverageRSSIFilter(window: settings.runningAverageWindow, trimFraction: settings.runningAverageTrim)
+      RunningAverageRSSIFilter(
+        window: settings.runningAverageWindow, trimFraction: settings.runningAverageTrim)
     case .arma:
       ARMARSSIFilter(coefficient: settings.armaCoefficient, referenceInterval: settings.armaReferenceInterval)
     }
