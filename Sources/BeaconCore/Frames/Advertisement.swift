@@ -100,8 +100,8 @@ extension Advertisement {
         return .failure(
           FrameRejection(
             .dataTooLong,
-            "service data for \(uuid) is \(bytes.count) bytes; at most \(headroom - uuidLength) fit in an advertisement"
-          ))
+            "service data for \(uuid) is \(bytes.count) bytes; "
+              + "at most \(headroom - uuidLength) fit in an advertisement"))
       }
       services.append((key, ServiceData(uuid: uuid, data: bytes)))
     }

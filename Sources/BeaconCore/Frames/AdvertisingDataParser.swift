@@ -4,9 +4,10 @@
 /// for extended advertising data reassembled from its fragments. Indices are checked before every
 /// read, so no input reads past the buffer.
 public enum AdvertisingDataParser {
-  /// The longest advertising data a controller reports (extended advertising, Core Specification
-  /// Vol 4, Part E, 7.7.65.13: Data_Length ≤ 229 per report, 1650 bytes per set in total; the
-  /// kernel's mgmt Device Found caps EIR at 255).
+  /// The longest advertising data accepted: a legacy PDU carries up to 31 bytes; extended
+  /// advertising data arrives in reports of up to 229 bytes each (Core Specification Vol 4, Part E,
+  /// 7.7.65.13) that the host reassembles. Anything longer is rejected as not coming from one
+  /// advertisement.
   public static let maximumLength = 255
 
   /// AD type: manufacturer specific data.
@@ -42,8 +43,8 @@ public enum AdvertisingDataParser {
         return .failure(
           FrameRejection(
             .lengthPastEnd,
-            "AD structure at offset \(index) claims \(length) bytes but only \(bytes.count - index - 1) remain"
-          ))
+            "AD structure at offset \(index) claims \(length) bytes "
+              + "but only \(bytes.count - index - 1) remain"))
       }
       let type = bytes[index + 1]
       out.append(ADStructure(type: type, data: Array(bytes[(index + 2)..<(index + 1 + length)])))

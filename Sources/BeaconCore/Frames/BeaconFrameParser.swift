@@ -59,7 +59,8 @@ public enum BeaconFrameParser {
         return .failure(
           FrameRejection(
             .iBeaconShortBody,
-            "iBeacon header with a \(d.count - 2)-byte body and length byte \(d[1]); expected 21 and 21"))
+            "iBeacon header with length byte 0x\(Hex.byte(d[1])) and a \(d.count - 2)-byte body; "
+              + "expected 0x15 and 21"))
       }
       let identity = BeaconIdentity(uuid: uuid(d, at: 2), major: be16(d, at: 18), minor: be16(d, at: 20))
       return .success(.iBeacon(IBeaconFrame(identity: identity, measuredPower: Int8(bitPattern: d[22]))))
@@ -137,9 +138,8 @@ public enum BeaconFrameParser {
   // Eddystone-URL scheme prefixes and expansion codes (Eddystone-URL specification).
   static let schemes = ["http://www.", "https://www.", "http://", "https://"]
   static let expansions = [
-    ".com/", ".org/", ".edu/", ".net/", ".info/", ".biz/", ".gov/", ".com", ".org", ".edu", ".net", ".info",
-    ".biz",
-    ".gov",
+    ".com/", ".org/", ".edu/", ".net/", ".info/", ".biz/", ".gov/",
+    ".com", ".org", ".edu", ".net", ".info", ".biz", ".gov",
   ]
 
   static func decodeURL(scheme: UInt8, body: [UInt8]) -> String? {
@@ -166,9 +166,8 @@ public enum BeaconFrameParser {
   static func uuid(_ d: [UInt8], at i: Int) -> UUID {
     UUID(
       uuid: (
-        d[i], d[i + 1], d[i + 2], d[i + 3], d[i + 4], d[i + 5], d[i + 6], d[i + 7], d[i + 8], d[i + 9],
-        d[i + 10],
-        d[i + 11], d[i + 12], d[i + 13], d[i + 14], d[i + 15]
+        d[i], d[i + 1], d[i + 2], d[i + 3], d[i + 4], d[i + 5], d[i + 6], d[i + 7],
+        d[i + 8], d[i + 9], d[i + 10], d[i + 11], d[i + 12], d[i + 13], d[i + 14], d[i + 15]
       ))
   }
 }
