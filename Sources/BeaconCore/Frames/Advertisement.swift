@@ -63,3 +63,53 @@ public enum SourceEvent: Hashable, Sendable {
   /// A parse failure at the source (for example an HCI report whose AD structures are malformed).
   case rejected(address: BluetoothAddress?, FrameRejection)
 }
+
+extension Advertisement {
+  /// Builds an advertisement from BlueZ-style dictionaries, as Device1 reports them:
+  /// ManufacturerData (`a{qv}`, company ID → bytes) and ServiceData (`a{sv}`, UUID string →
+  /// bytes).
+  ///
+  /// Entries are ordered by company ID and by UUID, so the same dictionaries always give the same
+  /// advertisement. A key that is not a UUID is rejected as `invalidEncoding`; a value that could
+  /// not have fit in one advertisement (255 bytes of AD, with its length, type and UUID or company
+  /// ID) is rejected as `dataTooLong`.
+  public static func parse(
+    address: BluetoothAddress, rssi: Int?, txPower: Int? = nil, manufacturerData: [UInt16: [UInt8]],
+    serviceData: [String: [UInt8]], localName: String? = nil
+  ) -> Result<Advertisement, FrameRejection> {
+    var ad = Advertisement(address: address, rssi: rssi, txPower: txPower, localName: localName)
+    // Length octet, AD type: the two bytes every AD structure spends before its data.
+    let headroom = AdvertisingDataParser.maximumLength - 2
+    for (company, bytes) in manufacturerData.sorted(by: { $0.key < $1.key }) {
+      guard bytes.count <= headroom - 2 else {
+        return .failure(
+          FrameRejection(
+            .dataTooLong,
+            "manufacturer data for company 0x\(Hex.encode([UInt8(company >> 8), UInt8(company & 0xFF)])) is "
+              + "\(bytes.count) bytes; at most \(headroom - 2) fit in an advertisement"))
+      }
+      ad.manufacturerData.append(ManufacturerData(companyID: company, data: bytes))
+    }
+    var services: [(key: String, entry: ServiceData)] = []
+    for (key, bytes) in serviceData {
+      guard let uuid = ServiceUUID(key) else {
+        return .failure(FrameRejection(.invalidEncoding, "service data key \"\(key)\" is not a UUID"))
+      }
+      let uuidLength = uuid.uuid16 != nil ? 2 : uuid.isOnBase ? 4 : 16
+      guard bytes.count <= headroom - uuidLength else {
+        return .failure(
+          FrameRejection(
+            .dataTooLong,
+            "service data for \(uuid) is \(bytes.count) bytes; "
+              + "at most \(headroom - uuidLength) fit in an advertisement"))
+      }
+      services.append((key, ServiceData(uuid: uuid, data: bytes)))
+    }
+    // By UUID, then by key: "feaa" and its 128-bit spelling are the same UUID.
+    ad.serviceData = services.sorted {
+      $0.entry.uuid != $1.entry.uuid
+        ? $0.entry.uuid.bytes.lexicographicallyPrecedes($1.entry.uuid.bytes) : $0.key < $1.key
+    }.map(\.entry)
+    return .success(ad)
+  }
+}

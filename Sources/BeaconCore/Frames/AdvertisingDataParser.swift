@@ -4,9 +4,10 @@
 /// for extended advertising data reassembled from its fragments. Indices are checked before every
 /// read, so no input reads past the buffer.
 public enum AdvertisingDataParser {
-  /// The longest advertising data a controller reports (extended advertising, Core Specification
-  /// Vol 4, Part E, 7.7.65.13: Data_Length ≤ 229 per report, 1650 bytes per set in total; the
-  /// kernel's mgmt Device Found caps EIR at 255).
+  /// The longest advertising data accepted: a legacy PDU carries up to 31 bytes; extended
+  /// advertising data arrives in reports of up to 229 bytes each (Core Specification Vol 4, Part E,
+  /// 7.7.65.13) that the host reassembles. Anything longer is rejected as not coming from one
+  /// advertisement.
   public static let maximumLength = 255
 
   /// AD type: manufacturer specific data.
@@ -24,7 +25,8 @@ public enum AdvertisingDataParser {
   public static func structures(_ bytes: [UInt8]) -> Result<[ADStructure], FrameRejection> {
     guard bytes.count <= maximumLength else {
       return .failure(
-        FrameRejection(.dataTooLong, "advertising data is \(bytes.count) bytes; the limit is \(maximumLength)"))
+        FrameRejection(
+          .dataTooLong, "advertising data is \(bytes.count) bytes; the limit is \(maximumLength)"))
     }
     var out: [ADStructure] = []
     var index = 0
@@ -34,13 +36,15 @@ public enum AdvertisingDataParser {
         // A zero length octet ends the significant part; what follows must be zero padding.
         if bytes[index...].allSatisfy({ $0 == 0 }) { break }
         return .failure(
-          FrameRejection(.zeroLengthStructure, "zero-length AD structure at offset \(index) followed by more data"))
+          FrameRejection(
+            .zeroLengthStructure, "zero-length AD structure at offset \(index) followed by more data"))
       }
       guard length <= bytes.count - index - 1 else {
         return .failure(
           FrameRejection(
             .lengthPastEnd,
-            "AD structure at offset \(index) claims \(length) bytes but only \(bytes.count - index - 1) remain"))
+            "AD structure at offset \(index) claims \(length) bytes "
+              + "but only \(bytes.count - index - 1) remain"))
       }
       let type = bytes[index + 1]
       out.append(ADStructure(type: type, data: Array(bytes[(index + 2)..<(index + 1 + length)])))
@@ -66,22 +70,26 @@ extension Advertisement {
       case AdvertisingDataParser.manufacturerSpecific:
         guard s.data.count >= 2 else {
           return .failure(
-            FrameRejection(.truncatedStructure, "manufacturer data of \(s.data.count) bytes has no company ID"))
+            FrameRejection(
+              .truncatedStructure, "manufacturer data of \(s.data.count) bytes has no company ID"))
         }
         // The company identifier is little-endian on the air.
         let company = UInt16(s.data[0]) | UInt16(s.data[1]) << 8
         ad.manufacturerData.append(ManufacturerData(companyID: company, data: Array(s.data[2...])))
       case AdvertisingDataParser.serviceData16:
         guard s.data.count >= 2 else {
-          return .failure(FrameRejection(.truncatedStructure, "16-bit service data of \(s.data.count) bytes has no UUID"))
+          return .failure(
+            FrameRejection(.truncatedStructure, "16-bit service data of \(s.data.count) bytes has no UUID"))
         }
         let uuid = UInt16(s.data[0]) | UInt16(s.data[1]) << 8
         ad.serviceData.append(ServiceData(uuid: ServiceUUID(uuid16: uuid), data: Array(s.data[2...])))
       case AdvertisingDataParser.serviceData32:
         guard s.data.count >= 4 else {
-          return .failure(FrameRejection(.truncatedStructure, "32-bit service data of \(s.data.count) bytes has no UUID"))
+          return .failure(
+            FrameRejection(.truncatedStructure, "32-bit service data of \(s.data.count) bytes has no UUID"))
         }
-        let uuid = UInt32(s.data[0]) | UInt32(s.data[1]) << 8 | UInt32(s.data[2]) << 16 | UInt32(s.data[3]) << 24
+        let uuid =
+          UInt32(s.data[0]) | UInt32(s.data[1]) << 8 | UInt32(s.data[2]) << 16 | UInt32(s.data[3]) << 24
         ad.serviceData.append(ServiceData(uuid: ServiceUUID(uuid32: uuid), data: Array(s.data[4...])))
       case AdvertisingDataParser.serviceData128:
         guard s.data.count >= 16 else {

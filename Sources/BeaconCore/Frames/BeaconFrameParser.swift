@@ -26,6 +26,8 @@ public enum BeaconFrameParser {
   static let iBeaconLength: UInt8 = 0x15
   /// AltBeacon beacon code, big-endian on the air (AltBeacon specification 1.0).
   static let altBeaconCode: [UInt8] = [0xBE, 0xAC]
+  /// Manufacturer data length of an AltBeacon after the company ID.
+  static let altBeaconDataLength = 24
 
   public static func parse(_ ad: Advertisement) -> FrameParseResult {
     var result = FrameParseResult()
@@ -50,26 +52,34 @@ public enum BeaconFrameParser {
     let d = m.data
     if m.companyID == appleCompanyID, d.count >= 1, d[0] == iBeaconType {
       // Apple uses type 0x02 for iBeacon only; a different length byte is a malformed frame.
-      guard d.count >= 2, d[1] == iBeaconLength, d.count == 2 + Int(iBeaconLength) else {
+      guard d.count >= 2 else {
+        return .failure(FrameRejection(.iBeaconShortBody, "iBeacon type byte without a length byte or body"))
+      }
+      guard d[1] == iBeaconLength, d.count == 2 + Int(iBeaconLength) else {
         return .failure(
           FrameRejection(
             .iBeaconShortBody,
-            "iBeacon header with a \(max(d.count - 2, 0))-byte body (length byte \(d.count >= 2 ? Int(d[1]) : 0)); expected 21"
-          ))
+            "iBeacon header with length byte 0x\(Hex.byte(d[1])) and a \(d.count - 2)-byte body; "
+              + "expected 0x15 and 21"))
       }
       let identity = BeaconIdentity(uuid: uuid(d, at: 2), major: be16(d, at: 18), minor: be16(d, at: 20))
       return .success(.iBeacon(IBeaconFrame(identity: identity, measuredPower: Int8(bitPattern: d[22]))))
     }
-    if d.count >= 2, Array(d[0..<2]) == altBeaconCode {
-      guard d.count == 26 else {
+    if d.count >= 2, d[0] == altBeaconCode[0], d[1] == altBeaconCode[1] {
+      // After the company ID: the code (2), the beacon ID (20), the reference RSSI (1) and the
+      // reserved byte (1), 24 bytes in all (AltBeacon specification 1.0: AD length 0x1B).
+      guard d.count == altBeaconDataLength else {
         return .failure(
-          FrameRejection(.altBeaconShortBody, "AltBeacon code with a \(d.count - 2)-byte body; expected 24"))
+          FrameRejection(
+            .altBeaconShortBody,
+            "AltBeacon code with \(d.count) bytes of manufacturer data; expected \(altBeaconDataLength)"))
       }
       let identity = BeaconIdentity(uuid: uuid(d, at: 2), major: be16(d, at: 18), minor: be16(d, at: 20))
       return .success(
         .altBeacon(
           AltBeaconFrame(
-            companyID: m.companyID, identity: identity, referenceRSSI: Int8(bitPattern: d[22]), reserved: d[23])))
+            companyID: m.companyID, identity: identity, referenceRSSI: Int8(bitPattern: d[22]),
+            reserved: d[23])))
     }
     return nil
   }
@@ -84,17 +94,21 @@ public enum BeaconFrameParser {
       // UID: type, tx power, 10-byte namespace, 6-byte instance, 2 reserved bytes (which some
       // beacons omit, so 18 bytes is accepted).
       guard d.count >= 18 else {
-        return .failure(FrameRejection(.eddystoneShortFrame, "Eddystone-UID of \(d.count) bytes; expected 18 or 20"))
+        return .failure(
+          FrameRejection(.eddystoneShortFrame, "Eddystone-UID of \(d.count) bytes; expected 18 or 20"))
       }
       return .success(
         .eddystoneUID(
-          EddystoneUIDFrame(txPower: Int8(bitPattern: d[1]), namespace: Array(d[2..<12]), instance: Array(d[12..<18]))))
+          EddystoneUIDFrame(
+            txPower: Int8(bitPattern: d[1]), namespace: Array(d[2..<12]), instance: Array(d[12..<18]))))
     case 0x10:
       guard d.count >= 3 else {
-        return .failure(FrameRejection(.eddystoneShortFrame, "Eddystone-URL of \(d.count) bytes; expected at least 3"))
+        return .failure(
+          FrameRejection(.eddystoneShortFrame, "Eddystone-URL of \(d.count) bytes; expected at least 3"))
       }
       guard let url = decodeURL(scheme: d[2], body: Array(d[3...])) else {
-        return .failure(FrameRejection(.eddystoneBadURL, "Eddystone-URL with scheme byte \(d[2]) or bad URL bytes"))
+        return .failure(
+          FrameRejection(.eddystoneBadURL, "Eddystone-URL with scheme byte \(d[2]) or bad URL bytes"))
       }
       return .success(.eddystoneURL(EddystoneURLFrame(txPower: Int8(bitPattern: d[1]), url: url)))
     case 0x20:
@@ -102,10 +116,12 @@ public enum BeaconFrameParser {
         return .failure(FrameRejection(.eddystoneShortFrame, "Eddystone-TLM of \(d.count) bytes"))
       }
       guard d[1] == 0x00 else {
-        return .failure(FrameRejection(.eddystoneUnsupportedTLM, "Eddystone-TLM version \(d[1]) (only 0 is read)"))
+        return .failure(
+          FrameRejection(.eddystoneUnsupportedTLM, "Eddystone-TLM version \(d[1]) (only 0 is read)"))
       }
       guard d.count >= 14 else {
-        return .failure(FrameRejection(.eddystoneShortFrame, "Eddystone-TLM of \(d.count) bytes; expected 14"))
+        return .failure(
+          FrameRejection(.eddystoneShortFrame, "Eddystone-TLM of \(d.count) bytes; expected 14"))
       }
       let rawTemp = be16(d, at: 4)
       let temperature: Double? = rawTemp == 0x8000 ? nil : Double(Int16(bitPattern: rawTemp)) / 256
@@ -122,8 +138,8 @@ public enum BeaconFrameParser {
   // Eddystone-URL scheme prefixes and expansion codes (Eddystone-URL specification).
   static let schemes = ["http://www.", "https://www.", "http://", "https://"]
   static let expansions = [
-    ".com/", ".org/", ".edu/", ".net/", ".info/", ".biz/", ".gov/", ".com", ".org", ".edu", ".net", ".info", ".biz",
-    ".gov",
+    ".com/", ".org/", ".edu/", ".net/", ".info/", ".biz/", ".gov/",
+    ".com", ".org", ".edu", ".net", ".info", ".biz", ".gov",
   ]
 
   static func decodeURL(scheme: UInt8, body: [UInt8]) -> String? {
@@ -150,8 +166,8 @@ public enum BeaconFrameParser {
   static func uuid(_ d: [UInt8], at i: Int) -> UUID {
     UUID(
       uuid: (
-        d[i], d[i + 1], d[i + 2], d[i + 3], d[i + 4], d[i + 5], d[i + 6], d[i + 7], d[i + 8], d[i + 9], d[i + 10],
-        d[i + 11], d[i + 12], d[i + 13], d[i + 14], d[i + 15]
+        d[i], d[i + 1], d[i + 2], d[i + 3], d[i + 4], d[i + 5], d[i + 6], d[i + 7],
+        d[i + 8], d[i + 9], d[i + 10], d[i + 11], d[i + 12], d[i + 13], d[i + 14], d[i + 15]
       ))
   }
 }

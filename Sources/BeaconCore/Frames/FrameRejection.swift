@@ -2,7 +2,8 @@
 /// these; none of them is a crash or a read past the buffer.
 public struct FrameRejection: Error, Hashable, Sendable, CustomStringConvertible {
   public enum Reason: String, Hashable, Sendable, CaseIterable {
-    /// The advertising data is longer than an extended advertising report can carry (255 bytes).
+    /// The advertising data is longer than an extended advertising report can carry (255 bytes),
+    /// or a structured (BlueZ) value could not have fit in one.
     case dataTooLong
     /// An AD structure's length octet runs past the end of the data.
     case lengthPastEnd
@@ -12,9 +13,11 @@ public struct FrameRejection: Error, Hashable, Sendable, CustomStringConvertible
     /// An AD structure too short for its type (manufacturer data without a company ID, service
     /// data without its UUID).
     case truncatedStructure
-    /// An iBeacon header (0x02 0x15) with a body that is not 21 bytes.
+    /// Apple manufacturer data of type 0x02 (iBeacon) whose length byte is not 0x15 or whose body
+    /// is not 21 bytes.
     case iBeaconShortBody
-    /// An AltBeacon code (0xBEAC) with a body that is not 24 bytes.
+    /// An AltBeacon code (0xBEAC) in manufacturer data that is not 24 bytes after the company ID
+    /// (code, 20-byte beacon ID, reference RSSI, reserved byte).
     case altBeaconShortBody
     /// An Eddystone frame shorter than its type requires.
     case eddystoneShortFrame
@@ -25,7 +28,8 @@ public struct FrameRejection: Error, Hashable, Sendable, CustomStringConvertible
     case eddystoneBadURL
     /// An Eddystone-TLM version this parser does not read (encrypted TLM, 0x01).
     case eddystoneUnsupportedTLM
-    /// Input that is not valid hex, or a malformed field in a structured advertisement.
+    /// Input that is not valid hex, or a malformed field in a structured advertisement (for example
+    /// a BlueZ ServiceData key that is not a UUID).
     case invalidEncoding
   }
 

@@ -5,14 +5,17 @@ public struct ServiceUUID: Hashable, Sendable, CustomStringConvertible {
   /// The 16 bytes, big-endian (as the UUID string reads).
   public let bytes: [UInt8]
 
-  private static let baseTail: [UInt8] = [0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0x80, 0x5F, 0x9B, 0x34, 0xFB]
+  private static let baseTail: [UInt8] = [
+    0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0x80, 0x5F, 0x9B, 0x34, 0xFB,
+  ]
 
   public init(uuid16: UInt16) {
     bytes = [0, 0, UInt8(uuid16 >> 8), UInt8(uuid16 & 0xFF)] + Self.baseTail
   }
 
   public init(uuid32: UInt32) {
-    bytes = [UInt8(uuid32 >> 24), UInt8((uuid32 >> 16) & 0xFF), UInt8((uuid32 >> 8) & 0xFF), UInt8(uuid32 & 0xFF)]
+    bytes =
+      [UInt8(uuid32 >> 24), UInt8((uuid32 >> 16) & 0xFF), UInt8((uuid32 >> 8) & 0xFF), UInt8(uuid32 & 0xFF)]
       + Self.baseTail
   }
 
@@ -22,20 +25,36 @@ public struct ServiceUUID: Hashable, Sendable, CustomStringConvertible {
     self.bytes = bytes
   }
 
-  /// Parses "0000feaa-0000-1000-8000-00805f9b34fb" (BlueZ's form), or a bare 16-bit "feaa".
+  /// Parses "0000feaa-0000-1000-8000-00805f9b34fb" (BlueZ's form), or a bare 16-bit "feaa" or
+  /// 32-bit "0000feaa". Anything but hex digits and dashes is refused (`UInt16("+abc", radix: 16)`
+  /// would accept a sign).
   public init?(_ text: String) {
-    let hexDigits = text.filter { $0 != "-" }
-    if hexDigits.count == 4, let short = UInt16(hexDigits, radix: 16) {
-      self.init(uuid16: short)
-      return
+    let digits = text.utf8.filter { $0 != UInt8(ascii: "-") }
+    guard digits.allSatisfy(Self.isHexDigit), let raw = Hex.decode(String(decoding: digits, as: UTF8.self))
+    else { return nil }
+    switch raw.count {
+    case 2: self.init(uuid16: UInt16(raw[0]) << 8 | UInt16(raw[1]))
+    case 4: self.init(uuid32: raw.reduce(0) { $0 << 8 | UInt32($1) })
+    case 16: self.init(bytes: raw)
+    default: return nil
     }
-    guard hexDigits.count == 32, let raw = Hex.decode(String(hexDigits)) else { return nil }
-    self.init(bytes: raw)
   }
+
+  private static func isHexDigit(_ byte: UInt8) -> Bool {
+    switch byte {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
+      UInt8(ascii: "A")...UInt8(ascii: "F"):
+      true
+    default: false
+    }
+  }
+
+  /// Whether this UUID is on the Bluetooth Base UUID, so that it can travel as 16 or 32 bits.
+  var isOnBase: Bool { Array(bytes[4...]) == Self.baseTail }
 
   /// The 16-bit alias, when this UUID is on the Bluetooth Base UUID.
   public var uuid16: UInt16? {
-    guard bytes[0] == 0, bytes[1] == 0, Array(bytes[4...]) == Self.baseTail else { return nil }
+    guard bytes[0] == 0, bytes[1] == 0, isOnBase else { return nil }
     return UInt16(bytes[2]) << 8 | UInt16(bytes[3])
   }
 

@@ -29,9 +29,11 @@ public enum RSSIFilterKind: String, Sendable, CaseIterable, Codable {
     case .kalman:
       KalmanRSSIFilter(
         measurementNoise: settings.kalmanMeasurementSigma * settings.kalmanMeasurementSigma,
-        processNoisePerSecond: settings.kalmanProcessNoisePerSecond)
+        processNoisePerSecond: settings.kalmanProcessNoisePerSecond,
+        referenceInterval: settings.kalmanReferenceInterval)
     case .runningAverage:
-      RunningAverageRSSIFilter(window: settings.runningAverageWindow, trimFraction: settings.runningAverageTrim)
+      RunningAverageRSSIFilter(
+        window: settings.runningAverageWindow, trimFraction: settings.runningAverageTrim)
     case .arma:
       ARMARSSIFilter(coefficient: settings.armaCoefficient, referenceInterval: settings.armaReferenceInterval)
     }
@@ -46,14 +48,19 @@ public struct RSSISettings: Hashable, Sendable {
   /// How much the true RSSI may drift per second, dB². A walking person changes path loss by a
   /// few dB per second; 1 dB²/s keeps the filter responsive without following every fade.
   public var kalmanProcessNoisePerSecond: Double = 1
+  /// The measurement noise is that of one reading per this many seconds. Readings closer together
+  /// than this share one reading's worth of information (fading is correlated over short times),
+  /// which keeps the filter's speed and smoothing independent of the advertising rate.
+  public var kalmanReferenceInterval: Double = 1
   /// AltBeacon RunningAverageRssiFilter defaults: a 20 s window, 10% trimmed at each end.
   public var runningAverageWindow: Double = 20
   public var runningAverageTrim: Double = 0.1
   /// AltBeacon ArmaRssiFilter default coefficient c = 0.1, applied per `armaReferenceInterval`.
   public var armaCoefficient: Double = 0.1
-  /// AltBeacon applies its ARMA step once per scan cycle (1.1 s foreground default); here the step
-  /// is scaled to elapsed time against this interval.
-  public var armaReferenceInterval: Double = 1.1
+  /// AltBeacon applies one ARMA step per measurement, and its ArmaRssiFilter documentation
+  /// recommends c = 0.1 for signals at about 1 Hz. Here the step is scaled to elapsed time, one full
+  /// step per this interval, so that c = 0.1 means the same at any advertising rate.
+  public var armaReferenceInterval: Double = 1
 
   public init() {}
 }
@@ -66,21 +73,37 @@ public enum RSSI {
   }
 }
 
-/// A one-dimensional Kalman filter with a random-walk model whose process noise grows with the
-/// time since the last update.
+/// A one-dimensional Kalman filter with a random-walk model.
+///
+/// Both noises are scaled to time, so the filter follows a change at the same speed and smooths
+/// to the same variance whatever the advertising rate:
+/// - the process noise grows with the time since the last update (`processNoisePerSecond`);
+/// - the measurement noise is that of one reading per `referenceInterval`. A reading `dt` seconds
+///   after the previous one counts for `dt / referenceInterval` of a reading when `dt` is shorter
+///   (its variance is scaled up by the inverse), and for one reading when `dt` is longer.
+///
+/// Without the second rule, a beacon at 10 Hz would be followed about three times faster than one
+/// at 1 Hz with the default settings.
 public struct KalmanRSSIFilter: RSSIFilter {
   public let measurementNoise: Double
   public let processNoisePerSecond: Double
+  public let referenceInterval: Double
   private var estimate: Double?
   private var variance: Double = 0
   private var lastTime: Timestamp = .zero
 
-  public init(measurementNoise: Double, processNoisePerSecond: Double) {
+  /// Readings closer together than this are treated as this far apart when weighing them, so a
+  /// burst at one instant does not count for nothing (nor divide by zero).
+  static let minimumInterval = 0.001
+
+  public init(measurementNoise: Double, processNoisePerSecond: Double, referenceInterval: Double = 1) {
     self.measurementNoise = measurementNoise
     self.processNoisePerSecond = processNoisePerSecond
+    self.referenceInterval = referenceInterval
   }
 
   public mutating func add(_ rssi: Double, at time: Timestamp) {
+    guard rssi.isFinite else { return }
     guard let x = estimate else {
       estimate = rssi
       variance = measurementNoise
@@ -89,7 +112,9 @@ public struct KalmanRSSIFilter: RSSIFilter {
     }
     let dt = max(0, time - lastTime)
     let predicted = variance + processNoisePerSecond * dt
-    let gain = predicted / (predicted + measurementNoise)
+    let share = min(1, max(dt, Self.minimumInterval) / max(referenceInterval, Self.minimumInterval))
+    let noise = measurementNoise / share
+    let gain = predicted + noise > 0 ? predicted / (predicted + noise) : 1
     estimate = x + gain * (rssi - x)
     variance = (1 - gain) * predicted
     lastTime = max(lastTime, time)
@@ -98,8 +123,13 @@ public struct KalmanRSSIFilter: RSSIFilter {
   public func value(at time: Timestamp) -> Double? { estimate }
 }
 
-/// AltBeacon's RunningAverageRssiFilter: the mean of the measurements of the last `window`
-/// seconds, after dropping the top and bottom `trimFraction` of them.
+/// AltBeacon's RunningAverageRssiFilter: the mean of the measurements younger than `window`
+/// seconds, after dropping the lowest and highest of them.
+///
+/// AltBeacon (RunningAverageRssiFilter.calculateRssi) drops `size / 10 + 1` at each end once there
+/// are more than two measurements, and keeps a measurement while its age is below the window (20 s
+/// by default). The count here is `floor(size · trimFraction) + 1`, which is the same with the
+/// default trimFraction of 0.1, and never leaves fewer than one measurement.
 public struct RunningAverageRSSIFilter: RSSIFilter {
   public let window: Double
   public let trimFraction: Double
@@ -111,19 +141,27 @@ public struct RunningAverageRSSIFilter: RSSIFilter {
   }
 
   public mutating func add(_ rssi: Double, at time: Timestamp) {
+    guard rssi.isFinite else { return }
     samples.append((time, rssi))
-    let cutoff = time + -window
-    samples.removeAll { $0.time < cutoff }
+    // Keep the newest sample even when the window is empty or not positive: value(at:) falls back
+    // on it.
+    let newest = samples.map(\.time).max() ?? time
+    samples.removeAll { newest - $0.time >= window && $0.time < newest }
   }
 
   public func value(at time: Timestamp) -> Double? {
-    let cutoff = time + -window
-    var live = samples.filter { $0.time >= cutoff }.map(\.rssi)
-    // AltBeacon keeps the last value when the window is empty rather than reporting nothing.
+    var live = samples.filter { time - $0.time < window }.map(\.rssi)
+    // With nothing inside the window, the last measurement stands in rather than nothing: whether
+    // the beacon is still there is presence's question, not the filter's.
     if live.isEmpty { return samples.last?.rssi }
     live.sort()
-    let trim = Int(Double(live.count) * trimFraction)
-    let kept = live[trim..<(live.count - trim)]
+    let size = live.count
+    var trim = 0
+    if size > 2 {
+      let fraction = trimFraction.isFinite ? max(0, trimFraction) : 0
+      trim = min(Int(min(Double(size), (Double(size) * fraction).rounded(.down))) + 1, (size - 1) / 2)
+    }
+    let kept = live[trim..<(size - trim)]
     return kept.reduce(0, +) / Double(kept.count)
   }
 }
@@ -143,13 +181,17 @@ public struct ARMARSSIFilter: RSSIFilter {
   }
 
   public mutating func add(_ rssi: Double, at time: Timestamp) {
+    guard rssi.isFinite else { return }
     guard let x = estimate else {
       estimate = rssi
       lastTime = time
       return
     }
     let dt = max(0, time - lastTime)
-    let alpha = 1 - pow(1 - coefficient, dt / referenceInterval)
+    // Readings at the same instant move the estimate by nothing; with c outside 0…1 the step is
+    // clamped rather than overshooting.
+    let keep = min(1, max(0, 1 - coefficient))
+    let alpha = 1 - pow(keep, dt / max(referenceInterval, 1e-9))
     estimate = x + alpha * (rssi - x)
     lastTime = max(lastTime, time)
   }
