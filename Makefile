@@ -5,7 +5,7 @@ SWIFT ?= swift
 SWIFTFLAGS ?= -Xswiftc -warnings-as-errors
 BIN := .build/debug/beaconbridge
 
-.PHONY: all build demo test test-unit lint format scenarios clean help
+.PHONY: all build demo test test-unit lint format scenarios fuzz fuzz-short clean help
 
 all: build
 
@@ -23,7 +23,7 @@ demo: build
 	$(BIN) demo
 
 # Every tier the README promises. A tier that cannot run fails here; none is skipped.
-test: lint scenarios test-unit
+test: lint scenarios fuzz-short test-unit
 	@echo "make test: all tiers passed"
 
 test-unit:
@@ -44,6 +44,18 @@ scenarios:
 	  for f in "$$tmp"/*.json; do \
 	    cmp -s "$$f" "Tests/Scenarios/$$(basename "$$f")" || { echo "Tests/Scenarios/$$(basename "$$f") is stale: run 'python3 Tests/Scenarios/generate.py' and commit" >&2; rm -rf "$$tmp"; exit 1; }; \
 	  done; rm -rf "$$tmp"
+
+# libFuzzer with AddressSanitizer over the frame parsers. `make fuzz FUZZ_SECONDS=600` for a
+# long run; `make test` runs a short one. A crash fails the target and leaves its input in
+# .build/fuzz/artifacts.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@scripts/install-deps.sh test
+	Fuzz/run.sh $(FUZZ_SECONDS)
+
+fuzz-short:
+	@scripts/install-deps.sh test
+	Fuzz/run.sh 15
 
 clean:
 	rm -rf .build

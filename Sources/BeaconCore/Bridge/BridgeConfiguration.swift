@@ -70,6 +70,9 @@ public struct BridgeConfiguration: Hashable, Sendable {
     decibels(
       "kalmanProcessNoise", "Kalman process noise, dB² per second",
       \.presence.rssi.kalmanProcessNoisePerSecond),
+    seconds(
+      "kalmanInterval", "the reading interval the Kalman noise stands for, seconds",
+      \.presence.rssi.kalmanReferenceInterval),
     seconds("runningAverageWindow", "running-average window, seconds", \.presence.rssi.runningAverageWindow),
     fraction(
       "runningAverageTrim", "fraction trimmed at each end of the running average",
@@ -119,6 +122,7 @@ public struct BridgeConfiguration: Hashable, Sendable {
       out.append("unresolvedPolicy=fallback needs a fallbackDeviceId")
     }
     if presence.rssi.kalmanMeasurementSigma <= 0 { out.append("kalmanSigma must be above 0") }
+    if presence.rssi.kalmanReferenceInterval <= 0 { out.append("kalmanInterval must be above 0") }
     if !(0..<0.5).contains(presence.rssi.runningAverageTrim) {
       out.append("runningAverageTrim must be in [0, 0.5)")
     }
