@@ -14,12 +14,17 @@ let package = Package(
     // Test doubles: MockAdapter, TestClock, fixtures.
     .target(name: "BeaconTestSupport", dependencies: ["BeaconCore"]),
     // Command parsing and output. A library so that parsing is tested without running.
-    .target(name: "BeaconBridgeCLI", dependencies: ["BeaconCore"]),
+    .target(name: "BeaconBridgeCLI", dependencies: ["BeaconCore", "BridgeDaemon"]),
     .executableTarget(name: "beaconbridge", dependencies: ["BeaconBridgeCLI"]),
+    // SQLite, from Debian's libsqlite3-dev.
+    .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+    // The daemon's parts: configuration file, store, and (to come) uploader and D-Bus service.
+    .target(name: "BridgeDaemon", dependencies: ["BeaconCore", "CSQLite"]),
     .testTarget(
       name: "BeaconCoreTests",
       dependencies: ["BeaconCore", "BeaconTestSupport"]
     ),
+    .testTarget(name: "BridgeDaemonTests", dependencies: ["BridgeDaemon", "BeaconCore", "BeaconTestSupport"]),
     .testTarget(
       name: "BeaconBridgeCLITests",
       dependencies: ["BeaconBridgeCLI", "BeaconCore", "BeaconTestSupport"]

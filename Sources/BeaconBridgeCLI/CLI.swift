@@ -32,6 +32,9 @@ public enum CLI {
   public static let commands: [any BridgeCommand.Type] = [
     DemoCommand.self,
     SimulateCommand.self,
+    PairCommand.self,
+    UnpairCommand.self,
+    PairsCommand.self,
   ]
 
   /// What an argv asks for.

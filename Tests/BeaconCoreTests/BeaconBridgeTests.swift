@@ -102,7 +102,7 @@ import Testing
     await clock.waitForSleepers(count: 1)
     for t in 0...2 {
       adapter.emit(.sighting(Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: -60)))
-      while log.count("beaconEntered") == 0 { await Task.yield() }
+      while log.count("beaconEntered") == 0 { try await Task.sleep(for: .microseconds(200)) }
       // The timer loop sleeps at most a second at a time; step it one second.
       await clock.waitForSleepers(count: 1)
       clock.advance(by: .seconds(1))
@@ -113,7 +113,7 @@ import Testing
       await clock.waitForSleepers(count: 1)
       clock.advance(by: .seconds(1))
     }
-    while log.count("activeBeaconChanged") < 2 { await Task.yield() }
+    while log.count("activeBeaconChanged") < 2 { try await Task.sleep(for: .microseconds(200)) }
     #expect(
       log.types().filter { $0 != "rejected" } == [
         "beaconEntered", "activeBeaconChanged", "beaconExited", "activeBeaconChanged",

@@ -94,6 +94,16 @@ public struct BridgeConfiguration: Hashable, Sendable {
 
   public static func key(named name: String) -> Key? { keys.first { $0.name == name } }
 
+  /// The configuration file section each setting lives in.
+  public static func section(of name: String) -> String {
+    switch name {
+    case "dwellSightings", "dwellSeconds", "switchMargin", "switchSustain", "activeHold": "ActiveBeacon"
+    case "lateWindow", "unresolvedPolicy", "fallbackDeviceId", "deviceId": "Trips"
+    case "postRetryInitial", "postRetryMax": "Upload"
+    default: "Presence"
+    }
+  }
+
   /// Sets one key from its text form.
   public mutating func set(_ name: String, to text: String) throws(ConfigurationError) {
     guard let key = Self.key(named: name) else {

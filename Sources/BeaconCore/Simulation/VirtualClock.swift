@@ -96,6 +96,8 @@ public final class VirtualClock: Clock, Sendable {
 
   /// Waits until at least `count` tasks sleep on this clock.
   public func waitForSleepers(count: Int) async {
-    while sleeperCount < count { await Task.yield() }
+    // Polls with a short real sleep rather than spinning on yield, which can starve the tasks it
+    // waits for on a two-thread cooperative pool.
+    while sleeperCount < count { try? await Task.sleep(for: .microseconds(200)) }
   }
 }

@@ -1,0 +1,210 @@
+import BeaconCore
+import BridgeDaemon
+import Foundation
+
+/// Options every command that opens the store shares.
+struct StoreOptions: Sendable {
+  var stateDir: String?
+
+  init(_ arguments: inout Arguments) throws(UsageError) {
+    stateDir = try arguments.option("--state-dir")
+  }
+
+  var directory: String {
+    StateDirectory.resolve(option: stateDir, environment: ProcessInfo.processInfo.environment)
+  }
+
+  static let help = """
+      --state-dir DIR  Where the store lives (default: $BEACONBRIDGE_STATE_DIR, $STATE_DIRECTORY,
+                       or /var/lib/beaconbridge).
+    """
+
+  func open(_ console: any Console) -> Store? {
+    do {
+      return try Store(directory: directory)
+    } catch {
+      console.err("beaconbridge: \(error.description)\n")
+      if error.code == .cannotCreateDirectory {
+        console.err("Run as root or a member of the beaconbridge group, or pass --state-dir.\n")
+      }
+      return nil
+    }
+  }
+}
+
+extension Pairing {
+  var json: JSONValue {
+    .object([
+      "uuid": .string(uuid.uuidString), "major": major.map { .int(Int64($0)) } ?? .null,
+      "minor": minor.map { .int(Int64($0)) } ?? .null, "deviceId": .string(deviceId),
+      "label": label.map { .string($0) } ?? .null,
+    ])
+  }
+
+  var pattern: String {
+    "\(uuid.uuidString) \(major.map(String.init) ?? "*")/\(minor.map(String.init) ?? "*")"
+  }
+}
+
+/// `beaconbridge pair`: binds a beacon identity to a device ID.
+public struct PairCommand: BridgeCommand {
+  public static let name = "pair"
+  public static let abstract = "Pair a beacon (iBeacon UUID, major, minor) with a device ID."
+  public static let usage =
+    "beaconbridge pair --uuid UUID [--major M] [--minor N] --device-id ID [--label TEXT] [--state-dir DIR] [--json]"
+  public static let discussion = """
+    The device ID is what the backend knows the vehicle by: the unit serial number or driver tag.
+    Leave out --minor (or --major and --minor) to pair every beacon of that UUID and major (or
+    UUID). The most specific pairing wins. Pairing the same identity again replaces it.
+
+    OPTIONS:
+      --uuid UUID      The iBeacon proximity UUID, e.g. E2C56DB5-DFFB-48D2-B060-D0F5A71096E0.
+      --major M        0 to 65535.
+      --minor N        0 to 65535 (needs --major).
+      --device-id ID   The device ID trips are tagged with.
+      --label TEXT     A name for people, e.g. "van 7".
+    \(StoreOptions.help)
+      --json           Print the pairing as JSON.
+    """
+
+  public var pairing: Pairing
+  var store: StoreOptions
+  var json: Bool
+
+  public init(_ arguments: inout Arguments) throws(UsageError) {
+    json = arguments.flag("--json")
+    store = try StoreOptions(&arguments)
+    if arguments.flag("--nearest") {
+      throw UsageError(
+        "--nearest needs a scanner, which this build does not have yet; pair by --uuid/--major/--minor")
+    }
+    guard let uuidText = try arguments.option("--uuid") else { throw UsageError("pair needs --uuid") }
+    guard let uuid = UUID(uuidString: uuidText) else {
+      throw UsageError("--uuid \"\(uuidText)\" is not a UUID like E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
+    }
+    func part(_ name: String) throws(UsageError) -> UInt16? {
+      guard let text = try arguments.option(name) else { return nil }
+      guard let n = UInt16(text) else {
+        throw UsageError("\(name) must be a whole number from 0 to 65535, not \"\(text)\"")
+      }
+      return n
+    }
+    let major = try part("--major")
+    let minor = try part("--minor")
+    guard let deviceId = try arguments.option("--device-id") else {
+      throw UsageError("pair needs --device-id")
+    }
+    pairing = Pairing(
+      uuid: uuid, major: major, minor: minor, deviceId: deviceId, label: try arguments.option("--label"))
+    do { try pairing.validate() } catch { throw UsageError(error.description) }
+  }
+
+  public func run(_ console: any Console) async -> Int32 {
+    guard let store = store.open(console) else { return ExitStatus.failure }
+    do {
+      try await store.pair(pairing)
+    } catch {
+      console.err("beaconbridge: \(error.description)\n")
+      return ExitStatus.failure
+    }
+    if json {
+      console.out(pairing.json.compactText + "\n")
+    } else {
+      console.out(
+        "Paired \(pairing.pattern) with \(pairing.deviceId)\(pairing.label.map { " (\($0))" } ?? "").\n")
+    }
+    return ExitStatus.success
+  }
+}
+
+/// `beaconbridge unpair`: removes the pairings of a device ID.
+public struct UnpairCommand: BridgeCommand {
+  public static let name = "unpair"
+  public static let abstract = "Remove the pairings of a device ID."
+  public static let usage = "beaconbridge unpair --device-id ID [--state-dir DIR] [--json]"
+  public static let discussion = """
+    Exits 1 when no pairing has that device ID.
+
+    OPTIONS:
+      --device-id ID   The device ID to unpair.
+    \(StoreOptions.help)
+      --json           Print {"deviceId": ..., "removed": N}.
+    """
+
+  public var deviceId: String
+  var store: StoreOptions
+  var json: Bool
+
+  public init(_ arguments: inout Arguments) throws(UsageError) {
+    json = arguments.flag("--json")
+    store = try StoreOptions(&arguments)
+    guard let id = try arguments.option("--device-id") else { throw UsageError("unpair needs --device-id") }
+    deviceId = id
+  }
+
+  public func run(_ console: any Console) async -> Int32 {
+    guard let store = store.open(console) else { return ExitStatus.failure }
+    let removed: Int
+    do { removed = try await store.unpair(deviceId: deviceId) } catch {
+      console.err("beaconbridge: \(error.description)\n")
+      return ExitStatus.failure
+    }
+    if json {
+      console.out(
+        JSONValue.object(["deviceId": .string(deviceId), "removed": .int(Int64(removed))]).compactText + "\n")
+    } else if removed > 0 {
+      console.out("Unpaired \(deviceId) (\(removed) pairing\(removed == 1 ? "" : "s")).\n")
+    }
+    guard removed > 0 else {
+      console.err("beaconbridge: no pairing has device ID \(deviceId); 'beaconbridge pairs' lists them\n")
+      return ExitStatus.failure
+    }
+    return ExitStatus.success
+  }
+}
+
+/// `beaconbridge pairs`: lists pairings.
+public struct PairsCommand: BridgeCommand {
+  public static let name = "pairs"
+  public static let abstract = "List pairings."
+  public static let usage = "beaconbridge pairs [--state-dir DIR] [--json]"
+  public static let discussion = """
+    OPTIONS:
+    \(StoreOptions.help)
+      --json           Print a JSON array of {uuid, major, minor, deviceId, label}.
+    """
+
+  var store: StoreOptions
+  var json: Bool
+
+  public init(_ arguments: inout Arguments) throws(UsageError) {
+    json = arguments.flag("--json")
+    store = try StoreOptions(&arguments)
+  }
+
+  public func run(_ console: any Console) async -> Int32 {
+    guard let store = store.open(console) else { return ExitStatus.failure }
+    let pairings: [Pairing]
+    do { pairings = try await store.pairings() } catch {
+      console.err("beaconbridge: \(error.description)\n")
+      return ExitStatus.failure
+    }
+    if json {
+      console.out(JSONValue.array(pairings.map(\.json)).compactText + "\n")
+      return ExitStatus.success
+    }
+    guard !pairings.isEmpty else {
+      console.out(
+        "No pairings. Pair a beacon with 'beaconbridge pair --uuid U --major M --minor N --device-id ID'.\n")
+      return ExitStatus.success
+    }
+    var out = "DEVICE ID".padding(toLength: 16) + "BEACON".padding(toLength: 50) + "LABEL\n"
+    for p in pairings {
+      out +=
+        p.deviceId.padding(toLength: 15) + " " + p.pattern.padding(toLength: 49) + " " + (p.label ?? "")
+        + "\n"
+    }
+    console.out(out)
+    return ExitStatus.success
+  }
+}

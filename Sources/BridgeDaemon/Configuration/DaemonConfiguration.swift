@@ -1,0 +1,90 @@
+import BeaconCore
+
+/// Which radio the daemon scans with.
+public enum ScanBackend: String, Hashable, Sendable, CaseIterable {
+  case bluez
+  case hci
+}
+
+/// The daemon's configuration: the core's settings, plus the daemon's own sections.
+///
+/// The file is `/etc/beaconbridge/beaconbridge.conf`, an INI keyfile. Sections: `[General]`
+/// (backend, adapter), `[Presence]`, `[ActiveBeacon]`, `[Trips]` (the core settings, by the same
+/// camelCase names as a scenario's `config`), `[Upload]` (`URL`, `TokenFile`, retry delays) and
+/// `[Outbox]` (`MaxBatches`). An empty file means the defaults; an unknown section or key or a
+/// bad value is an error at its `file:line`, and the daemon refuses to start rather than guess.
+public struct DaemonConfiguration: Hashable, Sendable {
+  public static let defaultPath = "/etc/beaconbridge/beaconbridge.conf"
+
+  public var bridge = BridgeConfiguration()
+  public var backend: ScanBackend = .bluez
+  /// `hciN`, or nil for the first powered adapter.
+  public var adapter: String?
+  public var uploadURL: String?
+  public var tokenFile: String?
+  /// The outbox refuses new batches beyond this many.
+  public var outboxMaxBatches: Int = 100_000
+
+  public init() {}
+
+  /// The daemon's own keys, by section.
+  static let ownKeys: [String: [String]] = [
+    "General": ["backend", "adapter"],
+    "Upload": ["URL", "TokenFile"],
+    "Outbox": ["MaxBatches"],
+  ]
+
+  public static func parse(_ text: String, file: String) throws(KeyFileError) -> DaemonConfiguration {
+    let keyFile = try KeyFile.parse(text, file: file)
+    var config = DaemonConfiguration()
+    let sections = Set(BridgeConfiguration.keys.map { BridgeConfiguration.section(of: $0.name) }).union(
+      ownKeys.keys)
+    for entry in keyFile.entries {
+      func fail(_ message: String) -> KeyFileError {
+        KeyFileError(file: file, line: entry.line, message: message)
+      }
+      guard sections.contains(entry.section) else {
+        throw fail("unknown section [\(entry.section)] (known: \(sections.sorted().joined(separator: ", ")))")
+      }
+      switch (entry.section, entry.key) {
+      case ("General", "backend"):
+        guard let backend = ScanBackend(rawValue: entry.value) else {
+          throw fail("backend must be bluez or hci, not \"\(entry.value)\"")
+        }
+        config.backend = backend
+      case ("General", "adapter"):
+        guard entry.value.hasPrefix("hci"), Int(entry.value.dropFirst(3)) != nil else {
+          throw fail("adapter must look like hci0, not \"\(entry.value)\"")
+        }
+        config.adapter = entry.value
+      case ("Upload", "URL"):
+        guard entry.value.hasPrefix("http://") || entry.value.hasPrefix("https://") else {
+          throw fail("URL must start with http:// or https://")
+        }
+        config.uploadURL = entry.value
+      case ("Upload", "TokenFile"):
+        guard entry.value.hasPrefix("/") else { throw fail("TokenFile must be an absolute path") }
+        config.tokenFile = entry.value
+      case ("Outbox", "MaxBatches"):
+        guard let n = Int(entry.value), n >= 1 else { throw fail("MaxBatches must be a whole number ≥ 1") }
+        config.outboxMaxBatches = n
+      default:
+        guard BridgeConfiguration.key(named: entry.key) != nil,
+          BridgeConfiguration.section(of: entry.key) == entry.section
+        else {
+          let known =
+            BridgeConfiguration.keys.map(\.name).filter {
+              BridgeConfiguration.section(of: $0) == entry.section
+            }
+            + (ownKeys[entry.section] ?? [])
+          throw fail(
+            "unknown key \(entry.key) in [\(entry.section)] (known: \(known.joined(separator: ", ")))")
+        }
+        do { try config.bridge.set(entry.key, to: entry.value) } catch { throw fail(error.description) }
+      }
+    }
+    let problems = config.bridge.problems()
+    if let first = problems.first { throw KeyFileError(file: file, line: 0, message: first) }
+    return config
+  }
+}

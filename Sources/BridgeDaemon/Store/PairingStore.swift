@@ -1,0 +1,164 @@
+import BeaconCore
+import Foundation
+
+/// Why the store could not be used. Every case keeps the file: a corrupt or locked database is
+/// reported, never deleted or overwritten.
+public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
+  public enum Code: String, Hashable, Sendable {
+    case cannotCreateDirectory
+    case corrupt
+    case locked
+    case newerSchema
+    case io
+  }
+
+  public var code: Code
+  public var description: String
+
+  init(_ code: Code, _ description: String) {
+    self.code = code
+    self.description = description
+  }
+
+  init(_ error: SQLiteError, path: String) {
+    if error.isCorrupt {
+      self.init(
+        .corrupt,
+        "the store \(path) is damaged (\(error.message)); it was left as it is. Move it aside to start afresh, or keep it for support"
+      )
+    } else if error.isBusy {
+      self.init(.locked, "the store \(path) is locked by another process (\(error.message)); try again")
+    } else {
+      self.init(.io, "the store \(path): \(error)")
+    }
+  }
+}
+
+/// The daemon's state: pairings now; the outbox joins it with the upload path. One SQLite file in
+/// the state directory, in WAL mode with `synchronous=FULL`, so a commit survives a power cut.
+public actor Store {
+  public static let fileName = "beaconbridge.sqlite"
+  /// Schema versions this build can read (`PRAGMA user_version`).
+  static let schemaVersion: Int64 = 1
+
+  let database: SQLiteDatabase
+  public nonisolated let path: String
+
+  /// Opens the store in `directory`, creating both when missing.
+  public init(directory: String) throws(StoreError) {
+    do {
+      try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    } catch {
+      throw StoreError(
+        .cannotCreateDirectory,
+        "cannot create the state directory \(directory): \(error.localizedDescription)")
+    }
+    let path = (directory as NSString).appendingPathComponent(Self.fileName)
+    self.path = path
+    database = try Self.open(path: path)
+  }
+
+  /// Opens the file and brings its schema up to date.
+  private static func open(path: String) throws(StoreError) -> SQLiteDatabase {
+    do {
+      let database = try SQLiteDatabase(path: path, create: true)
+      try database.execute("PRAGMA journal_mode=WAL")
+      try database.execute("PRAGMA synchronous=FULL")
+      try database.execute("PRAGMA foreign_keys=ON")
+      let version = try database.query("PRAGMA user_version").first?.first?.integer ?? 0
+      guard version <= schemaVersion else {
+        throw StoreError(
+          .newerSchema,
+          "the store \(path) has schema version \(version); this beaconbridge reads up to \(schemaVersion)")
+      }
+      if version < 1 {
+        try database.transaction { () throws(SQLiteError) in
+          try database.execute(
+            """
+            CREATE TABLE IF NOT EXISTS pairings (
+              uuid TEXT NOT NULL,
+              major INTEGER,
+              minor INTEGER,
+              device_id TEXT NOT NULL,
+              label TEXT,
+              created_at REAL NOT NULL,
+              PRIMARY KEY (uuid, major, minor)
+            );
+            PRAGMA user_version = 1;
+            """)
+        }
+      }
+      return database
+    } catch let error as StoreError {
+      throw error
+    } catch let error as SQLiteError {
+      throw StoreError(error, path: path)
+    } catch {
+      throw StoreError(.io, "the store \(path): \(error)")
+    }
+  }
+
+  /// Every pairing, in a stable order.
+  public func pairings() throws(StoreError) -> [Pairing] {
+    do {
+      return try database.query(
+        "SELECT uuid, major, minor, device_id, label FROM pairings ORDER BY device_id, uuid, major, minor"
+      )
+      .compactMap { row in
+        guard let uuidText = row[0].text, let uuid = UUID(uuidString: uuidText), let deviceId = row[3].text
+        else { return nil }
+        return Pairing(
+          uuid: uuid, major: row[1].integer.map { UInt16(truncatingIfNeeded: $0) },
+          minor: row[2].integer.map { UInt16(truncatingIfNeeded: $0) }, deviceId: deviceId, label: row[4].text
+        )
+      }
+    } catch {
+      throw StoreError(error, path: path)
+    }
+  }
+
+  /// Adds a pairing, replacing one with the same identity pattern. Committed before it returns.
+  public func pair(_ pairing: Pairing) throws(StoreError) {
+    do {
+      try database.transaction { () throws(SQLiteError) in
+        // NULL never equals NULL in a primary key, so wildcard rows are replaced explicitly.
+        try database.query(
+          "DELETE FROM pairings WHERE uuid = ? AND major IS ? AND minor IS ?",
+          [
+            .text(pairing.uuid.uuidString), SQLiteValue(pairing.major.map(Int.init)),
+            SQLiteValue(pairing.minor.map(Int.init)),
+          ])
+        try database.query(
+          "INSERT INTO pairings (uuid, major, minor, device_id, label, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+          [
+            .text(pairing.uuid.uuidString), SQLiteValue(pairing.major.map(Int.init)),
+            SQLiteValue(pairing.minor.map(Int.init)),
+            .text(pairing.deviceId), SQLiteValue(pairing.label), .real(Date().timeIntervalSince1970),
+          ])
+      }
+    } catch {
+      throw StoreError(error, path: path)
+    }
+  }
+
+  /// Removes every pairing of a device ID; returns how many there were.
+  public func unpair(deviceId: String) throws(StoreError) -> Int {
+    do {
+      return try database.transaction { () throws(SQLiteError) -> Int in
+        try database.query("DELETE FROM pairings WHERE device_id = ?", [.text(deviceId)])
+        return database.changes
+      }
+    } catch {
+      throw StoreError(error, path: path)
+    }
+  }
+
+  /// `PRAGMA quick_check`: "ok", or what is wrong.
+  public func check() throws(StoreError) -> String {
+    do {
+      return try database.query("PRAGMA quick_check").compactMap { $0.first?.text }.joined(separator: "; ")
+    } catch {
+      throw StoreError(error, path: path)
+    }
+  }
+}

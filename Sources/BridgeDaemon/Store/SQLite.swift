@@ -1,0 +1,116 @@
+import CSQLite
+
+/// An SQLite error, with the library's message and what we were doing.
+public struct SQLiteError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// The primary result code (`SQLITE_BUSY`, `SQLITE_CORRUPT`, …).
+  public var code: Int32
+  public var message: String
+  public var context: String
+
+  public var isCorrupt: Bool { code == SQLITE_CORRUPT || code == SQLITE_NOTADB }
+  public var isBusy: Bool { code == SQLITE_BUSY || code == SQLITE_LOCKED }
+
+  public var description: String { "\(context): \(message) (SQLite code \(code))" }
+}
+
+/// One SQLite connection. Not thread-safe on its own: the `Store` actor owns it.
+final class SQLiteDatabase {
+  private var handle: OpaquePointer?
+  let path: String
+
+  /// Opens (creating if asked) the database file. The corresponding C function is
+  /// `sqlite3_open_v2`.
+  init(path: String, create: Bool) throws(SQLiteError) {
+    self.path = path
+    var db: OpaquePointer?
+    let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
+    let rc = sqlite3_open_v2(path, &db, flags, nil)
+    guard rc == SQLITE_OK, let db else {
+      let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+      sqlite3_close_v2(db)
+      throw SQLiteError(code: rc & 0xFF, message: message, context: "opening \(path)")
+    }
+    handle = db
+    // Wait for a lock rather than failing at once (another process may hold a write lock briefly).
+    sqlite3_busy_timeout(db, 2000)
+  }
+
+  deinit {
+    sqlite3_close_v2(handle)
+  }
+
+  private func error(_ rc: Int32, _ context: String) -> SQLiteError {
+    SQLiteError(code: rc & 0xFF, message: String(cString: sqlite3_errmsg(handle)), context: context)
+  }
+
+  /// Runs SQL that returns no rows. The corresponding C function is `sqlite3_exec`.
+  func execute(_ sql: String) throws(SQLiteError) {
+    let rc = sqlite3_exec(handle, sql, nil, nil, nil)
+    guard rc == SQLITE_OK else { throw error(rc, sql) }
+  }
+
+  /// Runs one statement with bound values and returns its rows.
+  @discardableResult
+  func query(_ sql: String, _ values: [SQLiteValue] = []) throws(SQLiteError) -> [[SQLiteValue]] {
+    var statement: OpaquePointer?
+    var rc = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+    guard rc == SQLITE_OK, let statement else { throw error(rc, sql) }
+    defer { sqlite3_finalize(statement) }
+    for (i, value) in values.enumerated() {
+      let index = Int32(i + 1)
+      switch value {
+      case .null: rc = sqlite3_bind_null(statement, index)
+      case .integer(let n): rc = sqlite3_bind_int64(statement, index, n)
+      case .real(let d): rc = sqlite3_bind_double(statement, index, d)
+      case .text(let s): rc = sqlite3_bind_text(statement, index, s, -1, csqlite_transient())
+      }
+      guard rc == SQLITE_OK else { throw error(rc, sql) }
+    }
+    var rows: [[SQLiteValue]] = []
+    while true {
+      rc = sqlite3_step(statement)
+      if rc == SQLITE_DONE { break }
+      guard rc == SQLITE_ROW else { throw error(rc, sql) }
+      var row: [SQLiteValue] = []
+      for column in 0..<sqlite3_column_count(statement) {
+        switch sqlite3_column_type(statement, column) {
+        case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
+        case SQLITE_FLOAT: row.append(.real(sqlite3_column_double(statement, column)))
+        case SQLITE_TEXT: row.append(.text(String(cString: sqlite3_column_text(statement, column))))
+        default: row.append(.null)
+        }
+      }
+      rows.append(row)
+    }
+    return rows
+  }
+
+  /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
+  func transaction<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+    try execute("BEGIN IMMEDIATE")
+    do {
+      let result = try body()
+      try execute("COMMIT")
+      return result
+    } catch {
+      try? execute("ROLLBACK")
+      throw error
+    }
+  }
+
+  var changes: Int { Int(sqlite3_changes(handle)) }
+}
+
+/// A value bound to or read from a statement.
+enum SQLiteValue: Hashable, Sendable {
+  case null
+  case integer(Int64)
+  case real(Double)
+  case text(String)
+
+  var text: String? { if case .text(let s) = self { s } else { nil } }
+  var integer: Int64? { if case .integer(let n) = self { n } else { nil } }
+
+  init(_ text: String?) { self = text.map { .text($0) } ?? .null }
+  init(_ n: Int?) { self = n.map { .integer(Int64($0)) } ?? .null }
+}

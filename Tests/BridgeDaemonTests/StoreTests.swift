@@ -1,0 +1,90 @@
+import BeaconCore
+import BeaconTestSupport
+import BridgeDaemon
+import Foundation
+import Testing
+
+/// The store against a real SQLite file in a temporary directory.
+@Suite struct StoreTests {
+  func temporaryDirectory() -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("bb-store-\(UUID().uuidString)")
+      .path
+    return path
+  }
+
+  @Test func pairingsPersistAcrossReopen() async throws {
+    let dir = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    do {
+      let store = try Store(directory: dir)
+      try await store.pair(Fixtures.vanPairing)
+      try await store.pair(Pairing(uuid: Fixtures.fleet, major: 1, minor: nil, deviceId: "FLEET"))
+    }
+    let reopened = try Store(directory: dir)
+    let pairings = try await reopened.pairings()
+    #expect(pairings.map(\.deviceId) == ["FLEET", "UNIT-0042"])
+    #expect(pairings.last == Fixtures.vanPairing)
+    #expect(pairings.first?.minor == nil)
+    #expect(try await reopened.check() == "ok")
+  }
+
+  @Test func pairingTheSameIdentityReplacesIt() async throws {
+    let dir = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let store = try Store(directory: dir)
+    let wildcard = Pairing(uuid: Fixtures.fleet, major: 1, minor: nil, deviceId: "A")
+    try await store.pair(wildcard)
+    try await store.pair(Pairing(uuid: Fixtures.fleet, major: 1, minor: nil, deviceId: "B"))
+    try await store.pair(Fixtures.vanPairing)
+    try await store.pair(Pairing(uuid: Fixtures.fleet, major: 1, minor: 7, deviceId: "UNIT-0043"))
+    #expect(try await store.pairings().map(\.deviceId) == ["B", "UNIT-0043"])
+    #expect(try await store.unpair(deviceId: "B") == 1)
+    #expect(try await store.unpair(deviceId: "B") == 0)
+  }
+
+  @Test func corruptFileIsReportedAndKept() throws {
+    let dir = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    let file = (dir as NSString).appendingPathComponent(Store.fileName)
+    let garbage = Data(String(repeating: "this is not an SQLite database. ", count: 64).utf8)
+    try garbage.write(to: URL(fileURLWithPath: file))
+    #expect {
+      _ = try Store(directory: dir)
+    } throws: { error in
+      guard let error = error as? StoreError else { return false }
+      return error.code == .corrupt && error.description.contains("left as it is")
+    }
+    #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == garbage)
+  }
+
+  @Test func unwritableStateDirectoryIsAClearError() throws {
+    #expect {
+      _ = try Store(directory: "/proc/beaconbridge-cannot-exist")
+    } throws: { error in
+      (error as? StoreError)?.code == .cannotCreateDirectory
+    }
+  }
+
+  @Test func newerSchemaIsRefusedNotDowngraded() async throws {
+    let dir = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    _ = try Store(directory: dir)
+    let file = (dir as NSString).appendingPathComponent(Store.fileName)
+    let sqlite = Process()
+    sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    sqlite.arguments = [
+      "-c",
+      "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version=99'); c.commit()",
+      file,
+    ]
+    try sqlite.run()
+    sqlite.waitUntilExit()
+    #expect(sqlite.terminationStatus == 0)
+    #expect {
+      _ = try Store(directory: dir)
+    } throws: { error in
+      (error as? StoreError)?.code == .newerSchema
+    }
+  }
+}
