@@ -192,6 +192,8 @@ final class DemoView: Sendable {
       return "batch posted     \(t.tripId) #\(t.sequence) -> \(t.deviceId), \(t.events.count) events"
     case .batchPostFailed(let t, let error, let retry):
       return "post failed      \(t.tripId) #\(t.sequence): \(error); retry in \(retry) s"
+    case .batchDeadLettered(let t, let reason):
+      return "dead letter      \(t.tripId) #\(t.sequence): \(reason)"
     case .tripEnded(let id, let r):
       return "trip ended       \(id) \(r.isFinal ? "resolved" : "UNRESOLVED, batches held")"
     case .rejected(let address, let rejection):

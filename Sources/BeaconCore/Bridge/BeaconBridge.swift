@@ -7,6 +7,11 @@ public struct BridgeError: Error, Hashable, Sendable, CustomStringConvertible {
     case invalidConfiguration
     /// A trip call the trip's state does not allow.
     case trip
+    /// The journal could not record a batch or a trip (full, or its storage failed): the call
+    /// was refused and nothing of it was taken.
+    case refused
+    /// The journal could not be read at start.
+    case journal
   }
 
   public var code: Code
@@ -33,8 +38,10 @@ public actor BeaconBridge {
   public nonisolated let host: any ScopeHost
   private let clock: BridgeClock
   private let observer: (@Sendable (TimedBridgeEvent) -> Void)?
+  private let journal: (any TripJournal)?
   private var pipeline: BeaconPipeline
   private(set) public var isArmed = false
+  private var restored = false
 
   private var outbound: [TaggedTripBatch] = []
   private var isPosting = false
@@ -44,18 +51,24 @@ public actor BeaconBridge {
   /// - Parameters:
   ///   - host: the integrator's host.
   ///   - clock: where time comes from; tests pass a `VirtualClock`.
+  ///   - journal: where trips and batches are kept durably; nil keeps them in memory only.
   ///   - observer: called for every event, in order, on the bridge's executor.
   public init<C: Clock>(
-    host: any ScopeHost, clock: C, observer: (@Sendable (TimedBridgeEvent) -> Void)? = nil
+    host: any ScopeHost, clock: C, journal: (any TripJournal)? = nil,
+    observer: (@Sendable (TimedBridgeEvent) -> Void)? = nil
   ) where C.Duration == Duration {
     self.host = host
     self.clock = BridgeClock(clock)
+    self.journal = journal
     self.observer = observer
     self.pipeline = BeaconPipeline(configuration: host.configuration)
   }
 
-  public init(host: any ScopeHost, observer: (@Sendable (TimedBridgeEvent) -> Void)? = nil) {
-    self.init(host: host, clock: ContinuousClock(), observer: observer)
+  public init(
+    host: any ScopeHost, journal: (any TripJournal)? = nil,
+    observer: (@Sendable (TimedBridgeEvent) -> Void)? = nil
+  ) {
+    self.init(host: host, clock: ContinuousClock(), journal: journal, observer: observer)
   }
 
   public var now: Timestamp { clock.now() }
@@ -64,13 +77,24 @@ public actor BeaconBridge {
 
   /// Arms the bridge: checks the host's configuration. Throws `invalidConfiguration` listing
   /// every problem.
-  public func start() throws(BridgeError) {
+  public func start() async throws(BridgeError) {
     let configuration = host.configuration
     let problems = configuration.problems()
     guard problems.isEmpty else {
       throw BridgeError(.invalidConfiguration, "invalid configuration: " + problems.joined(separator: "; "))
     }
     pipeline.reconfigure(configuration)
+    if let journal, !restored {
+      let kept: [JournaledTrip]
+      do { kept = try await journal.load() } catch {
+        throw BridgeError(.journal, "cannot read the trip journal: \(error)")
+      }
+      restored = true
+      let batches = kept.reduce(0) { $0 + $1.batches.count }
+      if !kept.isEmpty { log(.notice, "restored \(kept.count) trip(s) and \(batches) undelivered batch(es)") }
+      isArmed = true
+      await perform(pipeline.restore(kept, at: now))
+    }
     isArmed = true
     log(.info, "armed")
   }
@@ -143,6 +167,12 @@ public actor BeaconBridge {
     do { steps = try pipeline.startTrip(tripId, at: now) } catch {
       throw BridgeError(.trip, error.description)
     }
+    if let journal {
+      do { try await journal.recordTripStarted(tripId) } catch {
+        pipeline.cancelTrip(tripId)
+        throw BridgeError(.refused, "trip \(tripId) not started: \(error)")
+      }
+    }
     await perform(steps)
     await host.onBeaconTripStart(BeaconTripStart(tripId: tripId, bridge: self))
     await perform(pipeline.hookFinished(for: tripId, at: now))
@@ -163,10 +193,18 @@ public actor BeaconBridge {
   /// and held in order until then.
   public func tripEvents(_ tripId: String, events: [TripEvent]) async throws(BridgeError) {
     try requireArmed()
-    let steps: [BeaconPipeline.Step]
-    do { steps = try pipeline.tripEvents(tripId, events: events, at: now) } catch {
+    let batch: TripEventBatch
+    do { batch = try pipeline.numberBatch(tripId, events: events, at: now) } catch {
       throw BridgeError(.trip, error.description)
     }
+    // Durable before this call returns; a batch the journal refuses is not taken at all.
+    if let journal {
+      do { try await journal.recordBatch(batch) } catch {
+        throw BridgeError(.refused, "batch not accepted: \(error)")
+      }
+    }
+    let steps: [BeaconPipeline.Step]
+    do { steps = try pipeline.tripEvents(batch) } catch { throw BridgeError(.trip, error.description) }
     await perform(steps)
   }
 
@@ -175,7 +213,7 @@ public actor BeaconBridge {
     let steps: [BeaconPipeline.Step]
     do { steps = try pipeline.endTrip(tripId, at: now) } catch { throw BridgeError(.trip, error.description) }
     await perform(steps)
-    retire(tripId)
+    await retire(tripId)
   }
 
   /// Tags a held, unresolved trip with a device ID by hand.
@@ -186,7 +224,7 @@ public actor BeaconBridge {
       throw BridgeError(.trip, error.description)
     }
     await perform(steps)
-    retire(tripId)
+    await retire(tripId)
   }
 
   // MARK: State
@@ -214,7 +252,9 @@ public actor BeaconBridge {
     var posted = false
     for step in steps {
       switch step {
-      case .event(let event): emit(event)
+      case .event(let event):
+        await record(event)
+        emit(event)
       case .post(let batch):
         outbound.append(batch)
         posted = true
@@ -237,8 +277,21 @@ public actor BeaconBridge {
         outbound.removeFirst()
         retryAt = nil
         retryDelay = 0
+        await journaled("delivery of \(batch.idempotencyKey)") {
+          try await $0.recordDelivered(batch.tripId, sequence: batch.sequence)
+        }
         emit(.batchPosted(batch))
-        retire(batch.tripId)
+        await retire(batch.tripId)
+      } catch let refusal as PermanentPostFailure {
+        // Retrying cannot help: keep it aside, durable, and go on with the next batch.
+        outbound.removeFirst()
+        await journaled("dead letter \(batch.idempotencyKey)") {
+          try await $0.recordDeadLetter(batch.tripId, sequence: batch.sequence, reason: refusal.reason)
+        }
+        emit(.batchDeadLettered(batch, reason: refusal.reason))
+        log(
+          .error,
+          "the backend refused trip \(batch.tripId) batch \(batch.sequence) for good: \(refusal.reason)")
       } catch {
         let configuration = pipeline.configuration
         retryDelay =
@@ -254,8 +307,34 @@ public actor BeaconBridge {
     }
   }
 
-  private func retire(_ tripId: String) {
+  private func retire(_ tripId: String) async {
+    guard !pipeline.isRetired(tripId) else { return }
     pipeline.retireIfDone(tripId, outstanding: outbound.contains { $0.tripId == tripId })
+    if pipeline.isRetired(tripId) {
+      await journaled("retiring trip \(tripId)") { try await $0.recordRetired(tripId) }
+    }
+  }
+
+  /// Keeps the journal in step with what just happened.
+  private func record(_ event: BridgeEvent) async {
+    switch event {
+    case .tripTagged(let tripId, let resolution):
+      let beaconMode = pipeline.resolver.trip(tripId)?.beaconMode ?? false
+      await journaled("resolution of trip \(tripId)") {
+        try await $0.recordResolution(tripId, resolution, beaconMode: beaconMode)
+      }
+    case .tripEnded(let tripId, _):
+      await journaled("end of trip \(tripId)") { try await $0.recordTripEnded(tripId) }
+    default:
+      break
+    }
+  }
+
+  /// A journal write after the fact: a failure is logged, not thrown. The worst it costs is a
+  /// batch delivered twice after a restart, which the idempotency key de-duplicates.
+  private func journaled(_ what: String, _ body: (any TripJournal) async throws -> Void) async {
+    guard let journal else { return }
+    do { try await body(journal) } catch { log(.error, "journal: recording \(what) failed: \(error)") }
   }
 
   private func emit(_ event: BridgeEvent) {

@@ -138,20 +138,58 @@ public struct BeaconPipeline: Sendable {
     return tagged(tripId, resolution)
   }
 
-  public mutating func tripEvents(_ tripId: String, events: [TripEvent], at time: Timestamp) throws(TripError)
-    -> [Step]
+  /// Numbers a batch for a running trip, without taking it yet (so it can be journaled first).
+  public func numberBatch(_ tripId: String, events: [TripEvent], at time: Timestamp) throws(TripError)
+    -> TripEventBatch
   {
     guard let trip = resolver.trip(tripId) else {
       throw TripError(.unknownTrip, "no trip \(tripId) has started")
     }
     guard trip.endedAt == nil else { throw TripError(.alreadyEnded, "trip \(tripId) has already ended") }
-    let (batch, released) = tagger.accept(
-      tripId: tripId, events: events, at: time, resolution: trip.resolution)
+    return TripEventBatch(
+      tripId: tripId, sequence: tagger.peekSequence(tripId), events: events, receivedAt: time)
+  }
+
+  /// Takes a numbered batch: tagged and posted when its trip has a device ID, held otherwise.
+  public mutating func tripEvents(_ batch: TripEventBatch) throws(TripError) -> [Step] {
+    guard let trip = resolver.trip(batch.tripId) else {
+      throw TripError(.unknownTrip, "no trip \(batch.tripId) has started")
+    }
+    guard trip.endedAt == nil else {
+      throw TripError(.alreadyEnded, "trip \(batch.tripId) has already ended")
+    }
+    let released = tagger.accept(batch, resolution: trip.resolution)
     if released.isEmpty {
       return [.event(.batchHeld(batch, reason: trip.resolution.reason))]
     }
     return released.map { .post($0) }
   }
+
+  public mutating func tripEvents(_ tripId: String, events: [TripEvent], at time: Timestamp) throws(TripError)
+    -> [Step]
+  {
+    try tripEvents(numberBatch(tripId, events: events, at: time))
+  }
+
+  /// Puts back what a journal kept. Resolved trips' batches come back as posts, in order.
+  public mutating func restore(_ trips: [JournaledTrip], at time: Timestamp) -> [Step] {
+    var steps: [Step] = []
+    for kept in trips {
+      let resolution = resolver.restore(kept, at: time)
+      tagger.restore(kept.tripId, batches: kept.batches, nextSequence: kept.nextSequence)
+      steps += tagger.release(kept.tripId, resolution: resolution).map { .post($0) }
+    }
+    return steps
+  }
+
+  /// Drops a trip whose start could not be recorded.
+  public mutating func cancelTrip(_ tripId: String) {
+    resolver.forget(tripId)
+    tagger.forget(tripId)
+  }
+
+  /// Whether a trip is gone (retired).
+  public func isRetired(_ tripId: String) -> Bool { resolver.trip(tripId) == nil }
 
   public mutating func endTrip(_ tripId: String, at time: Timestamp) throws(TripError) -> [Step] {
     let (resolution, changed) = try resolver.end(tripId, at: time)

@@ -12,6 +12,8 @@ public enum BridgeEvent: Hashable, Sendable {
   case batchPosted(TaggedTripBatch)
   /// `ScopeHost.postTripEventBatch` threw; the batch stays queued and is retried.
   case batchPostFailed(TaggedTripBatch, error: String, retryIn: Double)
+  /// The backend refused a batch for good; it moved to the dead letters.
+  case batchDeadLettered(TaggedTripBatch, reason: String)
   case tripEnded(tripId: String, TripResolution)
   /// Malformed input, reported instead of crashing.
   case rejected(address: BluetoothAddress?, FrameRejection)
@@ -27,6 +29,7 @@ public enum BridgeEvent: Hashable, Sendable {
     case .batchHeld: "batchHeld"
     case .batchPosted: "batchPosted"
     case .batchPostFailed: "batchPostFailed"
+    case .batchDeadLettered: "batchDeadLettered"
     case .tripEnded: "tripEnded"
     case .rejected: "rejected"
     }
@@ -141,6 +144,11 @@ extension BridgeEvent {
         ("tripId", .string(tagged.tripId)), ("sequence", .int(Int64(tagged.sequence))),
         ("error", .string(error)),
         ("retryIn", .double(retryIn)),
+      ]
+    case .batchDeadLettered(let tagged, let reason):
+      return [
+        ("tripId", .string(tagged.tripId)), ("sequence", .int(Int64(tagged.sequence))),
+        ("deviceId", .string(tagged.deviceId)), ("reason", .string(reason)),
       ]
     case .tripEnded(let tripId, let resolution):
       return [

@@ -183,6 +183,22 @@ public struct BeaconTripResolver: Sendable {
     }
   }
 
+  /// Puts back a trip a journal kept. A trip that was still pending waits a whole late window
+  /// again from `time`; one that ended while pending takes the unresolved policy now.
+  public mutating func restore(_ kept: JournaledTrip, at time: Timestamp) -> TripResolution {
+    var resolution = kept.resolution
+    if case .pending = resolution {
+      resolution = kept.ended ? policyResolution() : .pending(deadline: time + settings.lateWindow)
+    }
+    trips[kept.tripId] = Trip(
+      tripId: kept.tripId, startedAt: time, resolution: resolution, endedAt: kept.ended ? time : nil,
+      beaconMode: kept.beaconMode)
+    return resolution
+  }
+
+  /// Drops a trip that was started but could not be recorded.
+  public mutating func forget(_ tripId: String) { trips[tripId] = nil }
+
   /// Forgets an ended trip whose batches were all handed over.
   public mutating func retire(_ tripId: String) {
     guard let trip = trips[tripId], trip.endedAt != nil, trip.resolution.isFinal else { return }

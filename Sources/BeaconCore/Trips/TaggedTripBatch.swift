@@ -10,6 +10,20 @@ public struct BeaconSnapshot: Hashable, Sendable {
   /// When the snapshot was taken.
   public var takenAt: Timestamp
 
+  public init(
+    id: BeaconID, deviceId: String, label: String?, smoothedRSSI: Double?, lastRSSI: Int?, distance: Double?,
+    proximity: Proximity, takenAt: Timestamp
+  ) {
+    self.id = id
+    self.deviceId = deviceId
+    self.label = label
+    self.smoothedRSSI = smoothedRSSI
+    self.lastRSSI = lastRSSI
+    self.distance = distance
+    self.proximity = proximity
+    self.takenAt = takenAt
+  }
+
   public init(active: ActiveBeacon, at time: Timestamp) {
     id = active.id
     deviceId = active.deviceId

@@ -17,6 +17,22 @@ public struct TripTagger: Sendable {
     return (batch, release(tripId, resolution: resolution))
   }
 
+  /// The sequence number the trip's next batch will get.
+  public func peekSequence(_ tripId: String) -> Int { nextSequence[tripId, default: 0] }
+
+  /// Takes a batch already numbered (by `peekSequence`) and journaled.
+  public mutating func accept(_ batch: TripEventBatch, resolution: TripResolution) -> [TaggedTripBatch] {
+    nextSequence[batch.tripId] = max(nextSequence[batch.tripId, default: 0], batch.sequence + 1)
+    held[batch.tripId, default: []].append(batch)
+    return release(batch.tripId, resolution: resolution)
+  }
+
+  /// Puts back what a journal kept: undelivered batches, in order, and the next sequence number.
+  public mutating func restore(_ tripId: String, batches: [TripEventBatch], nextSequence next: Int) {
+    held[tripId] = batches.isEmpty ? nil : batches.sorted { $0.sequence < $1.sequence }
+    nextSequence[tripId] = max(next, (batches.map(\.sequence).max() ?? -1) + 1)
+  }
+
   /// Tags and hands over every held batch of a trip, in order, once it is resolved.
   public mutating func release(_ tripId: String, resolution: TripResolution) -> [TaggedTripBatch] {
     guard resolution.isFinal, let deviceId = resolution.deviceId, let batches = held[tripId] else {

@@ -1,0 +1,133 @@
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// A durable record of trips and their batches, so that nothing a caller handed over is lost to
+/// a crash or a power cut. The bridge writes to it before the call that gave it a batch returns,
+/// and reads it back when it starts. The daemon's journal is its SQLite outbox; a library user
+/// who wants durability passes their own (or the daemon's), and one who passes none keeps
+/// everything in memory.
+public protocol TripJournal: Sendable {
+  /// What a previous run left: trips not yet retired, with their undelivered batches in order.
+  func load() async throws -> [JournaledTrip]
+  func recordTripStarted(_ tripId: String) async throws
+  /// Must be durable when it returns. Throwing refuses the batch (for example `JournalFull`).
+  func recordBatch(_ batch: TripEventBatch) async throws
+  func recordResolution(_ tripId: String, _ resolution: TripResolution, beaconMode: Bool) async throws
+  func recordDelivered(_ tripId: String, sequence: Int) async throws
+  func recordDeadLetter(_ tripId: String, sequence: Int, reason: String) async throws
+  func recordTripEnded(_ tripId: String) async throws
+  /// The trip ended and everything of it was delivered: its record may go.
+  func recordRetired(_ tripId: String) async throws
+}
+
+/// A trip as the journal kept it.
+public struct JournaledTrip: Hashable, Sendable {
+  public var tripId: String
+  /// `.pending` for a trip still waiting for its beacon (its late window restarts on load).
+  public var resolution: TripResolution
+  public var beaconMode: Bool
+  public var ended: Bool
+  /// Undelivered batches, in sequence order.
+  public var batches: [TripEventBatch]
+  /// The next sequence number (one past the highest ever given, delivered or not).
+  public var nextSequence: Int
+
+  public init(
+    tripId: String, resolution: TripResolution, beaconMode: Bool, ended: Bool, batches: [TripEventBatch],
+    nextSequence: Int
+  ) {
+    self.tripId = tripId
+    self.resolution = resolution
+    self.beaconMode = beaconMode
+    self.ended = ended
+    self.batches = batches
+    self.nextSequence = nextSequence
+  }
+}
+
+/// Thrown by `ScopeHost.postTripEventBatch` when the backend refused a batch for good (an HTTP
+/// 4xx other than 408 and 429): retrying cannot help. The bridge moves the batch to the dead
+/// letters and goes on with the next one.
+public struct PermanentPostFailure: Error, Hashable, Sendable, CustomStringConvertible {
+  public var reason: String
+  public init(_ reason: String) { self.reason = reason }
+  public var description: String { reason }
+}
+
+extension TripResolution {
+  /// The journal's form of a resolution.
+  public var journalJSON: JSONValue {
+    var fields: [String: JSONValue] = ["reason": .string(reason)]
+    if let deviceId { fields["deviceId"] = .string(deviceId) }
+    if let s = snapshot {
+      var snap: [String: JSONValue] = [
+        "deviceId": .string(s.deviceId), "proximity": .string(s.proximity.rawValue),
+        "takenAt": .double(s.takenAt.seconds),
+      ]
+      for (key, value) in s.id.jsonFields { snap[key] = value }
+      if let label = s.label { snap["label"] = .string(label) }
+      if let v = s.smoothedRSSI { snap["smoothedRssi"] = .double(v) }
+      if let v = s.lastRSSI { snap["rssi"] = .int(Int64(v)) }
+      if let v = s.distance { snap["distance"] = .double(v) }
+      fields["snapshot"] = .object(snap)
+    }
+    return .object(fields)
+  }
+
+  /// Reads the journal's form back; nil when it is not one. A pending trip's window restarts at
+  /// `now`.
+  public init?(journalJSON json: JSONValue, now: Timestamp, lateWindow: Double) {
+    guard let reason = json["reason"]?.stringValue else { return nil }
+    let deviceId = json["deviceId"]?.stringValue
+    switch reason {
+    case "pending": self = .pending(deadline: now + lateWindow)
+    case "unresolved": self = .unresolved
+    case "fallback":
+      guard let deviceId else { return nil }
+      self = .fallback(deviceId: deviceId)
+    case "configured":
+      guard let deviceId else { return nil }
+      self = .configured(deviceId: deviceId)
+    case "assigned":
+      guard let deviceId else { return nil }
+      self = .assigned(deviceId: deviceId)
+    case "activeAtStart", "lateArrival":
+      guard let snap = json["snapshot"], let snapshot = BeaconSnapshot(journalJSON: snap) else { return nil }
+      self = .beacon(snapshot, late: reason == "lateArrival")
+    default: return nil
+    }
+  }
+}
+
+extension BeaconSnapshot {
+  init?(journalJSON json: JSONValue) {
+    guard let deviceId = json["deviceId"]?.stringValue, let kind = json["kind"]?.stringValue else {
+      return nil
+    }
+    let id: BeaconID
+    switch kind {
+    case "iBeacon", "altBeacon":
+      guard let uuidText = json["uuid"]?.stringValue, let uuid = UUID(uuidString: uuidText),
+        let major = json["major"]?.intValue, let minor = json["minor"]?.intValue,
+        let m = UInt16(exactly: major), let n = UInt16(exactly: minor)
+      else { return nil }
+      let identity = BeaconIdentity(uuid: uuid, major: m, minor: n)
+      id = kind == "iBeacon" ? .iBeacon(identity) : .altBeacon(identity)
+    case "eddystoneUID":
+      guard let ns = json["namespace"]?.stringValue.flatMap(Hex.decode),
+        let inst = json["instance"]?.stringValue.flatMap(Hex.decode)
+      else { return nil }
+      id = .eddystone(namespace: ns, instance: inst)
+    default: return nil
+    }
+    self.init(
+      id: id, deviceId: deviceId, label: json["label"]?.stringValue,
+      smoothedRSSI: json["smoothedRssi"]?.doubleValue,
+      lastRSSI: json["rssi"]?.intValue.map { Int($0) }, distance: json["distance"]?.doubleValue,
+      proximity: json["proximity"]?.stringValue.flatMap(Proximity.init(rawValue:)) ?? .unknown,
+      takenAt: Timestamp(seconds: json["takenAt"]?.doubleValue ?? 0))
+  }
+}
