@@ -39,10 +39,14 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
 public actor Store {
   public static let fileName = "beaconbridge.sqlite"
   /// Schema versions this build can read (`PRAGMA user_version`).
-  static let schemaVersion: Int64 = 1
+  static let schemaVersion: Int64 = 2
 
   let database: SQLiteDatabase
   public nonisolated let path: String
+  /// The outbox refuses new batches beyond this many undelivered ones.
+  public private(set) var outboxLimit = 100_000
+
+  public func setOutboxLimit(_ limit: Int) { outboxLimit = max(1, limit) }
 
   /// Opens the store in `directory`, creating both when missing.
   public init(directory: String) throws(StoreError) {
@@ -85,6 +89,37 @@ public actor Store {
               PRIMARY KEY (uuid, major, minor)
             );
             PRAGMA user_version = 1;
+            """)
+        }
+      }
+      if version < 2 {
+        try database.transaction { () throws(SQLiteError) in
+          try database.execute(
+            """
+            CREATE TABLE IF NOT EXISTS trips (
+              trip_id TEXT PRIMARY KEY,
+              started_at REAL NOT NULL,
+              resolution TEXT,
+              beacon_mode INTEGER NOT NULL DEFAULT 1,
+              ended_at REAL,
+              next_sequence INTEGER NOT NULL DEFAULT 0
+            );
+            CREATE TABLE IF NOT EXISTS batches (
+              trip_id TEXT NOT NULL REFERENCES trips(trip_id),
+              sequence INTEGER NOT NULL,
+              events TEXT NOT NULL,
+              received_at REAL NOT NULL,
+              PRIMARY KEY (trip_id, sequence)
+            );
+            CREATE TABLE IF NOT EXISTS dead_letters (
+              trip_id TEXT NOT NULL,
+              sequence INTEGER NOT NULL,
+              events TEXT NOT NULL,
+              reason TEXT NOT NULL,
+              failed_at REAL NOT NULL,
+              PRIMARY KEY (trip_id, sequence)
+            );
+            PRAGMA user_version = 2;
             """)
         }
       }

@@ -1,0 +1,153 @@
+import BeaconCore
+import Foundation
+
+/// The outbox is full: the batch was refused, and nothing older was dropped.
+public struct OutboxFull: Error, Hashable, Sendable, CustomStringConvertible {
+  public var limit: Int
+  public var description: String {
+    "the outbox is full (\(limit) undelivered batches); nothing was dropped. Check the upload with 'beaconbridge doctor'"
+  }
+}
+
+/// What the outbox holds, for `status` and `doctor`.
+public struct OutboxSummary: Hashable, Sendable {
+  public var trips: Int
+  public var undelivered: Int
+  public var unresolvedTrips: Int
+  public var deadLetters: Int
+  public var limit: Int
+  /// Age of the oldest undelivered batch, in seconds.
+  public var oldestAge: Double?
+}
+
+/// The store is the daemon's trip journal: the outbox. Every batch is committed (WAL,
+/// `synchronous=FULL`) before `recordBatch` returns, so the call that handed it over returns only
+/// once it would survive a power cut.
+extension Store: TripJournal {
+  public func load() async throws -> [JournaledTrip] {
+    do {
+      let trips = try database.query(
+        "SELECT trip_id, resolution, beacon_mode, ended_at, next_sequence FROM trips ORDER BY started_at, trip_id"
+      )
+      return try trips.map { row throws(SQLiteError) -> JournaledTrip in
+        let tripId = row[0].text ?? ""
+        let resolution =
+          row[1].text.flatMap { try? JSONValue.parse(Data($0.utf8)) }
+          .flatMap { TripResolution(journalJSON: $0, now: .zero, lateWindow: 0) } ?? .pending(deadline: .zero)
+        let batches = try database.query(
+          "SELECT sequence, events FROM batches WHERE trip_id = ? ORDER BY sequence", [.text(tripId)]
+        ).compactMap { b -> TripEventBatch? in
+          guard let sequence = b[0].integer, let text = b[1].text,
+            let array = (try? JSONValue.parse(Data(text.utf8)))?.arrayValue
+          else { return nil }
+          let events = array.compactMap { try? TripEvent(json: $0) }
+          return TripEventBatch(tripId: tripId, sequence: Int(sequence), events: events, receivedAt: .zero)
+        }
+        return JournaledTrip(
+          tripId: tripId, resolution: resolution, beaconMode: (row[2].integer ?? 1) != 0,
+          ended: row[3] != .null,
+          batches: batches, nextSequence: Int(row[4].integer ?? 0))
+      }
+    } catch {
+      throw StoreError(error, path: path)
+    }
+  }
+
+  public func recordTripStarted(_ tripId: String) async throws {
+    try write { () throws(SQLiteError) in
+      try database.query(
+        "INSERT OR IGNORE INTO trips (trip_id, started_at) VALUES (?, ?)",
+        [.text(tripId), .real(Self.wallClock)])
+    }
+  }
+
+  public func recordBatch(_ batch: TripEventBatch) async throws {
+    let count = try read { () throws(SQLiteError) -> Int64 in
+      try database.query("SELECT count(*) FROM batches").first?.first?.integer ?? 0
+    }
+    guard count < outboxLimit else { throw OutboxFull(limit: outboxLimit) }
+    let events = JSONValue.array(batch.events.map(\.json)).compactText
+    try write { () throws(SQLiteError) in
+      try database.query(
+        "INSERT INTO batches (trip_id, sequence, events, received_at) VALUES (?, ?, ?, ?)",
+        [.text(batch.tripId), .integer(Int64(batch.sequence)), .text(events), .real(Self.wallClock)])
+      try database.query(
+        "UPDATE trips SET next_sequence = max(next_sequence, ?) WHERE trip_id = ?",
+        [.integer(Int64(batch.sequence + 1)), .text(batch.tripId)])
+    }
+  }
+
+  public func recordResolution(_ tripId: String, _ resolution: TripResolution, beaconMode: Bool) async throws
+  {
+    try write { () throws(SQLiteError) in
+      try database.query(
+        "UPDATE trips SET resolution = ?, beacon_mode = ? WHERE trip_id = ?",
+        [.text(resolution.journalJSON.compactText), .integer(beaconMode ? 1 : 0), .text(tripId)])
+    }
+  }
+
+  public func recordDelivered(_ tripId: String, sequence: Int) async throws {
+    try write { () throws(SQLiteError) in
+      try database.query(
+        "DELETE FROM batches WHERE trip_id = ? AND sequence = ?", [.text(tripId), .integer(Int64(sequence))])
+    }
+  }
+
+  public func recordDeadLetter(_ tripId: String, sequence: Int, reason: String) async throws {
+    try write { () throws(SQLiteError) in
+      try database.query(
+        """
+        INSERT OR REPLACE INTO dead_letters (trip_id, sequence, events, reason, failed_at)
+        SELECT trip_id, sequence, events, ?, ? FROM batches WHERE trip_id = ? AND sequence = ?
+        """, [.text(reason), .real(Self.wallClock), .text(tripId), .integer(Int64(sequence))])
+      try database.query(
+        "DELETE FROM batches WHERE trip_id = ? AND sequence = ?", [.text(tripId), .integer(Int64(sequence))])
+    }
+  }
+
+  public func recordTripEnded(_ tripId: String) async throws {
+    try write { () throws(SQLiteError) in
+      try database.query(
+        "UPDATE trips SET ended_at = ? WHERE trip_id = ? AND ended_at IS NULL",
+        [.real(Self.wallClock), .text(tripId)])
+    }
+  }
+
+  public func recordRetired(_ tripId: String) async throws {
+    try write { () throws(SQLiteError) in
+      // A trip with dead letters keeps no row here: the dead letters carry their own trip ID.
+      try database.query("DELETE FROM batches WHERE trip_id = ?", [.text(tripId)])
+      try database.query("DELETE FROM trips WHERE trip_id = ?", [.text(tripId)])
+    }
+  }
+
+  /// Counts for `status` and `doctor`.
+  public func outboxSummary() throws(StoreError) -> OutboxSummary {
+    do {
+      let trips = try database.query("SELECT count(*) FROM trips").first?.first?.integer ?? 0
+      let undelivered = try database.query("SELECT count(*), min(received_at) FROM batches").first
+      let unresolved =
+        try database.query(
+          "SELECT count(*) FROM trips WHERE resolution LIKE '{\"reason\":\"unresolved\"%'"
+        ).first?.first?.integer ?? 0
+      let dead = try database.query("SELECT count(*) FROM dead_letters").first?.first?.integer ?? 0
+      var oldest: Double?
+      if case .real(let t)? = undelivered?[1] { oldest = max(0, Self.wallClock - t) }
+      return OutboxSummary(
+        trips: Int(trips), undelivered: Int(undelivered?[0].integer ?? 0), unresolvedTrips: Int(unresolved),
+        deadLetters: Int(dead), limit: outboxLimit, oldestAge: oldest)
+    } catch {
+      throw StoreError(error, path: path)
+    }
+  }
+
+  static var wallClock: Double { Date().timeIntervalSince1970 }
+
+  private func write(_ body: () throws(SQLiteError) -> Void) throws(StoreError) {
+    do { try database.transaction(body) } catch { throw StoreError(error, path: path) }
+  }
+
+  private func read<T>(_ body: () throws(SQLiteError) -> T) throws(StoreError) -> T {
+    do { return try body() } catch { throw StoreError(error, path: path) }
+  }
+}

@@ -1,0 +1,107 @@
+import BeaconCore
+import BeaconTestSupport
+import BridgeDaemon
+import Foundation
+import Testing
+
+/// The SQLite outbox as the bridge's journal: a real file, reopened as a restarted daemon would.
+@Suite struct OutboxTests {
+  func directory() -> String {
+    FileManager.default.temporaryDirectory.appendingPathComponent("bb-outbox-\(UUID().uuidString)").path
+  }
+
+  func bridge(_ host: RecordingHost, _ store: Store, _ clock: TestClock = TestClock()) async throws
+    -> BeaconBridge
+  {
+    let bridge = BeaconBridge(host: host, clock: clock, journal: store)
+    await bridge.setPairings([Fixtures.vanPairing])
+    try await bridge.start()
+    return bridge
+  }
+
+  @Test func heldBatchesSurviveAReopenAndKeepEveryField() async throws {
+    let dir = directory()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    do {
+      let bridge = try await bridge(RecordingHost(), try Store(directory: dir))
+      try await bridge.tripStart("t1")
+      try await bridge.tripEvents(
+        "t1",
+        events: [
+          Fixtures.event("braking", at: 1, extra: ["g": .double(0.41), "tags": .array([.string("x")])])
+        ])
+      try await bridge.tripEvents("t1", events: [Fixtures.event("mysteryType", at: 2)])
+    }
+    let store = try Store(directory: dir)
+    let summary = try await store.outboxSummary()
+    #expect(summary.undelivered == 2)
+    #expect(summary.trips == 1)
+    let host = RecordingHost()
+    let clock = TestClock()
+    let bridge = try await bridge(host, store, clock)
+    for t in 0...2 {
+      clock.set(seconds: Double(t))
+      await bridge.ingest(
+        .sighting(Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: -60)))
+    }
+    #expect(host.posted.map(\.sequence) == [0, 1])
+    #expect(host.posted.first?.events.first?.fields["g"] == .double(0.41))
+    #expect(host.posted.first?.events.first?.fields["tags"] == .array([.string("x")]))
+    #expect(host.posted.last?.events.first?.type == "mysteryType")
+    #expect(try await store.outboxSummary().undelivered == 0)
+  }
+
+  @Test func unresolvedTripIsVisibleAndAssignableAfterARestart() async throws {
+    let dir = directory()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    do {
+      let clock = TestClock()
+      let bridge = try await bridge(RecordingHost(), try Store(directory: dir), clock)
+      try await bridge.tripStart("t1")
+      try await bridge.tripEvents("t1", events: [Fixtures.event("braking", at: 1)])
+      clock.set(seconds: 5)
+      try await bridge.tripEnd("t1")
+    }
+    let store = try Store(directory: dir)
+    #expect(try await store.outboxSummary().unresolvedTrips == 1)
+    let host = RecordingHost()
+    let bridge = try await bridge(host, store)
+    #expect(await bridge.status.trips.first?.resolution == .unresolved)
+    try await bridge.assign("t1", deviceId: "UNIT-7")
+    #expect(host.posted.map(\.deviceId) == ["UNIT-7"])
+    let after = try await store.outboxSummary()
+    #expect(after.trips == 0)
+    #expect(after.undelivered == 0)
+  }
+
+  @Test func fullOutboxRefusesNewBatchesAndDropsNothing() async throws {
+    let dir = directory()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let store = try Store(directory: dir)
+    await store.setOutboxLimit(3)
+    let bridge = try await bridge(RecordingHost(), store)
+    try await bridge.tripStart("t1")
+    for i in 0..<3 { try await bridge.tripEvents("t1", events: [Fixtures.event("braking", at: Double(i))]) }
+    await #expect(throws: BridgeError.self) {
+      try await bridge.tripEvents("t1", events: [Fixtures.event("braking", at: 9)])
+    }
+    #expect(try await store.outboxSummary().undelivered == 3)
+    // The refused batch used no sequence number: the next accepted one follows on.
+    await store.setOutboxLimit(10)
+    try await bridge.tripEvents("t1", events: [Fixtures.event("braking", at: 10)])
+    let kept = try await store.load()
+    #expect(kept.first?.batches.map(\.sequence) == [0, 1, 2, 3])
+  }
+
+  @Test func deadLettersAreKept() async throws {
+    let dir = directory()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let store = try Store(directory: dir)
+    try await store.recordTripStarted("t1")
+    try await store.recordBatch(TripEventBatch(tripId: "t1", sequence: 0, events: [], receivedAt: .zero))
+    try await store.recordDeadLetter("t1", sequence: 0, reason: "HTTP 400")
+    let summary = try await store.outboxSummary()
+    #expect(summary.deadLetters == 1)
+    #expect(summary.undelivered == 0)
+  }
+}
