@@ -68,6 +68,7 @@ import Testing
     let clock = TestClock()
     var configuration = BridgeConfiguration()
     configuration.trips.configuredDeviceId = "SERIAL-1"
+    configuration.postRetryJitter = 0
     let host = RecordingHost(configuration: configuration, beaconMode: false)
     let log = EventLog()
     let bridge = BeaconBridge(host: host, clock: clock, observer: log.observer)

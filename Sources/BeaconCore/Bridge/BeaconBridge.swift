@@ -296,11 +296,15 @@ public actor BeaconBridge {
         let configuration = pipeline.configuration
         retryDelay =
           retryDelay == 0 ? configuration.postRetryInitial : min(retryDelay * 2, configuration.postRetryMax)
-        retryAt = now + retryDelay
-        emit(.batchPostFailed(batch, error: String(describing: error), retryIn: retryDelay))
+        // Jitter spreads a fleet's retries after a backend outage; a server's Retry-After wins
+        // when it asks for longer.
+        var wait = retryDelay * (1 + Double.random(in: -1...1) * configuration.postRetryJitter)
+        if let hint = (error as? RetryablePostFailure)?.retryAfter { wait = max(wait, hint) }
+        retryAt = now + wait
+        emit(.batchPostFailed(batch, error: String(describing: error), retryIn: wait))
         log(
           .warning,
-          "posting trip \(batch.tripId) batch \(batch.sequence) failed: \(error); retrying in \(retryDelay) s"
+          "posting trip \(batch.tripId) batch \(batch.sequence) failed: \(error); retrying in \(wait) s"
         )
         return
       }

@@ -13,6 +13,8 @@ public struct BridgeConfiguration: Hashable, Sendable {
   /// First retry delay after `postTripEventBatch` throws (seconds); doubles up to `postRetryMax`.
   public var postRetryInitial: Double = 1
   public var postRetryMax: Double = 60
+  /// Each retry delay is spread by ± this fraction.
+  public var postRetryJitter: Double = 0.2
 
   public init() {}
 
@@ -90,6 +92,7 @@ public struct BridgeConfiguration: Hashable, Sendable {
     seconds("nearDistance", "metres under which a beacon is near", \.presence.distance.nearWithin),
     seconds("postRetryInitial", "first retry delay after an upload failure", \.postRetryInitial),
     seconds("postRetryMax", "longest retry delay", \.postRetryMax),
+    fraction("postRetryJitter", "each retry delay is spread by ± this fraction", \.postRetryJitter),
   ]
 
   public static func key(named name: String) -> Key? { keys.first { $0.name == name } }
@@ -99,7 +102,7 @@ public struct BridgeConfiguration: Hashable, Sendable {
     switch name {
     case "dwellSightings", "dwellSeconds", "switchMargin", "switchSustain", "activeHold": "ActiveBeacon"
     case "lateWindow", "unresolvedPolicy", "fallbackDeviceId", "deviceId": "Trips"
-    case "postRetryInitial", "postRetryMax": "Upload"
+    case "postRetryInitial", "postRetryMax", "postRetryJitter": "Upload"
     default: "Presence"
     }
   }
@@ -145,6 +148,7 @@ public struct BridgeConfiguration: Hashable, Sendable {
     if postRetryInitial <= 0 || postRetryMax < postRetryInitial {
       out.append("postRetryInitial must be above 0 and at most postRetryMax")
     }
+    if !(0...0.9).contains(postRetryJitter) { out.append("postRetryJitter must be between 0 and 0.9") }
     return out
   }
 

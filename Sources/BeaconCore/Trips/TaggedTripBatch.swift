@@ -109,6 +109,12 @@ public struct TaggedTripBatch: Hashable, Sendable {
   public var deviceId: String
   public var resolution: TripResolution
 
+  public init(batch: TripEventBatch, deviceId: String, resolution: TripResolution) {
+    self.batch = batch
+    self.deviceId = deviceId
+    self.resolution = resolution
+  }
+
   public var tripId: String { batch.tripId }
   public var sequence: Int { batch.sequence }
   public var events: [TripEvent] { batch.events }

@@ -57,6 +57,20 @@ public struct PermanentPostFailure: Error, Hashable, Sendable, CustomStringConve
   public var description: String { reason }
 }
 
+/// Thrown by `ScopeHost.postTripEventBatch` for a failure worth retrying (network error, 5xx,
+/// 408, 429), optionally with the server's `Retry-After`. Any other error is retried too; this one
+/// only carries the hint.
+public struct RetryablePostFailure: Error, Hashable, Sendable, CustomStringConvertible {
+  public var reason: String
+  /// Seconds the server asked to wait.
+  public var retryAfter: Double?
+  public init(_ reason: String, retryAfter: Double? = nil) {
+    self.reason = reason
+    self.retryAfter = retryAfter
+  }
+  public var description: String { reason }
+}
+
 extension TripResolution {
   /// The journal's form of a resolution.
   public var journalJSON: JSONValue {

@@ -1,0 +1,116 @@
+import BeaconCore
+import BeaconTestSupport
+import BridgeDaemon
+import Foundation
+import Testing
+
+/// The uploader against a real HTTP server on loopback that injects failures.
+@Suite(.serialized) struct HTTPUploaderTests {
+  static let snapshot = BeaconSnapshot(
+    id: .iBeacon(Fixtures.vanBeacon), deviceId: "UNIT-0042", label: "van 7", smoothedRSSI: -61.26,
+    lastRSSI: -60,
+    distance: 1.234, proximity: .near, takenAt: Timestamp(seconds: 3))
+
+  func batch(_ sequence: Int, trip: String = "t1") -> TaggedTripBatch {
+    TaggedTripBatch(
+      batch: TripEventBatch(
+        tripId: trip, sequence: sequence,
+        events: [
+          Fixtures.event("braking", at: 1, extra: ["g": .double(0.4)]), Fixtures.event("futureType", at: 2),
+        ],
+        receivedAt: .zero),
+      deviceId: "UNIT-0042", resolution: .beacon(Self.snapshot, late: false))
+  }
+
+  @Test func postsTheDocumentedRequest() async throws {
+    let token = FileManager.default.temporaryDirectory.appendingPathComponent("token-\(UUID().uuidString)")
+      .path
+    try "s3cret\n".write(toFile: token, atomically: true, encoding: .utf8)
+    defer { try? FileManager.default.removeItem(atPath: token) }
+    let backend = try FakeBackend(["--token", "s3cret"])
+    try await HTTPUploader(url: backend.url, tokenFile: token).post(batch(4))
+    let received = try #require(backend.received().first)
+    #expect(received.status == "200")
+    #expect(received.key == "t1#4")
+    #expect(received.auth == "Bearer s3cret")
+    #expect(received.body["tripId"]?.stringValue == "t1")
+    #expect(received.body["deviceId"]?.stringValue == "UNIT-0042")
+    #expect(received.body["sequence"]?.intValue == 4)
+    #expect(received.body["resolution"]?.stringValue == "activeAtStart")
+    #expect(received.body["beacon"]?["minor"]?.intValue == 7)
+    #expect(received.body["beacon"]?["uuid"]?.stringValue == Fixtures.fleet.uuidString)
+    let events = try #require(received.body["events"]?.arrayValue)
+    #expect(events.count == 2)
+    #expect(events[0]["g"] == .double(0.4))
+    #expect(events[1]["type"]?.stringValue == "futureType")
+  }
+
+  @Test(arguments: [
+    ("503", true), ("500", true), ("408", true), ("429", true), ("400", false), ("401", false),
+    ("422", false),
+  ])
+  func classifiesStatuses(status: String, retryable: Bool) async throws {
+    let backend = try FakeBackend(["--script", status])
+    do {
+      try await HTTPUploader(url: backend.url, tokenFile: nil).post(batch(0))
+      Issue.record("HTTP \(status) counted as delivered")
+    } catch is RetryablePostFailure {
+      #expect(retryable)
+    } catch is PermanentPostFailure {
+      #expect(!retryable)
+    }
+  }
+
+  @Test func honoursRetryAfter() async throws {
+    let backend = try FakeBackend(["--script", "429:7"])
+    do {
+      try await HTTPUploader(url: backend.url, tokenFile: nil).post(batch(0))
+    } catch let failure as RetryablePostFailure {
+      #expect(failure.retryAfter == 7)
+    }
+  }
+
+  @Test func droppedConnectionAndDeadServerAreRetryable() async throws {
+    let backend = try FakeBackend(["--script", "drop"])
+    await #expect(throws: RetryablePostFailure.self) {
+      try await HTTPUploader(url: backend.url, tokenFile: nil, timeout: 5).post(batch(0))
+    }
+    // Nothing listens on port 9 of loopback (discard is not served here).
+    await #expect(throws: RetryablePostFailure.self) {
+      try await HTTPUploader(url: URL(string: "http://127.0.0.1:9/trips")!, tokenFile: nil, timeout: 5).post(
+        batch(0))
+    }
+  }
+
+  /// Through the bridge: a flaky backend gets every batch, in order, exactly once after
+  /// de-duplication by key.
+  @Test func flakyBackendReceivesEverythingInOrder() async throws {
+    struct Host: ScopeHost {
+      let uploader: HTTPUploader
+      var configuration: BridgeConfiguration {
+        var c = BridgeConfiguration()
+        c.trips.configuredDeviceId = "SERIAL-5"
+        c.postRetryInitial = 0.01
+        c.postRetryMax = 0.05
+        return c
+      }
+      func log(_ record: LogRecord) {}
+      func postTripEventBatch(_ batch: TaggedTripBatch) async throws { try await uploader.post(batch) }
+    }
+    let backend = try FakeBackend(["--fail-rate", "0.3", "--drop-rate", "0.1", "--seed", "3"])
+    let bridge = BeaconBridge(
+      host: Host(uploader: HTTPUploader(url: backend.url, tokenFile: nil, timeout: 5)))
+    try await bridge.start()
+    try await bridge.tripStart("t9")
+    for i in 0..<20 { try await bridge.tripEvents("t9", events: [Fixtures.event("braking", at: Double(i))]) }
+    let deadline = ContinuousClock.now.advanced(by: .seconds(60))
+    while await bridge.status.outboundBatches > 0, ContinuousClock.now < deadline {
+      await bridge.tick()
+      try await Task.sleep(for: .milliseconds(10))
+    }
+    let delivered = backend.received().filter { $0.status == "200" }
+    #expect(delivered.compactMap { $0.body["sequence"]?.intValue } == (0..<20).map(Int64.init))
+    #expect(Set(delivered.compactMap(\.key)).count == 20)
+    #expect(backend.received().count > 20, "the backend injected no failures")
+  }
+}

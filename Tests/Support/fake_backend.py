@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""A fake upload backend for the tests: a real HTTP server on loopback that records every POST
+and injects failures.
+
+    fake_backend.py --log FILE [--script 503,429:2,200,...] [--fail-rate 0.3] [--drop-rate 0.1]
+                    [--delay 0.05] [--seed 1] [--token SECRET]
+
+It prints "PORT <n>" on stdout once it listens on 127.0.0.1. Each request is answered from
+--script first (a status, or status:retry-after, or "drop" to close the connection without a
+reply), then by the random rates, else 200. Every request, answered or not, is appended to --log
+as one JSON line: {"status", "key", "auth", "body"}.
+"""
+import argparse
+import json
+import random
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--script", default="")
+    ap.add_argument("--fail-rate", type=float, default=0.0)
+    ap.add_argument("--drop-rate", type=float, default=0.0)
+    ap.add_argument("--delay", type=float, default=0.0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--token", default=None)
+    args = ap.parse_args()
+    script = [s for s in args.script.split(",") if s]
+    rng = random.Random(args.seed)
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length", "0"))
+            body = self.rfile.read(length).decode("utf-8", "replace")
+            with lock:
+                step = script.pop(0) if script else None
+                roll = rng.random()
+            if args.delay:
+                time.sleep(args.delay)
+            status, retry_after = 200, None
+            if step == "drop" or (step is None and roll < args.drop_rate):
+                # Close without a reply: the client sees the connection end mid-request.
+                self.record("drop", body)
+                self.close_connection = True
+                return
+            if step:
+                parts = step.split(":")
+                status = int(parts[0])
+                retry_after = parts[1] if len(parts) > 1 else None
+            elif roll < args.drop_rate + args.fail_rate:
+                status = 503
+            if args.token is not None and self.headers.get("Authorization") != "Bearer " + args.token:
+                status = 401
+            self.record(status, body)
+            self.send_response(status)
+            if retry_after:
+                self.send_header("Retry-After", retry_after)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def record(self, status, body):
+            try:
+                parsed = json.loads(body)
+            except ValueError:
+                parsed = body
+            line = json.dumps({"status": status, "key": self.headers.get("Idempotency-Key"),
+                               "auth": self.headers.get("Authorization"), "body": parsed})
+            with lock, open(args.log, "a") as f:
+                f.write(line + "\n")
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print("PORT", server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
