@@ -1,0 +1,8 @@
+/// Where advertisements come from: BlueZ over D-Bus, raw HCI, a btsnoop replay, the demo's
+/// simulated radio, or a test's MockAdapter.
+public protocol AdvertisementSource: Sendable {
+  /// Human name of the backend, e.g. "bluez (active discovery)".
+  var description: String { get }
+  /// Starts receiving; the stream ends (or throws) when the source stops. Cancelling the consumer stops scanning.
+  func events() async throws -> AsyncThrowingStream<SourceEvent, any Error>
+}
