@@ -35,6 +35,8 @@ final class ConnectionCore: @unchecked Sendable {
   private let state = Mutex(State())
   private let watches = Mutex([Watch]())
   private let stopped = DispatchSemaphore(value: 0)
+  /// `pthread_self()` of the reader thread, once it runs.
+  private let readerThread = Atomic<UInt>(0)
   let wakeUps = Atomic<Int>(0)
   let socketReads = Atomic<Int>(0)
   let messagesDispatched = Atomic<Int>(0)
@@ -155,7 +157,11 @@ final class ConnectionCore: @unchecked Sendable {
     wake()
   }
 
+  /// Interrupts the reader's `poll`. Callbacks that libdbus makes on the reader thread itself
+  /// (dispatch status, watch toggles while reading) need no wake-up: the loop re-reads watches and
+  /// dispatch status before it polls again. Skipping them halves the wake-ups per message.
   func wake() {
+    if readerThread.load(ordering: .relaxed) == UInt(pthread_self()) { return }
     var one: UInt8 = 1
     _ = write(wakeWriteFD, &one, 1)  // a full pipe already means "wake up"
   }
@@ -163,6 +169,7 @@ final class ConnectionCore: @unchecked Sendable {
   // MARK: The reader thread
 
   private func runLoop() {
+    readerThread.store(UInt(pthread_self()), ordering: .relaxed)
     var fds: [pollfd] = []
     while !state.withLock({ $0.closing }) {
       let active = watches.withLock { $0.filter(\.enabled) }
