@@ -37,6 +37,8 @@ final class ConnectionCore: @unchecked Sendable {
   private let stopped = DispatchSemaphore(value: 0)
   /// `pthread_self()` of the reader thread, once it runs.
   private let readerThread = Atomic<UInt>(0)
+  /// Whether `start()` launched the reader (only then is there anything to wait for).
+  private let started = Atomic<Bool>(false)
   let wakeUps = Atomic<Int>(0)
   let socketReads = Atomic<Int>(0)
   let messagesDispatched = Atomic<Int>(0)
@@ -129,6 +131,7 @@ final class ConnectionCore: @unchecked Sendable {
     }
     dbus_connection_set_wakeup_main_function(connection, coreWake, context, nil)
     dbus_connection_set_dispatch_status_function(connection, coreDispatchStatus, context, nil)
+    started.store(true, ordering: .releasing)
     let thread = Thread { [self] in runLoop() }
     thread.name = "dbus-reader \(uniqueName)"
     thread.start()
@@ -278,6 +281,7 @@ final class ConnectionCore: @unchecked Sendable {
 
   /// Asks the reader to stop and waits until it has freed the connection.
   func closeAndWait() {
+    guard started.load(ordering: .acquiring) else { return }
     let wasClosing = state.withLock { state in
       defer { state.closing = true }
       return state.closing
