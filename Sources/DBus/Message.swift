@@ -4,7 +4,10 @@ import CDBus
 ///
 /// Internal on purpose: the public API deals only in `DBusValue`s and `Signal`s, so a
 /// `DBusMessage*` never escapes the module.
-final class Message {
+///
+/// `@unchecked Sendable`: a message is built on one thread and then only read or sent; libdbus
+/// reference counts are atomic, and `dbus_connection_send` locks the message.
+final class Message: @unchecked Sendable {
   let pointer: OpaquePointer
 
   /// Takes over a reference the caller already owns (from a `dbus_message_new_*` call).
