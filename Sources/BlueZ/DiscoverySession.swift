@@ -9,7 +9,16 @@ final class DiscoverySession: @unchecked Sendable {
   let adapterName: String?
   let options: BlueZAdvertisementSource.Options
   let log: @Sendable (String) -> Void
+  let preferredMode: ScanMode
+  let reportMode: @Sendable (ScanMode) -> Void
   private var subscription: SignalSubscription?
+  /// Signal batches and monitor calls, merged so that one task handles both in order.
+  private let inputs: AsyncStream<Input>
+  private let inputContinuation: AsyncStream<Input>.Continuation
+  private var forwarder: Task<Void, Never>?
+  private var monitorApp: ExportedObject?
+  /// The adapter our monitor is registered on (passive mode).
+  private var monitorAdapter: ObjectPath?
   private var tree = ObjectTree()
   private var adapter: ObjectPath?
   /// The adapter discovery last ran on, kept across a bluetoothd restart for reconciliation.
@@ -18,14 +27,23 @@ final class DiscoverySession: @unchecked Sendable {
   private var bluezOwner: BusName?
   private(set) var failure: (any Error)?
 
+  enum Input: Sendable {
+    case signals([Signal])
+    case monitor(AdvertisementMonitor.Call)
+  }
+
   init(
-    connection: Connection, adapterName: String?, options: BlueZAdvertisementSource.Options,
-    logger: @escaping @Sendable (String) -> Void
+    connection: Connection, adapterName: String?, preferredMode: ScanMode,
+    options: BlueZAdvertisementSource.Options, logger: @escaping @Sendable (String) -> Void,
+    reportMode: @escaping @Sendable (ScanMode) -> Void
   ) {
     self.connection = connection
     self.adapterName = adapterName
+    self.preferredMode = preferredMode
     self.options = options
     self.log = logger
+    self.reportMode = reportMode
+    (inputs, inputContinuation) = AsyncStream.makeStream(of: Input.self)
   }
 
   /// The signals BlueZ's tree changes by, plus bluetoothd's name coming and going.
@@ -43,7 +61,13 @@ final class DiscoverySession: @unchecked Sendable {
 
   /// Subscribes first, then mirrors, then starts discovery.
   func begin() async throws {
-    subscription = try await connection.subscribe(to: Self.rules)
+    let subscription = try await connection.subscribe(to: Self.rules)
+    self.subscription = subscription
+    let continuation = inputContinuation
+    forwarder = Task {
+      for await batch in subscription.batches { continuation.yield(.signals(batch)) }
+      continuation.finish()
+    }
     do {
       bluezOwner = try await connection.nameOwner(of: BlueZ.service)
     } catch let error as DBusError where error.name == .nameHasNoOwner {
@@ -62,20 +86,25 @@ final class DiscoverySession: @unchecked Sendable {
       log("bluez: no powered adapter yet; waiting")
       return
     }
-    try await startDiscovery(on: chosen)
+    try await startScanning(on: chosen)
   }
 
-  /// Handles signal batches until the consumer cancels or the bus goes away.
+  /// Handles signal batches and monitor calls until the consumer cancels or the bus goes away.
   func run(_ emit: (SourceEvent) -> Void) async {
-    guard let subscription else { return }
-    for await batch in subscription.batches {
+    guard subscription != nil else { return }
+    for await input in inputs {
       var resume = false
-      for signal in batch { handle(signal, emit: emit, resume: &resume) }
+      switch input {
+      case .signals(let batch):
+        for signal in batch { handle(signal, emit: emit, resume: &resume) }
+      case .monitor(let call):
+        handle(call, emit: emit)
+      }
       if resume { await resync(emit: emit) }
       if adapter == nil, bluezOwner != nil, let candidate = tree.selectAdapter(named: adapterName),
         tree[candidate, BlueZ.adapterInterface]?[BlueZ.Property.powered]?.bool == true
       {
-        try? await startDiscovery(on: candidate)
+        try? await startScanning(on: candidate)
       }
     }
     if !Task.isCancelled, connection.isClosed {
@@ -87,6 +116,21 @@ final class DiscoverySession: @unchecked Sendable {
   func end() async {
     await subscription?.cancel()
     subscription = nil
+    forwarder?.cancel()
+    inputContinuation.finish()
+    if let monitorAdapter {
+      do {
+        _ = try await connection.call(
+          destination: BlueZ.service, path: monitorAdapter, interface: AdvertisementMonitor.managerInterface,
+          member: AdvertisementMonitor.unregister, [.objectPath(AdvertisementMonitor.root)],
+          timeout: options.callTimeout)
+      } catch {
+        log("bluez: UnregisterMonitor on \(monitorAdapter.lastComponent) failed: \(error)")
+      }
+      self.monitorAdapter = nil
+    }
+    monitorApp?.unexport()
+    monitorApp = nil
     if discovering, let adapter {
       do {
         _ = try await adapterCall(adapter, BlueZ.Method.stopDiscovery)
@@ -96,6 +140,68 @@ final class DiscoverySession: @unchecked Sendable {
       discovering = false
     }
     connection.close()
+  }
+
+  // MARK: Monitor calls (passive mode)
+
+  private func handle(_ call: AdvertisementMonitor.Call, emit: (SourceEvent) -> Void) {
+    switch call {
+    case .activated:
+      log("bluez: iBeacon advertisement monitor active")
+    case .released:
+      log("bluez: BlueZ released the advertisement monitor")
+    case .deviceFound(let path):
+      if let properties = tree[path, BlueZ.deviceInterface],
+        let advertisement = DeviceAdvertisement.make(path: path, properties: properties)
+      {
+        emit(.sighting(advertisement))
+      }
+    case .deviceLost(let path):
+      if let address = DeviceAdvertisement.address(path: path, properties: tree[path, BlueZ.deviceInterface])
+      {
+        emit(.lost(address))
+      }
+    }
+  }
+
+  /// Passive scanning when asked for and the adapter offers `or_patterns`; active discovery
+  /// otherwise (logged).
+  private func startScanning(on path: ObjectPath) async throws {
+    if preferredMode == .passiveMonitor {
+      let types = tree[path, AdvertisementMonitor.managerInterface]?[AdvertisementMonitor.supportedTypes]?
+        .strings
+      if types?.contains("or_patterns") == true {
+        do {
+          try await registerMonitor(on: path)
+          return
+        } catch {
+          log("bluez: RegisterMonitor on \(path.lastComponent) failed (\(error)); using active discovery")
+        }
+      } else {
+        log(
+          "bluez: \(path.lastComponent) offers no or_patterns advertisement monitor; using active discovery")
+      }
+    }
+    try await startDiscovery(on: path)
+  }
+
+  /// The corresponding BlueZ method is AdvertisementMonitorManager1.RegisterMonitor.
+  private func registerMonitor(on path: ObjectPath) async throws {
+    if monitorApp == nil {
+      let continuation = inputContinuation
+      monitorApp = try connection.export(
+        AdvertisementMonitor.root, subtree: true,
+        handler: AdvertisementMonitor.handler { continuation.yield(.monitor($0)) })
+    }
+    _ = try await connection.call(
+      destination: BlueZ.service, path: path, interface: AdvertisementMonitor.managerInterface,
+      member: AdvertisementMonitor.register, [.objectPath(AdvertisementMonitor.root)],
+      timeout: options.callTimeout)
+    adapter = path
+    lastAdapter = path
+    monitorAdapter = path
+    reportMode(.passiveMonitor)
+    log("bluez: passive iBeacon monitor registered on \(path.lastComponent)")
   }
 
   // MARK: Signals
@@ -108,6 +214,7 @@ final class DiscoverySession: @unchecked Sendable {
         log("bluez: org.bluez left the bus (bluetoothd stopped); waiting for it to return")
         bluezOwner = nil
         adapter = nil
+        monitorAdapter = nil
         discovering = false
       } else {
         log("bluez: org.bluez is on the bus again as \(new); mirroring and restarting discovery")
@@ -149,6 +256,7 @@ final class DiscoverySession: @unchecked Sendable {
           tree.interfacesRemoved(at: device, [BlueZ.deviceInterface.rawValue])
         }
         adapter = nil
+        monitorAdapter = nil
         discovering = false
       }
     case (.properties, BlueZ.SignalName.propertiesChanged):
@@ -169,6 +277,7 @@ final class DiscoverySession: @unchecked Sendable {
         if signal.path == adapter, !powered {
           log("bluez: adapter \(signal.path.lastComponent) was powered off; waiting for power")
           adapter = nil
+          monitorAdapter = nil
           discovering = false
         }
         // Powered on: `run` selects it after this batch.
@@ -184,6 +293,7 @@ final class DiscoverySession: @unchecked Sendable {
     let before = tree
     let previousAdapter = adapter ?? lastAdapter
     adapter = nil
+    monitorAdapter = nil
     discovering = false
     let deadline = ContinuousClock.now + options.resumeWindow
     while !Task.isCancelled {
@@ -202,7 +312,7 @@ final class DiscoverySession: @unchecked Sendable {
           log("bluez: no usable adapter after the restart; waiting for one")
           return
         }
-        try await startDiscovery(on: chosen)
+        try await startScanning(on: chosen)
         return
       } catch {
         if ContinuousClock.now >= deadline {
@@ -240,6 +350,7 @@ final class DiscoverySession: @unchecked Sendable {
     adapter = path
     lastAdapter = path
     discovering = true
+    reportMode(.activeDiscovery)
     log("bluez: discovery started on \(path.lastComponent) (le, duplicate data)")
   }
 

@@ -24,12 +24,82 @@ final class BlueZFixture: Sendable {
     self.control = control
   }
 
-  func source(adapter: String? = nil) -> BlueZAdvertisementSource {
+  func source(adapter: String? = nil, preferredMode: ScanMode = .activeDiscovery) -> BlueZAdvertisementSource
+  {
     var options = BlueZAdvertisementSource.Options()
     options.batchInterval = .milliseconds(10)
-    return BlueZAdvertisementSource(bus: bus.busAddress, adapter: adapter, options: options) { [self] line in
+    return BlueZAdvertisementSource(
+      bus: bus.busAddress, adapter: adapter, preferredMode: preferredMode, options: options
+    ) { [self] line in
       self.logs.withLock { $0.append(line) }
     }
+  }
+
+  // MARK: AdvertisementMonitorManager1 (not in dbusmock 0.28's bluez5 template)
+
+  private func mockCall(_ path: ObjectPath, _ member: MemberName, _ arguments: [DBusValue]) async throws {
+    _ = try await control.call(
+      destination: BlueZ.service, path: path, interface: "org.freedesktop.DBus.Mock", member: member,
+      arguments)
+  }
+
+  /// Gives `adapter` an AdvertisementMonitorManager1 with or_patterns support, and gives the mock
+  /// ways to call the client back the way bluetoothd would.
+  func addMonitorManager(_ adapter: String) async throws {
+    let path = ObjectPath("/org/bluez/\(adapter)")
+    let manager = "org.bluez.AdvertisementMonitorManager1"
+    try await mockCall(
+      path, "AddProperty",
+      [.string(manager), .string("SupportedMonitorTypes"), .variant(.stringArray(["or_patterns"]))])
+    for method in ["RegisterMonitor", "UnregisterMonitor"] {
+      try await mockCall(
+        path, "AddMethod", [.string(manager), .string(method), .string("o"), .string(""), .string("")])
+    }
+    let callClient = """
+      obj = self.connection.get_object(args[0], args[2], introspect=False)
+      m = obj.get_dbus_method(args[3], args[1])
+      m() if args[4] == '/' else m(dbus.ObjectPath(args[4]))
+      """
+    try await mockCall(
+      "/", "AddMethod",
+      [.string("org.bluez.Mock"), .string("CallClient"), .string("ssoso"), .string(""), .string(callClient)])
+    let getObjects = """
+      obj = self.connection.get_object(args[0], args[1], introspect=False)
+      ret = obj.get_dbus_method('GetManagedObjects', 'org.freedesktop.DBus.ObjectManager')()
+      """
+    try await mockCall(
+      "/", "AddMethod",
+      [
+        .string("org.bluez.Mock"), .string("GetClientObjects"), .string("so"), .string("a{oa{sa{sv}}}"),
+        .string(getObjects),
+      ])
+  }
+
+  /// The unique name of the source's connection: the only one that is neither ours nor the mock's.
+  func clientName() async throws -> String {
+    let mockName = try await control.nameOwner(of: BlueZ.service)
+    let names = try await control.listNames().filter {
+      $0.isUnique && $0 != control.uniqueName && $0 != mockName
+    }
+    return try #require(names.count == 1 ? names.first?.rawValue : nil, "unique names: \(names)")
+  }
+
+  /// bluetoothd calling the client's monitor: `member` is Activate, DeviceFound or DeviceLost.
+  func callMonitor(_ client: String, _ monitor: ObjectPath, _ member: String, device: ObjectPath = "/")
+    async throws
+  {
+    _ = try await control.call(
+      destination: BlueZ.service, path: "/", interface: "org.bluez.Mock", member: "CallClient",
+      [
+        .string(client), .string("org.bluez.AdvertisementMonitor1"), .objectPath(monitor), .string(member),
+        .objectPath(device),
+      ])
+  }
+
+  func clientObjects(_ client: String, _ root: ObjectPath) async throws -> DBusValue {
+    try await control.callReturningOne(
+      destination: BlueZ.service, path: "/", interface: "org.bluez.Mock", member: "GetClientObjects",
+      [.string(client), .objectPath(root)])
   }
 
   var logLines: [String] { logs.withLock { $0 } }
