@@ -158,3 +158,38 @@ struct ConnectionTests {
     #expect(error?.name == .disconnected)
   }
 }
+
+@Suite(.privateBus, .timeLimit(.minutes(2)))
+struct TypedReplyTests {
+  @Test func repliesDecodeToSwiftTypes() async throws {
+    let bus = try Connection(try PrivateBusTrait.bus().busAddress)
+    defer { bus.close() }
+    let path: ObjectPath = "/org/freedesktop/DBus"
+    let owner = try await bus.call(
+      destination: .bus, path: path, interface: .bus, member: "GetNameOwner",
+      [.string("org.freedesktop.DBus")],
+      returning: String.self)
+    #expect(owner == "org.freedesktop.DBus")
+    let names = try await bus.call(
+      destination: .bus, path: path, interface: .bus, member: "ListNames", returning: [String].self)
+    #expect(names.contains(bus.uniqueName.rawValue))
+    let credentials = try await bus.call(
+      destination: .bus, path: path, interface: .bus, member: "GetConnectionCredentials",
+      [.string(bus.uniqueName.rawValue)], returning: [String: Variant].self)
+    #expect(credentials["ProcessID"].flatMap { UInt32(dbusValue: $0.value) } == UInt32(getpid()))
+    let mismatch = await #expect(throws: DBusError.self) {
+      try await bus.call(
+        destination: .bus, path: path, interface: .bus, member: "ListNames", returning: UInt32.self)
+    }
+    #expect(mismatch?.name == .invalidSignature)
+    #expect(mismatch?.message.contains("as") == true)
+  }
+
+  @Test func swiftValuesEncode() {
+    #expect([UInt8]([1, 2]).dbusValue == .bytes([1, 2]))
+    #expect(["a", "b"].dbusValue == .stringArray(["a", "b"]))
+    #expect([String: Variant].dbusSignature == "a{sv}")
+    #expect([UInt16: Variant].dbusSignature == "a{qv}")
+    #expect(["k": Variant(.bool(true))].dbusValue == .stringVariantDictionary(["k": .bool(true)]))
+  }
+}
