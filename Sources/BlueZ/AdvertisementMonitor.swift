@@ -47,24 +47,24 @@ enum AdvertisementMonitor {
   }
 
   /// Answers BlueZ's calls on our objects, passing the monitor's calls on.
-  static func handler(_ forward: @escaping @Sendable (Call) -> Void) -> MethodHandler {
+  static func handler(_ forward: @escaping @Sendable (Call, BusName?) -> Void) -> MethodHandler {
     { call in
       switch (call.path, call.interface, call.member.rawValue) {
       case (root, .objectManager?, "GetManagedObjects"):
         return .success([managedObjects()])
       case (iBeacon, monitorInterface?, "Activate"):
-        forward(.activated)
+        forward(.activated, call.sender)
         return .success([])
       case (iBeacon, monitorInterface?, "Release"):
-        forward(.released)
+        forward(.released, call.sender)
         return .success([])
       case (iBeacon, monitorInterface?, "DeviceFound"):
         guard let device = call.body.first?.objectPath else { return .failure(.unknownMethod(call)) }
-        forward(.deviceFound(device))
+        forward(.deviceFound(device), call.sender)
         return .success([])
       case (iBeacon, monitorInterface?, "DeviceLost"):
         guard let device = call.body.first?.objectPath else { return .failure(.unknownMethod(call)) }
-        forward(.deviceLost(device))
+        forward(.deviceLost(device), call.sender)
         return .success([])
       default:
         return .failure(.unknownMethod(call))

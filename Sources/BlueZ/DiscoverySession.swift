@@ -29,7 +29,7 @@ final class DiscoverySession: @unchecked Sendable {
 
   enum Input: Sendable {
     case signals([Signal])
-    case monitor(AdvertisementMonitor.Call)
+    case monitor(AdvertisementMonitor.Call, sender: BusName?)
   }
 
   init(
@@ -97,7 +97,12 @@ final class DiscoverySession: @unchecked Sendable {
       switch input {
       case .signals(let batch):
         for signal in batch { handle(signal, emit: emit, resume: &resume) }
-      case .monitor(let call):
+      case .monitor(let call, let sender):
+        // Only bluetoothd may tell us what it found.
+        guard sender != nil, sender == bluezOwner else {
+          log("bluez: ignored a monitor call from \(sender?.rawValue ?? "nobody"), not org.bluez")
+          continue
+        }
         handle(call, emit: emit)
       }
       if resume { await resync(emit: emit) }
@@ -191,7 +196,7 @@ final class DiscoverySession: @unchecked Sendable {
       let continuation = inputContinuation
       monitorApp = try connection.export(
         AdvertisementMonitor.root, subtree: true,
-        handler: AdvertisementMonitor.handler { continuation.yield(.monitor($0)) })
+        handler: AdvertisementMonitor.handler { continuation.yield(.monitor($0, sender: $1)) })
     }
     _ = try await connection.call(
       destination: BlueZ.service, path: path, interface: AdvertisementMonitor.managerInterface,

@@ -47,6 +47,14 @@ struct PassiveMonitorTests {
     try await recorder.wait("monitor lost") { $0.lost == [beaconAddress] }
     #expect(fixture.logLines.contains { $0.contains("monitor active") })
 
+    // Anyone but bluetoothd is ignored.
+    let count = recorder.all.count
+    _ = try await fixture.control.call(
+      destination: BusName(client), path: monitorPath, interface: "org.bluez.AdvertisementMonitor1",
+      member: "DeviceFound", [.objectPath(device)])
+    #expect(try await eventually { fixture.logLines.contains { $0.contains("ignored a monitor call") } })
+    #expect(recorder.all.count == count)
+
     await recorder.cancel()
     #expect(try await eventually { try await fixture.adapterCalls("hci0").last == "UnregisterMonitor" })
   }
