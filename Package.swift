@@ -6,6 +6,8 @@ let package = Package(
   platforms: [.macOS(.v15)],
   products: [
     .library(name: "BeaconCore", targets: ["BeaconCore"]),
+    .library(name: "DBus", targets: ["DBus"]),
+    .library(name: "BlueZ", targets: ["BlueZ"]),
     .executable(name: "beaconbridge", targets: ["beaconbridge"]),
   ],
   targets: [
@@ -20,6 +22,23 @@ let package = Package(
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     // The daemon's parts: configuration file, store, and (to come) uploader and D-Bus service.
     .target(name: "BridgeDaemon", dependencies: ["BeaconCore", "CSQLite"]),
+    // libdbus-1, through pkg-config. Only the DBus module imports it.
+    .systemLibrary(
+      name: "CDBus",
+      pkgConfig: "dbus-1",
+      providers: [.apt(["libdbus-1-dev"])]
+    ),
+    // A typed Swift layer over libdbus-1: connection, messages, values, match rules, signals.
+    .target(name: "DBus", dependencies: ["CDBus"]),
+    // An AdvertisementSource over org.bluez (Adapter1, Device1, ObjectManager).
+    .target(name: "BlueZ", dependencies: ["DBus", "BeaconCore"]),
+    // Test-only: a private dbus-daemon and python-dbusmock processes.
+    .target(name: "DBusTestSupport", dependencies: ["DBus"]),
+    .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
+    .testTarget(
+      name: "BlueZTests",
+      dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BeaconCore"]
+    ),
     .testTarget(
       name: "BeaconCoreTests",
       dependencies: ["BeaconCore", "BeaconTestSupport"]

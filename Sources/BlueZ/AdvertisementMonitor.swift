@@ -1,0 +1,74 @@
+import DBus
+
+/// The application this source registers with AdvertisementMonitorManager1 for passive scanning:
+/// an ObjectManager at `root` with one `or_patterns` monitor that matches iBeacon frames.
+/// Source: BlueZ 5.66 doc/advertisement-monitor-api.txt.
+enum AdvertisementMonitor {
+  static let managerInterface: InterfaceName = "org.bluez.AdvertisementMonitorManager1"
+  static let monitorInterface: InterfaceName = "org.bluez.AdvertisementMonitor1"
+  static let register: MemberName = "RegisterMonitor"
+  static let unregister: MemberName = "UnregisterMonitor"
+  static let supportedTypes = "SupportedMonitorTypes"
+
+  /// Our object paths (on our own connection, so a fixed name cannot clash with other clients).
+  static let root: ObjectPath = "/org/beaconbridge/monitor"
+  static let iBeacon: ObjectPath = "/org/beaconbridge/monitor/ibeacon"
+
+  /// One `or_patterns` entry: at offset 0 of AD type 0xFF (manufacturer specific data), Apple's
+  /// company ID 0x004C little-endian, then iBeacon's type 0x02 and length 0x15.
+  static let iBeaconPattern: (start: UInt8, adType: UInt8, content: [UInt8]) = (
+    0, 0xFF, [0x4C, 0x00, 0x02, 0x15]
+  )
+
+  /// The reply to GetManagedObjects on `root` (`a{oa{sa{sv}}}`).
+  static func managedObjects() -> DBusValue {
+    let pattern = DBusValue.structure([
+      .byte(iBeaconPattern.start), .byte(iBeaconPattern.adType), .bytes(iBeaconPattern.content),
+    ])
+    let properties = DBusValue.stringVariantDictionary([
+      "Type": "or_patterns",
+      "Patterns": .array(element: "(yyay)", [pattern]),
+    ])
+    return .dictionary(
+      key: "o", value: "a{sa{sv}}",
+      [
+        .init(
+          .objectPath(iBeacon),
+          .dictionary(key: "s", value: "a{sv}", [.init(.string(monitorInterface.rawValue), properties)]))
+      ])
+  }
+
+  /// What BlueZ told a monitor.
+  enum Call: Sendable {
+    case activated
+    case released
+    case deviceFound(ObjectPath)
+    case deviceLost(ObjectPath)
+  }
+
+  /// Answers BlueZ's calls on our objects, passing the monitor's calls on.
+  static func handler(_ forward: @escaping @Sendable (Call, BusName?) -> Void) -> MethodHandler {
+    { call in
+      switch (call.path, call.interface, call.member.rawValue) {
+      case (root, .objectManager?, "GetManagedObjects"):
+        return .success([managedObjects()])
+      case (iBeacon, monitorInterface?, "Activate"):
+        forward(.activated, call.sender)
+        return .success([])
+      case (iBeacon, monitorInterface?, "Release"):
+        forward(.released, call.sender)
+        return .success([])
+      case (iBeacon, monitorInterface?, "DeviceFound"):
+        guard let device = call.body.first?.objectPath else { return .failure(.unknownMethod(call)) }
+        forward(.deviceFound(device), call.sender)
+        return .success([])
+      case (iBeacon, monitorInterface?, "DeviceLost"):
+        guard let device = call.body.first?.objectPath else { return .failure(.unknownMethod(call)) }
+        forward(.deviceLost(device), call.sender)
+        return .success([])
+      default:
+        return .failure(.unknownMethod(call))
+      }
+    }
+  }
+}

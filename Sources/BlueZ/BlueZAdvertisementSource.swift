@@ -1,0 +1,98 @@
+import BeaconCore
+import DBus
+import Synchronization
+
+/// How the source hears advertisements.
+public enum ScanMode: String, Sendable, Hashable {
+  /// Adapter1.StartDiscovery with `{Transport: le, DuplicateData: true}`. BlueZ reports about one
+  /// update per beacon per discovery window (~10 s; DESIGN §5 "Cadence").
+  case activeDiscovery
+  /// AdvertisementMonitorManager1 with an `or_patterns` monitor for iBeacon frames: passive LE
+  /// scanning, where the controller supports it (BlueZ ≥ 5.56 with the experimental monitor
+  /// API). Falls back to active discovery when the adapter does not offer it.
+  case passiveMonitor
+}
+
+/// An `AdvertisementSource` over BlueZ's D-Bus API.
+///
+/// ```swift
+/// let source = BlueZAdvertisementSource(bus: .system, adapter: nil) { print($0) }
+/// for try await event in try await source.events() { … }
+/// ```
+///
+/// - Sightings come from Device1 InterfacesAdded and from PropertiesChanged carrying RSSI,
+///   TxPower, ManufacturerData or ServiceData; the other fields come from the mirrored object.
+/// - `.lost` comes from InterfacesRemoved of a Device1 (BlueZ's TemporaryTimeout, ~30 s).
+/// - If bluetoothd restarts (NameOwnerChanged for `org.bluez`) the source mirrors the new tree
+///   and restarts discovery; an adapter removed and added again is resumed the same way.
+/// - Cancelling the consumer removes the match rules, then calls StopDiscovery.
+public final class BlueZAdvertisementSource: AdvertisementSource {
+  public let bus: BusAddress
+  /// `hciN`, or nil for the first powered adapter.
+  public let adapter: String?
+  /// The mode asked for; `mode` says which one is in use.
+  public let preferredMode: ScanMode
+  public let options: Options
+  let logger: @Sendable (String) -> Void
+  private let currentMode: Mutex<ScanMode>
+
+  public struct Options: Sendable {
+    /// How long the D-Bus reader gathers messages before each pass (DESIGN §5, wake-ups). 50 ms
+    /// caps the source at 20 wake-ups a second at any advertisement rate.
+    public var batchInterval: Duration = .milliseconds(50)
+    /// Timeout of each BlueZ call.
+    public var callTimeout: Duration = .seconds(5)
+    /// How long to keep retrying after bluetoothd comes back before giving up until the next
+    /// event (the issue asks for discovery within 5 s).
+    public var resumeWindow: Duration = .seconds(5)
+    public init() {}
+  }
+
+  public init(
+    bus: BusAddress = .system, adapter: String? = nil, preferredMode: ScanMode = .activeDiscovery,
+    options: Options = Options(), logger: @escaping @Sendable (String) -> Void = { _ in }
+  ) {
+    self.bus = bus
+    self.adapter = adapter
+    self.preferredMode = preferredMode
+    self.options = options
+    self.logger = logger
+    self.currentMode = Mutex(preferredMode)
+  }
+
+  /// The scanning mode in use: the preferred one until scanning starts, then the one that
+  /// actually runs (passive falls back to active where the adapter has no monitor support).
+  public var mode: ScanMode { currentMode.withLock { $0 } }
+
+  public var description: String {
+    switch mode {
+    case .activeDiscovery: "bluez (active discovery)"
+    case .passiveMonitor: "bluez (passive monitor)"
+    }
+  }
+
+  /// Connects, mirrors BlueZ and starts discovery; throws `BlueZError` if BlueZ is not on the bus
+  /// or there is no (such) adapter.
+  public func events() async throws -> AsyncThrowingStream<SourceEvent, any Error> {
+    let connection = try Connection(bus, options: .init(batchInterval: options.batchInterval))
+    let session = DiscoverySession(
+      connection: connection, adapterName: adapter, preferredMode: preferredMode, options: options,
+      logger: logger
+    ) { [self] mode in self.currentMode.withLock { $0 = mode } }
+    do {
+      try await session.begin()
+    } catch {
+      await session.end()
+      throw error
+    }
+    let (stream, continuation) = AsyncThrowingStream.makeStream(of: SourceEvent.self)
+    let task = Task {
+      await session.run { continuation.yield($0) }
+      // Cleanup must not inherit cancellation, or its calls would fail at once.
+      await Task { await session.end() }.value
+      continuation.finish(throwing: session.failure)
+    }
+    continuation.onTermination = { _ in task.cancel() }
+    return stream
+  }
+}

@@ -1,0 +1,57 @@
+import DBus
+
+/// Every BlueZ name this module uses, in one place (as bleak's `defs.py`).
+/// Source: BlueZ 5.66 doc/adapter-api.txt, doc/device-api.txt, doc/advertisement-monitor-api.txt.
+public enum BlueZ {
+  public static let service: BusName = "org.bluez"
+  /// BlueZ's ObjectManager lives at `/`; adapters are `/org/bluez/hciN`.
+  public static let objectManagerPath: ObjectPath = "/"
+  public static let root: ObjectPath = "/org/bluez"
+
+  public static let adapterInterface: InterfaceName = "org.bluez.Adapter1"
+  public static let deviceInterface: InterfaceName = "org.bluez.Device1"
+  public static let advertisementMonitorManagerInterface: InterfaceName =
+    "org.bluez.AdvertisementMonitorManager1"
+
+  /// Adapter1 methods.
+  public enum Method {
+    public static let setDiscoveryFilter: MemberName = "SetDiscoveryFilter"
+    public static let startDiscovery: MemberName = "StartDiscovery"
+    public static let stopDiscovery: MemberName = "StopDiscovery"
+    public static let getManagedObjects: MemberName = "GetManagedObjects"
+  }
+
+  /// ObjectManager and Properties signals.
+  public enum SignalName {
+    public static let interfacesAdded: MemberName = "InterfacesAdded"
+    public static let interfacesRemoved: MemberName = "InterfacesRemoved"
+    public static let propertiesChanged: MemberName = "PropertiesChanged"
+    public static let nameOwnerChanged: MemberName = "NameOwnerChanged"
+  }
+
+  /// Adapter1 and Device1 property names.
+  public enum Property {
+    public static let powered = "Powered"
+    public static let discovering = "Discovering"
+    public static let address = "Address"
+    public static let adapter = "Adapter"
+    public static let name = "Name"
+    public static let rssi = "RSSI"
+    public static let txPower = "TxPower"
+    public static let manufacturerData = "ManufacturerData"
+    public static let serviceData = "ServiceData"
+    /// The Device1 properties whose change means "an advertisement was received".
+    public static let advertisementKeys: Set<String> = [rssi, txPower, manufacturerData, serviceData]
+  }
+}
+
+extension ErrorName {
+  // BlueZ 5.66 doc/adapter-api.txt, "Possible errors".
+  public static let bluezNotReady = ErrorName("org.bluez.Error.NotReady")
+  public static let bluezInProgress = ErrorName("org.bluez.Error.InProgress")
+  public static let bluezInvalidArguments = ErrorName("org.bluez.Error.InvalidArguments")
+  public static let bluezNotSupported = ErrorName("org.bluez.Error.NotSupported")
+  public static let bluezNotAuthorized = ErrorName("org.bluez.Error.NotAuthorized")
+  public static let bluezFailed = ErrorName("org.bluez.Error.Failed")
+  public static let bluezDoesNotExist = ErrorName("org.bluez.Error.DoesNotExist")
+}

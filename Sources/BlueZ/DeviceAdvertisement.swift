@@ -1,0 +1,63 @@
+import BeaconCore
+import DBus
+
+/// Turns Device1 properties into an `Advertisement`.
+enum DeviceAdvertisement {
+  /// The advertisement a Device1 currently describes. Missing fields stay empty; RSSI may be
+  /// absent (BlueZ in a VM reports none).
+  static func make(path: ObjectPath, properties: ObjectTree.Properties) -> Advertisement? {
+    guard let address = address(path: path, properties: properties) else { return nil }
+    return Advertisement(
+      address: address,
+      rssi: properties[BlueZ.Property.rssi]?.int,
+      txPower: properties[BlueZ.Property.txPower]?.int,
+      manufacturerData: manufacturerData(properties[BlueZ.Property.manufacturerData]),
+      serviceData: serviceData(properties[BlueZ.Property.serviceData]),
+      localName: properties[BlueZ.Property.name]?.string)
+  }
+
+  /// Device1.Address, or the address in the path (`dev_C0_FF_EE_00_00_01`).
+  static func address(path: ObjectPath, properties: ObjectTree.Properties?) -> BluetoothAddress? {
+    if let text = properties?[BlueZ.Property.address]?.string, let address = BluetoothAddress(text) {
+      return address
+    }
+    let last = path.lastComponent
+    guard last.hasPrefix("dev_") else { return nil }
+    return BluetoothAddress(String(last.dropFirst(4)))
+  }
+
+  /// `a{qv}` with `ay` values, sorted by company. Also accepts an array of such dictionaries
+  /// (python-dbusmock 0.28 sends `aa{qv}`).
+  static func manufacturerData(_ value: DBusValue?) -> [ManufacturerData] {
+    var out: [UInt16: [UInt8]] = [:]
+    for dictionary in dictionaries(value) {
+      for entry in dictionary {
+        guard let company = entry.key.uint16, let bytes = entry.value.bytes else { continue }
+        out[company] = bytes
+      }
+    }
+    return out.sorted { $0.key < $1.key }.map { ManufacturerData(companyID: $0.key, data: $0.value) }
+  }
+
+  /// `a{sv}` keyed by UUID string with `ay` values, sorted by UUID.
+  static func serviceData(_ value: DBusValue?) -> [ServiceData] {
+    var out: [ServiceData] = []
+    for dictionary in dictionaries(value) {
+      for entry in dictionary {
+        guard let text = entry.key.string, let uuid = ServiceUUID(text), let bytes = entry.value.bytes else {
+          continue
+        }
+        out.removeAll { $0.uuid == uuid }
+        out.append(ServiceData(uuid: uuid, data: bytes))
+      }
+    }
+    return out.sorted { $0.uuid.description < $1.uuid.description }
+  }
+
+  private static func dictionaries(_ value: DBusValue?) -> [[DBusValue.DictionaryEntry]] {
+    guard let value = value?.unwrapped else { return [] }
+    if let entries = value.dictionaryEntries { return [entries] }
+    if case .array(_, let items) = value { return items.compactMap(\.dictionaryEntries) }
+    return []
+  }
+}

@@ -1,0 +1,370 @@
+import BeaconCore
+import DBus
+
+/// One scan: the subscription, the mirrored tree, the chosen adapter. Runs inside one task.
+final class DiscoverySession: @unchecked Sendable {
+  // @unchecked: all mutable state is touched only by `begin()`, `run()` and `end()`, which the
+  // source calls one after another from a single task.
+  let connection: Connection
+  let adapterName: String?
+  let options: BlueZAdvertisementSource.Options
+  let log: @Sendable (String) -> Void
+  let preferredMode: ScanMode
+  let reportMode: @Sendable (ScanMode) -> Void
+  private var subscription: SignalSubscription?
+  /// Signal batches and monitor calls, merged so that one task handles both in order.
+  private let inputs: AsyncStream<Input>
+  private let inputContinuation: AsyncStream<Input>.Continuation
+  private var forwarder: Task<Void, Never>?
+  private var monitorApp: ExportedObject?
+  /// The adapter our monitor is registered on (passive mode).
+  private var monitorAdapter: ObjectPath?
+  private var tree = ObjectTree()
+  private var adapter: ObjectPath?
+  /// The adapter discovery last ran on, kept across a bluetoothd restart for reconciliation.
+  private var lastAdapter: ObjectPath?
+  private var discovering = false
+  private var bluezOwner: BusName?
+  private(set) var failure: (any Error)?
+
+  enum Input: Sendable {
+    case signals([Signal])
+    case monitor(AdvertisementMonitor.Call, sender: BusName?)
+  }
+
+  init(
+    connection: Connection, adapterName: String?, preferredMode: ScanMode,
+    options: BlueZAdvertisementSource.Options, logger: @escaping @Sendable (String) -> Void,
+    reportMode: @escaping @Sendable (ScanMode) -> Void
+  ) {
+    self.connection = connection
+    self.adapterName = adapterName
+    self.preferredMode = preferredMode
+    self.options = options
+    self.log = logger
+    self.reportMode = reportMode
+    (inputs, inputContinuation) = AsyncStream.makeStream(of: Input.self)
+  }
+
+  /// The signals BlueZ's tree changes by, plus bluetoothd's name coming and going.
+  static let rules: [MatchRule] = [
+    MatchRule(
+      sender: BlueZ.service, interface: .objectManager, member: BlueZ.SignalName.interfacesAdded),
+    MatchRule(
+      sender: BlueZ.service, interface: .objectManager, member: BlueZ.SignalName.interfacesRemoved),
+    MatchRule(
+      sender: BlueZ.service, interface: .properties, member: BlueZ.SignalName.propertiesChanged,
+      pathNamespace: BlueZ.root),
+    MatchRule(
+      sender: .bus, interface: .bus, member: BlueZ.SignalName.nameOwnerChanged, arg0: BlueZ.service.rawValue),
+  ]
+
+  /// Subscribes first, then mirrors, then starts discovery.
+  func begin() async throws {
+    let subscription = try await connection.subscribe(to: Self.rules)
+    self.subscription = subscription
+    let continuation = inputContinuation
+    forwarder = Task {
+      for await batch in subscription.batches { continuation.yield(.signals(batch)) }
+      continuation.finish()
+    }
+    do {
+      bluezOwner = try await connection.nameOwner(of: BlueZ.service)
+    } catch let error as DBusError where error.name == .nameHasNoOwner {
+      throw BlueZError(.bluezUnavailable, "org.bluez is not on \(connection.address): is bluetoothd running?")
+    }
+    tree = try await managedObjects()
+    guard !tree.adapters.isEmpty else { throw BlueZError(.noAdapter, "BlueZ has no Bluetooth adapter") }
+    guard let chosen = tree.selectAdapter(named: adapterName) else {
+      if let adapterName {
+        throw BlueZError(
+          .adapterNotFound,
+          "no adapter \(adapterName); BlueZ has \(tree.adapters.map(\.lastComponent).joined(separator: ", "))"
+        )
+      }
+      // Adapters exist but none is powered: wait for one (PropertiesChanged Powered).
+      log("bluez: no powered adapter yet; waiting")
+      return
+    }
+    try await startScanning(on: chosen)
+  }
+
+  /// Handles signal batches and monitor calls until the consumer cancels or the bus goes away.
+  func run(_ emit: (SourceEvent) -> Void) async {
+    guard subscription != nil else { return }
+    for await input in inputs {
+      var resume = false
+      switch input {
+      case .signals(let batch):
+        for signal in batch { handle(signal, emit: emit, resume: &resume) }
+      case .monitor(let call, let sender):
+        // Only bluetoothd may tell us what it found.
+        guard sender != nil, sender == bluezOwner else {
+          log("bluez: ignored a monitor call from \(sender?.rawValue ?? "nobody"), not org.bluez")
+          continue
+        }
+        handle(call, emit: emit)
+      }
+      if resume { await resync(emit: emit) }
+      if adapter == nil, bluezOwner != nil, let candidate = tree.selectAdapter(named: adapterName),
+        tree[candidate, BlueZ.adapterInterface]?[BlueZ.Property.powered]?.bool == true
+      {
+        try? await startScanning(on: candidate)
+      }
+    }
+    if !Task.isCancelled, connection.isClosed {
+      failure = DBusError(.disconnected, "the D-Bus connection to \(connection.address) closed")
+    }
+  }
+
+  /// Removes the match rules, then stops discovery (bleak's order), then closes the connection.
+  func end() async {
+    await subscription?.cancel()
+    subscription = nil
+    forwarder?.cancel()
+    inputContinuation.finish()
+    if let monitorAdapter {
+      do {
+        _ = try await connection.call(
+          destination: BlueZ.service, path: monitorAdapter, interface: AdvertisementMonitor.managerInterface,
+          member: AdvertisementMonitor.unregister, [.objectPath(AdvertisementMonitor.root)],
+          timeout: options.callTimeout)
+      } catch {
+        log("bluez: UnregisterMonitor on \(monitorAdapter.lastComponent) failed: \(error)")
+      }
+      self.monitorAdapter = nil
+    }
+    monitorApp?.unexport()
+    monitorApp = nil
+    if discovering, let adapter {
+      do {
+        _ = try await adapterCall(adapter, BlueZ.Method.stopDiscovery)
+      } catch {
+        log("bluez: StopDiscovery on \(adapter.lastComponent) failed: \(error)")
+      }
+      discovering = false
+    }
+    connection.close()
+  }
+
+  // MARK: Monitor calls (passive mode)
+
+  private func handle(_ call: AdvertisementMonitor.Call, emit: (SourceEvent) -> Void) {
+    switch call {
+    case .activated:
+      log("bluez: iBeacon advertisement monitor active")
+    case .released:
+      log("bluez: BlueZ released the advertisement monitor")
+    case .deviceFound(let path):
+      if let properties = tree[path, BlueZ.deviceInterface],
+        let advertisement = DeviceAdvertisement.make(path: path, properties: properties)
+      {
+        emit(.sighting(advertisement))
+      }
+    case .deviceLost(let path):
+      if let address = DeviceAdvertisement.address(path: path, properties: tree[path, BlueZ.deviceInterface])
+      {
+        emit(.lost(address))
+      }
+    }
+  }
+
+  /// Passive scanning when asked for and the adapter offers `or_patterns`; active discovery
+  /// otherwise (logged).
+  private func startScanning(on path: ObjectPath) async throws {
+    if preferredMode == .passiveMonitor {
+      let types = tree[path, AdvertisementMonitor.managerInterface]?[AdvertisementMonitor.supportedTypes]?
+        .strings
+      if types?.contains("or_patterns") == true {
+        do {
+          try await registerMonitor(on: path)
+          return
+        } catch {
+          log("bluez: RegisterMonitor on \(path.lastComponent) failed (\(error)); using active discovery")
+        }
+      } else {
+        log(
+          "bluez: \(path.lastComponent) offers no or_patterns advertisement monitor; using active discovery")
+      }
+    }
+    try await startDiscovery(on: path)
+  }
+
+  /// The corresponding BlueZ method is AdvertisementMonitorManager1.RegisterMonitor.
+  private func registerMonitor(on path: ObjectPath) async throws {
+    if monitorApp == nil {
+      let continuation = inputContinuation
+      monitorApp = try connection.export(
+        AdvertisementMonitor.root, subtree: true,
+        handler: AdvertisementMonitor.handler { continuation.yield(.monitor($0, sender: $1)) })
+    }
+    _ = try await connection.call(
+      destination: BlueZ.service, path: path, interface: AdvertisementMonitor.managerInterface,
+      member: AdvertisementMonitor.register, [.objectPath(AdvertisementMonitor.root)],
+      timeout: options.callTimeout)
+    adapter = path
+    lastAdapter = path
+    monitorAdapter = path
+    reportMode(.passiveMonitor)
+    log("bluez: passive iBeacon monitor registered on \(path.lastComponent)")
+  }
+
+  // MARK: Signals
+
+  private func handle(_ signal: Signal, emit: (SourceEvent) -> Void, resume: inout Bool) {
+    switch (signal.interface, signal.member) {
+    case (.bus, BlueZ.SignalName.nameOwnerChanged):
+      guard signal.body.count == 3, let new = signal.body[2].string else { return }
+      if new.isEmpty {
+        log("bluez: org.bluez left the bus (bluetoothd stopped); waiting for it to return")
+        bluezOwner = nil
+        adapter = nil
+        monitorAdapter = nil
+        discovering = false
+      } else {
+        log("bluez: org.bluez is on the bus again as \(new); mirroring and restarting discovery")
+        bluezOwner = BusName(new)
+        resume = true
+      }
+    case (.objectManager, BlueZ.SignalName.interfacesAdded):
+      guard signal.body.count == 2, let path = signal.body[0].objectPath else { return }
+      let added = tree.interfacesAdded(at: path, signal.body[1])
+      if added.contains(BlueZ.deviceInterface), let adapter, ObjectTree.device(path, isOf: adapter),
+        let properties = tree[path, BlueZ.deviceInterface],
+        let advertisement = DeviceAdvertisement.make(path: path, properties: properties)
+      {
+        emit(.sighting(advertisement))
+      }
+      if added.contains(BlueZ.adapterInterface), adapter == nil {
+        log("bluez: adapter \(path.lastComponent) appeared")
+      }
+    case (.objectManager, BlueZ.SignalName.interfacesRemoved):
+      guard signal.body.count == 2, let path = signal.body[0].objectPath, let names = signal.body[1].strings
+      else {
+        return
+      }
+      let removed = tree.interfacesRemoved(at: path, names)
+      if let device = removed[BlueZ.deviceInterface], let adapter, ObjectTree.device(path, isOf: adapter),
+        let address = DeviceAdvertisement.address(path: path, properties: device)
+      {
+        emit(.lost(address))
+      }
+      if removed[BlueZ.adapterInterface] != nil, path == adapter {
+        log("bluez: adapter \(path.lastComponent) was removed; waiting for an adapter")
+        // BlueZ may not remove the devices first (python-dbusmock's RemoveAdapter does not).
+        for device in tree.devices(of: path) {
+          if let address = DeviceAdvertisement.address(
+            path: device, properties: tree[device, BlueZ.deviceInterface])
+          {
+            emit(.lost(address))
+          }
+          tree.interfacesRemoved(at: device, [BlueZ.deviceInterface.rawValue])
+        }
+        adapter = nil
+        monitorAdapter = nil
+        discovering = false
+      }
+    case (.properties, BlueZ.SignalName.propertiesChanged):
+      guard signal.body.count >= 2, let interface = signal.body[0].string else { return }
+      let invalidated = signal.body.count > 2 ? signal.body[2].strings ?? [] : []
+      let changes = tree.propertiesChanged(
+        at: signal.path, interface: InterfaceName(interface), changed: signal.body[1],
+        invalidated: invalidated)
+      if interface == BlueZ.deviceInterface.rawValue, let adapter,
+        ObjectTree.device(signal.path, isOf: adapter),
+        !BlueZ.Property.advertisementKeys.isDisjoint(with: changes.keys),
+        let properties = tree[signal.path, BlueZ.deviceInterface],
+        let advertisement = DeviceAdvertisement.make(path: signal.path, properties: properties)
+      {
+        emit(.sighting(advertisement))
+      }
+      if interface == BlueZ.adapterInterface.rawValue, let powered = changes[BlueZ.Property.powered]?.bool {
+        if signal.path == adapter, !powered {
+          log("bluez: adapter \(signal.path.lastComponent) was powered off; waiting for power")
+          adapter = nil
+          monitorAdapter = nil
+          discovering = false
+        }
+        // Powered on: `run` selects it after this batch.
+      }
+    default:
+      break
+    }
+  }
+
+  /// After bluetoothd returns: mirror the new tree, report devices that vanished meanwhile as
+  /// lost, and restart discovery. Retries for `resumeWindow`.
+  private func resync(emit: (SourceEvent) -> Void) async {
+    let before = tree
+    let previousAdapter = adapter ?? lastAdapter
+    adapter = nil
+    monitorAdapter = nil
+    discovering = false
+    let deadline = ContinuousClock.now + options.resumeWindow
+    while !Task.isCancelled {
+      do {
+        tree = try await managedObjects()
+        if let previousAdapter {
+          for device in before.devices(of: previousAdapter) where tree[device, BlueZ.deviceInterface] == nil {
+            if let address = DeviceAdvertisement.address(
+              path: device, properties: before[device, BlueZ.deviceInterface])
+            {
+              emit(.lost(address))
+            }
+          }
+        }
+        guard let chosen = tree.selectAdapter(named: adapterName) else {
+          log("bluez: no usable adapter after the restart; waiting for one")
+          return
+        }
+        try await startScanning(on: chosen)
+        return
+      } catch {
+        if ContinuousClock.now >= deadline {
+          log("bluez: could not resume discovery: \(error); waiting for the next change")
+          return
+        }
+        try? await Task.sleep(for: .milliseconds(200))
+      }
+    }
+  }
+
+  // MARK: Calls
+
+  private func managedObjects() async throws -> ObjectTree {
+    let reply = try await connection.callReturningOne(
+      destination: BlueZ.service, path: BlueZ.objectManagerPath, interface: .objectManager,
+      member: BlueZ.Method.getManagedObjects, timeout: options.callTimeout)
+    return ObjectTree(managedObjects: reply)
+  }
+
+  /// SetDiscoveryFilter({Transport: "le", DuplicateData: true}), then StartDiscovery (bleak's
+  /// recipe). InProgress means another path already started it; NotReady means the adapter is
+  /// not powered yet, and a later Powered change retries.
+  private func startDiscovery(on path: ObjectPath) async throws {
+    let filter = DBusValue.stringVariantDictionary(["Transport": "le", "DuplicateData": true])
+    do {
+      _ = try await adapterCall(path, BlueZ.Method.setDiscoveryFilter, [filter])
+      _ = try await adapterCall(path, BlueZ.Method.startDiscovery)
+    } catch let error as DBusError where error.name == .bluezInProgress {
+      log("bluez: discovery on \(path.lastComponent) already in progress")
+    } catch let error as DBusError where error.name == .bluezNotReady {
+      log("bluez: adapter \(path.lastComponent) is not ready (\(error.message)); waiting for power")
+      return
+    }
+    adapter = path
+    lastAdapter = path
+    discovering = true
+    reportMode(.activeDiscovery)
+    log("bluez: discovery started on \(path.lastComponent) (le, duplicate data)")
+  }
+
+  private func adapterCall(_ path: ObjectPath, _ member: MemberName, _ arguments: [DBusValue] = [])
+    async throws
+    -> [DBusValue]
+  {
+    try await connection.call(
+      destination: BlueZ.service, path: path, interface: BlueZ.adapterInterface, member: member, arguments,
+      timeout: options.callTimeout)
+  }
+}
