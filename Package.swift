@@ -24,6 +24,10 @@ let package = Package(
       name: "BeaconBridgeCLITests",
       dependencies: ["BeaconBridgeCLI", "BeaconCore", "BeaconTestSupport"]
     ),
+    // HCI wire formats, pure Swift with no imports: btsnoop captures, HCI events and
+    // advertising reports, HCI command encoding. Kept apart so it is fuzzed on its own (Fuzz/).
+    .target(name: "HCIParsing"),
+    .testTarget(name: "HCIParsingTests", dependencies: ["HCIParsing"]),
   ],
   swiftLanguageModes: [.v6]
 )
