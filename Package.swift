@@ -14,7 +14,7 @@ let package = Package(
     // Test doubles: MockAdapter, TestClock, fixtures.
     .target(name: "BeaconTestSupport", dependencies: ["BeaconCore"]),
     // Command parsing and output. A library so that parsing is tested without running.
-    .target(name: "BeaconBridgeCLI", dependencies: ["BeaconCore"]),
+    .target(name: "BeaconBridgeCLI", dependencies: ["BeaconCore", "HCI"]),
     .executableTarget(name: "beaconbridge", dependencies: ["BeaconBridgeCLI"]),
     .testTarget(
       name: "BeaconCoreTests",
@@ -28,6 +28,11 @@ let package = Package(
     // advertising reports, HCI command encoding. Kept apart so it is fuzzed on its own (Fuzz/).
     .target(name: "HCIParsing"),
     .testTarget(name: "HCIParsingTests", dependencies: ["HCIParsing"]),
+    // libbluetooth for the raw HCI socket; only HCI imports it.
+    .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
+    // The raw HCI AdvertisementSource and btsnoop replay into a Scenario.
+    .target(name: "HCI", dependencies: ["CBlueZ", "HCIParsing", "BeaconCore"]),
+    .testTarget(name: "HCITests", dependencies: ["HCI", "HCIParsing", "BeaconCore"]),
   ],
   swiftLanguageModes: [.v6]
 )
