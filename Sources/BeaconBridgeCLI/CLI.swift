@@ -32,6 +32,7 @@ public enum CLI {
   public static let commands: [any BridgeCommand.Type] = [
     DemoCommand.self,
     SimulateCommand.self,
+    ReplayCommand.self,
   ]
 
   /// What an argv asks for.
