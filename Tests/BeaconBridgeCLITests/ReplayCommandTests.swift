@@ -9,7 +9,8 @@ import Testing
   /// Writes a btsnoop file by hand (BlueZ src/shared/btsnoop.h: big-endian fields, timestamps in
   /// microseconds since 0 AD), so the test does not lean on the reader's own encoder.
   struct Capture {
-    var bytes: [UInt8] = Array("btsnoop".utf8) + [0, 0, 0, 0, 1, 0, 0, 0x07, 0xD1]  // version 1, datalink 2001
+    /// The header: magic, version 1, datalink 2001.
+    var bytes: [UInt8] = Array("btsnoop".utf8) + [0, 0, 0, 0, 1, 0, 0, 0x07, 0xD1]
 
     static func u32(_ v: UInt32) -> [UInt8] {
       [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)]
