@@ -47,3 +47,22 @@ scenarios:
 
 clean:
 	rm -rf .build
+
+# --- HCI parsers under libFuzzer (issue 7). A separate block so merges stay easy. ---------------
+# `make fuzz-hci` fuzzes the HCI event parser and the btsnoop reader for FUZZ_HCI_SECONDS each;
+# `make test` runs them briefly (FUZZ_HCI_TEST_SECONDS). Crashers go into Fuzz/<target>/corpus,
+# which HCIParsingTests replays as regression inputs.
+FUZZ_HCI_SECONDS ?= 60
+FUZZ_HCI_TEST_SECONDS ?= 10
+.PHONY: fuzz-hci fuzz-hci-short
+
+fuzz-hci:
+	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_SECONDS)
+	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_SECONDS)
+
+fuzz-hci-short:
+	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_TEST_SECONDS)
+	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_TEST_SECONDS)
+
+# Adds the short fuzz run to `make test` without editing its rule above.
+test: fuzz-hci-short
