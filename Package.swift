@@ -16,7 +16,7 @@ let package = Package(
     // Test doubles: MockAdapter, TestClock, fixtures.
     .target(name: "BeaconTestSupport", dependencies: ["BeaconCore"]),
     // Command parsing and output. A library so that parsing is tested without running.
-    .target(name: "BeaconBridgeCLI", dependencies: ["BeaconCore", "BridgeDaemon"]),
+    .target(name: "BeaconBridgeCLI", dependencies: ["BeaconCore", "BridgeDaemon", "HCI"]),
     .executableTarget(name: "beaconbridge", dependencies: ["BeaconBridgeCLI"]),
     // SQLite, from Debian's libsqlite3-dev.
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -48,6 +48,15 @@ let package = Package(
       name: "BeaconBridgeCLITests",
       dependencies: ["BeaconBridgeCLI", "BeaconCore", "BeaconTestSupport"]
     ),
+    // HCI wire formats, pure Swift with no imports: btsnoop captures, HCI events and
+    // advertising reports, HCI command encoding. Kept apart so it is fuzzed on its own (Fuzz/).
+    .target(name: "HCIParsing"),
+    .testTarget(name: "HCIParsingTests", dependencies: ["HCIParsing"]),
+    // libbluetooth for the raw HCI socket; only HCI imports it.
+    .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
+    // The raw HCI AdvertisementSource and btsnoop replay into a Scenario.
+    .target(name: "HCI", dependencies: ["CBlueZ", "HCIParsing", "BeaconCore"]),
+    .testTarget(name: "HCITests", dependencies: ["HCI", "HCIParsing", "BeaconCore"]),
   ],
   swiftLanguageModes: [.v6]
 )

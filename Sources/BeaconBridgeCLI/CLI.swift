@@ -35,6 +35,7 @@ public enum CLI {
     PairCommand.self,
     UnpairCommand.self,
     PairsCommand.self,
+    ReplayCommand.self,
   ]
 
   /// What an argv asks for.

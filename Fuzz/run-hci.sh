@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Fuzzes the pure HCI parsers with libFuzzer (swiftlang docs/libFuzzerIntegration.md).
+#
+#   Fuzz/run-hci.sh TARGET SECONDS      TARGET: hci-events | btsnoop
+#
+# Builds Sources/HCIParsing/*.swift with Fuzz/TARGET/FuzzEntry.swift into one executable
+# (swiftc -sanitize=fuzzer,address -parse-as-library), then runs it for SECONDS on a working
+# corpus seeded from Fuzz/TARGET/corpus. A crash leaves its input in .build/fuzz/TARGET/artifacts
+# and exits non-zero; copy it into Fuzz/TARGET/corpus (and a test) as a regression input.
+# Prints the executions and whether anything crashed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+target=${1:?usage: Fuzz/run-hci.sh hci-events|btsnoop SECONDS}
+seconds=${2:-30}
+case "$target" in hci-events | btsnoop) ;; *) echo "run-hci.sh: unknown target $target" >&2; exit 64 ;; esac
+
+out=.build/fuzz/$target
+mkdir -p "$out/corpus" "$out/artifacts"
+cp -n Fuzz/"$target"/corpus/* "$out/corpus/" 2>/dev/null || true
+
+# ld.gold warns about every ASan helper symbol; keep the build log quiet unless it fails.
+if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -g -module-name "HCIFuzz" \
+  Sources/HCIParsing/*.swift "Fuzz/$target/FuzzEntry.swift" -o "$out/fuzz" >"$out/build.log" 2>&1; then
+  grep -v "Cannot export local symbol" "$out/build.log" >&2
+  echo "fuzz $target: the harness did not build" >&2
+  exit 1
+fi
+
+log="$out/last-run.log"
+set +e
+"$out/fuzz" -max_total_time="$seconds" -print_final_stats=1 -max_len=4096 \
+  -artifact_prefix="$out/artifacts/" "$out/corpus" >"$log" 2>&1
+status=$?
+set -e
+runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo "?")
+if [ $status -ne 0 ]; then
+  tail -40 "$log" >&2
+  echo "fuzz $target: CRASHED after $runs executions; inputs in $out/artifacts" >&2
+  exit 1
+fi
+echo "fuzz $target: $runs executions in ${seconds} s, no crash (corpus: $(ls "$out/corpus" | wc -l) inputs)"

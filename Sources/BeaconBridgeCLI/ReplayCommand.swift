@@ -1,0 +1,186 @@
+import BeaconCore
+import Foundation
+import HCI
+import HCIParsing
+import Synchronization
+
+/// `beaconbridge replay FILE`: a btmon capture through the real pipeline, in the capture's time.
+public struct ReplayCommand: BridgeCommand {
+  public static let name = "replay"
+  public static let abstract = "Replay a btmon capture (btsnoop) through the pipeline in virtual time."
+  public static let usage =
+    "beaconbridge replay FILE [--json] [--adapter hciN] [--pair UUID[:MAJOR[:MINOR]]=DEVICE_ID]..."
+  public static let discussion = """
+    FILE is a btsnoop capture as 'btmon -w FILE' writes it (datalink 2001, the Linux monitor)
+    or an HCI UART (H4) capture (datalink 1002); '-' reads stdin. Its LE advertising reports
+    (legacy, and extended ones reassembled from their fragments) run through the real pipeline
+    at their capture times, in seconds from the capture's first record.
+
+    A monitor capture holds every controller on the host; only one is used: the one --adapter
+    names, or else the first that reported advertisements.
+
+    Prints the beacons found (identity, sightings, RSSI) and the enter, exit and active beacon
+    events. With --json, prints one JSON object per line, as 'simulate' does. Malformed HCI
+    events are skipped with a warning on stderr; a file that is not a btsnoop capture, or is
+    truncated, exits 1 with one error.
+
+    OPTIONS:
+      --json                     JSON lines, as 'simulate' prints them.
+      --adapter hciN             Use this controller's events (a monitor capture).
+      --pair UUID[:MAJOR[:MINOR]]=DEVICE_ID
+                                 Pair a beacon for the replay (repeatable), so the active
+                                 beacon is chosen as in a vehicle.
+    """
+
+  public var file: String
+  public var json: Bool
+  public var adapter: UInt16?
+  public var pairings: [Pairing]
+
+  public init(_ arguments: inout Arguments) throws(UsageError) {
+    json = arguments.flag("--json")
+    if let text = try arguments.option("--adapter") {
+      let digits = text.hasPrefix("hci") ? String(text.dropFirst(3)) : text
+      guard let index = UInt16(digits) else {
+        throw UsageError("--adapter must be hciN, like hci0, not \"\(text)\"")
+      }
+      adapter = index
+    }
+    pairings = []
+    while let text = try arguments.option("--pair") { pairings.append(try Self.pairing(text)) }
+    file = try arguments.positional("capture FILE")
+  }
+
+  static func pairing(_ text: String) throws(UsageError) -> Pairing {
+    let halves = text.split(separator: "=", maxSplits: 1).map(String.init)
+    let parts = halves.first?.split(separator: ":", omittingEmptySubsequences: false).map(String.init) ?? []
+    guard halves.count == 2, (1...3).contains(parts.count), let uuid = UUID(uuidString: parts[0]) else {
+      throw UsageError("--pair must be UUID[:MAJOR[:MINOR]]=DEVICE_ID, not \"\(text)\"")
+    }
+    var numbers: [UInt16] = []
+    for part in parts.dropFirst() {
+      guard let n = UInt16(part) else { throw UsageError("--pair: \"\(part)\" is not a number 0…65535") }
+      numbers.append(n)
+    }
+    let pairing = Pairing(
+      uuid: uuid, major: numbers.first, minor: numbers.count > 1 ? numbers[1] : nil, deviceId: halves[1])
+    do { try pairing.validate() } catch { throw UsageError("--pair: \(error.description)") }
+    return pairing
+  }
+
+  public func run(_ console: any Console) async -> Int32 {
+    let replay: CaptureReplay
+    do {
+      let data = try ScenarioFile.read(file)
+      replay = try CaptureReplay(bytes: [UInt8](data), controller: adapter)
+    } catch {
+      console.err("beaconbridge: replay \(file): \(error)\n")
+      return ExitStatus.failure
+    }
+    let reports = replay.reports
+    if let adapter, reports.reports.isEmpty, !reports.scanningControllers.isEmpty {
+      let others = reports.scanningControllers.map { "hci\($0)" }.joined(separator: ", ")
+      console.err("beaconbridge: replay \(file): hci\(adapter) reported no advertisements; \(others) did\n")
+      return ExitStatus.failure
+    }
+    for problem in reports.malformed.prefix(10) {
+      console.err(
+        "beaconbridge: replay: record \(problem.record + 1): skipped a malformed HCI event: \(problem.error)\n"
+      )
+    }
+    if reports.malformed.count > 10 {
+      console.err("beaconbridge: replay: \(reports.malformed.count - 10) more malformed HCI events skipped\n")
+    }
+
+    let scenario = replay.scenario(pairings: pairings)
+    let view = ReplayView(json: json, console: console)
+    do {
+      try await ScenarioRunner(scenario: scenario).run(emit: { view.record($0) }, report: { view.note($0) })
+    } catch {
+      console.err("beaconbridge: replay \(file): \(error)\n")
+      return ExitStatus.failure
+    }
+    if !json { console.out(Self.summary(replay: replay, scenario: scenario, events: view.lines)) }
+    return ExitStatus.success
+  }
+
+  /// The readable report: the capture, the beacons found, the events.
+  static func summary(replay: CaptureReplay, scenario: Scenario, events: [String]) -> String {
+    let reports = replay.reports
+    var out = "CAPTURE\n"
+    out += "  datalink \(replay.capture.datalink), \(replay.capture.records.count) records, "
+    out += String(format: "%.1f s", replay.duration)
+    if let controller = reports.controller { out += ", controller hci\(controller)" }
+    out += "\n  \(reports.reports.count) advertisements"
+    if reports.directedReports > 0 { out += ", \(reports.directedReports) directed reports ignored" }
+    if !reports.malformed.isEmpty { out += ", \(reports.malformed.count) malformed events skipped" }
+    if reports.unfinishedFragments > 0 {
+      out += ", \(reports.unfinishedFragments) unfinished extended fragments"
+    }
+    out += "\n\n"
+
+    struct Found {
+      var sightings = 0
+      var rssi: [Int] = []
+      var first: Double
+      var last: Double
+    }
+    var found: [BeaconID: Found] = [:]
+    for entry in scenario.entries {
+      guard case .advertisement(let address, let rssi, .raw(let bytes)) = entry.action,
+        case .success(let ad) = Advertisement.parse(address: address, rssi: rssi, adStructures: bytes)
+      else { continue }
+      for frame in BeaconFrameParser.parse(ad).frames {
+        guard let id = frame.beaconID else { continue }
+        found[id, default: Found(first: entry.at, last: entry.at)].sightings += 1
+        found[id]?.last = entry.at
+        if let rssi { found[id]?.rssi.append(rssi) }
+      }
+    }
+    out += "BEACONS FOUND\n"
+    out +=
+      "  KIND      UUID                                  MAJOR  MINOR  SIGHTINGS  RSSI    FIRST     LAST\n"
+    for (id, f) in found.sorted(by: { $0.key < $1.key }) {
+      let identity = id.identity
+      out += "  " + id.kind.padding(toLength: 8) + "  "
+      out += (identity?.uuid.uuidString ?? id.description).padding(toLength: 36) + "  "
+      out += (identity.map { String($0.major) } ?? "-").padding(toLength: 5) + "  "
+      out += (identity.map { String($0.minor) } ?? "-").padding(toLength: 5) + "  "
+      out += String(f.sightings).padding(toLength: 9) + "  "
+      let mean =
+        f.rssi.isEmpty ? "?" : String(format: "%.0f", Double(f.rssi.reduce(0, +)) / Double(f.rssi.count))
+      out += mean.padding(toLength: 6) + "  "
+      out += String(format: "%6.1fs  %6.1fs", f.first, f.last) + "\n"
+    }
+    if found.isEmpty { out += "  (none)\n" }
+    out += "\nEVENTS\n"
+    out += events.isEmpty ? "  (none)\n" : events.map { "  " + $0 + "\n" }.joined()
+    return out
+  }
+}
+
+/// Collects replay output: JSON lines straight to stdout, or readable lines for the summary.
+final class ReplayView: Sendable {
+  let json: Bool
+  let console: any Console
+  private let state = Mutex<[String]>([])
+
+  init(json: Bool, console: any Console) {
+    self.json = json
+    self.console = console
+  }
+
+  var lines: [String] { state.withLock { $0 } }
+
+  func record(_ event: TimedBridgeEvent) {
+    if json {
+      console.out(event.jsonLine + "\n")
+    } else if let line = DemoView.describe(event) {
+      state.withLock { $0.append(String(format: "%7.1fs  ", event.at.seconds) + line) }
+    }
+  }
+
+  func note(_ line: ScenarioLine) {
+    if json { console.out(line.jsonLine + "\n") } else { state.withLock { $0.append(line.jsonLine) } }
+  }
+}

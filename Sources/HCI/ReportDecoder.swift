@@ -1,0 +1,37 @@
+import BeaconCore
+import HCIParsing
+
+/// Turns HCI event packets into what an `AdvertisementSource` reports: a sighting per whole
+/// advertisement (extended fragments reassembled), a rejection for a malformed event or
+/// advertising data, nothing for directed reports and other events.
+public struct ReportDecoder: Sendable {
+  private var assembler = ExtendedReportAssembler()
+
+  public init() {}
+
+  public mutating func decode(_ packet: [UInt8]) -> [SourceEvent] {
+    let event: HCIEvent
+    do { event = try HCIEvent.parse(packet) } catch {
+      return [.rejected(address: nil, FrameRejection(.invalidEncoding, "HCI event: \(error.description)"))]
+    }
+    switch event {
+    case .advertisingReports(let reports), .extendedAdvertisingReports(let reports):
+      return reports.compactMap { report in
+        guard let whole = assembler.add(report) else { return nil }
+        return Self.sourceEvent(whole)
+      }
+    default:
+      return []
+    }
+  }
+
+  static func sourceEvent(_ report: AdvertisingReport) -> SourceEvent? {
+    guard let address = BluetoothAddress(bytes: report.address.bytes) else { return nil }
+    switch Advertisement.parse(address: address, rssi: report.rssi, adStructures: report.data) {
+    case .success(let ad):
+      return .sighting(ad)
+    case .failure(let rejection):
+      return .rejected(address: address, rejection)
+    }
+  }
+}
