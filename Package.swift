@@ -16,7 +16,7 @@ let package = Package(
     // Test doubles: MockAdapter, TestClock, fixtures.
     .target(name: "BeaconTestSupport", dependencies: ["BeaconCore"]),
     // Command parsing and output. A library so that parsing is tested without running.
-    .target(name: "BeaconBridgeCLI", dependencies: ["BeaconCore", "BridgeDaemon", "HCI"]),
+    .target(name: "BeaconBridgeCLI", dependencies: ["BeaconCore", "BridgeDaemon", "BlueZ", "DBus", "HCI"]),
     .executableTarget(name: "beaconbridge", dependencies: ["BeaconBridgeCLI"]),
     // SQLite, from Debian's libsqlite3-dev.
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),

@@ -36,6 +36,7 @@ public enum CLI {
     UnpairCommand.self,
     PairsCommand.self,
     ReplayCommand.self,
+    ScanCommand.self,
   ]
 
   /// What an argv asks for.

@@ -1,0 +1,277 @@
+import BeaconCore
+import BlueZ
+import BridgeDaemon
+import DBus
+import Foundation
+import HCI
+import Synchronization
+
+/// `beaconbridge scan`: the beacons in range, live, with no daemon.
+public struct ScanCommand: BridgeCommand {
+  public static let name = "scan"
+  public static let abstract = "Show the beacons in range, live (works without the daemon)."
+  public static let usage =
+    "beaconbridge scan [--duration S] [--backend bluez|hci] [--adapter hciN] [--state-dir DIR] [--json]"
+  public static let discussion = """
+    Scans through bluetoothd (D-Bus, the default) or the raw HCI socket (--backend hci, which
+    needs CAP_NET_RAW and an adapter bluetoothd is not scanning with), and runs what it hears
+    through the real pipeline: presence, smoothed RSSI, proximity, and the active beacon among
+    the pairings in the store (when the store can be read).
+
+    On a terminal the table refreshes in place; otherwise, and with --json, events print as they
+    happen. Ctrl-C stops; so does --duration.
+
+    OPTIONS:
+      --duration S      Stop after S seconds (default: until interrupted).
+      --backend B       bluez (default) or hci.
+      --adapter hciN    The adapter (default: the first powered one; hci0 for --backend hci).
+    \(StoreOptions.help)
+      --json            One JSON object per line: beaconEntered, beaconExited and
+                        activeBeaconChanged, with uuid, major and minor for iBeacons.
+    """
+
+  public var duration: Double?
+  public var backend: ScanBackend
+  public var adapter: String?
+  public var json: Bool
+  var store: StoreOptions
+
+  public init(_ arguments: inout Arguments) throws(UsageError) {
+    json = arguments.flag("--json")
+    duration = try arguments.number("--duration", in: 0.1...31_536_000)
+    let backendText = try arguments.option("--backend") ?? "bluez"
+    guard let backend = ScanBackend(rawValue: backendText) else {
+      throw UsageError("--backend must be bluez or hci, not \"\(backendText)\"")
+    }
+    self.backend = backend
+    if let text = try arguments.option("--adapter") {
+      guard text.hasPrefix("hci"), UInt16(text.dropFirst(3)) != nil else {
+        throw UsageError("--adapter must look like hci0, not \"\(text)\"")
+      }
+      adapter = text
+    }
+    store = try StoreOptions(&arguments)
+  }
+
+  /// The source for the chosen backend.
+  func makeSource(_ console: any Console) -> any AdvertisementSource {
+    switch backend {
+    case .bluez:
+      return BlueZAdvertisementSource(bus: .system, adapter: adapter) { line in
+        console.err("beaconbridge: bluez: \(line)\n")
+      }
+    case .hci:
+      let index = adapter.flatMap { UInt16($0.dropFirst(3)) } ?? 0
+      return HCIAdvertisementSource(configuration: HCIScanConfiguration(adapter: index))
+    }
+  }
+
+  public func run(_ console: any Console) async -> Int32 {
+    var configuration = BridgeConfiguration()
+    backend.apply(to: &configuration)
+    // Pairings only label beacons and pick the active one; scanning works without the store.
+    var pairings: [Pairing] = []
+    if let store = try? Store(directory: store.directory), let kept = try? await store.pairings() {
+      pairings = kept
+    }
+    let view = ScanView(console: console, live: console.isTerminal && !json, json: json)
+    let bridge = BeaconBridge(
+      host: ScanHost(configuration: configuration, console: console), observer: view.record)
+    await bridge.setPairings(pairings)
+    do { try await bridge.start() } catch {
+      console.err("beaconbridge: \(error)\n")
+      return ExitStatus.failure
+    }
+    let source = makeSource(console)
+    let stop = StopSignal()
+    let outcome: Result<Void, any Error> = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
+      group.addTask {
+        do {
+          try await bridge.run(source: source)
+          return .success(())
+        } catch is CancellationError {
+          return .success(())
+        } catch {
+          return .failure(error)
+        }
+      }
+      group.addTask {
+        await stop.wait(duration: duration)
+        return nil
+      }
+      if view.live {
+        group.addTask {
+          while !Task.isCancelled {
+            await view.draw(bridge: bridge, source: source.description)
+            try? await Task.sleep(for: .seconds(1))
+          }
+          return nil
+        }
+      }
+      var outcome: Result<Void, any Error> = .success(())
+      // Whichever ends first (the scan failing, the duration, Ctrl-C) ends the scan.
+      if let first = await group.next(), let result = first { outcome = result }
+      group.cancelAll()
+      return outcome
+    }
+    if case .failure(let error) = outcome {
+      console.err("beaconbridge: \(Self.explain(error))\n")
+      return ExitStatus.failure
+    }
+    if !json {
+      let status = await bridge.status
+      if view.live {
+        await view.draw(bridge: bridge, source: source.description)
+      } else {
+        console.out("\n" + ScanView.table(status))
+      }
+    }
+    return ExitStatus.success
+  }
+
+  /// What went wrong, and what to do about it.
+  static func explain(_ error: any Error) -> String {
+    if let error = error as? BlueZError {
+      switch error.code {
+      case .bluezUnavailable:
+        return
+          "bluetoothd is not running (no org.bluez on the system bus). Start it with 'systemctl start bluetooth', or scan without it: --backend hci"
+      case .noAdapter:
+        return "no Bluetooth adapter found. Plug one in, or check 'btmgmt info' and 'rfkill list'"
+      case .adapterNotFound:
+        return "\(error.message). List the adapters with 'btmgmt info'"
+      default:
+        if error.message.contains("AccessDenied")
+          || error.underlying?.name.rawValue.contains("AccessDenied") == true
+        {
+          return
+            "access denied by the D-Bus policy (\(error.message)). Run as root or as a member of the bluetooth group"
+        }
+        return "bluez: \(error.message)"
+      }
+    }
+    if let error = error as? DBusError {
+      if error.name.rawValue.contains("AccessDenied") {
+        return
+          "access denied by the D-Bus policy (\(error.message)). Run as root or as a member of the bluetooth group"
+      }
+      return "cannot reach the system bus (\(error.name.rawValue): \(error.message)). Is dbus running?"
+    }
+    return String(describing: error)
+  }
+}
+
+/// The scan's host: no trips, logs to stderr.
+struct ScanHost: ScopeHost {
+  let configuration: BridgeConfiguration
+  let console: any Console
+  func log(_ record: LogRecord) {
+    if record.level.rawValue <= LogRecord.Level.notice.rawValue {
+      console.err("beaconbridge: \(record.message)\n")
+    }
+  }
+  func postTripEventBatch(_ batch: TaggedTripBatch) async throws {}
+}
+
+/// Ctrl-C (SIGINT) or SIGTERM, or a duration running out.
+final class StopSignal: Sendable {
+  func wait(duration: Double?) async {
+    let signals = AsyncStream<Void> { continuation in
+      /// Dispatch's signal sources are thread-safe but not marked Sendable.
+      final class Sources: @unchecked Sendable {
+        let all: [any DispatchSourceSignal]
+        init(_ all: [any DispatchSourceSignal]) { self.all = all }
+      }
+      let sources = Sources(
+        [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+          signal(number, SIG_IGN)
+          let source = DispatchSource.makeSignalSource(signal: number)
+          source.setEventHandler { continuation.yield() }
+          source.resume()
+          return source
+        })
+      continuation.onTermination = { _ in
+        for source in sources.all { source.cancel() }
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+      }
+    }
+    await withTaskGroup(of: Void.self) { group in
+      group.addTask {
+        for await _ in signals { return }
+      }
+      if let duration {
+        group.addTask { try? await Task.sleep(for: .seconds(duration)) }
+      }
+      await group.next()
+      group.cancelAll()
+    }
+  }
+}
+
+/// The scan's output: events as lines, or a table refreshed in place.
+final class ScanView: Sendable {
+  let console: any Console
+  let live: Bool
+  let json: Bool
+  private let recent = Mutex<[String]>([])
+
+  init(console: any Console, live: Bool, json: Bool) {
+    self.console = console
+    self.live = live
+    self.json = json
+  }
+
+  func record(_ event: TimedBridgeEvent) {
+    switch event.event {
+    case .beaconEntered, .beaconExited, .activeBeaconChanged, .rejected: break
+    default: return
+    }
+    if json {
+      console.out(event.jsonLine + "\n")
+      return
+    }
+    guard let line = DemoView.describe(event) else { return }
+    let text = String(format: "%7.1fs  ", event.at.seconds) + line
+    if live {
+      recent.withLock {
+        $0.append(text)
+        if $0.count > 8 { $0.removeFirst($0.count - 8) }
+      }
+    } else {
+      console.out(text + "\n")
+    }
+  }
+
+  func draw(bridge: BeaconBridge, source: String) async {
+    let status = await bridge.status
+    let now = await bridge.now
+    var screen = "beaconbridge scan: \(source), \(Int(now.seconds)) s (Ctrl-C stops)\n\n"
+    screen += Self.table(status, now: now)
+    screen += "\nRECENT EVENTS\n" + recent.withLock { $0 }.map { "  " + $0 }.joined(separator: "\n") + "\n"
+    console.out("\u{1B}[H" + screen.replacingOccurrences(of: "\n", with: "\u{1B}[K\n") + "\u{1B}[J")
+  }
+
+  static func table(_ status: BridgeStatus, now: Timestamp? = nil) -> String {
+    var out = "BEACONS IN RANGE\n"
+    out +=
+      "  KIND       IDENTITY                                        SMOOTH  PROX       LAST SEEN  PAIRED\n"
+    let pairings = PairingSet(status.pairings)
+    for b in status.beaconsInRange {
+      let identity: String
+      if let i = b.id.identity {
+        identity = "\(i.uuid.uuidString) \(i.major)/\(i.minor)"
+      } else {
+        identity = "\(b.id)"
+      }
+      let ago = now.map { String(format: "%.0fs ago", max(0, $0 - b.lastSeen)) } ?? "-"
+      out += "  " + b.id.kind.padding(toLength: 9) + "  " + identity.padding(toLength: 46) + "  "
+      out += (b.smoothedRSSI.map { String(format: "%.1f", $0) } ?? "?").padding(toLength: 6) + "  "
+      out += b.proximity.rawValue.padding(toLength: 9) + "  " + ago.padding(toLength: 9) + "  "
+      out += (pairings.pairing(for: b.id)?.deviceId ?? "-") + "\n"
+    }
+    if status.beaconsInRange.isEmpty { out += "  (none yet)\n" }
+    out += "\nACTIVE BEACON: " + (status.active.map { "\($0.deviceId) (\($0.id))" } ?? "none") + "\n"
+    return out
+  }
+}

@@ -1,0 +1,86 @@
+import BeaconCore
+import BlueZ
+import DBus
+import DBusTestSupport
+import Foundation
+import Testing
+
+/// `beaconbridge scan` as a user runs it: the real binary, against python-dbusmock's BlueZ on a
+/// private bus named by DBUS_SYSTEM_BUS_ADDRESS.
+@Suite(.timeLimit(.minutes(2)))
+struct ScanCommandTests {
+  static var binary: String {
+    var root = URL(fileURLWithPath: #filePath)
+    for _ in 0..<3 { root.deleteLastPathComponent() }
+    return root.appendingPathComponent(".build/debug/beaconbridge").path
+  }
+
+  func launch(_ arguments: [String], bus: String) throws -> (Process, Pipe, Pipe) {
+    struct NotBuilt: Error, CustomStringConvertible {
+      var description: String { "\(ScanCommandTests.binary) is missing: run 'swift build' first" }
+    }
+    guard FileManager.default.isExecutableFile(atPath: Self.binary) else { throw NotBuilt() }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: Self.binary)
+    process.arguments = arguments
+    var environment = ProcessInfo.processInfo.environment
+    environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus
+    environment["BEACONBRIDGE_STATE_DIR"] =
+      FileManager.default.temporaryDirectory
+      .appendingPathComponent("bb-scan-\(UUID().uuidString)").path
+    process.environment = environment
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    return (process, out, err)
+  }
+
+  @Test func scanJSONListsTheAdvertisedBeacon() async throws {
+    let fixture = try await BlueZFixture.start()
+    defer { fixture.stop() }
+    try await fixture.addAdapter("hci0")
+    let (process, out, err) = try launch(["scan", "--json", "--duration", "4"], bus: fixture.bus.address)
+    // Wait until it scans, then advertise.
+    let deadline = ContinuousClock.now.advanced(by: .seconds(20))
+    while try await !fixture.adapterCalls("hci0").contains("StartDiscovery"), ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(50))
+    }
+    let device = try await fixture.addDevice("hci0", beaconAddress.description)
+    try await fixture.advertise(device, ["ManufacturerData": iBeaconManufacturerData(), "RSSI": .int16(-61)])
+    process.waitUntilExit()
+    let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    #expect(process.terminationStatus == 0, "stderr: \(stderr)")
+    let lines = try stdout.split(separator: "\n").map { try JSONValue.parse(Data($0.utf8)) }
+    let entered = try #require(
+      lines.first { $0["type"]?.stringValue == "beaconEntered" }, "stdout: \(stdout)")
+    #expect(entered["uuid"]?.stringValue == "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
+    #expect(entered["major"]?.intValue == 1)
+    #expect(entered["minor"]?.intValue == 7)
+    #expect(entered["address"]?.stringValue == beaconAddress.description)
+  }
+
+  @Test func noBluetoothdIsAClearError() async throws {
+    let bus = try PrivateBus.start()
+    defer { bus.stop() }
+    let (process, _, err) = try launch(["scan", "--duration", "2"], bus: bus.address)
+    process.waitUntilExit()
+    let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    #expect(process.terminationStatus == 1)
+    #expect(stderr.contains("bluetoothd is not running"), "stderr: \(stderr)")
+    #expect(stderr.contains("--backend hci"))
+  }
+
+  @Test func noAdapterIsAClearError() async throws {
+    let fixture = try await BlueZFixture.start()
+    defer { fixture.stop() }
+    let (process, _, err) = try launch(
+      ["scan", "--duration", "2", "--adapter", "hci3"], bus: fixture.bus.address)
+    process.waitUntilExit()
+    let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    #expect(process.terminationStatus == 1)
+    #expect(stderr.contains("btmgmt info"), "stderr: \(stderr)")
+  }
+}
