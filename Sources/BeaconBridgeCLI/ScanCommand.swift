@@ -54,10 +54,14 @@ public struct ScanCommand: BridgeCommand {
   }
 
   /// The source for the chosen backend.
-  func makeSource(_ console: any Console) -> any AdvertisementSource {
+  func makeSource(_ console: any Console, keep: @escaping @Sendable (BluetoothAddress) -> Bool)
+    -> any AdvertisementSource
+  {
     switch backend {
     case .bluez:
-      return BlueZAdvertisementSource(bus: .system, adapter: adapter) { line in
+      var options = BlueZAdvertisementSource.Options()
+      options.keep = keep
+      return BlueZAdvertisementSource(bus: .system, adapter: adapter, options: options) { line in
         console.err("beaconbridge: bluez: \(line)\n")
       }
     case .hci:
@@ -75,14 +79,22 @@ public struct ScanCommand: BridgeCommand {
       pairings = kept
     }
     let view = ScanView(console: console, live: console.isTerminal && !json, json: json)
-    let bridge = BeaconBridge(
-      host: ScanHost(configuration: configuration, console: console), observer: view.record)
+    // Paired beacons' addresses are never pruned from BlueZ's cache.
+    let paired = PairingSet(pairings)
+    let pairedAddresses = Mutex<Set<BluetoothAddress>>([])
+    let bridge = BeaconBridge(host: ScanHost(configuration: configuration, console: console)) { event in
+      if case .beaconEntered(let beacon) = event.event, paired.pairing(for: beacon.id) != nil {
+        pairedAddresses.withLock { _ = $0.insert(beacon.address) }
+      }
+      view.record(event)
+    }
     await bridge.setPairings(pairings)
     do { try await bridge.start() } catch {
       console.err("beaconbridge: \(error)\n")
       return ExitStatus.failure
     }
-    let source = makeSource(console)
+    let source = makeSource(console) { address in pairedAddresses.withLock { $0.contains(address) } }
+    if !json { console.err("beaconbridge: scanning with \(source.description)\n") }
     let stop = StopSignal()
     let outcome: Result<Void, any Error> = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
       group.addTask {

@@ -45,6 +45,14 @@ public final class BlueZAdvertisementSource: AdvertisementSource {
     /// How long to keep retrying after bluetoothd comes back before giving up until the next
     /// event (the issue asks for discovery within 5 s).
     public var resumeWindow: Duration = .seconds(5)
+    /// Devices not seen for this long are removed from BlueZ (Adapter1.RemoveDevice), so a flood
+    /// of random addresses grows neither BlueZ's object cache nor ours (bleak issue #500).
+    /// Devices that are Paired, Trusted or Connected in BlueZ, and those `keep` names, stay.
+    public var staleDeviceAge: Duration = .seconds(180)
+    /// How often stale devices are looked for.
+    public var pruneInterval: Duration = .seconds(60)
+    /// Addresses never to remove: the consumer's paired beacons.
+    public var keep: @Sendable (BluetoothAddress) -> Bool = { _ in false }
     public init() {}
   }
 

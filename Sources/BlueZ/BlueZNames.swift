@@ -18,6 +18,7 @@ public enum BlueZ {
     public static let setDiscoveryFilter: MemberName = "SetDiscoveryFilter"
     public static let startDiscovery: MemberName = "StartDiscovery"
     public static let stopDiscovery: MemberName = "StopDiscovery"
+    public static let removeDevice: MemberName = "RemoveDevice"
     public static let getManagedObjects: MemberName = "GetManagedObjects"
   }
 
@@ -32,6 +33,9 @@ public enum BlueZ {
   /// Adapter1 and Device1 property names.
   public enum Property {
     public static let powered = "Powered"
+    public static let paired = "Paired"
+    public static let trusted = "Trusted"
+    public static let connected = "Connected"
     public static let discovering = "Discovering"
     public static let address = "Address"
     public static let adapter = "Adapter"

@@ -26,6 +26,9 @@ final class DiscoverySession: @unchecked Sendable {
   private var discovering = false
   private var bluezOwner: BusName?
   private(set) var failure: (any Error)?
+  /// When each device was last heard, for pruning.
+  private var lastSeen: [BluetoothAddress: ContinuousClock.Instant] = [:]
+  private var lastPrune = ContinuousClock.now
 
   enum Input: Sendable {
     case signals([Signal])
@@ -90,9 +93,18 @@ final class DiscoverySession: @unchecked Sendable {
   }
 
   /// Handles signal batches and monitor calls until the consumer cancels or the bus goes away.
-  func run(_ emit: (SourceEvent) -> Void) async {
+  func run(_ deliver: (SourceEvent) -> Void) async {
     guard subscription != nil else { return }
+    let emit: (SourceEvent) -> Void = { event in
+      switch event {
+      case .sighting(let ad): self.lastSeen[ad.address] = .now
+      case .lost(let address): self.lastSeen[address] = nil
+      case .rejected: break
+      }
+      deliver(event)
+    }
     for await input in inputs {
+      await pruneIfDue()
       var resume = false
       switch input {
       case .signals(let batch):
@@ -357,6 +369,40 @@ final class DiscoverySession: @unchecked Sendable {
     discovering = true
     reportMode(.activeDiscovery)
     log("bluez: discovery started on \(path.lastComponent) (le, duplicate data)")
+  }
+
+  /// Removes devices not heard for `staleDeviceAge` from BlueZ, except those BlueZ knows as
+  /// paired, trusted or connected and those the consumer keeps. Their InterfacesRemoved then
+  /// drops them from our mirror too.
+  private func pruneIfDue() async {
+    guard let adapter, lastPrune.duration(to: .now) >= options.pruneInterval else { return }
+    lastPrune = .now
+    let cutoff = ContinuousClock.now.advanced(by: .zero - options.staleDeviceAge)
+    var removed = 0
+    for (address, seen) in lastSeen where seen < cutoff {
+      let path = ObjectPath(
+        adapter.rawValue + "/dev_" + address.description.replacingOccurrences(of: ":", with: "_"))
+      guard let device = tree[path, BlueZ.deviceInterface] else {
+        lastSeen[address] = nil
+        continue
+      }
+      let bonded = [BlueZ.Property.paired, BlueZ.Property.trusted, BlueZ.Property.connected].contains {
+        device[$0]?.bool == true
+      }
+      if bonded || options.keep(address) { continue }
+      do {
+        _ = try await adapterCall(adapter, BlueZ.Method.removeDevice, [.objectPath(path)])
+        removed += 1
+      } catch {
+        log("bluez: RemoveDevice \(address) failed: \(error)")
+      }
+      lastSeen[address] = nil
+    }
+    if removed > 0 {
+      log(
+        "bluez: removed \(removed) device(s) not heard for \(options.staleDeviceAge); \(lastSeen.count) still tracked"
+      )
+    }
   }
 
   private func adapterCall(_ path: ObjectPath, _ member: MemberName, _ arguments: [DBusValue] = [])

@@ -24,10 +24,13 @@ final class BlueZFixture: Sendable {
     self.control = control
   }
 
-  func source(adapter: String? = nil, preferredMode: ScanMode = .activeDiscovery) -> BlueZAdvertisementSource
-  {
+  func source(
+    adapter: String? = nil, preferredMode: ScanMode = .activeDiscovery,
+    tune: (inout BlueZAdvertisementSource.Options) -> Void = { _ in }
+  ) -> BlueZAdvertisementSource {
     var options = BlueZAdvertisementSource.Options()
     options.batchInterval = .milliseconds(10)
+    tune(&options)
     return BlueZAdvertisementSource(
       bus: bus.busAddress, adapter: adapter, preferredMode: preferredMode, options: options
     ) { [self] line in
