@@ -16,6 +16,24 @@ enum DeviceAdvertisement {
       localName: properties[BlueZ.Property.name]?.string)
   }
 
+  /// Properties present with a type BlueZ never sends (or a broken peer sent): each is ignored,
+  /// and named here so the caller can log it.
+  static func malformed(_ properties: ObjectTree.Properties) -> [String] {
+    var out: [String] = []
+    for name in [BlueZ.Property.rssi, BlueZ.Property.txPower] {
+      if let value = properties[name], value.int == nil {
+        out.append("\(name) of type \(value.unwrapped.signature)")
+      }
+    }
+    if let value = properties[BlueZ.Property.manufacturerData], dictionaries(value).isEmpty {
+      out.append("ManufacturerData of type \(value.unwrapped.signature)")
+    }
+    if let value = properties[BlueZ.Property.serviceData], dictionaries(value).isEmpty {
+      out.append("ServiceData of type \(value.unwrapped.signature)")
+    }
+    return out
+  }
+
   /// Device1.Address, or the address in the path (`dev_C0_FF_EE_00_00_01`).
   static func address(path: ObjectPath, properties: ObjectTree.Properties?) -> BluetoothAddress? {
     if let text = properties?[BlueZ.Property.address]?.string, let address = BluetoothAddress(text) {

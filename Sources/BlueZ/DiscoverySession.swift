@@ -288,7 +288,21 @@ final class DiscoverySession: @unchecked Sendable {
         let properties = tree[signal.path, BlueZ.deviceInterface],
         let advertisement = DeviceAdvertisement.make(path: signal.path, properties: properties)
       {
+        let problems = DeviceAdvertisement.malformed(properties)
+        if !problems.isEmpty {
+          log("bluez: ignored \(problems.joined(separator: ", ")) from \(signal.path.lastComponent)")
+        }
         emit(.sighting(advertisement))
+      }
+      if interface == BlueZ.adapterInterface.rawValue, signal.path == adapter, discovering,
+        changes[BlueZ.Property.discovering]?.bool == false,
+        preferredMode == .activeDiscovery || monitorAdapter == nil
+      {
+        // Someone else (bluetoothctl, another client's StopDiscovery) ended discovery: start it
+        // again. `run` re-selects the adapter after this batch.
+        log("bluez: discovery on \(signal.path.lastComponent) was stopped by someone else; restarting it")
+        adapter = nil
+        discovering = false
       }
       if interface == BlueZ.adapterInterface.rawValue, let powered = changes[BlueZ.Property.powered]?.bool {
         if signal.path == adapter, !powered {
