@@ -37,6 +37,7 @@ public enum CLI {
     PairsCommand.self,
     ReplayCommand.self,
     ScanCommand.self,
+    RunCommand.self,
   ]
 
   /// What an argv asks for.

@@ -126,6 +126,7 @@ public struct ScanCommand: BridgeCommand {
       group.cancelAll()
       return outcome
     }
+    await source.finished()
     if case .failure(let error) = outcome {
       console.err("beaconbridge: \(Self.explain(error))\n")
       return ExitStatus.failure

@@ -35,6 +35,7 @@ public final class BlueZAdvertisementSource: AdvertisementSource {
   public let options: Options
   let logger: @Sendable (String) -> Void
   private let currentMode: Mutex<ScanMode>
+  private let running = Mutex<Task<Void, Never>?>(nil)
 
   public struct Options: Sendable {
     /// How long the D-Bus reader gathers messages before each pass (DESIGN §5, wake-ups). 50 ms
@@ -101,6 +102,13 @@ public final class BlueZAdvertisementSource: AdvertisementSource {
       continuation.finish(throwing: session.failure)
     }
     continuation.onTermination = { _ in task.cancel() }
+    running.withLock { $0 = task }
     return stream
+  }
+
+  /// Waits for the last scan's cleanup (match rules removed, StopDiscovery) to complete.
+  public func finished() async {
+    let task = running.withLock { $0 }
+    await task?.value
   }
 }

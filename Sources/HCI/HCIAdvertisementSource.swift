@@ -19,6 +19,13 @@ public struct HCIAdvertisementSource: AdvertisementSource {
   public let configuration: HCIScanConfiguration
   /// Opens the transport; the real socket by default, a scripted controller in tests.
   let open: @Sendable (UInt16) throws(HCIScanError) -> any HCITransport
+  /// True when no reader thread runs (set again when the last one has restored the controller).
+  private let done = Flag()
+
+  final class Flag: Sendable {
+    private let value = Mutex(true)
+    func withLock<T>(_ body: (inout Bool) -> T) -> T { value.withLock { body(&$0) } }
+  }
 
   public init(configuration: HCIScanConfiguration = HCIScanConfiguration()) {
     self.configuration = configuration
@@ -45,10 +52,18 @@ public struct HCIAdvertisementSource: AdvertisementSource {
     let configuration = self.configuration
     let open = self.open
     let thread = DispatchQueue(label: "beaconbridge.hci\(configuration.adapter)")
+    let done = done
+    done.withLock { $0 = false }
     thread.async {
       Self.run(configuration: configuration, open: open, stop: stop, continuation: continuation)
+      done.withLock { $0 = true }
     }
     return stream
+  }
+
+  /// Waits until the reader thread has restored the controller and closed the socket.
+  public func finished() async {
+    while !done.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(10)) }
   }
 
   static func run(

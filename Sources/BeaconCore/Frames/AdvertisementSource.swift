@@ -5,4 +5,11 @@ public protocol AdvertisementSource: Sendable {
   var description: String { get }
   /// Starts receiving; the stream ends (or throws) when the source stops. Cancelling the consumer stops scanning.
   func events() async throws -> AsyncThrowingStream<SourceEvent, any Error>
+  /// Returns once a stopped source has put the radio back (StopDiscovery, scan disabled). A
+  /// process about to exit awaits it, or the cleanup would die with it.
+  func finished() async
+}
+
+extension AdvertisementSource {
+  public func finished() async {}
 }

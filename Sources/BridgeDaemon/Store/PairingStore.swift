@@ -188,6 +188,13 @@ public actor Store {
     }
   }
 
+  /// Changes whenever another connection (another process) commits to the file.
+  public func dataVersion() throws(StoreError) -> Int64 {
+    do { return try database.query("PRAGMA data_version").first?.first?.integer ?? 0 } catch {
+      throw StoreError(error, path: path)
+    }
+  }
+
   /// `PRAGMA quick_check`: "ok", or what is wrong.
   public func check() throws(StoreError) -> String {
     do {

@@ -1,0 +1,300 @@
+import BeaconCore
+import BlueZ
+import Foundation
+import HCI
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `beaconbridge run`: configuration, store, scanning, the bridge, and the systemd protocol.
+///
+/// Start-up order: read the configuration (refuse to start on any problem, at `file:line`), open
+/// the store, arm the bridge (which restores the outbox), start scanning, then `READY=1`.
+/// SIGTERM stops gracefully with status 0; SIGHUP re-reads the configuration and keeps the old
+/// one if the new one is bad. Pairings changed by `beaconbridge pair` while it runs are picked up
+/// within two seconds (SQLite's `data_version`).
+public struct Daemon: Sendable {
+  public var configPath: String
+  public var configPathIsExplicit: Bool
+  public var stateDirectory: String
+  public var environment: [String: String]
+
+  public init(configPath: String?, stateDirectory: String, environment: [String: String]) {
+    self.configPath = configPath ?? DaemonConfiguration.defaultPath
+    self.configPathIsExplicit = configPath != nil
+    self.stateDirectory = stateDirectory
+    self.environment = environment
+  }
+
+  /// Reads the configuration. A missing default file means the defaults; a missing explicit one
+  /// is an error.
+  public func loadConfiguration() throws(KeyFileError) -> DaemonConfiguration {
+    guard FileManager.default.fileExists(atPath: configPath) else {
+      if configPathIsExplicit { throw KeyFileError(file: configPath, line: 0, message: "no such file") }
+      return DaemonConfiguration()
+    }
+    guard let text = try? String(contentsOfFile: configPath, encoding: .utf8) else {
+      throw KeyFileError(file: configPath, line: 0, message: "cannot read it (permissions, or not UTF-8)")
+    }
+    return try DaemonConfiguration.parse(text, file: configPath)
+  }
+
+  /// Runs until SIGTERM/SIGINT; returns the exit status.
+  public func run() async -> Int32 {
+    let logger = DaemonLogger(environment: environment)
+    let notifier = SystemdNotifier(environment: environment)
+    var config: DaemonConfiguration
+    do { config = try loadConfiguration() } catch {
+      logger.log(.error, "configuration: \(error.description); not starting")
+      return 1
+    }
+    let store: Store
+    do { store = try Store(directory: stateDirectory) } catch {
+      logger.log(.error, "\(error.description); not starting")
+      return 1
+    }
+    await store.setOutboxLimit(config.outboxMaxBatches)
+
+    let settings = DaemonSettings(config)
+    let host = DaemonHost(settings: settings, logger: logger)
+    let state = DaemonState()
+    let bridge = BeaconBridge(host: host, journal: store) { event in
+      state.observe(event, logger: logger)
+    }
+    do {
+      let pairings = try await store.pairings()
+      state.setPairings(pairings)
+      await bridge.setPairings(pairings)
+    } catch {
+      logger.log(.error, "\(error.description); not starting")
+      return 1
+    }
+    do { try await bridge.start() } catch {
+      logger.log(.error, "\(error.description); not starting")
+      return 1
+    }
+
+    let signals = SignalStream.make([SIGTERM, SIGINT, SIGHUP])
+    let outcome: Int32 = await withTaskGroup(of: Int32?.self) { group in
+      // Scanning, restarted with backoff while the backend is unavailable.
+      group.addTask {
+        var delay: Double = 1
+        var announced = false
+        while !Task.isCancelled {
+          let source = Self.makeSource(settings.current.daemon, logger: logger, state: state)
+          state.setSource(source)
+          do {
+            let stream = try await source.events()
+            delay = 1
+            notifier.notify("READY=1")
+            if !announced {
+              logger.log(.notice, "scanning with \(source.description); ready")
+              announced = true
+            } else {
+              logger.log(.notice, "scanning again with \(source.description)")
+            }
+            state.setScanning(source.description)
+            try await bridge.run(source: StartedSource(stream: stream, description: source.description))
+            logger.log(.warning, "the scan ended; restarting it")
+          } catch is CancellationError {
+            return nil
+          } catch {
+            if Task.isCancelled { return nil }
+            state.setScanning(nil)
+            logger.log(.warning, "cannot scan: \(Self.explain(error)); retrying in \(Int(delay)) s")
+            notifier.notify("STATUS=not scanning: \(Self.explain(error))")
+          }
+          try? await Task.sleep(for: .seconds(delay))
+          delay = min(delay * 2, 30)
+        }
+        return nil
+      }
+      // The watchdog: WATCHDOG=1 at half of WATCHDOG_USEC.
+      if let interval = notifier.watchdogInterval {
+        group.addTask {
+          while !Task.isCancelled {
+            notifier.notify("WATCHDOG=1")
+            try? await Task.sleep(for: interval)
+          }
+          return nil
+        }
+      }
+      // Pairings written by `beaconbridge pair` while we run, and STATUS= lines.
+      group.addTask {
+        var version = try? await store.dataVersion()
+        var lastStatus = ""
+        while !Task.isCancelled {
+          try? await Task.sleep(for: .seconds(2))
+          if let now = try? await store.dataVersion(), now != version {
+            version = now
+            if let pairings = try? await store.pairings(), pairings != (await bridge.status.pairings) {
+              state.setPairings(pairings)
+              await bridge.setPairings(pairings)
+              logger.log(.notice, "pairings changed: \(pairings.count) pairing(s)")
+            }
+          }
+          let status = Self.statusLine(await bridge.status, scanning: state.scanning)
+          if status != lastStatus {
+            notifier.notify("STATUS=\(status)")
+            lastStatus = status
+          }
+        }
+        return nil
+      }
+      // Signals.
+      group.addTask {
+        for await number in signals {
+          if number == SIGHUP {
+            notifier.notify("RELOADING=1")
+            do {
+              let fresh = try loadConfiguration()
+              settings.update(fresh)
+              await store.setOutboxLimit(fresh.outboxMaxBatches)
+              try await bridge.reload()
+              logger.log(.notice, "configuration reloaded from \(configPath)")
+            } catch {
+              logger.log(.error, "configuration not reloaded, the old one stays: \(error)")
+            }
+            notifier.notify("READY=1")
+          } else {
+            logger.log(.notice, "stopping (signal \(number))")
+            notifier.notify("STOPPING=1")
+            return 0
+          }
+        }
+        return 0
+      }
+      let status = await group.next() ?? 0
+      group.cancelAll()
+      return status ?? 0
+    }
+    // Put the radio back (StopDiscovery, or the controller's scan state) before exiting.
+    if let source = state.source {
+      await withTaskGroup(of: Void.self) { group in
+        group.addTask { await source.finished() }
+        group.addTask { try? await Task.sleep(for: .seconds(5)) }
+        await group.next()
+        group.cancelAll()
+      }
+    }
+    logger.log(.info, "stopped")
+    return outcome
+  }
+
+  static func makeSource(_ config: DaemonConfiguration, logger: DaemonLogger, state: DaemonState)
+    -> any AdvertisementSource
+  {
+    switch config.backend {
+    case .bluez:
+      var options = BlueZAdvertisementSource.Options()
+      options.keep = { state.isPairedAddress($0) }
+      return BlueZAdvertisementSource(bus: .system, adapter: config.adapter, options: options) { line in
+        logger.log(.info, line)
+      }
+    case .hci:
+      let index = config.adapter.flatMap { UInt16($0.dropFirst(3)) } ?? 0
+      return HCIAdvertisementSource(configuration: HCIScanConfiguration(adapter: index))
+    }
+  }
+
+  static func explain(_ error: any Error) -> String {
+    if let error = error as? BlueZError { return error.message }
+    return String(describing: error)
+  }
+
+  static func statusLine(_ status: BridgeStatus, scanning: String?) -> String {
+    var parts = [scanning.map { "scanning (\($0))" } ?? "not scanning"]
+    parts.append("\(status.beaconsInRange.count) beacon(s) in range")
+    parts.append("active: \(status.active?.deviceId ?? "none")")
+    let held = status.trips.reduce(0) { $0 + $1.heldBatches }
+    parts.append("\(status.outboundBatches + held) batch(es) waiting")
+    return parts.joined(separator: "; ")
+  }
+}
+
+/// The configuration the running daemon uses, replaced on SIGHUP.
+final class DaemonSettings: Sendable {
+  private let value: Mutex<DaemonConfiguration>
+  init(_ config: DaemonConfiguration) { value = Mutex(config) }
+  var current: (daemon: DaemonConfiguration, bridge: BridgeConfiguration) {
+    value.withLock { config in
+      var bridge = config.bridge
+      config.backend.apply(to: &bridge)
+      return (config, bridge)
+    }
+  }
+  func update(_ config: DaemonConfiguration) { value.withLock { $0 = config } }
+}
+
+/// What the daemon's tasks share: whether it scans, and paired beacons' addresses.
+final class DaemonState: Sendable {
+  private struct State {
+    var scanning: String?
+    var source: (any AdvertisementSource)?
+    var pairings = PairingSet()
+    /// Addresses of paired beacons heard so far: never pruned from BlueZ's cache.
+    var paired: Set<BluetoothAddress> = []
+  }
+
+  private let state = Mutex(State())
+
+  var source: (any AdvertisementSource)? { state.withLock { $0.source } }
+  func setSource(_ source: any AdvertisementSource) { state.withLock { $0.source = source } }
+
+  func setPairings(_ pairings: [Pairing]) { state.withLock { $0.pairings = PairingSet(pairings) } }
+
+  var scanning: String? { state.withLock { $0.scanning } }
+  func setScanning(_ description: String?) { state.withLock { $0.scanning = description } }
+  func isPairedAddress(_ address: BluetoothAddress) -> Bool { state.withLock { $0.paired.contains(address) } }
+
+  func observe(_ event: TimedBridgeEvent, logger: DaemonLogger) {
+    switch event.event {
+    case .activeBeaconChanged(let active):
+      logger.log(.notice, "active beacon: \(active.map { "\($0.deviceId) (\($0.id))" } ?? "none")")
+    case .tripTagged(let tripId, let resolution):
+      logger.log(
+        .notice, "trip \(tripId) tagged \(resolution.deviceId ?? "unresolved") (\(resolution.reason))")
+    case .batchDeadLettered(let batch, let reason):
+      logger.log(.error, "trip \(batch.tripId) batch \(batch.sequence) refused by the backend: \(reason)")
+    case .beaconEntered(let beacon):
+      state.withLock { s in
+        if s.pairings.pairing(for: beacon.id) != nil { s.paired.insert(beacon.address) }
+      }
+      logger.log(.debug, "beacon entered: \(beacon.id) at \(beacon.address)")
+    default:
+      break
+    }
+  }
+}
+
+/// The daemon's ScopeHost: beacon mode, logs to the journal, uploads over HTTP.
+struct DaemonHost: ScopeHost {
+  let settings: DaemonSettings
+  let logger: DaemonLogger
+
+  var configuration: BridgeConfiguration { settings.current.bridge }
+
+  func log(_ record: LogRecord) { logger.log(record.level, record.message) }
+
+  func onBeaconTripStart(_ trip: BeaconTripStart) async {
+    await trip.snapshotActiveBeacon()
+  }
+
+  func postTripEventBatch(_ batch: TaggedTripBatch) async throws {
+    let config = settings.current.daemon
+    guard let text = config.uploadURL, let url = URL(string: text) else {
+      throw RetryablePostFailure("no [Upload] URL is configured; the batch waits in the outbox")
+    }
+    try await HTTPUploader(url: url, tokenFile: config.tokenFile).post(batch)
+  }
+}
+
+/// A source whose stream is already running (the daemon starts it itself so that it can say
+/// READY=1 only once scanning has started).
+struct StartedSource: AdvertisementSource {
+  let stream: AsyncThrowingStream<SourceEvent, any Error>
+  let description: String
+  func events() async throws -> AsyncThrowingStream<SourceEvent, any Error> { stream }
+}

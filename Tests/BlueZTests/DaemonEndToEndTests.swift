@@ -1,0 +1,134 @@
+import BeaconCore
+import BlueZ
+import DBus
+import DBusTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A datagram socket standing in for systemd's NOTIFY_SOCKET.
+final class NotifySocket: @unchecked Sendable {
+  let path: String
+  private let fd: Int32
+
+  init() throws {
+    path =
+      FileManager.default.temporaryDirectory.appendingPathComponent("notify-\(UUID().uuidString.prefix(8))")
+      .path
+    fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
+    }
+    let rc = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    guard rc == 0 else { throw POSIXError(.EADDRINUSE) }
+  }
+
+  deinit {
+    close(fd)
+    unlink(path)
+  }
+
+  /// Every message received so far.
+  func drain() -> [String] {
+    var out: [String] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+      let n = recv(fd, &buffer, buffer.count, 0)
+      guard n > 0 else { break }
+      out.append(String(decoding: buffer[0..<n], as: UTF8.self))
+    }
+    return out
+  }
+}
+
+/// Tier 3 (DESIGN §6): the daemon end to end on a private bus with the dbusmock BlueZ.
+@Suite(.timeLimit(.minutes(2)))
+struct DaemonEndToEndTests {
+  @Test func readyWatchdogPairingReloadAndStop() async throws {
+    let fixture = try await BlueZFixture.start()
+    defer { fixture.stop() }
+    try await fixture.addAdapter("hci0")
+    let notify = try NotifySocket()
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-daemon-\(UUID().uuidString)")
+      .path
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let config = dir + "/beaconbridge.conf"
+    try "[ActiveBeacon]\ndwellSeconds = 0.5\n".write(toFile: config, atomically: true, encoding: .utf8)
+
+    let daemon = Process()
+    daemon.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
+    daemon.arguments = ["run", "--config", config, "--state-dir", dir]
+    var environment = ProcessInfo.processInfo.environment
+    environment["DBUS_SYSTEM_BUS_ADDRESS"] = fixture.bus.address
+    environment["NOTIFY_SOCKET"] = notify.path
+    environment["WATCHDOG_USEC"] = "400000"
+    environment.removeValue(forKey: "JOURNAL_STREAM")
+    daemon.environment = environment
+    let stderrPath = dir + "/daemon.log"
+    _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+    daemon.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+    try daemon.run()
+    defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+    let log: @Sendable () -> String = { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+    let messages = Mutex<[String]>([])
+    let received: @Sendable () -> [String] = {
+      messages.withLock {
+        $0 += notify.drain()
+        return $0
+      }
+    }
+
+    #expect(try await eventually { received().contains("READY=1") }, "daemon log:\n\(log())")
+    #expect(try await eventually { received().filter { $0 == "WATCHDOG=1" }.count >= 2 })
+    #expect(try await eventually { received().contains { $0.hasPrefix("STATUS=scanning (bluez") } })
+    #expect(try await fixture.adapterCalls("hci0").contains("StartDiscovery"))
+
+    // Pair through the CLI, no daemon API involved: the daemon sees it from the store.
+    let pair = Process()
+    pair.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
+    pair.arguments = [
+      "pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--major", "1", "--minor", "7", "--device-id",
+      "UNIT-0042",
+      "--state-dir", dir,
+    ]
+    try pair.run()
+    pair.waitUntilExit()
+    #expect(pair.terminationStatus == 0)
+    #expect(
+      try await eventually { log().contains("pairings changed: 1 pairing(s)") }, "daemon log:\n\(log())")
+    let device = try await fixture.addDevice("hci0", beaconAddress.description)
+    for _ in 0..<3 {
+      try await fixture.advertise(
+        device, ["ManufacturerData": iBeaconManufacturerData(), "RSSI": .int16(-60)])
+      try await Task.sleep(for: .milliseconds(400))
+    }
+    #expect(try await eventually { log().contains("active beacon: UNIT-0042") }, "daemon log:\n\(log())")
+    #expect(try await eventually { received().contains { $0.contains("active: UNIT-0042") } })
+
+    // SIGHUP with a bad file keeps the old configuration; a good one is taken.
+    try "[ActiveBeacon]\ndwellSeconds = soon\n".write(toFile: config, atomically: true, encoding: .utf8)
+    kill(daemon.processIdentifier, SIGHUP)
+    #expect(try await eventually { log().contains("configuration not reloaded, the old one stays") })
+    try "[ActiveBeacon]\ndwellSeconds = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
+    kill(daemon.processIdentifier, SIGHUP)
+    #expect(try await eventually { log().contains("configuration reloaded") })
+
+    kill(daemon.processIdentifier, SIGTERM)
+    daemon.waitUntilExit()
+    #expect(daemon.terminationReason == .exit)
+    #expect(daemon.terminationStatus == 0, "daemon log:\n\(log())")
+    #expect(received().contains("STOPPING=1"))
+    #expect(try await eventually { try await fixture.adapterCalls("hci0").contains("StopDiscovery") })
+  }
+}
