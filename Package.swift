@@ -21,7 +21,7 @@ let package = Package(
     // SQLite, from Debian's libsqlite3-dev.
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     // The daemon's parts: configuration file, store, and (to come) uploader and D-Bus service.
-    .target(name: "BridgeDaemon", dependencies: ["BeaconCore", "CSQLite", "BlueZ", "HCI"]),
+    .target(name: "BridgeDaemon", dependencies: ["BeaconCore", "CSQLite", "DBus", "BlueZ", "HCI"]),
     // libdbus-1, through pkg-config. Only the DBus module imports it.
     .systemLibrary(
       name: "CDBus",
@@ -37,7 +37,7 @@ let package = Package(
     .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
     .testTarget(
       name: "BlueZTests",
-      dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BeaconCore"]
+      dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BeaconCore", "BeaconTestSupport"]
     ),
     .testTarget(
       name: "BeaconCoreTests",

@@ -38,6 +38,8 @@ public enum CLI {
     ReplayCommand.self,
     ScanCommand.self,
     RunCommand.self,
+    StatusCommand.self,
+    TripCommand.self,
   ]
 
   /// What an argv asks for.

@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconTestSupport
 import BlueZ
 import DBus
 import DBusTestSupport
@@ -54,6 +55,39 @@ final class NotifySocket: @unchecked Sendable {
 /// Tier 3 (DESIGN §6): the daemon end to end on a private bus with the dbusmock BlueZ.
 @Suite(.timeLimit(.minutes(2)))
 struct DaemonEndToEndTests {
+  func cli(_ arguments: [String], bus: String, dir: String, stdin: String? = nil) throws -> (
+    status: Int32, stdout: String, stderr: String
+  ) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
+    process.arguments = arguments
+    var environment = ProcessInfo.processInfo.environment
+    environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus
+    environment["BEACONBRIDGE_STATE_DIR"] = dir
+    process.environment = environment
+    let out = Pipe()
+    let err = Pipe()
+    let input = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+    try input.fileHandleForWriting.close()
+    let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return (process.terminationStatus, stdout, stderr)
+  }
+
+  @Test func statusWithoutADaemonSaysSo() async throws {
+    let bus = try PrivateBus.start()
+    defer { bus.stop() }
+    let result = try cli(["status"], bus: bus.address, dir: "/tmp")
+    #expect(result.status == 1)
+    #expect(result.stderr.contains("daemon is not running"), "\(result.stderr)")
+  }
+
   @Test func readyWatchdogPairingReloadAndStop() async throws {
     let fixture = try await BlueZFixture.start()
     defer { fixture.stop() }
@@ -63,8 +97,11 @@ struct DaemonEndToEndTests {
       .path
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
+    let backend = try FakeBackend(["--script", "503"])
     let config = dir + "/beaconbridge.conf"
-    try "[ActiveBeacon]\ndwellSeconds = 0.5\n".write(toFile: config, atomically: true, encoding: .utf8)
+    let upload = "[Upload]\nURL = \(backend.url.absoluteString)\npostRetryInitial = 0.2\n"
+    try "[ActiveBeacon]\ndwellSeconds = 0.5\n\(upload)".write(
+      toFile: config, atomically: true, encoding: .utf8)
 
     let daemon = Process()
     daemon.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
@@ -115,6 +152,33 @@ struct DaemonEndToEndTests {
     }
     #expect(try await eventually { log().contains("active beacon: UNIT-0042") }, "daemon log:\n\(log())")
     #expect(try await eventually { received().contains { $0.contains("active: UNIT-0042") } })
+
+    // The D-Bus API through the CLI: status, then a trip tagged and uploaded.
+    let status = try cli(["status", "--json"], bus: fixture.bus.address, dir: dir)
+    #expect(status.status == 0, "\(status.stderr)")
+    let state = try JSONValue.parse(Data(status.stdout.utf8))
+    #expect(state["activeBeacon"]?["deviceId"]?.stringValue == "UNIT-0042")
+    #expect(state["scanning"]?.stringValue?.hasPrefix("bluez") == true)
+    let started = try cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir)
+    #expect(started.status == 0, "\(started.stderr)")
+    #expect(try JSONValue.parse(Data(started.stdout.utf8))["deviceId"]?.stringValue == "UNIT-0042")
+    let events = #"[{"type":"braking","at":12.5,"g":0.41},{"type":"somethingNew","x":[1,2]}]"#
+    let sent = try cli(
+      ["trip", "events", "--trip-id", "t1", "-"], bus: fixture.bus.address, dir: dir, stdin: events)
+    #expect(sent.status == 0, "\(sent.stderr)")
+    let bad = try cli(
+      ["trip", "events", "--trip-id", "nope", "-"], bus: fixture.bus.address, dir: dir, stdin: events)
+    #expect(bad.status == 1)
+    #expect(bad.stderr.contains("no trip nope"), "\(bad.stderr)")
+    // The backend fails the first POST (503); the retry delivers it.
+    #expect(
+      try await eventually { backend.received().contains { $0.status == "200" } }, "daemon log:\n\(log())")
+    let delivered = try #require(backend.received().first { $0.status == "200" })
+    #expect(delivered.body["deviceId"]?.stringValue == "UNIT-0042")
+    #expect(delivered.body["events"]?.arrayValue?.count == 2)
+    #expect(delivered.body["events"]?.arrayValue?.first?["g"] == .double(0.41))
+    #expect(delivered.key == "t1#0")
+    #expect(try cli(["trip", "end", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir).status == 0)
 
     // SIGHUP with a bad file keeps the old configuration; a good one is taken.
     try "[ActiveBeacon]\ndwellSeconds = soon\n".write(toFile: config, atomically: true, encoding: .utf8)

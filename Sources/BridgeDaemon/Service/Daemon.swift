@@ -1,5 +1,6 @@
 import BeaconCore
 import BlueZ
+import DBus
 import Foundation
 import HCI
 import Synchronization
@@ -62,6 +63,7 @@ public struct Daemon: Sendable {
     let state = DaemonState()
     let bridge = BeaconBridge(host: host, journal: store) { event in
       state.observe(event, logger: logger)
+      state.service?.signal(event.event)
     }
     do {
       let pairings = try await store.pairings()
@@ -75,6 +77,27 @@ public struct Daemon: Sendable {
       logger.log(.error, "\(error.description); not starting")
       return 1
     }
+
+    // The D-Bus API: own the name before saying READY=1.
+    let bus: Connection
+    do {
+      bus = try Connection(.system)
+      let reply = try await bus.requestName(BridgeServiceNames.busName)
+      guard reply == .primaryOwner || reply == .alreadyOwner else {
+        logger.log(
+          .error,
+          "another beaconbridge daemon owns \(BridgeServiceNames.busName) on the system bus; not starting")
+        return 1
+      }
+      state.setService(try BridgeService(connection: bus, bridge: bridge, store: store, state: state))
+    } catch {
+      logger.log(
+        .error,
+        "cannot own \(BridgeServiceNames.busName) on the system bus (\(error)); is dbus running, and is the D-Bus policy installed? Not starting"
+      )
+      return 1
+    }
+    defer { bus.close() }
 
     let signals = SignalStream.make([SIGTERM, SIGINT, SIGHUP])
     let outcome: Int32 = await withTaskGroup(of: Int32?.self) { group in
@@ -233,6 +256,7 @@ final class DaemonState: Sendable {
   private struct State {
     var scanning: String?
     var source: (any AdvertisementSource)?
+    var service: BridgeService?
     var pairings = PairingSet()
     /// Addresses of paired beacons heard so far: never pruned from BlueZ's cache.
     var paired: Set<BluetoothAddress> = []
@@ -242,6 +266,8 @@ final class DaemonState: Sendable {
 
   var source: (any AdvertisementSource)? { state.withLock { $0.source } }
   func setSource(_ source: any AdvertisementSource) { state.withLock { $0.source = source } }
+  var service: BridgeService? { state.withLock { $0.service } }
+  func setService(_ service: BridgeService) { state.withLock { $0.service = service } }
 
   func setPairings(_ pairings: [Pairing]) { state.withLock { $0.pairings = PairingSet(pairings) } }
 

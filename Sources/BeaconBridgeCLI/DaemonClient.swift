@@ -1,0 +1,50 @@
+import BeaconCore
+import BridgeDaemon
+import DBus
+import Foundation
+
+/// Talks to the running daemon over its D-Bus API (docs/dbus-api.md).
+struct DaemonClient {
+  struct Failure: Error, CustomStringConvertible {
+    var description: String
+  }
+
+  /// Calls a Bridge1 method; errors come back as one sentence for stderr.
+  static func call(_ member: MemberName, _ arguments: [DBusValue] = []) async throws(Failure) -> [DBusValue] {
+    let connection: Connection
+    do { connection = try Connection(.system) } catch {
+      throw Failure(description: "cannot reach the system bus (\(error.message)); is dbus running?")
+    }
+    defer { connection.close() }
+    do {
+      return try await connection.call(
+        destination: BridgeServiceNames.busName, path: BridgeServiceNames.path,
+        interface: BridgeServiceNames.interface,
+        member: member, arguments, timeout: .seconds(30))
+    } catch let error as DBusError {
+      switch error.name {
+      case .serviceUnknown, .nameHasNoOwner:
+        throw Failure(
+          description:
+            "the beaconbridge daemon is not running (no \(BridgeServiceNames.busName) on the system bus); start it with 'systemctl start beaconbridge'"
+        )
+      case .accessDenied:
+        throw Failure(
+          description:
+            "access denied (\(error.message)); run as root or as a member of the beaconbridge group")
+      default:
+        throw Failure(description: error.message.isEmpty ? error.name.rawValue : error.message)
+      }
+    } catch {
+      throw Failure(description: "\(error)")
+    }
+  }
+
+  static func json(_ member: MemberName, _ arguments: [DBusValue] = []) async throws(Failure) -> JSONValue {
+    let reply = try await call(member, arguments)
+    guard let text = reply.first?.string, let json = try? JSONValue.parse(Data(text.utf8)) else {
+      throw Failure(description: "the daemon's \(member) reply was not JSON")
+    }
+    return json
+  }
+}

@@ -1,0 +1,160 @@
+import BeaconCore
+import BridgeDaemon
+import Foundation
+
+/// `beaconbridge status`: the daemon's state.
+public struct StatusCommand: BridgeCommand {
+  public static let name = "status"
+  public static let abstract = "Show the daemon's state: scanning, beacons, active beacon, trips, outbox."
+  public static let usage = "beaconbridge status [--json]"
+  public static let discussion = """
+    Asks the running daemon over D-Bus. Exits 1 when the daemon is not running.
+
+    OPTIONS:
+      --json    The state as one JSON object.
+    """
+
+  var json: Bool
+
+  public init(_ arguments: inout Arguments) throws(UsageError) {
+    json = arguments.flag("--json")
+  }
+
+  public func run(_ console: any Console) async -> Int32 {
+    let status: JSONValue
+    do { status = try await DaemonClient.json("Status") } catch {
+      console.err("beaconbridge: \(error.description)\n")
+      return ExitStatus.failure
+    }
+    if json {
+      console.out(status.compactText + "\n")
+      return ExitStatus.success
+    }
+    var out = "Scanning:      \(status["scanning"]?.stringValue ?? "no")\n"
+    let active = status["activeBeacon"]
+    if let active, active != .null {
+      out +=
+        "Active beacon: \(active["deviceId"]?.stringValue ?? "?") (\(active["uuid"]?.stringValue ?? "?") "
+      out += "\(active["major"]?.intValue ?? 0)/\(active["minor"]?.intValue ?? 0))\n"
+    } else {
+      out += "Active beacon: none\n"
+    }
+    let beacons = status["beaconsInRange"]?.arrayValue ?? []
+    out += "In range:      \(beacons.count) beacon(s)\n"
+    for b in beacons {
+      let identity =
+        b["uuid"]?.stringValue.map { "\($0) \(b["major"]?.intValue ?? 0)/\(b["minor"]?.intValue ?? 0)" }
+        ?? "?"
+      out +=
+        "  \(identity)  rssi \(b["smoothedRssi"]?.doubleValue.map { String($0) } ?? "?")  \(b["proximity"]?.stringValue ?? "")\n"
+    }
+    let trips = status["trips"]?.arrayValue ?? []
+    out += "Trips:         \(trips.count)\n"
+    for t in trips {
+      out += "  \(t["tripId"]?.stringValue ?? "?"): \(t["deviceId"]?.stringValue ?? "no device ID")"
+      out += " (\(t["resolution"]?.stringValue ?? "?")), \(t["heldBatches"]?.intValue ?? 0) held\n"
+    }
+    if let outbox = status["outbox"] {
+      out += "Outbox:        \(outbox["undelivered"]?.intValue ?? 0) undelivered, "
+      out +=
+        "\(outbox["deadLetters"]?.intValue ?? 0) dead letters, \(outbox["unresolvedTrips"]?.intValue ?? 0) unresolved trips\n"
+    }
+    console.out(out)
+    return ExitStatus.success
+  }
+}
+
+/// `beaconbridge trip start|events|end|assign`: the trip recorder's local API.
+public struct TripCommand: BridgeCommand {
+  public static let name = "trip"
+  public static let abstract = "Feed a trip to the daemon: start, events, end, assign."
+  public static let usage = """
+    beaconbridge trip start --trip-id ID
+           beaconbridge trip events --trip-id ID FILE|-
+           beaconbridge trip end --trip-id ID
+           beaconbridge trip assign --trip-id ID --device-id X
+    """
+  public static let discussion = """
+    The box's trip recorder drives the daemon with these (or with the D-Bus API they call).
+
+      start    Starts a trip; the daemon snapshots the active beacon for its device ID.
+      events   Hands over one batch: a JSON array of event objects, each with a string "type"
+               (every field is kept). Returns once the batch is committed to the outbox.
+      end      Ends the trip. A trip no beacon resolved is held (or takes the fallback).
+      assign   Tags a held, unresolved trip with a device ID by hand.
+
+    Prints the trip's state as JSON. Exits 1 when the daemon refuses (unknown trip, outbox full,
+    not armed) or is not running.
+    """
+
+  enum Action: String, Sendable { case start, events, end, assign }
+
+  var action: Action
+  var tripId: String
+  var file: String?
+  var deviceId: String?
+
+  public init(_ arguments: inout Arguments) throws(UsageError) {
+    let word = try arguments.positional("action (start, events, end or assign)")
+    guard let action = Action(rawValue: word) else {
+      throw UsageError("unknown trip action '\(word)' (start, events, end or assign)")
+    }
+    self.action = action
+    guard let tripId = try arguments.option("--trip-id") else {
+      throw UsageError("trip \(word) needs --trip-id")
+    }
+    self.tripId = tripId
+    _ = arguments.flag("--json")
+    switch action {
+    case .events: file = try arguments.positional("events FILE (or - for stdin)")
+    case .assign:
+      guard let id = try arguments.option("--device-id") else {
+        throw UsageError("trip assign needs --device-id")
+      }
+      deviceId = id
+    default: break
+    }
+  }
+
+  public func run(_ console: any Console) async -> Int32 {
+    do {
+      switch action {
+      case .start:
+        console.out(try await DaemonClient.json("TripStart", [.string(tripId)]).compactText + "\n")
+      case .end:
+        console.out(try await DaemonClient.json("TripEnd", [.string(tripId)]).compactText + "\n")
+      case .assign:
+        _ = try await DaemonClient.call("TripAssign", [.string(tripId), .string(deviceId ?? "")])
+        console.out(
+          JSONValue.object(["tripId": .string(tripId), "deviceId": .string(deviceId ?? "")]).compactText
+            + "\n")
+      case .events:
+        let data: Data
+        do { data = try ScenarioFile.read(file ?? "-") } catch {
+          console.err("beaconbridge: events \(file ?? "-"): \(error)\n")
+          return ExitStatus.failure
+        }
+        let text = String(decoding: data, as: UTF8.self)
+        // Checked here too, so a bad file gets a precise error before anything is sent.
+        guard let json = try? JSONValue.parse(data), let array = json.arrayValue else {
+          console.err("beaconbridge: events \(file ?? "-"): not a JSON array of event objects\n")
+          return ExitStatus.failure
+        }
+        for (i, item) in array.enumerated() {
+          do { _ = try TripEvent(json: item) } catch {
+            console.err("beaconbridge: events \(file ?? "-"): event \(i): \(error.description)\n")
+            return ExitStatus.failure
+          }
+        }
+        let reply = try await DaemonClient.call("TripEvents", [.string(tripId), .string(text)])
+        let accepted = reply.first?.uint32 ?? 0
+        console.out(
+          JSONValue.object(["tripId": .string(tripId), "accepted": .int(Int64(accepted))]).compactText + "\n")
+      }
+    } catch {
+      console.err("beaconbridge: \(error.description)\n")
+      return ExitStatus.failure
+    }
+    return ExitStatus.success
+  }
+}

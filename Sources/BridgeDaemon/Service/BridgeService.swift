@@ -1,0 +1,196 @@
+import BeaconCore
+import DBus
+import Foundation
+
+/// The daemon's D-Bus API (docs/dbus-api.md): `org.beaconbridge` on the system bus, object
+/// `/org/beaconbridge`, interface `org.beaconbridge.Bridge1`. Structured results are JSON text,
+/// so that shell tools and the CLI read them alike.
+public enum BridgeServiceNames {
+  public static let busName: BusName = "org.beaconbridge"
+  public static let path: ObjectPath = "/org/beaconbridge"
+  public static let interface: InterfaceName = "org.beaconbridge.Bridge1"
+  public static let errorPrefix = "org.beaconbridge.Error."
+}
+
+/// Serves `org.beaconbridge.Bridge1` for a running bridge.
+final class BridgeService: Sendable {
+  let connection: Connection
+  let bridge: BeaconBridge
+  let store: Store
+  let state: DaemonState
+  private let object: ExportedObject
+
+  init(connection: Connection, bridge: BeaconBridge, store: Store, state: DaemonState) throws {
+    self.connection = connection
+    self.bridge = bridge
+    self.store = store
+    self.state = state
+    object = try connection.export(BridgeServiceNames.path) { [bridge, store, state] call in
+      await Self.handle(call, bridge: bridge, store: store, state: state)
+    }
+  }
+
+  /// Announces an event as a signal.
+  func signal(_ event: BridgeEvent) {
+    switch event {
+    case .activeBeaconChanged(let active):
+      try? connection.emit(
+        path: BridgeServiceNames.path, interface: BridgeServiceNames.interface, member: "ActiveBeaconChanged",
+        [.string(active?.deviceId ?? "")])
+    case .tripTagged(let tripId, let resolution):
+      try? connection.emit(
+        path: BridgeServiceNames.path, interface: BridgeServiceNames.interface, member: "TripTagged",
+        [.string(tripId), .string(resolution.deviceId ?? ""), .string(resolution.reason)])
+    default:
+      break
+    }
+  }
+
+  static func error(_ name: String, _ message: String) -> MethodResult {
+    .failure(DBusError(ErrorName(BridgeServiceNames.errorPrefix + name), message))
+  }
+
+  static func handle(_ call: MethodCall, bridge: BeaconBridge, store: Store, state: DaemonState) async
+    -> MethodResult
+  {
+    if call.interface?.rawValue == "org.freedesktop.DBus.Introspectable", call.member == "Introspect" {
+      return .success([.string(introspection)])
+    }
+    guard call.interface == nil || call.interface == BridgeServiceNames.interface else {
+      return .failure(.unknownMethod(call))
+    }
+    let args = call.body
+    func string(_ i: Int) -> String? { i < args.count ? args[i].string : nil }
+    func int(_ i: Int) -> Int? { i < args.count ? args[i].int : nil }
+    do {
+      switch call.member.rawValue {
+      case "Status":
+        let outbox = try? await store.outboxSummary()
+        let json = await bridge.status.json(scanning: state.scanning, outbox: outbox)
+        return .success([.string(json.compactText)])
+      case "Pairings":
+        return .success([.string(JSONValue.array(try await store.pairings().map(\.json)).compactText)])
+      case "Pair":
+        guard let uuidText = string(0), let uuid = UUID(uuidString: uuidText), let major = int(1),
+          let minor = int(2),
+          let deviceId = string(3)
+        else {
+          return error("InvalidArgs", "Pair takes (s uuid, i major, i minor, s deviceId, s label); -1 = any")
+        }
+        let pairing = Pairing(
+          uuid: uuid, major: major < 0 ? nil : UInt16(clamping: major),
+          minor: minor < 0 ? nil : UInt16(clamping: minor),
+          deviceId: deviceId, label: string(4).flatMap { $0.isEmpty ? nil : $0 })
+        do { try pairing.validate() } catch { return Self.error("InvalidArgs", error.description) }
+        try await store.pair(pairing)
+        let all = try await store.pairings()
+        state.setPairings(all)
+        await bridge.setPairings(all)
+        return .success([])
+      case "Unpair":
+        guard let deviceId = string(0) else { return error("InvalidArgs", "Unpair takes (s deviceId)") }
+        let removed = try await store.unpair(deviceId: deviceId)
+        let all = try await store.pairings()
+        state.setPairings(all)
+        await bridge.setPairings(all)
+        return .success([.uint32(UInt32(removed))])
+      case "TripStart":
+        guard let tripId = string(0) else { return error("InvalidArgs", "TripStart takes (s tripId)") }
+        try await bridge.tripStart(tripId)
+        return .success([.string(await tripJSON(bridge, tripId).compactText)])
+      case "TripEvents":
+        guard let tripId = string(0), let text = string(1) else {
+          return error("InvalidArgs", "TripEvents takes (s tripId, s eventsJSONArray)")
+        }
+        let events: [TripEvent]
+        do { events = try parseEvents(text) } catch { return Self.error("InvalidArgs", "\(error)") }
+        try await bridge.tripEvents(tripId, events: events)
+        return .success([.uint32(UInt32(events.count))])
+      case "TripEnd":
+        guard let tripId = string(0) else { return error("InvalidArgs", "TripEnd takes (s tripId)") }
+        let before = await tripJSON(bridge, tripId)
+        try await bridge.tripEnd(tripId)
+        let after = await tripJSON(bridge, tripId)
+        return .success([.string((after == .null ? before : after).compactText)])
+      case "TripAssign":
+        guard let tripId = string(0), let deviceId = string(1) else {
+          return error("InvalidArgs", "TripAssign takes (s tripId, s deviceId)")
+        }
+        try await bridge.assign(tripId, deviceId: deviceId)
+        return .success([])
+      default:
+        return .failure(.unknownMethod(call))
+      }
+    } catch let error as BridgeError {
+      let name =
+        switch error.code {
+        case .notArmed: "NotArmed"
+        case .refused: "Refused"
+        case .trip: "Trip"
+        case .invalidConfiguration, .journal: "Failed"
+        }
+      return Self.error(name, error.description)
+    } catch {
+      return Self.error("Failed", "\(error)")
+    }
+  }
+
+  /// A JSON array of event objects, each with a string `type`.
+  static func parseEvents(_ text: String) throws -> [TripEvent] {
+    let json = try JSONValue.parse(Data(text.utf8))
+    guard let array = json.arrayValue else {
+      throw TripEventError("the events must be a JSON array of objects")
+    }
+    return try array.enumerated().map { i, item in
+      do { return try TripEvent(json: item) } catch { throw TripEventError("event \(i): \(error)") }
+    }
+  }
+
+  static func tripJSON(_ bridge: BeaconBridge, _ tripId: String) async -> JSONValue {
+    guard let trip = await bridge.status.trips.first(where: { $0.tripId == tripId }) else { return .null }
+    return .object([
+      "tripId": .string(trip.tripId), "deviceId": trip.resolution.deviceId.map { .string($0) } ?? .null,
+      "resolution": .string(trip.resolution.reason), "heldBatches": .int(Int64(trip.heldBatches)),
+      "ended": .bool(trip.endedAt != nil),
+    ])
+  }
+
+  static let introspection = """
+    <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
+     "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
+    <node>
+      <interface name="org.freedesktop.DBus.Introspectable">
+        <method name="Introspect"><arg name="xml" type="s" direction="out"/></method>
+      </interface>
+      <interface name="org.beaconbridge.Bridge1">
+        <method name="Status"><arg name="json" type="s" direction="out"/></method>
+        <method name="Pairings"><arg name="json" type="s" direction="out"/></method>
+        <method name="Pair">
+          <arg name="uuid" type="s" direction="in"/><arg name="major" type="i" direction="in"/>
+          <arg name="minor" type="i" direction="in"/><arg name="deviceId" type="s" direction="in"/>
+          <arg name="label" type="s" direction="in"/>
+        </method>
+        <method name="Unpair">
+          <arg name="deviceId" type="s" direction="in"/><arg name="removed" type="u" direction="out"/>
+        </method>
+        <method name="TripStart">
+          <arg name="tripId" type="s" direction="in"/><arg name="json" type="s" direction="out"/>
+        </method>
+        <method name="TripEvents">
+          <arg name="tripId" type="s" direction="in"/><arg name="events" type="s" direction="in"/>
+          <arg name="accepted" type="u" direction="out"/>
+        </method>
+        <method name="TripEnd">
+          <arg name="tripId" type="s" direction="in"/><arg name="json" type="s" direction="out"/>
+        </method>
+        <method name="TripAssign">
+          <arg name="tripId" type="s" direction="in"/><arg name="deviceId" type="s" direction="in"/>
+        </method>
+        <signal name="ActiveBeaconChanged"><arg name="deviceId" type="s"/></signal>
+        <signal name="TripTagged">
+          <arg name="tripId" type="s"/><arg name="deviceId" type="s"/><arg name="resolution" type="s"/>
+        </signal>
+      </interface>
+    </node>
+    """
+}
