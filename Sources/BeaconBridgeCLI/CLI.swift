@@ -39,6 +39,7 @@ public enum CLI {
     ScanCommand.self,
     RunCommand.self,
     StatusCommand.self,
+    DoctorCommand.self,
     TripCommand.self,
   ]
 

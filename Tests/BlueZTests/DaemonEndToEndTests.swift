@@ -179,6 +179,17 @@ struct DaemonEndToEndTests {
     #expect(delivered.body["events"]?.arrayValue?.first?["g"] == .double(0.41))
     #expect(delivered.key == "t1#0")
     #expect(try cli(["trip", "end", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir).status == 0)
+    let doctor = try cli(
+      ["doctor", "--json", "--config", config, "--state-dir", dir], bus: fixture.bus.address, dir: dir)
+    let health = try JSONValue.parse(Data(doctor.stdout.utf8))
+    let checks = health["checks"]?.arrayValue ?? []
+    let byName = { (name: String) in checks.first { $0["name"]?.stringValue == name }?["status"]?.stringValue
+    }
+    #expect(byName("bluetoothd") == "ok", "\(doctor.stdout)")
+    #expect(byName("adapter") == "ok")
+    #expect(byName("scanning") == "ok")
+    #expect(byName("active beacon") == "ok")
+    #expect(byName("configuration") == "ok")
 
     // SIGHUP with a bad file keeps the old configuration; a good one is taken.
     try "[ActiveBeacon]\ndwellSeconds = soon\n".write(toFile: config, atomically: true, encoding: .utf8)

@@ -18,6 +18,17 @@ public struct OutboxSummary: Hashable, Sendable {
   public var limit: Int
   /// Age of the oldest undelivered batch, in seconds.
   public var oldestAge: Double?
+
+  public init(
+    trips: Int, undelivered: Int, unresolvedTrips: Int, deadLetters: Int, limit: Int, oldestAge: Double?
+  ) {
+    self.trips = trips
+    self.undelivered = undelivered
+    self.unresolvedTrips = unresolvedTrips
+    self.deadLetters = deadLetters
+    self.limit = limit
+    self.oldestAge = oldestAge
+  }
 }
 
 /// The store is the daemon's trip journal: the outbox. Every batch is committed (WAL,
