@@ -63,6 +63,15 @@ leakcheck:
 	@scripts/install-deps.sh test
 	scripts/leakcheck.sh
 
+# The crash test for longer: SIGKILL the daemon at KILL_POINTS random moments while batches
+# stream in (make test runs 60), then check nothing acknowledged was lost or duplicated.
+KILL_POINTS ?= 500
+.PHONY: soak
+soak:
+	@scripts/install-deps.sh test
+	$(SWIFT) build $(SWIFTFLAGS) --build-tests
+	BEACONBRIDGE_KILL_POINTS=$(KILL_POINTS) $(SWIFT) test $(SWIFTFLAGS) --skip-build --filter CrashTests
+
 clean:
 	rm -rf .build .build-asan
 
