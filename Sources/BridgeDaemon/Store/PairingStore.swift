@@ -115,6 +115,7 @@ public actor Store {
               trip_id TEXT NOT NULL,
               sequence INTEGER NOT NULL,
               events TEXT NOT NULL,
+              resolution TEXT,
               reason TEXT NOT NULL,
               failed_at REAL NOT NULL,
               PRIMARY KEY (trip_id, sequence)
