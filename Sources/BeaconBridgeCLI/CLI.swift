@@ -40,6 +40,7 @@ public enum CLI {
     RunCommand.self,
     StatusCommand.self,
     DoctorCommand.self,
+    DiagnoseCommand.self,
     TripCommand.self,
   ]
 

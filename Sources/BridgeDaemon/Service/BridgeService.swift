@@ -20,15 +20,19 @@ final class BridgeService: Sendable {
   let state: DaemonState
   private let object: ExportedObject
 
-  init(connection: Connection, bridge: BeaconBridge, store: Store, state: DaemonState, host: any ScopeHost)
-    throws
-  {
+  init(
+    connection: Connection, bridge: BeaconBridge, store: Store, state: DaemonState, host: any ScopeHost,
+    logger: DaemonLogger
+  ) throws {
     self.connection = connection
     self.bridge = bridge
     self.store = store
     self.state = state
-    object = try connection.export(BridgeServiceNames.path) { [bridge, store, state, host] call in
-      await Self.handle(call, bridge: bridge, store: store, state: state, host: host)
+    object = try connection.export(BridgeServiceNames.path) { [bridge, store, state, host, logger] call in
+      if call.member == "RecentLogs" {
+        return .success([.string(JSONValue.array(logger.recent.map { .string($0) }).compactText)])
+      }
+      return await Self.handle(call, bridge: bridge, store: store, state: state, host: host)
     }
   }
 
@@ -203,6 +207,7 @@ final class BridgeService: Sendable {
         <method name="TripEnd">
           <arg name="tripId" type="s" direction="in"/><arg name="json" type="s" direction="out"/>
         </method>
+        <method name="RecentLogs"><arg name="json" type="s" direction="out"/></method>
         <method name="TripRetry">
           <arg name="tripId" type="s" direction="in"/><arg name="json" type="s" direction="out"/>
         </method>

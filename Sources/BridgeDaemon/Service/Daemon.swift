@@ -90,7 +90,8 @@ public struct Daemon: Sendable {
         return 1
       }
       state.setService(
-        try BridgeService(connection: bus, bridge: bridge, store: store, state: state, host: host))
+        try BridgeService(
+          connection: bus, bridge: bridge, store: store, state: state, host: host, logger: logger))
     } catch {
       logger.log(
         .error,

@@ -94,6 +94,32 @@ extension Store: TripJournal {
       try database.query(
         "UPDATE trips SET resolution = ?, beacon_mode = ? WHERE trip_id = ?",
         [.text(resolution.journalJSON.compactText), .integer(beaconMode ? 1 : 0), .text(tripId)])
+      // The tagging decisions support sees (the last 200).
+      try database.query(
+        "INSERT INTO decisions (trip_id, resolution, decided_at) VALUES (?, ?, ?)",
+        [.text(tripId), .text(resolution.journalJSON.compactText), .real(Self.wallClock)])
+      try database.query("DELETE FROM decisions WHERE id <= (SELECT max(id) FROM decisions) - 200")
+    }
+  }
+
+  /// The last tagging decisions, newest first: trip, device ID, snapshot, and why.
+  public func recentDecisions(limit: Int = 50) throws(StoreError) -> [JSONValue] {
+    do {
+      return try database.query(
+        "SELECT trip_id, resolution, decided_at FROM decisions ORDER BY id DESC LIMIT ?",
+        [.integer(Int64(limit))]
+      ).compactMap { row in
+        guard let trip = row[0].text, let text = row[1].text, let json = try? JSONValue.parse(Data(text.utf8))
+        else {
+          return nil
+        }
+        var fields = json.objectValue ?? [:]
+        fields["tripId"] = .string(trip)
+        if case .real(let t) = row[2] { fields["decidedAt"] = .double(t) }
+        return .object(fields)
+      }
+    } catch {
+      throw StoreError(error, path: path)
     }
   }
 

@@ -1,4 +1,5 @@
 import BeaconCore
+import CSQLite
 import Foundation
 
 /// Why the store could not be used. Every case keeps the file: a corrupt or locked database is
@@ -120,6 +121,12 @@ public actor Store {
               failed_at REAL NOT NULL,
               PRIMARY KEY (trip_id, sequence)
             );
+            CREATE TABLE IF NOT EXISTS decisions (
+              id INTEGER PRIMARY KEY AUTOINCREMENT,
+              trip_id TEXT NOT NULL,
+              resolution TEXT NOT NULL,
+              decided_at REAL NOT NULL
+            );
             PRAGMA user_version = 2;
             """)
         }
@@ -195,6 +202,9 @@ public actor Store {
       throw StoreError(error, path: path)
     }
   }
+
+  /// The SQLite library's version.
+  public nonisolated static var sqliteVersion: String { String(cString: sqlite3_libversion()) }
 
   /// `PRAGMA quick_check`: "ok", or what is wrong.
   public func check() throws(StoreError) -> String {
