@@ -143,4 +143,5 @@ deb: release
 	scripts/build-deb.sh $(VERSION) $(DEB_ARCH) $(DEB)
 
 test-system-files: release
+	@scripts/install-deps.sh system
 	scripts/check-system-files.sh

@@ -265,7 +265,7 @@ fi
 # /etc/udev/rules.d holds ours) and names any line it cannot parse; then a copy whose match is
 # rewritten to the loopback device shows what the assignments produce.
 udev_test() { # udev_test RULESDIR: udevadm test on lo with RULESDIR as /etc/udev/rules.d
-  unshare -m sh -c "mount --bind '$1' /etc/udev/rules.d && mount -t tmpfs tmpfs /run/udev &&
+  unshare -m sh -c "mount --bind '$1' /etc/udev/rules.d && mount -t tmpfs tmpfs /run &&
     udevadm test --action=add /sys/class/net/lo" 2>&1
 }
 mkdir -p "$T/rules" "$T/rules-lo"
