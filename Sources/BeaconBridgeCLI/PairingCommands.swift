@@ -131,9 +131,23 @@ public struct PairCommand: BridgeCommand {
         uuid: chosen.uuid, major: chosen.major, minor: chosen.minor, deviceId: pairing.deviceId,
         label: pairing.label)
     }
-    guard let store = store.open(console) else { return ExitStatus.failure }
+    // Through the daemon when it runs (it owns the store's files), else the store directly.
     do {
-      try await store.pair(pairing)
+      _ = try await DaemonClient.call(
+        "Pair",
+        [
+          .string(pairing.uuid.uuidString), .int32(pairing.major.map { Int32($0) } ?? -1),
+          .int32(pairing.minor.map { Int32($0) } ?? -1), .string(pairing.deviceId),
+          .string(pairing.label ?? ""),
+        ])
+    } catch  where error.notRunning {
+      guard let store = store.open(console) else { return ExitStatus.failure }
+      do {
+        try await store.pair(pairing)
+      } catch {
+        console.err("beaconbridge: \(error.description)\n")
+        return ExitStatus.failure
+      }
     } catch {
       console.err("beaconbridge: \(error.description)\n")
       return ExitStatus.failure
@@ -174,9 +188,16 @@ public struct UnpairCommand: BridgeCommand {
   }
 
   public func run(_ console: any Console) async -> Int32 {
-    guard let store = store.open(console) else { return ExitStatus.failure }
-    let removed: Int
-    do { removed = try await store.unpair(deviceId: deviceId) } catch {
+    var removed: Int
+    do {
+      removed = Int(try await DaemonClient.call("Unpair", [.string(deviceId)]).first?.uint32 ?? 0)
+    } catch  where error.notRunning {
+      guard let store = store.open(console) else { return ExitStatus.failure }
+      do { removed = try await store.unpair(deviceId: deviceId) } catch {
+        console.err("beaconbridge: \(error.description)\n")
+        return ExitStatus.failure
+      }
+    } catch {
       console.err("beaconbridge: \(error.description)\n")
       return ExitStatus.failure
     }
@@ -214,9 +235,25 @@ public struct PairsCommand: BridgeCommand {
   }
 
   public func run(_ console: any Console) async -> Int32 {
-    guard let store = store.open(console) else { return ExitStatus.failure }
-    let pairings: [Pairing]
-    do { pairings = try await store.pairings() } catch {
+    var pairings: [Pairing]
+    do {
+      let json = try await DaemonClient.json("Pairings")
+      pairings = (json.arrayValue ?? []).compactMap { item in
+        guard let text = item["uuid"]?.stringValue, let uuid = UUID(uuidString: text),
+          let deviceId = item["deviceId"]?.stringValue
+        else { return nil }
+        return Pairing(
+          uuid: uuid, major: item["major"]?.intValue.flatMap { UInt16(exactly: $0) },
+          minor: item["minor"]?.intValue.flatMap { UInt16(exactly: $0) }, deviceId: deviceId,
+          label: item["label"]?.stringValue)
+      }
+    } catch  where error.notRunning {
+      guard let store = store.open(console) else { return ExitStatus.failure }
+      do { pairings = try await store.pairings() } catch {
+        console.err("beaconbridge: \(error.description)\n")
+        return ExitStatus.failure
+      }
+    } catch {
       console.err("beaconbridge: \(error.description)\n")
       return ExitStatus.failure
     }
