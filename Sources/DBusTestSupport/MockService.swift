@@ -63,7 +63,8 @@ public final class MockService: Sendable {
     // Ready once the name has an owner.
     let watcher = try Connection(.address(busAddress))
     defer { watcher.close() }
-    let deadline = ContinuousClock.now + .seconds(15)
+    // Generous: python3 and dbusmock start slowly on a loaded two-core machine.
+    let deadline = ContinuousClock.now + .seconds(45)
     while ContinuousClock.now < deadline {
       if (try? await watcher.nameOwner(of: name)) != nil { return service }
       guard process.isRunning else { break }

@@ -246,7 +246,7 @@ final class EventRecorder: Sendable {
 
 /// Polls `condition` until it holds or `timeout` passes.
 func eventually(
-  _ timeout: Duration = .seconds(10), _ condition: @Sendable () async throws -> Bool
+  _ timeout: Duration = .seconds(30), _ condition: @Sendable () async throws -> Bool
 ) async throws -> Bool {
   let deadline = ContinuousClock.now + timeout
   while ContinuousClock.now < deadline {

@@ -41,7 +41,7 @@ struct ScanCommandTests {
     let fixture = try await BlueZFixture.start()
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
-    let (process, out, err) = try launch(["scan", "--json", "--duration", "4"], bus: fixture.bus.address)
+    let (process, out, err) = try launch(["scan", "--json", "--duration", "8"], bus: fixture.bus.address)
     // Wait until it scans, then advertise.
     let deadline = ContinuousClock.now.advanced(by: .seconds(20))
     while try await !fixture.adapterCalls("hci0").contains("StartDiscovery"), ContinuousClock.now < deadline {
@@ -103,7 +103,7 @@ struct PairNearestTests {
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
-    process.arguments = ["pair", "--nearest", "--wait", "3", "--device-id", "UNIT-9", "--state-dir", dir]
+    process.arguments = ["pair", "--nearest", "--wait", "6", "--device-id", "UNIT-9", "--state-dir", dir]
     var environment = ProcessInfo.processInfo.environment
     environment["DBUS_SYSTEM_BUS_ADDRESS"] = fixture.bus.address
     process.environment = environment
