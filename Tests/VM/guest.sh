@@ -1,0 +1,191 @@
+#!/bin/bash
+# The VM tier's guest side (DESIGN §6 tier 4; run by scripts/test-vm.sh inside the VM).
+#
+#   Tests/VM/guest.sh OUT BEACONBRIDGE
+#
+# Sets up the real stack (hci_vhci, a system dbus-daemon, btvirt, bluetoothd), advertises
+# iBeacons with btmgmt add-adv, runs beaconbridge's scenarios, and writes its outputs and every
+# log to OUT (the folder shared with the host). It asserts nothing: the host checks OUT
+# (Tests/VM/check.py). The guest sees the host's root read-only; /tmp, /var and /run are
+# writable.
+#
+# btvirt's limits (DESIGN §6): RSSI is always 127 (invalid), and about one report reaches the
+# scanner per 10.24 s discovery window, so no step relies on a steady flow or on RSSI.
+set -u
+OUT=$1
+BB=$2
+LOG=$OUT/guest.log
+exec >>"$LOG" 2>&1
+T0=$(date +%s.%N)
+say() { printf '[%s] %s\n' "$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%6.1f", b - a }')" "$*"; }
+mark() { say "$*"; echo "$*" >>"$OUT/steps.txt"; }
+
+# The beacons: 27 bytes of AD each (a manufacturer-specific structure, Apple, iBeacon), 30 with
+# the flags the kernel adds. TX power 0xC5.
+UUID_A=E2C56DB5DFFB48D2B060D0F5A71096E0   # major 1 minor 7   (hci1, from the start)
+UUID_B=74278BDAB64445208F0C720EAF059935   # major 2 minor 9   (hci2, from the start)
+ibeacon() { printf '1aff4c000215%s%04x%04xc5' "$1" "$2" "$3"; }
+AD_A=$(ibeacon $UUID_A 1 7)
+AD_B=$(ibeacon $UUID_B 2 9)
+AD_C=$(ibeacon $UUID_A 3 33)   # advertised only after bluetoothd restarted (scenario 3)
+AD_D=$(ibeacon $UUID_A 4 44)   # advertised only after btvirt restarted (scenario 4)
+
+# How many controllers the kernel has (sysfs), how many mgmt (and so bluetoothd) can use, how
+# many adapters bluetoothd exports on D-Bus.
+controllers() { ls /sys/class/bluetooth 2>/dev/null | grep -c '^hci[0-9]*$'; }
+mgmt_controllers() { btmgmt info 2>/dev/null | grep -c 'Primary controller'; }
+bluez_adapters() {
+  dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects \
+    2>/dev/null | grep -c 'string "org.bluez.Adapter1"'
+}
+have() { [ "$("$1")" -ge "$2" ]; }
+none() { [ "$("$1")" -eq 0 ]; }
+# wait_for SECONDS COMMAND...: polls COMMAND every half second.
+wait_for() {
+  local deadline=$(($(date +%s) + $1)); shift
+  until "$@"; do
+    [ "$(date +%s)" -ge "$deadline" ] && return 1
+    sleep 0.5
+  done
+}
+# seen FILE MAJOR MINOR: FILE holds a beaconEntered line for that iBeacon.
+seen() { grep '"beaconEntered"' "$1" 2>/dev/null | grep -q "\"major\":$2,\"minor\":$3"; }
+
+# start_btvirt: three controllers that hear each other, all registered with mgmt.
+#
+# Under TCG a cold btvirt can take more than 2 s to service its first controller, whose HCI
+# Reset then times out ("hci0: Opcode 0x0c03 failed: -110" in dmesg): that controller stays in
+# setup forever and mgmt never lists it ("Invalid Index"). btvirt makes its controllers in one
+# go and then serves them, so the fix is to start it again; the second start is warm and fast.
+start_btvirt() {
+  local attempt
+  for attempt in 1 2 3; do
+    btvirt -l3 >>"$OUT/btvirt.log" 2>&1 &
+    BTVIRT=$!
+    wait_for 15 ready_or_stuck "$(dmesg | wc -l)"
+    if have mgmt_controllers 3; then
+      say "btvirt: 3 controllers (attempt $attempt)"
+      return 0
+    fi
+    mark "btvirt attempt $attempt: mgmt lists $(mgmt_controllers) of 3 controllers; restarting btvirt"
+    dmesg | grep -i bluetooth | tail -3
+    kill $BTVIRT; wait $BTVIRT 2>/dev/null
+    wait_for 10 none controllers
+  done
+  mark "SETUP-FAIL btvirt: mgmt lists $(mgmt_controllers) of 3 controllers after 3 starts"
+  return 1
+}
+# ready_or_stuck LINES: all three controllers are up, or dmesg (past its first LINES lines) says
+# a controller's HCI Reset timed out.
+ready_or_stuck() {
+  have mgmt_controllers 3 || dmesg | tail -n +"$(($1 + 1))" | grep -q 'Opcode 0x0c03 failed'
+}
+start_bluetoothd() {
+  bluetoothd -n >>"$OUT/bluetoothd.log" 2>&1 &
+  BLUETOOTHD=$!
+  wait_for 40 have bluez_adapters 3 || mark "SETUP-FAIL bluetoothd exports $(bluez_adapters) of 3 adapters"
+}
+# power_on: every controller LE on and powered (works with or without bluetoothd).
+power_on() {
+  for i in 0 1 2; do
+    btmgmt --index $i le on >/dev/null
+    btmgmt --index $i power on
+  done
+}
+# advertise INDEX INSTANCE HEX
+advertise() { btmgmt --index "$1" add-adv -d "$3" -g "$2" || mark "SETUP-FAIL add-adv hci$1 instance $2"; }
+# scan NAME SECONDS ARGS...: beaconbridge scan --json in the background; SCAN is its pid.
+scan() {
+  local name=$1 seconds=$2; shift 2
+  "$BB" scan --json --duration "$seconds" --state-dir /tmp/bb-state "$@" \
+    >"$OUT/$name.jsonl" 2>"$OUT/$name.err" &
+  SCAN=$!
+}
+finish_scan() {
+  kill -INT "$SCAN" 2>/dev/null
+  wait "$SCAN"
+  echo "$1 exit $?" >>"$OUT/exits.txt"
+}
+
+mark "boot"
+ldd "$BB" | grep 'not found' && mark "SETUP-FAIL beaconbridge's libraries do not resolve in the guest"
+modprobe hci_vhci || mark "SETUP-FAIL modprobe hci_vhci"
+mkdir -p /run/dbus /tmp/bb-state
+dbus-daemon --system --fork || mark "SETUP-FAIL dbus-daemon --system"
+# Read the binaries once: the guest reads the host's root over 9p, and a cold first start is slow.
+for f in /usr/bin/btvirt /usr/sbin/bluetoothd "$BB"; do
+  cat "$f" $(ldd "$f" | awk '/=> \// { print $3 }') >/dev/null
+done
+# The whole run, for scenario 6.
+btmon -w "$OUT/capture.btsnoop" >"$OUT/btmon.txt" 2>&1 &
+BTMON=$!
+start_btvirt
+start_bluetoothd
+power_on
+advertise 1 1 "$AD_A"
+advertise 2 1 "$AD_B"
+btmgmt info >"$OUT/btmgmt-info.txt" 2>&1
+mark "setup done"
+
+# Scenario 1: scan through BlueZ lists both iBeacons. A short capture of it becomes the fixture.
+btmon -i 0 -w "$OUT/s1.btsnoop" >/dev/null 2>&1 &
+S1MON=$!
+mark "s1 start"
+scan s1-bluez 20 --adapter hci0
+wait_for 25 eval 'seen $OUT/s1-bluez.jsonl 1 7 && seen $OUT/s1-bluez.jsonl 2 9'
+finish_scan s1-bluez
+kill -INT $S1MON; wait $S1MON
+mark "s1 end"
+
+# Scenario 3: bluetoothd killed (SIGKILL) and restarted mid-scan; beacon C, advertised after the
+# restart, is seen by the same scan.
+mark "s3 start"
+scan s3-restart 120 --adapter hci0
+wait_for 25 eval 'seen $OUT/s3-restart.jsonl 1 7 || seen $OUT/s3-restart.jsonl 2 9'
+mark "s3 kill bluetoothd"
+kill -9 $BLUETOOTHD; wait $BLUETOOTHD 2>/dev/null
+sleep 1
+start_bluetoothd
+mark "s3 bluetoothd restarted"
+power_on
+advertise 1 2 "$AD_C"
+mark "s3 advertising C"
+wait_for 35 seen "$OUT/s3-restart.jsonl" 3 33
+finish_scan s3-restart
+mark "s3 end"
+
+# Scenario 4: the controllers go away (btvirt killed) and come back (btvirt restarted); the same
+# scan resumes and sees beacon D, advertised on the new controllers.
+mark "s4 start"
+scan s4-controller 120 --adapter hci0
+wait_for 25 eval 'seen $OUT/s4-controller.jsonl 1 7 || seen $OUT/s4-controller.jsonl 3 33'
+mark "s4 kill btvirt"
+kill $BTVIRT; wait $BTVIRT 2>/dev/null
+wait_for 10 none controllers || mark "s4 controllers left: $(controllers)"
+sleep 1
+mark "s4 restart btvirt"
+start_btvirt
+wait_for 40 have bluez_adapters 3 || mark "SETUP-FAIL bluetoothd exports $(bluez_adapters) of 3 adapters after btvirt restarted"
+power_on
+advertise 1 1 "$AD_D"
+mark "s4 advertising D"
+wait_for 35 seen "$OUT/s4-controller.jsonl" 4 44
+finish_scan s4-controller
+mark "s4 end"
+
+# Scenario 5: bluetoothd stopped; the raw HCI backend sees beacons A and B.
+mark "s5 start"
+kill $BLUETOOTHD; wait $BLUETOOTHD 2>/dev/null
+power_on
+advertise 1 2 "$AD_A"
+advertise 2 1 "$AD_B"
+hciconfig -a >"$OUT/hciconfig.txt" 2>&1
+scan s5-hci 30 --backend hci --adapter hci0
+wait_for 30 eval 'seen $OUT/s5-hci.jsonl 1 7 && seen $OUT/s5-hci.jsonl 2 9'
+finish_scan s5-hci
+mark "s5 end"
+
+kill -INT $BTMON; wait $BTMON
+dmesg >"$OUT/dmesg.txt"
+mark "done"
+sync
