@@ -128,6 +128,53 @@ def replay(capture, want, title):
     return ok(title, "%s (%d bytes) replayed: entered %s" % (capture, size, names(found)))
 
 
+def load_json(name):
+    text = read(name)
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
+
+
+def tagging_path(title):
+    """Scenario 2: s2-*.json from the CLI, s2-backend.jsonl from the fake backend."""
+    logs_to_show.update(["s2-daemon.err", "s2-cli.err", "guest.log"])
+    if read("s2-daemon.err") is None:
+        return fail(title, "the guest never started the daemon")
+    problems = []
+    status = load_json("s2-status.json") or {}
+    active = (status.get("activeBeacon") or {}).get("deviceId")
+    if active != "VAN-7":
+        problems.append("status never showed VAN-7 active (activeBeacon: %r)" % status.get("activeBeacon"))
+    start = load_json("s2-trip-start.json") or {}
+    if start.get("deviceId") != "VAN-7":
+        problems.append("trip start was tagged %r, not VAN-7" % start.get("deviceId"))
+    posts = []
+    for line in (read("s2-backend.jsonl") or "").splitlines():
+        try:
+            posts.append(json.loads(line))
+        except ValueError:
+            problems.append("the backend log has a line that is not JSON")
+    delivered = [p for p in posts if str(p.get("status")) == "200" and isinstance(p.get("body"), dict)]
+    if not delivered:
+        problems.append("no batch reached the backend (%d requests)" % len(posts))
+    for post in delivered:
+        body = post["body"]
+        if body.get("deviceId") != "VAN-7":
+            problems.append("a batch reached the backend tagged %r, not VAN-7" % body.get("deviceId"))
+        if body.get("tripId") not in (None, "vm-1"):
+            problems.append("a batch of trip %r reached the backend" % body.get("tripId"))
+    events = [e for p in delivered for e in (p["body"].get("events") or [])]
+    if delivered and not any(e.get("type") == "braking" for e in events if isinstance(e, dict)):
+        problems.append("the delivered batch lost the braking event")
+    if exit_status("s2-daemon") != 0:
+        problems.append("the daemon exited with status %s on SIGTERM, not 0" % exit_status("s2-daemon"))
+    if problems:
+        return fail(title, "; ".join(problems))
+    return ok(title, "VAN-7 active, trip vm-1 tagged VAN-7, %d batch(es) delivered with key %s"
+              % (len(delivered), ", ".join(str(p.get("key")) for p in delivered)))
+
+
 steps = read("steps.txt")
 if steps is None:
     print("FAIL  the guest never ran Tests/VM/guest.sh (no steps.txt in %s)" % OUT)
@@ -144,8 +191,8 @@ else:
         logs_to_show.update(["guest.log", "vng.log"])
 
     scan_scenario("1 scan through BlueZ lists both advertised iBeacons", "s1-bluez", [A, B])
-    pending("2 the tagging path: daemon, pair, trip start, tagged batches on a fake backend",
-            [DAEMON_ISSUE, TRIPS_ISSUE])
+    tagging_path("2 the tagging path: daemon runs, A paired to VAN-7 (B not), the trip is tagged VAN-7 "
+                 "and its batch reaches the fake backend")
     scan_scenario("3 bluetoothd killed and restarted mid-scan: the scan resumes and sees a beacon "
                   "advertised after the restart", "s3-restart", [C], before=[A, B])
     scan_scenario("4 controllers gone and back (btvirt restarted): the scan resumes and sees a beacon "

@@ -14,6 +14,7 @@
 set -u
 OUT=$1
 BB=$2
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LOG=$OUT/guest.log
 exec >>"$LOG" 2>&1
 T0=$(date +%s.%N)
@@ -60,6 +61,7 @@ seen() { grep '"beaconEntered"' "$1" 2>/dev/null | grep -q "\"major\":$2,\"minor
 start_btvirt() {
   local attempt
   for attempt in 1 2 3; do
+    say "btvirt -l3 (attempt $attempt, uptime $(cut -d' ' -f1 /proc/uptime))"
     btvirt -l3 >>"$OUT/btvirt.log" 2>&1 &
     BTVIRT=$!
     wait_for 15 ready_or_stuck "$(dmesg | wc -l)"
@@ -102,7 +104,7 @@ scan() {
   SCAN=$!
 }
 finish_scan() {
-  kill -INT "$SCAN" 2>/dev/null
+  kill -TERM "$SCAN" 2>/dev/null
   wait "$SCAN"
   echo "$1 exit $?" >>"$OUT/exits.txt"
 }
@@ -110,17 +112,33 @@ finish_scan() {
 mark "boot"
 ldd "$BB" | grep 'not found' && mark "SETUP-FAIL beaconbridge's libraries do not resolve in the guest"
 modprobe hci_vhci || mark "SETUP-FAIL modprobe hci_vhci"
-mkdir -p /run/dbus /tmp/bb-state
+# btvirt's emulated controllers use the kernel's crypto through AF_ALG. Loading those modules on
+# first use (over 9p, under TCG) stalls btvirt for seconds, long enough for the kernel to time out
+# the first controller's HCI Reset; load them now.
+modprobe -a af_alg algif_hash algif_skcipher cmac ecb 2>/dev/null
+mkdir -p /run/dbus /tmp/bb-state /tmp/bb-daemon /etc/dbus-1/system.d
+# The daemon's bus name on the system bus (/etc is writable in the guest).
+cat >/etc/dbus-1/system.d/beaconbridge-vm.conf <<'POLICY'
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <policy user="root">
+    <allow own="org.beaconbridge"/>
+    <allow send_destination="org.beaconbridge"/>
+  </policy>
+</busconfig>
+POLICY
 dbus-daemon --system --fork || mark "SETUP-FAIL dbus-daemon --system"
-# Read the binaries once: the guest reads the host's root over 9p, and a cold first start is slow.
-for f in /usr/bin/btvirt /usr/sbin/bluetoothd "$BB"; do
-  cat "$f" $(ldd "$f" | awk '/=> \// { print $3 }') >/dev/null
-done
+# Scenario 2's upload backend, started early: Python starts slowly under TCG.
+/usr/bin/python3 "$ROOT/Tests/Support/fake_backend.py" --log "$OUT/s2-backend.jsonl" >/tmp/backend.port &
+BACKEND=$!
 # The whole run, for scenario 6.
 btmon -w "$OUT/capture.btsnoop" >"$OUT/btmon.txt" 2>&1 &
 BTMON=$!
+say "dbus and btmon up"
 start_btvirt
 start_bluetoothd
+say "bluetoothd exports 3 adapters"
 power_on
 advertise 1 1 "$AD_A"
 advertise 2 1 "$AD_B"
@@ -132,10 +150,42 @@ btmon -i 0 -w "$OUT/s1.btsnoop" >/dev/null 2>&1 &
 S1MON=$!
 mark "s1 start"
 scan s1-bluez 20 --adapter hci0
-wait_for 25 eval 'seen $OUT/s1-bluez.jsonl 1 7 && seen $OUT/s1-bluez.jsonl 2 9'
+wait_for 25 eval 'seen $OUT/s1-bluez.jsonl 1 7 && seen $OUT/s1-bluez.jsonl 2 9' && say "s1 saw A and B"
 finish_scan s1-bluez
-kill -INT $S1MON; wait $S1MON
+kill -TERM $S1MON; wait $S1MON
 mark "s1 end"
+
+# Scenario 2: the tagging path. The daemon runs with A paired (by identity) to VAN-7; B is not
+# paired. A trip started through the D-Bus API is tagged VAN-7, and its batch reaches a fake
+# backend on loopback. One sighting makes a paired beacon active: the VM gives about one.
+mark "s2 start"
+wait_for 30 grep -q PORT /tmp/backend.port || mark "SETUP-FAIL the fake backend did not start"
+cat >/tmp/bb-daemon/beaconbridge.conf <<CONF
+[General]
+adapter = hci0
+[ActiveBeacon]
+dwellSightings = 1
+dwellSeconds = 0
+[Upload]
+URL = http://127.0.0.1:$(awk '/PORT/ { print $2 }' /tmp/backend.port)/trips
+CONF
+"$BB" pair --uuid E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 --major 1 --minor 7 --device-id VAN-7 \
+  --label "van 7" --state-dir /tmp/bb-daemon >"$OUT/s2-pair.txt" 2>&1
+"$BB" run --config /tmp/bb-daemon/beaconbridge.conf --state-dir /tmp/bb-daemon 2>"$OUT/s2-daemon.err" &
+DAEMON=$!
+active() {
+  "$BB" status --json >"$OUT/s2-status.json" 2>>"$OUT/s2-cli.err" && grep -q '"VAN-7"' "$OUT/s2-status.json"
+}
+wait_for 40 active && say "s2 VAN-7 active"
+"$BB" trip start --trip-id vm-1 >"$OUT/s2-trip-start.json" 2>>"$OUT/s2-cli.err"
+echo '[{"type":"braking","at":1.5,"g":0.4}]' |
+  "$BB" trip events --trip-id vm-1 - >"$OUT/s2-trip-events.json" 2>>"$OUT/s2-cli.err"
+"$BB" trip end --trip-id vm-1 >"$OUT/s2-trip-end.json" 2>>"$OUT/s2-cli.err"
+wait_for 20 grep -qE '"status": "?200' "$OUT/s2-backend.jsonl" && say "s2 batch delivered"
+kill -TERM $DAEMON; wait $DAEMON
+echo "s2-daemon exit $?" >>"$OUT/exits.txt"
+kill $BACKEND; wait $BACKEND 2>/dev/null
+mark "s2 end"
 
 # Scenario 3: bluetoothd killed (SIGKILL) and restarted mid-scan; beacon C, advertised after the
 # restart, is seen by the same scan.
@@ -150,7 +200,7 @@ mark "s3 bluetoothd restarted"
 power_on
 advertise 1 2 "$AD_C"
 mark "s3 advertising C"
-wait_for 35 seen "$OUT/s3-restart.jsonl" 3 33
+wait_for 50 seen "$OUT/s3-restart.jsonl" 3 33 && say "s3 saw C"
 finish_scan s3-restart
 mark "s3 end"
 
@@ -169,7 +219,7 @@ wait_for 40 have bluez_adapters 3 || mark "SETUP-FAIL bluetoothd exports $(bluez
 power_on
 advertise 1 1 "$AD_D"
 mark "s4 advertising D"
-wait_for 35 seen "$OUT/s4-controller.jsonl" 4 44
+wait_for 50 seen "$OUT/s4-controller.jsonl" 4 44 && say "s4 saw D"
 finish_scan s4-controller
 mark "s4 end"
 
@@ -181,11 +231,11 @@ advertise 1 2 "$AD_A"
 advertise 2 1 "$AD_B"
 hciconfig -a >"$OUT/hciconfig.txt" 2>&1
 scan s5-hci 30 --backend hci --adapter hci0
-wait_for 30 eval 'seen $OUT/s5-hci.jsonl 1 7 && seen $OUT/s5-hci.jsonl 2 9'
+wait_for 30 eval 'seen $OUT/s5-hci.jsonl 1 7 && seen $OUT/s5-hci.jsonl 2 9' && say "s5 saw A and B"
 finish_scan s5-hci
 mark "s5 end"
 
-kill -INT $BTMON; wait $BTMON
+kill -TERM $BTMON; wait $BTMON
 dmesg >"$OUT/dmesg.txt"
 mark "done"
 sync
