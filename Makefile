@@ -23,7 +23,7 @@ demo: build
 	$(BIN) demo
 
 # Every tier the README promises. A tier that cannot run fails here; none is skipped.
-test: lint scenarios fuzz-short fuzz-hci-short leakcheck test-unit test-vm
+test: lint scenarios fuzz-short fuzz-hci-short leakcheck test-unit test-system-files test-vm
 	@echo "make test: all tiers passed"
 
 test-unit:
@@ -63,6 +63,15 @@ leakcheck:
 	@scripts/install-deps.sh test
 	scripts/leakcheck.sh
 
+# The crash test for longer: SIGKILL the daemon at KILL_POINTS random moments while batches
+# stream in (make test runs 60), then check nothing acknowledged was lost or duplicated.
+KILL_POINTS ?= 500
+.PHONY: soak
+soak:
+	@scripts/install-deps.sh test
+	$(SWIFT) build $(SWIFTFLAGS) --build-tests
+	BEACONBRIDGE_KILL_POINTS=$(KILL_POINTS) $(SWIFT) test $(SWIFTFLAGS) --skip-build --filter CrashTests
+
 clean:
 	rm -rf .build .build-asan
 
@@ -83,6 +92,68 @@ fuzz-hci-short:
 	@scripts/install-deps.sh test
 	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_TEST_SECONDS)
 	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_TEST_SECONDS)
+
+# --- System files, installation and the .deb (issue 4). A separate block so merges stay easy. ---
+# `make install DESTDIR=… PREFIX=/usr` installs the release binary (Swift runtime linked in), the
+# unit, the udev rule, the sysusers.d entry, the D-Bus policy, the HCI drop-in (as a file to copy)
+# and the commented default configuration (never over an existing one). Without DESTDIR it also
+# creates the user and reloads udev and systemd, as the .deb's postinst does.
+# `make deb` builds build/beaconbridge_<version>_<arch>.deb with dpkg-deb.
+# `make test-system-files` checks all of it (scripts/check-system-files.sh).
+PREFIX ?= /usr
+SYSCONFDIR ?= /etc
+BINDIR = $(PREFIX)/bin
+UNITDIR = $(PREFIX)/lib/systemd/system
+UDEVRULESDIR = $(PREFIX)/lib/udev/rules.d
+SYSUSERSDIR = $(PREFIX)/lib/sysusers.d
+DBUSPOLICYDIR = $(PREFIX)/share/dbus-1/system.d
+PKGDATADIR = $(PREFIX)/share/beaconbridge
+RELEASE_BIN := .build/release/beaconbridge
+VERSION := $(shell sed -n 's/.*static let version = "\(.*\)".*/\1/p' Sources/BeaconBridgeCLI/CLI.swift)
+DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB := build/beaconbridge_$(VERSION)_$(DEB_ARCH).deb
+.PHONY: release install install-files deb test-system-files
+
+# --static-swift-stdlib: the binary needs no /opt/swift on the box.
+release:
+	@scripts/install-deps.sh build
+	@scripts/install-deps.sh release
+	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridge
+
+install: release install-files
+	@if [ -z "$(DESTDIR)" ]; then \
+	  systemd-sysusers beaconbridge.conf; \
+	  udevadm control --reload-rules 2>/dev/null || true; \
+	  if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi; \
+	  echo "installed; start it with: systemctl enable --now beaconbridge"; \
+	fi
+
+# The files alone, from an existing release build (the .deb uses this too).
+install-files:
+	@test -x $(RELEASE_BIN) || { echo "no $(RELEASE_BIN): run make release" >&2; exit 1; }
+	install -D -m 0755 $(RELEASE_BIN) $(DESTDIR)$(BINDIR)/beaconbridge
+	strip $(DESTDIR)$(BINDIR)/beaconbridge
+	install -d -m 0755 $(DESTDIR)$(UNITDIR)
+	sed 's|/usr/bin/beaconbridge|$(BINDIR)/beaconbridge|' systemd/beaconbridge.service \
+	  > $(DESTDIR)$(UNITDIR)/beaconbridge.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/beaconbridge.service
+	install -D -m 0644 udev/90-beaconbridge.rules $(DESTDIR)$(UDEVRULESDIR)/90-beaconbridge.rules
+	install -D -m 0644 systemd/beaconbridge.sysusers $(DESTDIR)$(SYSUSERSDIR)/beaconbridge.conf
+	install -D -m 0644 dbus/org.beaconbridge.conf $(DESTDIR)$(DBUSPOLICYDIR)/org.beaconbridge.conf
+	install -D -m 0644 systemd/beaconbridge-hci.conf $(DESTDIR)$(PKGDATADIR)/beaconbridge-hci.conf
+	install -D -m 0644 etc/beaconbridge.conf $(DESTDIR)$(PKGDATADIR)/beaconbridge.conf.default
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/beaconbridge/beaconbridge.conf ]; then \
+	  echo "keeping $(DESTDIR)$(SYSCONFDIR)/beaconbridge/beaconbridge.conf (the default is in $(PKGDATADIR))"; \
+	else \
+	  install -D -m 0644 etc/beaconbridge.conf $(DESTDIR)$(SYSCONFDIR)/beaconbridge/beaconbridge.conf; \
+	fi
+
+deb: release
+	scripts/build-deb.sh $(VERSION) $(DEB_ARCH) $(DEB)
+
+test-system-files: release
+	@scripts/install-deps.sh system
+	scripts/check-system-files.sh
 
 # --- The VM tier (issue 6, DESIGN §6 tier 4). A separate block so merges stay easy. ------------
 # `make test-vm` boots one VM (virtme-ng, qemu under TCG, Debian's kernel) with hci_vhci, btvirt

@@ -43,7 +43,7 @@ let package = Package(
       name: "BeaconCoreTests",
       dependencies: ["BeaconCore", "BeaconTestSupport"]
     ),
-    .testTarget(name: "BridgeDaemonTests", dependencies: ["BridgeDaemon", "BeaconCore", "BeaconTestSupport"]),
+    .testTarget(name: "BridgeDaemonTests", dependencies: ["BridgeDaemon", "BeaconCore", "BeaconTestSupport", "BlueZ"]),
     .testTarget(
       name: "BeaconBridgeCLITests",
       dependencies: ["BeaconBridgeCLI", "BeaconCore", "BeaconTestSupport"]

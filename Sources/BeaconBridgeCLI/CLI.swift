@@ -39,6 +39,8 @@ public enum CLI {
     ScanCommand.self,
     RunCommand.self,
     StatusCommand.self,
+    DoctorCommand.self,
+    DiagnoseCommand.self,
     TripCommand.self,
   ]
 

@@ -7,13 +7,16 @@ import Foundation
 struct DaemonClient {
   struct Failure: Error, CustomStringConvertible {
     var description: String
+    /// No daemon (or no bus) to ask: callers that can work without it do so.
+    var notRunning = false
   }
 
   /// Calls a Bridge1 method; errors come back as one sentence for stderr.
   static func call(_ member: MemberName, _ arguments: [DBusValue] = []) async throws(Failure) -> [DBusValue] {
     let connection: Connection
     do { connection = try Connection(.system) } catch {
-      throw Failure(description: "cannot reach the system bus (\(error.message)); is dbus running?")
+      throw Failure(
+        description: "cannot reach the system bus (\(error.message)); is dbus running?", notRunning: true)
     }
     defer { connection.close() }
     do {
@@ -26,8 +29,8 @@ struct DaemonClient {
       case .serviceUnknown, .nameHasNoOwner:
         throw Failure(
           description:
-            "the beaconbridge daemon is not running (no \(BridgeServiceNames.busName) on the system bus); start it with 'systemctl start beaconbridge'"
-        )
+            "the beaconbridge daemon is not running (no \(BridgeServiceNames.busName) on the system bus); start it with 'systemctl start beaconbridge'",
+          notRunning: true)
       case .accessDenied:
         throw Failure(
           description:

@@ -50,8 +50,10 @@ extension Pairing {
 public struct PairCommand: BridgeCommand {
   public static let name = "pair"
   public static let abstract = "Pair a beacon (iBeacon UUID, major, minor) with a device ID."
-  public static let usage =
-    "beaconbridge pair --uuid UUID [--major M] [--minor N] --device-id ID [--label TEXT] [--state-dir DIR] [--json]"
+  public static let usage = """
+    beaconbridge pair --uuid UUID [--major M] [--minor N] --device-id ID [--label TEXT] [--state-dir DIR] [--json]
+           beaconbridge pair --nearest [--wait S] [--backend bluez|hci] [--adapter hciN] --device-id ID [--label TEXT]
+    """
   public static let discussion = """
     The device ID is what the backend knows the vehicle by: the unit serial number or driver tag.
     Leave out --minor (or --major and --minor) to pair every beacon of that UUID and major (or
@@ -63,6 +65,10 @@ public struct PairCommand: BridgeCommand {
       --minor N        0 to 65535 (needs --major).
       --device-id ID   The device ID trips are tagged with.
       --label TEXT     A name for people, e.g. "van 7".
+      --nearest        Pair the strongest beacon in range instead: listens for --wait seconds
+                       (default 10; through the daemon when it runs, else by scanning with
+                       --backend/--adapter), shows which beacon it chose and why, and refuses
+                       when two beacons are too close to call (within 3 dB).
     \(StoreOptions.help)
       --json           Print the pairing as JSON.
     """
@@ -70,13 +76,28 @@ public struct PairCommand: BridgeCommand {
   public var pairing: Pairing
   var store: StoreOptions
   var json: Bool
+  /// `--nearest`: how long to listen, and with what.
+  var nearest: (wait: Double, backend: ScanBackend, adapter: String?)?
 
   public init(_ arguments: inout Arguments) throws(UsageError) {
     json = arguments.flag("--json")
     store = try StoreOptions(&arguments)
     if arguments.flag("--nearest") {
-      throw UsageError(
-        "--nearest needs a scanner, which this build does not have yet; pair by --uuid/--major/--minor")
+      let wait = try arguments.number("--wait", in: 1...600) ?? 10
+      let backendText = try arguments.option("--backend") ?? "bluez"
+      guard let backend = ScanBackend(rawValue: backendText) else {
+        throw UsageError("--backend must be bluez or hci, not \"\(backendText)\"")
+      }
+      let adapter = try arguments.option("--adapter")
+      guard let deviceId = try arguments.option("--device-id") else {
+        throw UsageError("pair needs --device-id")
+      }
+      nearest = (wait, backend, adapter)
+      // A placeholder identity until the scan picks one; validated for the device ID now.
+      pairing = Pairing(
+        uuid: UUID(), major: 0, minor: 0, deviceId: deviceId, label: try arguments.option("--label"))
+      do { try pairing.validate() } catch { throw UsageError(error.description) }
+      return
     }
     guard let uuidText = try arguments.option("--uuid") else { throw UsageError("pair needs --uuid") }
     guard let uuid = UUID(uuidString: uuidText) else {
@@ -100,9 +121,33 @@ public struct PairCommand: BridgeCommand {
   }
 
   public func run(_ console: any Console) async -> Int32 {
-    guard let store = store.open(console) else { return ExitStatus.failure }
+    var pairing = self.pairing
+    if let nearest {
+      guard
+        let chosen = await NearestBeacon.choose(
+          wait: nearest.wait, backend: nearest.backend, adapter: nearest.adapter, console: console)
+      else { return ExitStatus.failure }
+      pairing = Pairing(
+        uuid: chosen.uuid, major: chosen.major, minor: chosen.minor, deviceId: pairing.deviceId,
+        label: pairing.label)
+    }
+    // Through the daemon when it runs (it owns the store's files), else the store directly.
     do {
-      try await store.pair(pairing)
+      _ = try await DaemonClient.call(
+        "Pair",
+        [
+          .string(pairing.uuid.uuidString), .int32(pairing.major.map { Int32($0) } ?? -1),
+          .int32(pairing.minor.map { Int32($0) } ?? -1), .string(pairing.deviceId),
+          .string(pairing.label ?? ""),
+        ])
+    } catch  where error.notRunning {
+      guard let store = store.open(console) else { return ExitStatus.failure }
+      do {
+        try await store.pair(pairing)
+      } catch {
+        console.err("beaconbridge: \(error.description)\n")
+        return ExitStatus.failure
+      }
     } catch {
       console.err("beaconbridge: \(error.description)\n")
       return ExitStatus.failure
@@ -143,9 +188,16 @@ public struct UnpairCommand: BridgeCommand {
   }
 
   public func run(_ console: any Console) async -> Int32 {
-    guard let store = store.open(console) else { return ExitStatus.failure }
-    let removed: Int
-    do { removed = try await store.unpair(deviceId: deviceId) } catch {
+    var removed: Int
+    do {
+      removed = Int(try await DaemonClient.call("Unpair", [.string(deviceId)]).first?.uint32 ?? 0)
+    } catch  where error.notRunning {
+      guard let store = store.open(console) else { return ExitStatus.failure }
+      do { removed = try await store.unpair(deviceId: deviceId) } catch {
+        console.err("beaconbridge: \(error.description)\n")
+        return ExitStatus.failure
+      }
+    } catch {
       console.err("beaconbridge: \(error.description)\n")
       return ExitStatus.failure
     }
@@ -183,9 +235,25 @@ public struct PairsCommand: BridgeCommand {
   }
 
   public func run(_ console: any Console) async -> Int32 {
-    guard let store = store.open(console) else { return ExitStatus.failure }
-    let pairings: [Pairing]
-    do { pairings = try await store.pairings() } catch {
+    var pairings: [Pairing]
+    do {
+      let json = try await DaemonClient.json("Pairings")
+      pairings = (json.arrayValue ?? []).compactMap { item in
+        guard let text = item["uuid"]?.stringValue, let uuid = UUID(uuidString: text),
+          let deviceId = item["deviceId"]?.stringValue
+        else { return nil }
+        return Pairing(
+          uuid: uuid, major: item["major"]?.intValue.flatMap { UInt16(exactly: $0) },
+          minor: item["minor"]?.intValue.flatMap { UInt16(exactly: $0) }, deviceId: deviceId,
+          label: item["label"]?.stringValue)
+      }
+    } catch  where error.notRunning {
+      guard let store = store.open(console) else { return ExitStatus.failure }
+      do { pairings = try await store.pairings() } catch {
+        console.err("beaconbridge: \(error.description)\n")
+        return ExitStatus.failure
+      }
+    } catch {
       console.err("beaconbridge: \(error.description)\n")
       return ExitStatus.failure
     }

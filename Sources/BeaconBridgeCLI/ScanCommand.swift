@@ -53,6 +53,13 @@ public struct ScanCommand: BridgeCommand {
     store = try StoreOptions(&arguments)
   }
 
+  /// A scan configured for `pair --nearest`.
+  static func parseForNearest(backend: ScanBackend, adapter: String?) throws -> ScanCommand {
+    var arguments = Arguments(
+      ["--backend", backend.rawValue] + (adapter.map { ["--adapter", $0] } ?? []), command: "pair")
+    return try ScanCommand(&arguments)
+  }
+
   /// The source for the chosen backend.
   func makeSource(_ console: any Console, keep: @escaping @Sendable (BluetoothAddress) -> Bool)
     -> any AdvertisementSource
@@ -62,7 +69,7 @@ public struct ScanCommand: BridgeCommand {
       var options = BlueZAdvertisementSource.Options()
       options.keep = keep
       return BlueZAdvertisementSource(bus: .system, adapter: adapter, options: options) { line in
-        console.err("beaconbridge: bluez: \(line)\n")
+        console.err("beaconbridge: \(line)\n")
       }
     case .hci:
       let index = adapter.flatMap { UInt16($0.dropFirst(3)) } ?? 0

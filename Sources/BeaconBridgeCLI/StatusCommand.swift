@@ -73,6 +73,7 @@ public struct TripCommand: BridgeCommand {
            beaconbridge trip events --trip-id ID FILE|-
            beaconbridge trip end --trip-id ID
            beaconbridge trip assign --trip-id ID --device-id X
+           beaconbridge trip retry [--trip-id ID]
     """
   public static let discussion = """
     The box's trip recorder drives the daemon with these (or with the D-Bus API they call).
@@ -82,12 +83,14 @@ public struct TripCommand: BridgeCommand {
                (every field is kept). Returns once the batch is committed to the outbox.
       end      Ends the trip. A trip no beacon resolved is held (or takes the fallback).
       assign   Tags a held, unresolved trip with a device ID by hand.
+      retry    Sends the dead letters again (batches the backend refused for good), of one
+               trip or all; a 2xx removes them.
 
     Prints the trip's state as JSON. Exits 1 when the daemon refuses (unknown trip, outbox full,
     not armed) or is not running.
     """
 
-  enum Action: String, Sendable { case start, events, end, assign }
+  enum Action: String, Sendable { case start, events, end, assign, retry }
 
   var action: Action
   var tripId: String
@@ -95,15 +98,14 @@ public struct TripCommand: BridgeCommand {
   var deviceId: String?
 
   public init(_ arguments: inout Arguments) throws(UsageError) {
-    let word = try arguments.positional("action (start, events, end or assign)")
+    let word = try arguments.positional("action (start, events, end, assign or retry)")
     guard let action = Action(rawValue: word) else {
-      throw UsageError("unknown trip action '\(word)' (start, events, end or assign)")
+      throw UsageError("unknown trip action '\(word)' (start, events, end, assign or retry)")
     }
     self.action = action
-    guard let tripId = try arguments.option("--trip-id") else {
-      throw UsageError("trip \(word) needs --trip-id")
-    }
-    self.tripId = tripId
+    let tripId = try arguments.option("--trip-id")
+    guard tripId != nil || action == .retry else { throw UsageError("trip \(word) needs --trip-id") }
+    self.tripId = tripId ?? ""
     _ = arguments.flag("--json")
     switch action {
     case .events: file = try arguments.positional("events FILE (or - for stdin)")
@@ -123,6 +125,10 @@ public struct TripCommand: BridgeCommand {
         console.out(try await DaemonClient.json("TripStart", [.string(tripId)]).compactText + "\n")
       case .end:
         console.out(try await DaemonClient.json("TripEnd", [.string(tripId)]).compactText + "\n")
+      case .retry:
+        let result = try await DaemonClient.json("TripRetry", [.string(tripId)])
+        console.out(result.compactText + "\n")
+        if !(result["failed"]?.arrayValue ?? []).isEmpty { return ExitStatus.failure }
       case .assign:
         _ = try await DaemonClient.call("TripAssign", [.string(tripId), .string(deviceId ?? "")])
         console.out(

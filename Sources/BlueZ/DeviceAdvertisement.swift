@@ -25,11 +25,12 @@ enum DeviceAdvertisement {
         out.append("\(name) of type \(value.unwrapped.signature)")
       }
     }
-    if let value = properties[BlueZ.Property.manufacturerData], dictionaries(value).isEmpty {
-      out.append("ManufacturerData of type \(value.unwrapped.signature)")
-    }
-    if let value = properties[BlueZ.Property.serviceData], dictionaries(value).isEmpty {
-      out.append("ServiceData of type \(value.unwrapped.signature)")
+    // An empty array (python-dbusmock's initial `aa{sv}`) is tolerated; anything that is
+    // neither a dictionary nor an array of them is not.
+    for name in [BlueZ.Property.manufacturerData, BlueZ.Property.serviceData] {
+      guard let value = properties[name], dictionaries(value).isEmpty else { continue }
+      if case .array(_, let items) = value.unwrapped, items.isEmpty { continue }
+      out.append("\(name) of type \(value.unwrapped.signature)")
     }
     return out
   }

@@ -131,7 +131,8 @@ struct DaemonEndToEndTests {
     #expect(try await eventually { received().contains { $0.hasPrefix("STATUS=scanning (bluez") } })
     #expect(try await fixture.adapterCalls("hci0").contains("StartDiscovery"))
 
-    // Pair through the CLI, no daemon API involved: the daemon sees it from the store.
+    // Pair through the CLI without the bus (as a tool writing the store would): the daemon sees it
+    // from the store's data_version.
     let pair = Process()
     pair.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
     pair.arguments = [
@@ -179,6 +180,32 @@ struct DaemonEndToEndTests {
     #expect(delivered.body["events"]?.arrayValue?.first?["g"] == .double(0.41))
     #expect(delivered.key == "t1#0")
     #expect(try cli(["trip", "end", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir).status == 0)
+    // pair, pairs and unpair through the daemon's API when it runs.
+    let paired = try cli(
+      [
+        "pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--major", "1", "--minor", "9",
+        "--device-id",
+        "UNIT-0099",
+      ], bus: fixture.bus.address, dir: dir)
+    #expect(paired.status == 0, "\(paired.stderr)")
+    let listed = try JSONValue.parse(
+      Data(try cli(["pairs", "--json"], bus: fixture.bus.address, dir: dir).stdout.utf8))
+    #expect(
+      listed.arrayValue?.compactMap { $0["deviceId"]?.stringValue }.sorted() == ["UNIT-0042", "UNIT-0099"])
+    let unpaired = try cli(
+      ["unpair", "--device-id", "UNIT-0099", "--json"], bus: fixture.bus.address, dir: dir)
+    #expect(try JSONValue.parse(Data(unpaired.stdout.utf8))["removed"]?.intValue == 1)
+    let doctor = try cli(
+      ["doctor", "--json", "--config", config, "--state-dir", dir], bus: fixture.bus.address, dir: dir)
+    let health = try JSONValue.parse(Data(doctor.stdout.utf8))
+    let checks = health["checks"]?.arrayValue ?? []
+    let byName = { (name: String) in checks.first { $0["name"]?.stringValue == name }?["status"]?.stringValue
+    }
+    #expect(byName("bluetoothd") == "ok", "\(doctor.stdout)")
+    #expect(byName("adapter") == "ok")
+    #expect(byName("scanning") == "ok")
+    #expect(byName("active beacon") == "ok")
+    #expect(byName("configuration") == "ok")
 
     // SIGHUP with a bad file keeps the old configuration; a good one is taken.
     try "[ActiveBeacon]\ndwellSeconds = soon\n".write(toFile: config, atomically: true, encoding: .utf8)

@@ -84,3 +84,74 @@ struct ScanCommandTests {
     #expect(stderr.contains("btmgmt info"), "stderr: \(stderr)")
   }
 }
+
+/// `pair --nearest` without a daemon: it scans, shows its choice, and pairs the strongest.
+@Suite(.timeLimit(.minutes(2)))
+struct PairNearestTests {
+  func iBeacon(minor: UInt8) -> DBusValue {
+    .dictionary(
+      key: "q", value: "v",
+      [.init(.uint16(0x004C), .variant(.bytes(Array(iBeaconBytes.prefix(20)) + [0x00, minor, 0xC5])))])
+  }
+
+  func run(rssi: (Int16, Int16)) async throws -> (status: Int32, stderr: String, pairs: String) {
+    let fixture = try await BlueZFixture.start()
+    defer { fixture.stop() }
+    try await fixture.addAdapter("hci0")
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-nearest-\(UUID().uuidString)")
+      .path
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
+    process.arguments = ["pair", "--nearest", "--wait", "3", "--device-id", "UNIT-9", "--state-dir", dir]
+    var environment = ProcessInfo.processInfo.environment
+    environment["DBUS_SYSTEM_BUS_ADDRESS"] = fixture.bus.address
+    process.environment = environment
+    let err = Pipe()
+    process.standardError = err
+    process.standardOutput = Pipe()
+    try process.run()
+    let deadline = ContinuousClock.now.advanced(by: .seconds(20))
+    while try await !fixture.adapterCalls("hci0").contains("StartDiscovery"), ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(50))
+    }
+    let near = try await fixture.addDevice("hci0", "C0:FF:EE:00:00:07")
+    let far = try await fixture.addDevice("hci0", "C0:FF:EE:00:00:09")
+    for _ in 0..<3 {
+      try await fixture.advertise(near, ["ManufacturerData": iBeacon(minor: 7), "RSSI": .int16(rssi.0)])
+      try await fixture.advertise(far, ["ManufacturerData": iBeacon(minor: 9), "RSSI": .int16(rssi.1)])
+      try await Task.sleep(for: .milliseconds(300))
+    }
+    process.waitUntilExit()
+    let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let list = Process()
+    list.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
+    list.arguments = ["pairs", "--json", "--state-dir", dir]
+    let out = Pipe()
+    list.standardOutput = out
+    try list.run()
+    list.waitUntilExit()
+    return (
+      process.terminationStatus, stderr,
+      String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    )
+  }
+
+  @Test func pairsTheStrongestAndSaysWhy() async throws {
+    let result = try await run(rssi: (-52, -75))
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(result.stderr.contains("chose E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 1/7"), "\(result.stderr)")
+    #expect(result.stderr.contains("dB weaker"))
+    let pairs = try JSONValue.parse(Data(result.pairs.utf8)).arrayValue ?? []
+    #expect(pairs.count == 1)
+    #expect(pairs.first?["minor"]?.intValue == 7)
+    #expect(pairs.first?["deviceId"]?.stringValue == "UNIT-9")
+  }
+
+  @Test func refusesWhenTooCloseToCall() async throws {
+    let result = try await run(rssi: (-60, -61))
+    #expect(result.status == 1)
+    #expect(result.stderr.contains("too close to call"), "\(result.stderr)")
+    #expect(result.pairs == "[]\n")
+  }
+}

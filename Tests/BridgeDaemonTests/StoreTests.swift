@@ -88,3 +88,38 @@ import Testing
     }
   }
 }
+
+@Suite struct LockedStoreTests {
+  /// Another process holds the write lock past the busy timeout: a clear error, the file kept.
+  @Test func lockedStoreIsAClearErrorAndKeepsTheFile() async throws {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-lock-\(UUID().uuidString)")
+      .path
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let store = try Store(directory: dir)
+    try await store.pair(Fixtures.vanPairing)
+    let file = (dir as NSString).appendingPathComponent(Store.fileName)
+    let holder = Process()
+    holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    holder.arguments = [
+      "-c",
+      "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(6)",
+      file,
+    ]
+    let out = Pipe()
+    holder.standardOutput = out
+    try holder.run()
+    defer { kill(holder.processIdentifier, SIGKILL) }
+    _ = out.fileHandleForReading.readData(ofLength: 6)
+    do {
+      try await store.pair(Fixtures.otherVanPairing)
+      Issue.record("a write went through an exclusive lock")
+    } catch {
+      #expect(error.code == .locked)
+      #expect(error.description.contains("locked by another process"))
+    }
+    kill(holder.processIdentifier, SIGKILL)
+    holder.waitUntilExit()
+    #expect(try await store.pairings() == [Fixtures.vanPairing])
+    #expect(FileManager.default.fileExists(atPath: file))
+  }
+}

@@ -28,6 +28,7 @@ def main():
     ap.add_argument("--delay", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--token", default=None)
+    ap.add_argument("--port", type=int, default=0)
     args = ap.parse_args()
     script = [s for s in args.script.split(",") if s]
     rng = random.Random(args.seed)
@@ -78,7 +79,8 @@ def main():
             with lock, open(args.log, "a") as f:
                 f.write(line + "\n")
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    ThreadingHTTPServer.allow_reuse_address = True
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     print("PORT", server.server_address[1], flush=True)
     server.serve_forever()
 

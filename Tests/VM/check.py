@@ -191,7 +191,7 @@ else:
         logs_to_show.update(["guest.log", "vng.log"])
 
     scan_scenario("1 scan through BlueZ lists both advertised iBeacons", "s1-bluez", [A, B])
-    tagging_path("2 the tagging path: daemon runs, A paired to VAN-7 (B not), the trip is tagged VAN-7 "
+    tagging_path("2 the tagging path: the daemon runs, pair binds A to VAN-7 (B not), the trip is tagged VAN-7 "
                  "and its batch reaches the fake backend")
     scan_scenario("3 bluetoothd killed and restarted mid-scan: the scan resumes and sees a beacon "
                   "advertised after the restart", "s3-restart", [C], before=[A, B])

@@ -117,17 +117,8 @@ modprobe hci_vhci || mark "SETUP-FAIL modprobe hci_vhci"
 # the first controller's HCI Reset; load them now.
 modprobe -a af_alg algif_hash algif_skcipher cmac ecb 2>/dev/null
 mkdir -p /run/dbus /tmp/bb-state /tmp/bb-daemon /etc/dbus-1/system.d
-# The daemon's bus name on the system bus (/etc is writable in the guest).
-cat >/etc/dbus-1/system.d/beaconbridge-vm.conf <<'POLICY'
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <policy user="root">
-    <allow own="org.beaconbridge"/>
-    <allow send_destination="org.beaconbridge"/>
-  </policy>
-</busconfig>
-POLICY
+# The daemon's D-Bus policy, as installed (/etc is writable in the guest).
+cp "$ROOT/dbus/org.beaconbridge.conf" /etc/dbus-1/system.d/
 dbus-daemon --system --fork || mark "SETUP-FAIL dbus-daemon --system"
 # Scenario 2's upload backend, started early: Python starts slowly under TCG.
 /usr/bin/python3 "$ROOT/Tests/Support/fake_backend.py" --log "$OUT/s2-backend.jsonl" >/tmp/backend.port &
@@ -155,8 +146,8 @@ finish_scan s1-bluez
 kill -TERM $S1MON; wait $S1MON
 mark "s1 end"
 
-# Scenario 2: the tagging path. The daemon runs with A paired (by identity) to VAN-7; B is not
-# paired. A trip started through the D-Bus API is tagged VAN-7, and its batch reaches a fake
+# Scenario 2: the tagging path. The daemon runs, and `pair` (through its D-Bus API) binds A by
+# identity to VAN-7; B is not paired. A trip started through the D-Bus API is tagged VAN-7, and its batch reaches a fake
 # backend on loopback. One sighting makes a paired beacon active: the VM gives about one.
 mark "s2 start"
 wait_for 30 grep -q PORT /tmp/backend.port || mark "SETUP-FAIL the fake backend did not start"
@@ -169,10 +160,15 @@ dwellSeconds = 0
 [Upload]
 URL = http://127.0.0.1:$(awk '/PORT/ { print $2 }' /tmp/backend.port)/trips
 CONF
-"$BB" pair --uuid E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 --major 1 --minor 7 --device-id VAN-7 \
-  --label "van 7" --state-dir /tmp/bb-daemon >"$OUT/s2-pair.txt" 2>&1
+# A stops advertising, so that the daemon first hears it once it is paired: a beacon paired while
+# present becomes active at its next sighting, and the VM gives about one sighting per beacon.
+btmgmt --index 1 rm-adv 1 >/dev/null
 "$BB" run --config /tmp/bb-daemon/beaconbridge.conf --state-dir /tmp/bb-daemon 2>"$OUT/s2-daemon.err" &
 DAEMON=$!
+wait_for 30 eval '"$BB" status --json >/dev/null 2>&1' && say "s2 daemon answers"
+"$BB" pair --uuid E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 --major 1 --minor 7 --device-id VAN-7 \
+  --label "van 7" --state-dir /tmp/bb-daemon >"$OUT/s2-pair.txt" 2>&1
+advertise 1 1 "$AD_A"
 active() {
   "$BB" status --json >"$OUT/s2-status.json" 2>>"$OUT/s2-cli.err" && grep -q '"VAN-7"' "$OUT/s2-status.json"
 }

@@ -20,13 +20,19 @@ final class BridgeService: Sendable {
   let state: DaemonState
   private let object: ExportedObject
 
-  init(connection: Connection, bridge: BeaconBridge, store: Store, state: DaemonState) throws {
+  init(
+    connection: Connection, bridge: BeaconBridge, store: Store, state: DaemonState, host: any ScopeHost,
+    logger: DaemonLogger
+  ) throws {
     self.connection = connection
     self.bridge = bridge
     self.store = store
     self.state = state
-    object = try connection.export(BridgeServiceNames.path) { [bridge, store, state] call in
-      await Self.handle(call, bridge: bridge, store: store, state: state)
+    object = try connection.export(BridgeServiceNames.path) { [bridge, store, state, host, logger] call in
+      if call.member == "RecentLogs" {
+        return .success([.string(JSONValue.array(logger.recent.map { .string($0) }).compactText)])
+      }
+      return await Self.handle(call, bridge: bridge, store: store, state: state, host: host)
     }
   }
 
@@ -50,9 +56,9 @@ final class BridgeService: Sendable {
     .failure(DBusError(ErrorName(BridgeServiceNames.errorPrefix + name), message))
   }
 
-  static func handle(_ call: MethodCall, bridge: BeaconBridge, store: Store, state: DaemonState) async
-    -> MethodResult
-  {
+  static func handle(
+    _ call: MethodCall, bridge: BeaconBridge, store: Store, state: DaemonState, host: any ScopeHost
+  ) async -> MethodResult {
     if call.interface?.rawValue == "org.freedesktop.DBus.Introspectable", call.member == "Introspect" {
       return .success([.string(introspection)])
     }
@@ -112,6 +118,24 @@ final class BridgeService: Sendable {
         try await bridge.tripEnd(tripId)
         let after = await tripJSON(bridge, tripId)
         return .success([.string((after == .null ? before : after).compactText)])
+      case "TripRetry":
+        // Dead letters go straight to the upload layer again; a 2xx deletes them.
+        let trip = string(0).flatMap { $0.isEmpty ? nil : $0 }
+        var delivered = 0
+        var failed: [JSONValue] = []
+        for (batch, _) in try await store.deadLetters(tripId: trip) {
+          do {
+            try await host.postTripEventBatch(batch)
+            try await store.deleteDeadLetter(tripId: batch.tripId, sequence: batch.sequence)
+            delivered += 1
+          } catch {
+            try? await store.updateDeadLetter(
+              tripId: batch.tripId, sequence: batch.sequence, reason: "\(error)")
+            failed.append(.object(["key": .string(batch.idempotencyKey), "reason": .string("\(error)")]))
+          }
+        }
+        let result = JSONValue.object(["delivered": .int(Int64(delivered)), "failed": .array(failed)])
+        return .success([.string(result.compactText)])
       case "TripAssign":
         guard let tripId = string(0), let deviceId = string(1) else {
           return error("InvalidArgs", "TripAssign takes (s tripId, s deviceId)")
@@ -181,6 +205,10 @@ final class BridgeService: Sendable {
           <arg name="accepted" type="u" direction="out"/>
         </method>
         <method name="TripEnd">
+          <arg name="tripId" type="s" direction="in"/><arg name="json" type="s" direction="out"/>
+        </method>
+        <method name="RecentLogs"><arg name="json" type="s" direction="out"/></method>
+        <method name="TripRetry">
           <arg name="tripId" type="s" direction="in"/><arg name="json" type="s" direction="out"/>
         </method>
         <method name="TripAssign">

@@ -89,7 +89,9 @@ public struct Daemon: Sendable {
           "another beaconbridge daemon owns \(BridgeServiceNames.busName) on the system bus; not starting")
         return 1
       }
-      state.setService(try BridgeService(connection: bus, bridge: bridge, store: store, state: state))
+      state.setService(
+        try BridgeService(
+          connection: bus, bridge: bridge, store: store, state: state, host: host, logger: logger))
     } catch {
       logger.log(
         .error,

@@ -18,6 +18,17 @@ public struct OutboxSummary: Hashable, Sendable {
   public var limit: Int
   /// Age of the oldest undelivered batch, in seconds.
   public var oldestAge: Double?
+
+  public init(
+    trips: Int, undelivered: Int, unresolvedTrips: Int, deadLetters: Int, limit: Int, oldestAge: Double?
+  ) {
+    self.trips = trips
+    self.undelivered = undelivered
+    self.unresolvedTrips = unresolvedTrips
+    self.deadLetters = deadLetters
+    self.limit = limit
+    self.oldestAge = oldestAge
+  }
 }
 
 /// The store is the daemon's trip journal: the outbox. Every batch is committed (WAL,
@@ -83,6 +94,32 @@ extension Store: TripJournal {
       try database.query(
         "UPDATE trips SET resolution = ?, beacon_mode = ? WHERE trip_id = ?",
         [.text(resolution.journalJSON.compactText), .integer(beaconMode ? 1 : 0), .text(tripId)])
+      // The tagging decisions support sees (the last 200).
+      try database.query(
+        "INSERT INTO decisions (trip_id, resolution, decided_at) VALUES (?, ?, ?)",
+        [.text(tripId), .text(resolution.journalJSON.compactText), .real(Self.wallClock)])
+      try database.query("DELETE FROM decisions WHERE id <= (SELECT max(id) FROM decisions) - 200")
+    }
+  }
+
+  /// The last tagging decisions, newest first: trip, device ID, snapshot, and why.
+  public func recentDecisions(limit: Int = 50) throws(StoreError) -> [JSONValue] {
+    do {
+      return try database.query(
+        "SELECT trip_id, resolution, decided_at FROM decisions ORDER BY id DESC LIMIT ?",
+        [.integer(Int64(limit))]
+      ).compactMap { row in
+        guard let trip = row[0].text, let text = row[1].text, let json = try? JSONValue.parse(Data(text.utf8))
+        else {
+          return nil
+        }
+        var fields = json.objectValue ?? [:]
+        fields["tripId"] = .string(trip)
+        if case .real(let t) = row[2] { fields["decidedAt"] = .double(t) }
+        return .object(fields)
+      }
+    } catch {
+      throw StoreError(error, path: path)
     }
   }
 
@@ -97,8 +134,9 @@ extension Store: TripJournal {
     try write { () throws(SQLiteError) in
       try database.query(
         """
-        INSERT OR REPLACE INTO dead_letters (trip_id, sequence, events, reason, failed_at)
-        SELECT trip_id, sequence, events, ?, ? FROM batches WHERE trip_id = ? AND sequence = ?
+        INSERT OR REPLACE INTO dead_letters (trip_id, sequence, events, resolution, reason, failed_at)
+        SELECT b.trip_id, b.sequence, b.events, t.resolution, ?, ? FROM batches b
+        LEFT JOIN trips t ON t.trip_id = b.trip_id WHERE b.trip_id = ? AND b.sequence = ?
         """, [.text(reason), .real(Self.wallClock), .text(tripId), .integer(Int64(sequence))])
       try database.query(
         "DELETE FROM batches WHERE trip_id = ? AND sequence = ?", [.text(tripId), .integer(Int64(sequence))])
@@ -138,6 +176,47 @@ extension Store: TripJournal {
         deadLetters: Int(dead), limit: outboxLimit, oldestAge: oldest)
     } catch {
       throw StoreError(error, path: path)
+    }
+  }
+
+  /// Dead letters (of one trip, or all), rebuilt as the tagged batches they were.
+  public func deadLetters(tripId: String? = nil) throws(StoreError) -> [(
+    batch: TaggedTripBatch, reason: String
+  )] {
+    do {
+      let rows = try database.query(
+        "SELECT trip_id, sequence, events, resolution, reason FROM dead_letters WHERE ? IS NULL OR trip_id = ? ORDER BY trip_id, sequence",
+        [SQLiteValue(tripId), SQLiteValue(tripId)])
+      return rows.compactMap { row in
+        guard let trip = row[0].text, let sequence = row[1].integer, let text = row[2].text,
+          let events = (try? JSONValue.parse(Data(text.utf8)))?.arrayValue,
+          let resolutionText = row[3].text, let json = try? JSONValue.parse(Data(resolutionText.utf8)),
+          let resolution = TripResolution(journalJSON: json, now: .zero, lateWindow: 0),
+          let deviceId = resolution.deviceId
+        else { return nil }
+        let batch = TripEventBatch(
+          tripId: trip, sequence: Int(sequence), events: events.compactMap { try? TripEvent(json: $0) },
+          receivedAt: .zero)
+        return (TaggedTripBatch(batch: batch, deviceId: deviceId, resolution: resolution), row[4].text ?? "")
+      }
+    } catch {
+      throw StoreError(error, path: path)
+    }
+  }
+
+  public func deleteDeadLetter(tripId: String, sequence: Int) throws(StoreError) {
+    try write { () throws(SQLiteError) in
+      try database.query(
+        "DELETE FROM dead_letters WHERE trip_id = ? AND sequence = ?",
+        [.text(tripId), .integer(Int64(sequence))])
+    }
+  }
+
+  public func updateDeadLetter(tripId: String, sequence: Int, reason: String) throws(StoreError) {
+    try write { () throws(SQLiteError) in
+      try database.query(
+        "UPDATE dead_letters SET reason = ?, failed_at = ? WHERE trip_id = ? AND sequence = ?",
+        [.text(reason), .real(Self.wallClock), .text(tripId), .integer(Int64(sequence))])
     }
   }
 

@@ -1,4 +1,5 @@
 import BeaconCore
+import CSQLite
 import Foundation
 
 /// Why the store could not be used. Every case keeps the file: a corrupt or locked database is
@@ -115,9 +116,16 @@ public actor Store {
               trip_id TEXT NOT NULL,
               sequence INTEGER NOT NULL,
               events TEXT NOT NULL,
+              resolution TEXT,
               reason TEXT NOT NULL,
               failed_at REAL NOT NULL,
               PRIMARY KEY (trip_id, sequence)
+            );
+            CREATE TABLE IF NOT EXISTS decisions (
+              id INTEGER PRIMARY KEY AUTOINCREMENT,
+              trip_id TEXT NOT NULL,
+              resolution TEXT NOT NULL,
+              decided_at REAL NOT NULL
             );
             PRAGMA user_version = 2;
             """)
@@ -194,6 +202,9 @@ public actor Store {
       throw StoreError(error, path: path)
     }
   }
+
+  /// The SQLite library's version.
+  public nonisolated static var sqliteVersion: String { String(cString: sqlite3_libversion()) }
 
   /// `PRAGMA quick_check`: "ok", or what is wrong.
   public func check() throws(StoreError) -> String {

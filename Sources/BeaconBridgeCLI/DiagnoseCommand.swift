@@ -1,0 +1,323 @@
+import BeaconCore
+import BlueZ
+import BridgeDaemon
+import DBus
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `beaconbridge diagnose --export FILE.tar.gz`: what support receives.
+public struct DiagnoseCommand: BridgeCommand {
+  public static let name = "diagnose"
+  public static let abstract = "Export a support bundle (.tar.gz): health, status, versions, logs, decisions."
+  public static let usage =
+    "beaconbridge diagnose [--export FILE.tar.gz] [--capture SECONDS] [--lines N] [--config PATH] [--state-dir DIR]"
+  public static let discussion = """
+    Writes one .tar.gz that standard tar lists, with a MANIFEST.txt naming every file and why it
+    is there, and every piece that could not be had and why. Works with the daemon stopped: it
+    gathers what it can, and no missing piece fails the export. Secrets (tokens, passwords, URL
+    credentials, the token file's contents) never reach the bundle; token files are never
+    included.
+
+    OPTIONS:
+      --export FILE     Where to write (default: beaconbridge-diagnostics-<time>.tar.gz here).
+      --capture S       Also capture S seconds of HCI traffic with btmon (needs root and btmon).
+      --lines N         Log lines to include (default 500).
+      --config PATH     The configuration file (default /etc/beaconbridge/beaconbridge.conf).
+    \(StoreOptions.help)
+    """
+
+  var export: String?
+  var capture: Double?
+  var lines: Int
+  var configPath: String?
+  var store: StoreOptions
+
+  public init(_ arguments: inout Arguments) throws(UsageError) {
+    export = try arguments.option("--export")
+    capture = try arguments.number("--capture", in: 1...600)
+    lines = Int(try arguments.number("--lines", in: 1...100_000) ?? 500)
+    configPath = try arguments.option("--config")
+    store = try StoreOptions(&arguments)
+    if let export, !(export.hasSuffix(".tar.gz") || export.hasSuffix(".tgz")) {
+      throw UsageError("--export must name a .tar.gz file, not \"\(export)\"")
+    }
+  }
+
+  /// One file of the bundle, or a piece that could not be had.
+  struct Entry {
+    var name: String
+    var why: String
+    var content: Data?
+    var missing: String?
+  }
+
+  public func run(_ console: any Console) async -> Int32 {
+    let stamp = Self.timestamp()
+    let output = export ?? "beaconbridge-diagnostics-\(stamp).tar.gz"
+    let environment = ProcessInfo.processInfo.environment
+    let stateDirectory = store.directory
+    let configFile = configPath ?? DaemonConfiguration.defaultPath
+    var redactor = Redactor()
+    var entries: [Entry] = []
+
+    // Configuration first: it teaches the redactor the secrets.
+    let configuration = try? Daemon(
+      configPath: configPath, stateDirectory: stateDirectory, environment: environment
+    )
+    .loadConfiguration()
+    if let tokenFile = configuration?.tokenFile,
+      let token = try? String(contentsOfFile: tokenFile, encoding: .utf8)
+    {
+      redactor.add(token)
+    }
+    if let text = try? String(contentsOfFile: configFile, encoding: .utf8) {
+      entries.append(
+        Entry(
+          name: "beaconbridge.conf",
+          why: "the configuration, secrets redacted (token files are never included)",
+          content: Data(redactor.redactConfiguration(text).utf8)))
+    } else {
+      entries.append(
+        Entry(
+          name: "beaconbridge.conf", why: "the configuration",
+          missing: "\(configFile) is absent or unreadable (defaults apply)"))
+    }
+    if let url = configuration?.uploadURL { _ = redactor.redactURL(url) }
+
+    let facts = await DoctorCommand.gather(configPath: configPath, stateDirectory: stateDirectory)
+    let report = Doctor.evaluate(facts)
+    entries.append(
+      Entry(
+        name: "doctor.json", why: "the health checks, as JSON", content: Data(report.json.compactText.utf8)))
+    entries.append(
+      Entry(
+        name: "doctor.txt", why: "the health checks, as doctor prints them", content: Data(report.text.utf8)))
+
+    switch facts.daemon {
+    case .success(let status):
+      entries.append(
+        Entry(
+          name: "status.json", why: "the daemon's state (status --json)",
+          content: Data(status.compactText.utf8)))
+    case .failure(let why):
+      entries.append(Entry(name: "status.json", why: "the daemon's state", missing: why.reason))
+    }
+
+    entries.append(Self.versions())
+    entries.append(await Self.adapters())
+
+    if let opened = try? Store(directory: stateDirectory) {
+      if let pairings = try? await opened.pairings() {
+        entries.append(
+          Entry(
+            name: "pairings.json", why: "the pairings",
+            content: Data(JSONValue.array(pairings.map(\.json)).compactText.utf8)))
+      }
+      if let summary = try? await opened.outboxSummary() {
+        let dead = (try? await opened.deadLetters()) ?? []
+        let json = JSONValue.object([
+          "undelivered": .int(Int64(summary.undelivered)), "deadLetters": .int(Int64(summary.deadLetters)),
+          "unresolvedTrips": .int(Int64(summary.unresolvedTrips)), "limit": .int(Int64(summary.limit)),
+          "oldestAgeSeconds": summary.oldestAge.map { .double($0.rounded()) } ?? .null,
+          "deadLetterReasons": .array(
+            dead.map { .object(["key": .string($0.batch.idempotencyKey), "reason": .string($0.reason)]) }),
+        ])
+        entries.append(
+          Entry(
+            name: "outbox.json", why: "outbox and dead-letter counts, oldest item's age",
+            content: Data(json.compactText.utf8)))
+      }
+      if let decisions = try? await opened.recentDecisions() {
+        entries.append(
+          Entry(
+            name: "decisions.json",
+            why: "the last trips' tagging decisions: trip, device ID, beacon snapshot, why",
+            content: Data(JSONValue.array(decisions).compactText.utf8)))
+      }
+    } else {
+      for name in ["pairings.json", "outbox.json", "decisions.json"] {
+        entries.append(
+          Entry(name: name, why: "from the store", missing: "the store in \(stateDirectory) cannot be opened")
+        )
+      }
+    }
+
+    entries.append(await Self.logs(lines: lines))
+    if let capture { entries.append(Self.btmon(seconds: capture)) }
+
+    // Everything written goes through the redactor, logs included.
+    for i in entries.indices {
+      if let data = entries[i].content, entries[i].name.hasSuffix(".btsnoop") == false {
+        entries[i].content = Data(redactor.scrub(String(decoding: data, as: UTF8.self)).utf8)
+      }
+    }
+    do {
+      try Self.write(entries, stamp: stamp, to: output)
+    } catch {
+      console.err("beaconbridge: cannot write \(output): \(error)\n")
+      return ExitStatus.failure
+    }
+    let missing = entries.filter { $0.missing != nil }.count
+    console.out(
+      "Wrote \(output) (\(entries.count - missing) files; \(missing) piece(s) missing, named in MANIFEST.txt).\n"
+    )
+    return ExitStatus.success
+  }
+
+  static func timestamp() -> String {
+    let formatter = DateFormatter()
+    formatter.locale = Locale(identifier: "en_US_POSIX")
+    formatter.timeZone = TimeZone(identifier: "UTC")
+    formatter.dateFormat = "yyyyMMdd-HHmmss"
+    return formatter.string(from: Date())
+  }
+
+  /// Runs a command with a deadline; nil when it cannot run.
+  static func capture(_ path: String, _ arguments: [String], timeout: Double = 5) -> String? {
+    guard FileManager.default.isExecutableFile(atPath: path) else { return nil }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = out
+    do { try process.run() } catch { return nil }
+    let pid = process.processIdentifier
+    let killer = DispatchWorkItem { kill(pid, SIGKILL) }
+    DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    killer.cancel()
+    return String(decoding: data, as: UTF8.self)
+  }
+
+  static func versions() -> Entry {
+    var lines = ["beaconbridge \(CLI.version)"]
+    lines.append(
+      "bluetoothd "
+        + (capture("/usr/sbin/bluetoothd", ["--version"])?.trimmedWhitespace.filter { $0 != "\n" }
+          ?? "not installed"))
+    var name = utsname()
+    uname(&name)
+    let release = withUnsafeBytes(of: &name.release) {
+      String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+    }
+    lines.append("kernel \(release)")
+    let packages = capture(
+      "/usr/bin/dpkg-query", ["-W", "-f", "${Package} ${Version}\n", "libdbus-1-3", "bluez", "libsqlite3-0"])
+    lines.append(contentsOf: (packages ?? "").split(separator: "\n").map(String.init))
+    lines.append("sqlite (linked) \(Store.sqliteVersion)")
+    return Entry(
+      name: "versions.txt", why: "versions: beaconbridge, BlueZ, kernel, libdbus, SQLite",
+      content: Data((lines.joined(separator: "\n") + "\n").utf8))
+  }
+
+  static func adapters() async -> Entry {
+    guard let connection = try? Connection(.system) else {
+      return Entry(name: "adapters.json", why: "adapter facts", missing: "the system bus cannot be reached")
+    }
+    defer { connection.close() }
+    switch await BlueZProbe.probe(connection) {
+    case .unavailable(let why):
+      return Entry(name: "adapters.json", why: "adapter facts", missing: why)
+    case .running(_, let adapters):
+      let json = JSONValue.array(
+        adapters.map { a in
+          .object([
+            "name": .string(a.name), "address": a.address.map { .string($0) } ?? .null,
+            "powered": .bool(a.powered),
+            "discovering": .bool(a.discovering), "passiveMonitoring": .bool(a.passiveMonitoring),
+          ])
+        })
+      var text = json.compactText
+      // The controller's version, when btmgmt can tell.
+      if let info = capture("/usr/bin/btmgmt", ["info"], timeout: 3), info.contains("version") {
+        text += "\n" + JSONValue.object(["btmgmtInfo": .string(info)]).compactText
+      }
+      return Entry(
+        name: "adapters.json", why: "adapter facts: address, powered, discovering, controller (btmgmt info)",
+        content: Data(text.utf8))
+    }
+  }
+
+  static func logs(lines: Int) async -> Entry {
+    if let journal = capture(
+      "/usr/bin/journalctl", ["-u", "beaconbridge", "-n", String(lines), "--no-pager", "-o", "short-iso"]),
+      !journal.contains("No journal files"), !journal.trimmedWhitespace.isEmpty,
+      !journal.hasPrefix("-- No entries --")
+    {
+      return Entry(
+        name: "logs.txt", why: "the last \(lines) lines of the service's journal", content: Data(journal.utf8)
+      )
+    }
+    if let reply = try? await DaemonClient.call("RecentLogs"), let text = reply.first?.string,
+      let array = (try? JSONValue.parse(Data(text.utf8)))?.arrayValue
+    {
+      let recent = array.compactMap(\.stringValue).suffix(lines).joined(separator: "\n")
+      return Entry(
+        name: "logs.txt", why: "the daemon's last log lines, from its in-memory ring (no journal here)",
+        content: Data((recent + "\n").utf8))
+    }
+    return Entry(
+      name: "logs.txt", why: "the service's log",
+      missing: "no journal for beaconbridge, and the daemon is not running")
+  }
+
+  static func btmon(seconds: Double) -> Entry {
+    guard geteuid() == 0 else {
+      return Entry(name: "btmon.btsnoop", why: "an HCI capture", missing: "capturing needs root")
+    }
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("diag-\(getpid()).btsnoop").path
+    guard capture("/usr/bin/btmon", ["-w", path], timeout: seconds) != nil,
+      let data = FileManager.default.contents(atPath: path), !data.isEmpty
+    else {
+      return Entry(
+        name: "btmon.btsnoop", why: "an HCI capture", missing: "btmon is not installed or captured nothing")
+    }
+    try? FileManager.default.removeItem(atPath: path)
+    return Entry(name: "btmon.btsnoop", why: "\(Int(seconds)) s of HCI traffic (btmon -w)", content: data)
+  }
+
+  /// Writes the files and the manifest into a folder, then `tar -czf`.
+  static func write(_ entries: [Entry], stamp: String, to output: String) throws {
+    let staging = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "bb-diag-\(getpid())-\(stamp)")
+    let folder = "beaconbridge-diagnostics-\(stamp)"
+    let root = staging.appendingPathComponent(folder)
+    try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: staging) }
+    var manifest = "beaconbridge diagnostics bundle, \(stamp) UTC\n\nFILES\n"
+    for entry in entries where entry.content != nil {
+      try entry.content!.write(to: root.appendingPathComponent(entry.name))
+      manifest += "  \(entry.name.padding(toLength: 18)) \(entry.why)\n"
+    }
+    let missing = entries.filter { $0.missing != nil }
+    manifest += "\nMISSING\n"
+    manifest +=
+      missing.isEmpty
+      ? "  (nothing)\n"
+      : missing.map { "  \($0.name.padding(toLength: 18)) \($0.why): \($0.missing!)\n" }.joined()
+    manifest +=
+      "\nSecrets (tokens, passwords, URL credentials) are redacted; token files are never included.\n"
+    try Data(manifest.utf8).write(to: root.appendingPathComponent("MANIFEST.txt"))
+    let absolute = output.hasPrefix("/") ? output : FileManager.default.currentDirectoryPath + "/" + output
+    let tar = Process()
+    tar.executableURL = URL(fileURLWithPath: "/bin/tar")
+    tar.arguments = ["-czf", absolute, "-C", staging.path, folder]
+    let err = Pipe()
+    tar.standardError = err
+    try tar.run()
+    tar.waitUntilExit()
+    guard tar.terminationStatus == 0 else {
+      throw CocoaError(
+        .fileWriteUnknown,
+        userInfo: [
+          NSLocalizedDescriptionKey: String(
+            decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        ])
+    }
+  }
+}

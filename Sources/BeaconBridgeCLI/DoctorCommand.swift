@@ -1,0 +1,108 @@
+import BeaconCore
+import BlueZ
+import BridgeDaemon
+import DBus
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `beaconbridge doctor`: health checks, grouped, with what to do about each.
+public struct DoctorCommand: BridgeCommand {
+  public static let name = "doctor"
+  public static let abstract =
+    "Check the box's health: permissions, Bluetooth, configuration, storage, upload."
+  public static let usage = "beaconbridge doctor [--config PATH] [--state-dir DIR] [--json]"
+  public static let discussion = """
+    Each check is ok, warning or critical, with a recommendation; the overall status is the
+    worst of them. Works with the daemon stopped (it then says so).
+
+    Exit status: 0 when everything is ok, 2 on a warning, 1 on anything critical.
+
+    OPTIONS:
+      --config PATH    The configuration file (default /etc/beaconbridge/beaconbridge.conf).
+    \(StoreOptions.help)
+      --json           {"overall": ..., "checks": [{category, name, status, detail, recommendation}]}
+    """
+
+  var configPath: String?
+  var store: StoreOptions
+  var json: Bool
+
+  public init(_ arguments: inout Arguments) throws(UsageError) {
+    json = arguments.flag("--json")
+    configPath = try arguments.option("--config")
+    store = try StoreOptions(&arguments)
+  }
+
+  public func run(_ console: any Console) async -> Int32 {
+    let facts = await Self.gather(configPath: configPath, stateDirectory: store.directory)
+    let report = Doctor.evaluate(facts)
+    console.out(json ? report.json.compactText + "\n" : report.text)
+    return report.exitStatus
+  }
+
+  static func gather(configPath: String?, stateDirectory: String) async -> DoctorFacts {
+    let environment = ProcessInfo.processInfo.environment
+    let daemon = Daemon(configPath: configPath, stateDirectory: stateDirectory, environment: environment)
+    let configuration: Result<DaemonConfiguration, KeyFileError>
+    do { configuration = .success(try daemon.loadConfiguration()) } catch { configuration = .failure(error) }
+
+    var problem: String?
+    do {
+      try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
+      let probe = (stateDirectory as NSString).appendingPathComponent(".doctor-\(getpid())")
+      guard FileManager.default.createFile(atPath: probe, contents: Data("x".utf8)) else {
+        throw CocoaError(.fileWriteNoPermission)
+      }
+      try FileManager.default.removeItem(atPath: probe)
+    } catch {
+      problem = "not writable (\(error.localizedDescription))"
+    }
+
+    var store: Result<(check: String, outbox: OutboxSummary), StoreError>?
+    if problem == nil {
+      do {
+        let opened = try Store(directory: stateDirectory)
+        if case .success(let c) = configuration { await opened.setOutboxLimit(c.outboxMaxBatches) }
+        store = .success((try await opened.check(), try await opened.outboxSummary()))
+      } catch {
+        store = .failure(error)
+      }
+    }
+
+    var free: UInt64?
+    var info = statvfs()
+    if statvfs(stateDirectory, &info) == 0 { free = UInt64(info.f_bavail) * UInt64(info.f_frsize) }
+
+    var bluez: BlueZProbe.Result?
+    let backend = (try? configuration.get())?.backend ?? .bluez
+    if backend == .bluez {
+      if let connection = try? Connection(.system) {
+        bluez = await BlueZProbe.probe(connection)
+        connection.close()
+      } else {
+        bluez = .unavailable("the system bus cannot be reached")
+      }
+    }
+
+    let status: Result<JSONValue, DoctorFacts.DaemonUnavailable>
+    do { status = .success(try await DaemonClient.json("Status")) } catch {
+      status = .failure(DoctorFacts.DaemonUnavailable(error.description))
+    }
+
+    var tokenReadable: Bool?
+    if let file = (try? configuration.get())?.tokenFile {
+      tokenReadable = FileManager.default.isReadableFile(atPath: file)
+    }
+
+    var facts = DoctorFacts(
+      configPath: configPath ?? DaemonConfiguration.defaultPath, configuration: configuration,
+      stateDirectory: stateDirectory, stateDirectoryProblem: problem, store: store, freeBytes: free,
+      bluez: bluez,
+      daemon: status, tokenReadable: tokenReadable, isRoot: geteuid() == 0)
+    facts.configExists = FileManager.default.fileExists(atPath: daemon.configPath)
+    return facts
+  }
+}

@@ -1,0 +1,114 @@
+import BeaconCore
+import BridgeDaemon
+import Foundation
+
+/// `pair --nearest`: the strongest beacon in range, chosen in the open.
+enum NearestBeacon {
+  struct Candidate {
+    var identity: BeaconIdentity
+    var smoothed: Double?
+    var sightings: Int
+  }
+
+  /// Two beacons closer than this are too close to call.
+  static let margin = 3.0
+
+  static func choose(wait: Double, backend: ScanBackend, adapter: String?, console: any Console) async
+    -> BeaconIdentity?
+  {
+    var candidates: [Candidate]
+    if (try? await DaemonClient.json("Status")) != nil {
+      console.err("beaconbridge: listening through the daemon for \(Int(wait)) s…\n")
+      candidates = []
+      let deadline = ContinuousClock.now.advanced(by: .seconds(wait))
+      repeat {
+        if let status = try? await DaemonClient.json("Status") { candidates = fromStatus(status) }
+        if ContinuousClock.now >= deadline { break }
+        try? await Task.sleep(for: .seconds(1))
+      } while true
+    } else {
+      console.err("beaconbridge: scanning with \(backend.rawValue) for \(Int(wait)) s…\n")
+      do {
+        candidates = try await scan(wait: wait, backend: backend, adapter: adapter, console: console)
+      } catch {
+        console.err("beaconbridge: \(ScanCommand.explain(error))\n")
+        return nil
+      }
+    }
+    let ranked = candidates.sorted { ($0.smoothed ?? -200) > ($1.smoothed ?? -200) }
+    guard let best = ranked.first else {
+      console.err(
+        "beaconbridge: no iBeacon heard in \(Int(wait)) s; bring the box next to the beacon, or wait longer (--wait)\n"
+      )
+      return nil
+    }
+    let strength = best.smoothed.map { String(format: "%.1f dBm", $0) } ?? "unknown strength"
+    var why = "strongest at \(strength), heard \(best.sightings) time(s)"
+    if let runnerUp = ranked.dropFirst().first {
+      let gap = (best.smoothed ?? -200) - (runnerUp.smoothed ?? -200)
+      why += String(
+        format: "; next is %@ %d/%d, %.1f dB weaker", runnerUp.identity.uuid.uuidString,
+        runnerUp.identity.major, runnerUp.identity.minor, gap)
+      if best.smoothed == nil || gap < margin {
+        console.err(
+          "beaconbridge: too close to call: \(best.identity) and \(runnerUp.identity) are within \(margin) dB. Bring the box next to the beacon, or pair by --uuid/--major/--minor\n"
+        )
+        return nil
+      }
+    } else {
+      why += "; no other beacon in range"
+    }
+    console.err("beaconbridge: chose \(best.identity): \(why)\n")
+    return best.identity
+  }
+
+  static func fromStatus(_ status: JSONValue) -> [Candidate] {
+    (status["beaconsInRange"]?.arrayValue ?? []).compactMap { b in
+      guard let text = b["uuid"]?.stringValue, let uuid = UUID(uuidString: text),
+        let major = b["major"]?.intValue,
+        let minor = b["minor"]?.intValue, let m = UInt16(exactly: major), let n = UInt16(exactly: minor)
+      else { return nil }
+      return Candidate(
+        identity: BeaconIdentity(uuid: uuid, major: m, minor: n), smoothed: b["smoothedRssi"]?.doubleValue,
+        sightings: Int(b["sightings"]?.intValue ?? 0))
+    }
+  }
+
+  static func scan(wait: Double, backend: ScanBackend, adapter: String?, console: any Console) async throws
+    -> [Candidate]
+  {
+    var configuration = BridgeConfiguration()
+    backend.apply(to: &configuration)
+    let bridge = BeaconBridge(host: ScanHost(configuration: configuration, console: console))
+    try await bridge.start()
+    var scan = try ScanCommand.parseForNearest(backend: backend, adapter: adapter)
+    scan.json = true
+    let source = scan.makeSource(console) { _ in true }
+    let result: Result<Void, any Error> = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
+      group.addTask {
+        do {
+          try await bridge.run(source: source)
+          return .success(())
+        } catch is CancellationError {
+          return .success(())
+        } catch {
+          return .failure(error)
+        }
+      }
+      group.addTask {
+        try? await Task.sleep(for: .seconds(wait))
+        return nil
+      }
+      var outcome: Result<Void, any Error> = .success(())
+      if let first = await group.next(), let r = first { outcome = r }
+      group.cancelAll()
+      return outcome
+    }
+    await source.finished()
+    try result.get()
+    return await bridge.status.beaconsInRange.compactMap { b in
+      guard let identity = b.id.identity else { return nil }
+      return Candidate(identity: identity, smoothed: b.smoothedRSSI, sightings: b.sightings)
+    }
+  }
+}

@@ -1,0 +1,52 @@
+import DBus
+
+/// A one-shot look at BlueZ, for `doctor` and support bundles: is bluetoothd on the bus, and
+/// what adapters does it have.
+public enum BlueZProbe {
+  public struct AdapterFacts: Sendable, Hashable {
+    public var name: String
+    public var address: String?
+    public var powered: Bool
+    public var discovering: Bool
+    /// AdvertisementMonitorManager1 with `or_patterns`: passive scanning is possible.
+    public var passiveMonitoring: Bool
+
+    public init(name: String, address: String?, powered: Bool, discovering: Bool, passiveMonitoring: Bool) {
+      self.name = name
+      self.address = address
+      self.powered = powered
+      self.discovering = discovering
+      self.passiveMonitoring = passiveMonitoring
+    }
+  }
+
+  public enum Result: Sendable {
+    case unavailable(String)
+    case running(owner: String, adapters: [AdapterFacts])
+  }
+
+  public static func probe(_ connection: Connection) async -> Result {
+    let owner: BusName
+    do { owner = try await connection.nameOwner(of: BlueZ.service) } catch {
+      return .unavailable("org.bluez is not on the system bus")
+    }
+    do {
+      let reply = try await connection.callReturningOne(
+        destination: BlueZ.service, path: BlueZ.objectManagerPath, interface: .objectManager,
+        member: BlueZ.Method.getManagedObjects, timeout: .seconds(5))
+      let tree = ObjectTree(managedObjects: reply)
+      let adapters = tree.adapters.sorted { $0.rawValue < $1.rawValue }.map { path in
+        let properties = tree[path, BlueZ.adapterInterface] ?? [:]
+        let monitor = tree[path, BlueZ.advertisementMonitorManagerInterface]
+        return AdapterFacts(
+          name: path.lastComponent, address: properties[BlueZ.Property.address]?.string,
+          powered: properties[BlueZ.Property.powered]?.bool == true,
+          discovering: properties[BlueZ.Property.discovering]?.bool == true,
+          passiveMonitoring: monitor?["SupportedMonitorTypes"]?.strings?.contains("or_patterns") == true)
+      }
+      return .running(owner: owner.rawValue, adapters: adapters)
+    } catch {
+      return .unavailable("bluetoothd did not answer GetManagedObjects: \(error)")
+    }
+  }
+}

@@ -1,0 +1,314 @@
+import BeaconCore
+import BlueZ
+
+/// One health check, as the seed app's DiagnosticsViewModel reports them.
+public struct HealthCheck: Hashable, Sendable {
+  public enum Category: String, Hashable, Sendable, CaseIterable {
+    case permissions = "Permissions"
+    case bluetooth = "Bluetooth"
+    case configuration = "Configuration"
+    case storage = "Storage"
+    case upload = "Upload"
+  }
+
+  public enum Status: String, Hashable, Sendable, Comparable {
+    case ok, warning, critical
+
+    private var rank: Int {
+      switch self {
+      case .ok: 0
+      case .warning: 1
+      case .critical: 2
+      }
+    }
+
+    public static func < (lhs: Status, rhs: Status) -> Bool { lhs.rank < rhs.rank }
+  }
+
+  public var category: Category
+  public var name: String
+  public var status: Status
+  public var detail: String
+  public var recommendation: String?
+
+  public init(_ category: Category, _ name: String, _ status: Status, _ detail: String, fix: String? = nil) {
+    self.category = category
+    self.name = name
+    self.status = status
+    self.detail = detail
+    self.recommendation = fix
+  }
+}
+
+/// What `doctor` found, gathered by the caller (so the judgement is tested without a machine).
+public struct DoctorFacts: Sendable {
+  public var configPath: String
+  public var configuration: Result<DaemonConfiguration, KeyFileError>
+  public var stateDirectory: String
+  /// nil when writable; otherwise why not.
+  public var stateDirectoryProblem: String?
+  public var store: Result<(check: String, outbox: OutboxSummary), StoreError>?
+  public var freeBytes: UInt64?
+  /// nil when the backend is HCI (bluetoothd is not needed).
+  public var bluez: BlueZProbe.Result?
+  /// The daemon's `Status`, or why it could not be had.
+  public var daemon: Result<JSONValue, DaemonUnavailable>
+  /// For `[Upload] TokenFile`: nil when none is set, else whether it can be read.
+  public var tokenReadable: Bool?
+  public var isRoot: Bool
+  /// Whether the configuration file exists (a missing default file means the defaults).
+  public var configExists = true
+
+  public struct DaemonUnavailable: Error, Sendable {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+  }
+
+  public init(
+    configPath: String, configuration: Result<DaemonConfiguration, KeyFileError>, stateDirectory: String,
+    stateDirectoryProblem: String?, store: Result<(check: String, outbox: OutboxSummary), StoreError>?,
+    freeBytes: UInt64?, bluez: BlueZProbe.Result?, daemon: Result<JSONValue, DaemonUnavailable>,
+    tokenReadable: Bool?,
+    isRoot: Bool
+  ) {
+    self.configPath = configPath
+    self.configuration = configuration
+    self.stateDirectory = stateDirectory
+    self.stateDirectoryProblem = stateDirectoryProblem
+    self.store = store
+    self.freeBytes = freeBytes
+    self.bluez = bluez
+    self.daemon = daemon
+    self.tokenReadable = tokenReadable
+    self.isRoot = isRoot
+  }
+}
+
+/// The checks and the overall status.
+public struct HealthReport: Sendable {
+  public var checks: [HealthCheck]
+
+  public var overall: HealthCheck.Status { checks.map(\.status).max() ?? .ok }
+
+  /// 0 ok, 2 warning, 1 critical (a failure, as everywhere in the CLI).
+  public var exitStatus: Int32 {
+    switch overall {
+    case .ok: 0
+    case .warning: 2
+    case .critical: 1
+    }
+  }
+
+  public var json: JSONValue {
+    .object([
+      "overall": .string(overall.rawValue),
+      "checks": .array(
+        checks.map { check in
+          .object([
+            "category": .string(check.category.rawValue), "name": .string(check.name),
+            "status": .string(check.status.rawValue), "detail": .string(check.detail),
+            "recommendation": check.recommendation.map { .string($0) } ?? .null,
+          ])
+        }),
+    ])
+  }
+
+  public var text: String {
+    var out = ""
+    for category in HealthCheck.Category.allCases {
+      let mine = checks.filter { $0.category == category }
+      guard !mine.isEmpty else { continue }
+      out += "\(category.rawValue)\n"
+      for check in mine {
+        let mark =
+          switch check.status {
+          case .ok: "ok      "
+          case .warning: "WARNING "
+          case .critical: "CRITICAL"
+          }
+        out += "  \(mark)  \(check.name): \(check.detail)\n"
+        if let fix = check.recommendation, check.status != .ok { out += "            → \(fix)\n" }
+      }
+    }
+    out += "\nOverall: \(overall.rawValue)\n"
+    return out
+  }
+}
+
+public enum Doctor {
+  public static func evaluate(_ facts: DoctorFacts) -> HealthReport {
+    var checks: [HealthCheck] = []
+    let config = try? facts.configuration.get()
+
+    // Permissions
+    if let problem = facts.stateDirectoryProblem {
+      checks.append(
+        HealthCheck(
+          .permissions, "state directory", .critical, "\(facts.stateDirectory): \(problem)",
+          fix: "run as root or the beaconbridge user, or pass --state-dir"))
+    } else {
+      checks.append(HealthCheck(.permissions, "state directory", .ok, "\(facts.stateDirectory) is writable"))
+    }
+    if config?.backend == .hci, !facts.isRoot {
+      checks.append(
+        HealthCheck(
+          .permissions, "raw HCI access", .warning, "the hci backend needs CAP_NET_RAW and CAP_NET_ADMIN",
+          fix: "run the service with the hci override (AmbientCapabilities=CAP_NET_RAW CAP_NET_ADMIN)"))
+    }
+
+    // Configuration
+    switch facts.configuration {
+    case .success(let c):
+      let what =
+        facts.configExists
+        ? "\(facts.configPath) is valid" : "\(facts.configPath) is absent: the defaults apply"
+      checks.append(
+        HealthCheck(.configuration, "configuration", .ok, "\(what) (backend \(c.backend.rawValue))"))
+    case .failure(let error):
+      checks.append(
+        HealthCheck(
+          .configuration, "configuration", .critical, error.description,
+          fix: "fix that line; the daemon refuses to start until then"))
+    }
+
+    // Bluetooth
+    if let bluez = facts.bluez {
+      switch bluez {
+      case .unavailable(let reason):
+        let noBus = reason.contains("system bus cannot be reached")
+        checks.append(
+          HealthCheck(
+            .bluetooth, "bluetoothd", .critical, reason,
+            fix: noBus
+              ? "start dbus: systemctl start dbus"
+              : "start it: systemctl start bluetooth (or use backend = hci)"))
+      case .running(_, let adapters):
+        checks.append(HealthCheck(.bluetooth, "bluetoothd", .ok, "org.bluez is on the system bus"))
+        let wanted = config?.adapter
+        let chosen = adapters.first { wanted == nil ? $0.powered : $0.name == wanted } ?? adapters.first
+        if let adapter = chosen {
+          let name = "\(adapter.name)\(adapter.address.map { " (\($0))" } ?? "")"
+          if adapter.powered {
+            checks.append(HealthCheck(.bluetooth, "adapter", .ok, "\(name) is powered"))
+          } else {
+            checks.append(
+              HealthCheck(
+                .bluetooth, "adapter", .critical, "\(name) is off",
+                fix: "power it: bluetoothctl power on; check rfkill list"))
+          }
+          checks.append(
+            HealthCheck(
+              .bluetooth, "scan mode", .ok,
+              adapter.passiveMonitoring
+                ? "passive AdvertisementMonitor available"
+                : "active discovery (no passive monitor on this adapter)"))
+        } else {
+          checks.append(
+            HealthCheck(
+              .bluetooth, "adapter", .critical,
+              wanted.map { "no adapter \($0)" } ?? "BlueZ has no adapter",
+              fix: "plug one in; check btmgmt info"))
+        }
+      }
+    }
+    switch facts.daemon {
+    case .success(let status):
+      let scanning = status["scanning"]?.stringValue
+      let beacons = status["beaconsInRange"]?.arrayValue?.count ?? 0
+      if let scanning {
+        checks.append(
+          HealthCheck(
+            .bluetooth, "scanning", beacons > 0 ? .ok : .warning,
+            "the daemon scans with \(scanning); \(beacons) beacon(s) in range",
+            fix: beacons > 0
+              ? nil : "no advertisements are arriving: check that the beacon is powered and in range"))
+      } else {
+        checks.append(
+          HealthCheck(
+            .bluetooth, "scanning", .critical, "the daemon runs but does not scan",
+            fix: "see journalctl -u beaconbridge"))
+      }
+      if let active = status["activeBeacon"], active != .null {
+        checks.append(
+          HealthCheck(.bluetooth, "active beacon", .ok, "\(active["deviceId"]?.stringValue ?? "?") is active")
+        )
+      } else {
+        checks.append(
+          HealthCheck(
+            .bluetooth, "active beacon", .warning, "no paired beacon is active",
+            fix: "pair the vehicle's beacon: beaconbridge pair --uuid U --major M --minor N --device-id ID"))
+      }
+    case .failure(let unavailable):
+      checks.append(
+        HealthCheck(
+          .bluetooth, "daemon", .warning, unavailable.reason, fix: "systemctl start beaconbridge"))
+    }
+
+    // Storage
+    if let store = facts.store {
+      switch store {
+      case .success(let result):
+        checks.append(
+          HealthCheck(
+            .storage, "store", result.check == "ok" ? .ok : .critical,
+            result.check == "ok" ? "the store is healthy" : "integrity check: \(result.check)",
+            fix: "stop the daemon, keep the file for support, move it aside"))
+      case .failure(let error):
+        checks.append(HealthCheck(.storage, "store", .critical, error.description, fix: "see the message"))
+      }
+    }
+    if let free = facts.freeBytes {
+      let mb = free / 1_000_000
+      let status: HealthCheck.Status = mb < 10 ? .critical : mb < 100 ? .warning : .ok
+      checks.append(
+        HealthCheck(
+          .storage, "free disk", status, "\(mb) MB free in \(facts.stateDirectory)",
+          fix: "free space: the outbox needs room to hold trips while offline"))
+    }
+
+    // Upload
+    if let c = config {
+      if let url = c.uploadURL {
+        checks.append(HealthCheck(.upload, "backend URL", .ok, url))
+      } else {
+        checks.append(
+          HealthCheck(
+            .upload, "backend URL", .warning, "no [Upload] URL: batches wait in the outbox",
+            fix: "set [Upload] URL in \(facts.configPath)"))
+      }
+      if let readable = facts.tokenReadable, let file = c.tokenFile {
+        checks.append(
+          HealthCheck(
+            .upload, "token file", readable ? .ok : .critical,
+            readable ? "\(file) is readable" : "\(file) cannot be read",
+            fix: "create it, readable by the beaconbridge user only (mode 0640)"))
+      }
+    }
+    if case .success(let result)? = facts.store {
+      let outbox = result.outbox
+      let share = Double(outbox.undelivered) / Double(max(1, outbox.limit))
+      let status: HealthCheck.Status = share >= 0.9 ? .critical : share >= 0.5 ? .warning : .ok
+      let age = outbox.oldestAge.map { ", oldest \(Int($0)) s old" } ?? ""
+      checks.append(
+        HealthCheck(
+          .upload, "outbox", status, "\(outbox.undelivered) of \(outbox.limit) batches waiting\(age)",
+          fix:
+            "the backend is not taking batches: check the URL, the token and the network; at the limit new batches are refused"
+        ))
+      if outbox.deadLetters > 0 {
+        checks.append(
+          HealthCheck(
+            .upload, "dead letters", .warning, "\(outbox.deadLetters) batch(es) refused by the backend",
+            fix: "see the log for the backend's reason"))
+      }
+      if outbox.unresolvedTrips > 0 {
+        checks.append(
+          HealthCheck(
+            .upload, "unresolved trips", .warning,
+            "\(outbox.unresolvedTrips) trip(s) held without a device ID",
+            fix: "beaconbridge trip assign --trip-id ID --device-id X"))
+      }
+    }
+    return HealthReport(checks: checks)
+  }
+}

@@ -1,0 +1,135 @@
+import BeaconCore
+import BeaconTestSupport
+import BlueZ
+import DBus
+import DBusTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Issue "Trips reach the upload layer tagged, exactly once": SIGKILL the daemon at random
+/// points while batches stream in, restart it, and check that the backend got every batch the
+/// CLI acknowledged, tagged right, exactly once after de-duplication by key, and nothing that was
+/// never sent. `BEACONBRIDGE_KILL_POINTS` sets how many kills (make soak raises it).
+@Suite(.timeLimit(.minutes(10)))
+struct CrashTests {
+  @Test func killNineWhileBatchesStreamInLosesNothing() async throws {
+    let killPoints = Int(ProcessInfo.processInfo.environment["BEACONBRIDGE_KILL_POINTS"] ?? "") ?? 60
+    let fixture = try await BlueZFixture.start()
+    defer { fixture.stop() }
+    try await fixture.addAdapter("hci0")
+    // The backend fails a fifth of requests and drops a tenth, so batches wait in the outbox.
+    let backend = try FakeBackend(["--fail-rate", "0.2", "--drop-rate", "0.1", "--seed", "11"])
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-crash-\(UUID().uuidString)")
+      .path
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let config = dir + "/beaconbridge.conf"
+    // No beacon in this test: trips take the fallback device ID at once.
+    try """
+    [Trips]
+    unresolvedPolicy = fallback
+    fallbackDeviceId = DEPOT-7
+    lateWindow = 0
+    [Upload]
+    URL = \(backend.url.absoluteString)
+    postRetryInitial = 0.05
+    postRetryMax = 0.5
+    """.write(toFile: config, atomically: true, encoding: .utf8)
+    let test = DaemonEndToEndTests()
+    var environment = ProcessInfo.processInfo.environment
+    environment["DBUS_SYSTEM_BUS_ADDRESS"] = fixture.bus.address
+    environment.removeValue(forKey: "NOTIFY_SOCKET")
+
+    func startDaemon() throws -> Process {
+      let daemon = Process()
+      daemon.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
+      daemon.arguments = ["run", "--config", config, "--state-dir", dir]
+      daemon.environment = environment
+      daemon.standardError = FileHandle.nullDevice
+      try daemon.run()
+      return daemon
+    }
+    func waitReady() async throws -> Bool {
+      try await eventually(.seconds(20)) {
+        (try? test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir).status) == 0
+      }
+    }
+
+    var generator = SeededGenerator(seed: 2026)
+    var acknowledged: Set<Int> = []
+    var attempted: Set<Int> = []
+    var next = 0
+    var daemon = try startDaemon()
+    #expect(try await waitReady())
+    var started = false
+    for _ in 0..<killPoints {
+      // Stream a few batches, then kill the daemon at a random moment, possibly mid-call.
+      let burst = Int.random(in: 1...4, using: &generator)
+      let killAfter = Double.random(in: 0.0...0.4, using: &generator)
+      let pid = daemon.processIdentifier
+      let killer = Task {
+        try? await Task.sleep(for: .seconds(killAfter))
+        kill(pid, SIGKILL)
+      }
+      for _ in 0..<burst {
+        if !started {
+          let start = try test.cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir)
+          if start.status == 0 || start.stderr.contains("already started") { started = true } else { break }
+        }
+        let n = next
+        next += 1
+        attempted.insert(n)
+        let events = #"[{"type":"braking","n":\#(n)}]"#
+        let sent = try test.cli(
+          ["trip", "events", "--trip-id", "t1", "-"], bus: fixture.bus.address, dir: dir, stdin: events)
+        if sent.status == 0 { acknowledged.insert(n) } else { break }
+      }
+      await killer.value
+      daemon.waitUntilExit()
+      daemon = try startDaemon()
+      #expect(try await waitReady())
+    }
+    // Let the outbox drain, then stop cleanly.
+    let acknowledgedCount = acknowledged.count
+    let drained = try await eventually(.seconds(60)) {
+      let delivered = Set(backend.received().filter { $0.status == "200" }.compactMap(\.key))
+      return delivered.count >= acknowledgedCount
+        && (try? test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir))
+          .flatMap { try? JSONValue.parse(Data($0.stdout.utf8))["outbox"]?["undelivered"]?.intValue } == 0
+    }
+    #expect(drained, "the outbox did not drain")
+    kill(daemon.processIdentifier, SIGTERM)
+    daemon.waitUntilExit()
+
+    let delivered = backend.received().filter { $0.status == "200" }
+    var byKey: [String: JSONValue] = [:]
+    for request in delivered {
+      guard let key = request.key else { continue }
+      if let earlier = byKey[key] {
+        #expect(earlier == request.body, "key \(key) carried two different batches")
+      }
+      byKey[key] = request.body
+    }
+    var seen: [Int: Int] = [:]
+    for body in byKey.values {
+      #expect(body["deviceId"]?.stringValue == "DEPOT-7")
+      for event in body["events"]?.arrayValue ?? [] {
+        if let n = event["n"]?.intValue { seen[Int(n), default: 0] += 1 }
+      }
+    }
+    let missing = acknowledged.subtracting(seen.keys)
+    #expect(missing.isEmpty, "acknowledged but never delivered: \(missing.sorted())")
+    #expect(
+      seen.values.allSatisfy { $0 == 1 },
+      "a batch was accepted twice under different keys: \(seen.filter { $0.value > 1 })")
+    #expect(Set(seen.keys).isSubset(of: attempted), "the backend got batches nobody sent")
+    print(
+      "crash test: \(killPoints) kill points, \(attempted.count) batches sent, \(acknowledged.count) acknowledged, "
+        + "\(byKey.count) delivered (after de-duplication of \(delivered.count) deliveries), \(missing.count) lost"
+    )
+  }
+}

@@ -1,0 +1,76 @@
+import BeaconCore
+import BeaconTestSupport
+import BlueZ
+import DBus
+import DBusTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A 4xx moves a batch to the dead letters, `doctor` shows it, and `trip retry` resends it.
+@Suite(.timeLimit(.minutes(2)))
+struct DeadLetterTests {
+  @Test func refusedBatchIsKeptShownAndRetried() async throws {
+    let fixture = try await BlueZFixture.start()
+    defer { fixture.stop() }
+    try await fixture.addAdapter("hci0")
+    let backend = try FakeBackend(["--script", "422"])
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-dead-\(UUID().uuidString)")
+      .path
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let config = dir + "/beaconbridge.conf"
+    try """
+    [Trips]
+    unresolvedPolicy = fallback
+    fallbackDeviceId = DEPOT-7
+    lateWindow = 0
+    [Upload]
+    URL = \(backend.url.absoluteString)
+    """.write(toFile: config, atomically: true, encoding: .utf8)
+    let test = DaemonEndToEndTests()
+    let bus = fixture.bus.address
+    let daemon = Process()
+    daemon.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
+    daemon.arguments = ["run", "--config", config, "--state-dir", dir]
+    var environment = ProcessInfo.processInfo.environment
+    environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus
+    environment.removeValue(forKey: "NOTIFY_SOCKET")
+    daemon.environment = environment
+    daemon.standardError = FileHandle.nullDevice
+    try daemon.run()
+    defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+    #expect(
+      try await eventually(.seconds(20)) { (try? test.cli(["status"], bus: bus, dir: dir).status) == 0 })
+    #expect(try test.cli(["trip", "start", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
+    #expect(
+      try test.cli(
+        ["trip", "events", "--trip-id", "t1", "-"], bus: bus, dir: dir, stdin: #"[{"type":"poison"}]"#
+      ).status
+        == 0)
+    #expect(try await eventually { backend.received().contains { $0.status == "422" } })
+    #expect(
+      try await eventually {
+        let doctor = try test.cli(
+          ["doctor", "--json", "--config", config, "--state-dir", dir], bus: bus, dir: dir)
+        let checks = (try? JSONValue.parse(Data(doctor.stdout.utf8)))?["checks"]?.arrayValue ?? []
+        return checks.contains {
+          $0["name"]?.stringValue == "dead letters" && $0["status"]?.stringValue == "warning"
+        }
+      })
+    let retried = try test.cli(["trip", "retry", "--trip-id", "t1"], bus: bus, dir: dir)
+    #expect(retried.status == 0, "\(retried.stderr)")
+    #expect(try JSONValue.parse(Data(retried.stdout.utf8))["delivered"]?.intValue == 1)
+    let delivered = try #require(backend.received().first { $0.status == "200" })
+    #expect(delivered.key == "t1#0")
+    #expect(delivered.body["deviceId"]?.stringValue == "DEPOT-7")
+    let status = try JSONValue.parse(
+      Data(try test.cli(["status", "--json"], bus: bus, dir: dir).stdout.utf8))
+    #expect(status["outbox"]?["deadLetters"]?.intValue == 0)
+    kill(daemon.processIdentifier, SIGTERM)
+    daemon.waitUntilExit()
+  }
+}

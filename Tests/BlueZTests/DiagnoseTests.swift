@@ -1,0 +1,139 @@
+import BeaconCore
+import BeaconTestSupport
+import BlueZ
+import DBus
+import DBusTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The support bundle: a real .tar.gz with a manifest, secrets kept out, with or without the
+/// daemon.
+@Suite(.timeLimit(.minutes(2)))
+struct DiagnoseTests {
+  struct Bundle {
+    var files: [String: String]
+    var listing: [String]
+  }
+
+  func diagnose(bus: String, dir: String, config: String) throws -> (status: Int32, bundle: Bundle) {
+    let output = dir + "/bundle.tar.gz"
+    let result = try DaemonEndToEndTests().cli(
+      ["diagnose", "--export", output, "--config", config, "--state-dir", dir], bus: bus, dir: dir)
+    // List with the standard tar, then unpack.
+    func run(_ arguments: [String]) throws -> String {
+      let tar = Process()
+      tar.executableURL = URL(fileURLWithPath: "/bin/tar")
+      tar.arguments = arguments
+      let out = Pipe()
+      tar.standardOutput = out
+      try tar.run()
+      let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      tar.waitUntilExit()
+      return text
+    }
+    let listing = try run(["-tzf", output]).split(separator: "\n").map(String.init)
+    let unpacked = dir + "/unpacked"
+    try FileManager.default.createDirectory(atPath: unpacked, withIntermediateDirectories: true)
+    _ = try run(["-xzf", output, "-C", unpacked])
+    var files: [String: String] = [:]
+    let folder = try #require(try FileManager.default.contentsOfDirectory(atPath: unpacked).first)
+    for name in try FileManager.default.contentsOfDirectory(atPath: unpacked + "/" + folder) {
+      files[name] = try String(contentsOfFile: unpacked + "/" + folder + "/" + name, encoding: .utf8)
+    }
+    return (result.status, Bundle(files: files, listing: listing))
+  }
+
+  func prepare() throws -> (dir: String, config: String) {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-diag-\(UUID().uuidString)")
+      .path
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    try "tok-9f8e7d6c5b\n".write(toFile: dir + "/token", atomically: true, encoding: .utf8)
+    let config = dir + "/beaconbridge.conf"
+    try """
+    [Upload]
+    URL = https://fleet:pa55word-x@127.0.0.1:9/trips?token=q-secret-1&x=1
+    TokenFile = \(dir)/token
+    [Trips]
+    unresolvedPolicy = fallback
+    fallbackDeviceId = DEPOT-1
+    lateWindow = 0
+    """.write(toFile: config, atomically: true, encoding: .utf8)
+    return (dir, config)
+  }
+
+  func expectNoSecrets(_ bundle: Bundle) {
+    for (name, text) in bundle.files {
+      for secret in ["tok-9f8e7d6c5b", "pa55word-x", "q-secret-1"] {
+        #expect(!text.contains(secret), "\(name) leaks \(secret)")
+      }
+    }
+    #expect(bundle.files["token"] == nil)
+  }
+
+  @Test func daemonStoppedStillExportsAndNamesWhatIsMissing() async throws {
+    let bus = try PrivateBus.start()
+    defer { bus.stop() }
+    let (dir, config) = try prepare()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let (status, bundle) = try diagnose(bus: bus.address, dir: dir, config: config)
+    #expect(status == 0)
+    #expect(bundle.listing.contains { $0.hasSuffix("/MANIFEST.txt") })
+    let manifest = try #require(bundle.files["MANIFEST.txt"])
+    for name in bundle.files.keys where name != "MANIFEST.txt" {
+      #expect(manifest.contains(name), "MANIFEST.txt does not name \(name)")
+    }
+    #expect(manifest.contains("MISSING"))
+    #expect(manifest.contains("status.json") && manifest.contains("daemon is not running"))
+    #expect(bundle.files["doctor.json"] != nil)
+    #expect(bundle.files["versions.txt"]?.contains("beaconbridge") == true)
+    #expect(bundle.files["beaconbridge.conf"]?.contains("<redacted>") == true)
+    expectNoSecrets(bundle)
+  }
+
+  @Test func againstTheRunningDaemon() async throws {
+    let fixture = try await BlueZFixture.start()
+    defer { fixture.stop() }
+    try await fixture.addAdapter("hci0")
+    let (dir, config) = try prepare()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let daemon = Process()
+    daemon.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
+    daemon.arguments = ["run", "--config", config, "--state-dir", dir]
+    var environment = ProcessInfo.processInfo.environment
+    environment["DBUS_SYSTEM_BUS_ADDRESS"] = fixture.bus.address
+    environment.removeValue(forKey: "NOTIFY_SOCKET")
+    daemon.environment = environment
+    daemon.standardError = FileHandle.nullDevice
+    try daemon.run()
+    defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+    let test = DaemonEndToEndTests()
+    #expect(
+      try await eventually(.seconds(20)) {
+        (try? test.cli(["status"], bus: fixture.bus.address, dir: dir).status) == 0
+      })
+    // A trip with a batch that fails to upload (nothing listens on port 9): a decision, a log line.
+    #expect(
+      try test.cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir).status == 0)
+    // With lateWindow 0 the trip takes the fallback on the next tick: a tagging decision.
+    #expect(
+      try await eventually {
+        let status = try JSONValue.parse(
+          Data(try test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir).stdout.utf8))
+        return status["trips"]?.arrayValue?.first?["deviceId"]?.stringValue == "DEPOT-1"
+      })
+    let (status, bundle) = try diagnose(bus: fixture.bus.address, dir: dir, config: config)
+    #expect(status == 0)
+    #expect(bundle.files["status.json"]?.contains("\"scanning\"") == true)
+    #expect(bundle.files["adapters.json"]?.contains("hci0") == true)
+    #expect(
+      bundle.files["logs.txt"]?.contains("ready") == true, "logs.txt: \(bundle.files["logs.txt"] ?? "none")")
+    #expect(bundle.files["decisions.json"]?.contains("t1") == true)
+    expectNoSecrets(bundle)
+    kill(daemon.processIdentifier, SIGTERM)
+    daemon.waitUntilExit()
+  }
+}

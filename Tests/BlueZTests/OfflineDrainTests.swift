@@ -1,0 +1,85 @@
+import BeaconCore
+import BeaconTestSupport
+import BlueZ
+import DBus
+import DBusTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The backend is down for the whole run; batches wait in the outbox; when it comes back they
+/// all drain, in order. Prints the drain rate (a measurement, not an assertion).
+@Suite(.timeLimit(.minutes(3)))
+struct OfflineDrainTests {
+  @Test func outboxDrainsInOrderWhenTheBackendComesBack() async throws {
+    let fixture = try await BlueZFixture.start()
+    defer { fixture.stop() }
+    try await fixture.addAdapter("hci0")
+    // Learn a free port, then leave it closed: the backend is down.
+    let port = try FakeBackend().port
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-drain-\(UUID().uuidString)")
+      .path
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let config = dir + "/beaconbridge.conf"
+    try """
+    [Trips]
+    unresolvedPolicy = fallback
+    fallbackDeviceId = DEPOT-7
+    lateWindow = 0
+    [Upload]
+    URL = http://127.0.0.1:\(port)/trips
+    postRetryInitial = 0.1
+    postRetryMax = 0.5
+    """.write(toFile: config, atomically: true, encoding: .utf8)
+    let test = DaemonEndToEndTests()
+    let daemon = Process()
+    daemon.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
+    daemon.arguments = ["run", "--config", config, "--state-dir", dir]
+    var environment = ProcessInfo.processInfo.environment
+    environment["DBUS_SYSTEM_BUS_ADDRESS"] = fixture.bus.address
+    environment.removeValue(forKey: "NOTIFY_SOCKET")
+    daemon.environment = environment
+    daemon.standardError = FileHandle.nullDevice
+    try daemon.run()
+    defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+    #expect(
+      try await eventually(.seconds(20)) {
+        (try? test.cli(["status"], bus: fixture.bus.address, dir: dir).status) == 0
+      })
+    #expect(
+      try test.cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir).status == 0)
+    let count = 100
+    for n in 0..<count {
+      let sent = try test.cli(
+        ["trip", "events", "--trip-id", "t1", "-"], bus: fixture.bus.address, dir: dir,
+        stdin: #"[{"type":"braking","n":\#(n)}]"#)
+      #expect(sent.status == 0)
+    }
+    // Down the whole time: nothing delivered, everything waiting.
+    let waiting = try JSONValue.parse(
+      Data(try test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir).stdout.utf8))
+    #expect(waiting["outbox"]?["undelivered"]?.intValue == Int64(count))
+
+    let backend = try FakeBackend(["--port", String(port)])
+    let back = ContinuousClock.now
+    #expect(
+      try await eventually(.seconds(60)) { backend.received().filter { $0.status == "200" }.count >= count })
+    let elapsed = back.duration(to: .now)
+    let sequence = backend.received().filter { $0.status == "200" }.compactMap {
+      $0.body["sequence"]?.intValue
+    }
+    #expect(sequence == (0..<Int64(count)).map { $0 })
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    print(
+      "offline drain: \(count) batches in \(String(format: "%.2f", seconds)) s after the backend came back "
+        + "(\(String(format: "%.0f", Double(count) / seconds)) batches/s, including the wait for the next retry)"
+    )
+    kill(daemon.processIdentifier, SIGTERM)
+    daemon.waitUntilExit()
+    #expect(daemon.terminationStatus == 0)
+  }
+}

@@ -1,0 +1,119 @@
+import BeaconCore
+import BlueZ
+import BridgeDaemon
+import Testing
+
+/// `doctor`'s judgement, from gathered facts.
+@Suite struct DoctorTests {
+  func facts(
+    config: Result<DaemonConfiguration, KeyFileError> = .success(DaemonConfiguration()),
+    bluez: BlueZProbe.Result? = .running(
+      owner: ":1.1",
+      adapters: [
+        .init(
+          name: "hci0", address: "00:AA:01:00:00:23", powered: true, discovering: true,
+          passiveMonitoring: false)
+      ]
+    ),
+    daemon: Result<JSONValue, DoctorFacts.DaemonUnavailable> = .success(
+      .object([
+        "scanning": .string("bluez (active discovery)"), "beaconsInRange": .array([.object([:])]),
+        "activeBeacon": .object(["deviceId": .string("UNIT-0042")]),
+      ])),
+    outbox: OutboxSummary = OutboxSummary(
+      trips: 0, undelivered: 0, unresolvedTrips: 0, deadLetters: 0, limit: 100, oldestAge: nil),
+    stateProblem: String? = nil, free: UInt64 = 5_000_000_000
+  ) -> DoctorFacts {
+    var c = (try? config.get()) ?? DaemonConfiguration()
+    c.uploadURL = "https://backend.example/trips"
+    let configuration: Result<DaemonConfiguration, KeyFileError> =
+      switch config {
+      case .success: .success(c)
+      case .failure(let e): .failure(e)
+      }
+    return DoctorFacts(
+      configPath: "/etc/beaconbridge/beaconbridge.conf", configuration: configuration,
+      stateDirectory: "/var/lib/x",
+      stateDirectoryProblem: stateProblem, store: .success(("ok", outbox)), freeBytes: free, bluez: bluez,
+      daemon: daemon, tokenReadable: nil, isRoot: true)
+  }
+
+  func status(_ report: HealthReport, _ name: String) -> HealthCheck.Status? {
+    report.checks.first { $0.name == name }?.status
+  }
+
+  @Test func healthyBoxIsOK() {
+    let report = Doctor.evaluate(facts())
+    #expect(report.overall == .ok, "\(report.text)")
+    #expect(report.exitStatus == 0)
+    #expect(Set(report.checks.map(\.category)) == Set(HealthCheck.Category.allCases))
+    #expect(report.checks.contains { $0.name == "scan mode" && $0.detail.contains("active discovery") })
+  }
+
+  @Test func missingBluetoothdIsCriticalWithAFix() {
+    let report = Doctor.evaluate(facts(bluez: .unavailable("org.bluez is not on the system bus")))
+    #expect(status(report, "bluetoothd") == .critical)
+    #expect(report.exitStatus == 1)
+    #expect(report.text.contains("systemctl start bluetooth"))
+  }
+
+  @Test func adapterOffIsCritical() {
+    let off = BlueZProbe.Result.running(
+      owner: ":1.1",
+      adapters: [
+        .init(name: "hci0", address: nil, powered: false, discovering: false, passiveMonitoring: false)
+      ])
+    #expect(status(Doctor.evaluate(facts(bluez: off)), "adapter") == .critical)
+    #expect(
+      status(Doctor.evaluate(facts(bluez: .running(owner: ":1.1", adapters: []))), "adapter") == .critical)
+  }
+
+  @Test func badConfigurationIsCriticalAtItsLine() {
+    let report = Doctor.evaluate(
+      facts(
+        config: .failure(KeyFileError(file: "/etc/b.conf", line: 4, message: "exitTimeout must be a number")))
+    )
+    #expect(status(report, "configuration") == .critical)
+    #expect(report.text.contains("/etc/b.conf:4"))
+  }
+
+  @Test(arguments: [(10, HealthCheck.Status.ok), (50, .warning), (95, .critical)])
+  func outboxBacklogWarnsWellBeforeItFills(undelivered: Int, expected: HealthCheck.Status) {
+    let outbox = OutboxSummary(
+      trips: 1, undelivered: undelivered, unresolvedTrips: 0, deadLetters: 0, limit: 100, oldestAge: 3600)
+    #expect(status(Doctor.evaluate(facts(outbox: outbox)), "outbox") == expected)
+  }
+
+  @Test func unresolvedTripsAndDeadLettersAreShown() {
+    let outbox = OutboxSummary(
+      trips: 2, undelivered: 3, unresolvedTrips: 1, deadLetters: 2, limit: 100, oldestAge: 10)
+    let report = Doctor.evaluate(facts(outbox: outbox))
+    #expect(status(report, "unresolved trips") == .warning)
+    #expect(status(report, "dead letters") == .warning)
+    #expect(report.text.contains("trip assign"))
+    #expect(report.exitStatus == 2)
+  }
+
+  @Test func stoppedDaemonAndNoBeaconsAreWarnings() {
+    let stopped = Doctor.evaluate(facts(daemon: .failure(.init("the beaconbridge daemon is not running"))))
+    #expect(status(stopped, "daemon") == .warning)
+    let quiet = Doctor.evaluate(
+      facts(
+        daemon: .success(
+          .object(["scanning": .string("bluez"), "beaconsInRange": .array([]), "activeBeacon": .null]))))
+    #expect(status(quiet, "scanning") == .warning)
+    #expect(status(quiet, "active beacon") == .warning)
+  }
+
+  @Test func unwritableStateAndLowDiskAreCritical() {
+    #expect(status(Doctor.evaluate(facts(stateProblem: "not writable")), "state directory") == .critical)
+    #expect(status(Doctor.evaluate(facts(free: 5_000_000)), "free disk") == .critical)
+    #expect(status(Doctor.evaluate(facts(free: 50_000_000)), "free disk") == .warning)
+  }
+
+  @Test func jsonCarriesEveryCheck() {
+    let report = Doctor.evaluate(facts())
+    #expect(report.json["overall"]?.stringValue == "ok")
+    #expect(report.json["checks"]?.arrayValue?.count == report.checks.count)
+  }
+}
