@@ -21,9 +21,6 @@ C = ("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", 3, 33)  # after bluetoothd restarte
 D = ("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", 4, 44)  # after btvirt restarted
 NAMES = {A: "A", B: "B", C: "C", D: "D"}
 
-DAEMON_ISSUE = "The daemon, its D-Bus API, the CLI, and the systemd/udev/sysusers/policy files"
-TRIPS_ISSUE = "Trips reach the upload layer tagged, exactly once: trip lifecycle, durable outbox, HTTP upload"
-
 results = []  # (status, name, detail)
 logs_to_show = set()
 
@@ -68,9 +65,10 @@ def exit_status(scan):
     return None
 
 
-def scan_scenario(title, scan, want, also=None, before=None):
+def scan_scenario(title, scan, want, also=None, before=None, restarts=0):
     """A scan scenario: `scan`.jsonl lists every beacon of `want` (and, when given, one of `before`
-    entered before any of `want`), the scan ended with status 0 when the guest stopped it."""
+    entered before any of `want`), the scan started discovery `restarts` more times (its stderr),
+    and it ended with status 0 when the guest stopped it."""
     out = read(scan + ".jsonl")
     logs_to_show.update([scan + ".err", "guest.log"])
     if out is None:
@@ -86,6 +84,9 @@ def scan_scenario(title, scan, want, also=None, before=None):
         first_wanted = min((found.index(b) for b in want if b in found), default=len(found))
         if not any(b in found[:first_wanted] for b in before):
             problems.append("no beacon (%s) was seen before the disruption" % names(before))
+    starts = (read(scan + ".err") or "").count("discovery started on")
+    if restarts and starts < 1 + restarts:
+        problems.append("discovery started %d time(s), not %d: it did not resume" % (starts, 1 + restarts))
     status = exit_status(scan)
     if status != 0:
         problems.append("the scan exited with status %s, not 0, when stopped" % status)
@@ -103,14 +104,25 @@ def fail(title, detail):
 
 
 def pending(title, issues):
+    """A scenario waiting for another issue: printed, counted neither as passed nor as failed."""
     results.append(("PENDING", title, "waits for " + " and ".join('"%s"' % i for i in issues)))
 
 
-def replay(capture, want, title):
-    """beaconbridge replay CAPTURE --json --adapter hci0 finds every beacon of `want`."""
+def replay(title, captures):
+    """beaconbridge replay CAPTURE --json --adapter hci0 finds every beacon wanted of each capture."""
+    details = []
+    for capture, want in captures:
+        detail = replay_one(capture, want)
+        if detail.startswith("FAIL "):
+            return fail(title, detail[5:])
+        details.append(detail)
+    return ok(title, "; ".join(details))
+
+
+def replay_one(capture, want):
     logs_to_show.update(["btmon.txt"])
     if not os.path.exists(path(capture)):
-        return fail(title, "%s is missing: btmon -w wrote nothing" % capture)
+        return "FAIL %s is missing: btmon -w wrote nothing" % capture
     run = subprocess.run(
         [BB, "replay", path(capture), "--json", "--adapter", "hci0"], capture_output=True, text=True)
     found, bad = entered(run.stdout)
@@ -124,8 +136,8 @@ def replay(capture, want, title):
         problems.append("the replay never entered %s" % names(missing))
     size = os.path.getsize(path(capture))
     if problems:
-        return fail(title, "; ".join(problems) + " (entered: %s)" % names(found))
-    return ok(title, "%s (%d bytes) replayed: entered %s" % (capture, size, names(found)))
+        return "FAIL %s: %s (entered: %s)" % (capture, "; ".join(problems), names(found))
+    return "%s (%d bytes): entered %s" % (capture, size, names(sorted(set(found), key=found.index)))
 
 
 def load_json(name):
@@ -194,12 +206,12 @@ else:
     tagging_path("2 the tagging path: the daemon runs, pair binds A to VAN-7 (B not), the trip is tagged VAN-7 "
                  "and its batch reaches the fake backend")
     scan_scenario("3 bluetoothd killed and restarted mid-scan: the scan resumes and sees a beacon "
-                  "advertised after the restart", "s3-restart", [C], before=[A, B])
+                  "advertised after the restart", "s3-restart", [C], before=[A, B], restarts=1)
     scan_scenario("4 controllers gone and back (btvirt restarted): the scan resumes and sees a beacon "
-                  "on the new controllers", "s4-controller", [D], before=[A, B, C])
+                  "on the new controllers", "s4-controller", [D], restarts=1)
     scan_scenario("5 bluetoothd stopped: the raw HCI backend sees both iBeacons", "s5-hci", [A, B])
-    replay("capture.btsnoop", [A, B, C, D], "6 btmon -w captured the run; replay finds A, B, C and D")
-    replay("s1.btsnoop", [A, B], "6b the short capture of scenario 1 (the test fixture) replays to A and B")
+    replay("6 btmon -w captured the run: replay finds A, B, C and D in it, and A and B in scenario 1's "
+           "short capture (the test fixture's source)", [("capture.btsnoop", [A, B, C, D]), ("s1.btsnoop", [A, B])])
 
 for status, title, detail in results:
     print("%-7s %s: %s" % (status, title, detail))
