@@ -158,7 +158,7 @@ test-system-files: release
 # --- The VM tier (issue 6, DESIGN §6 tier 4). A separate block so merges stay easy. ------------
 # `make test-vm` boots one VM (virtme-ng, qemu under TCG, Debian's kernel) with hci_vhci, btvirt
 # and bluetoothd, runs beaconbridge's scenarios in it (Tests/VM/guest.sh) and checks its outputs
-# (Tests/VM/check.py). Takes about 3 minutes; logs in .build/vm-out. BEACONBRIDGE_SKIP_VM=1 skips
+# (Tests/VM/check.py). Takes 3 to 4 minutes; logs in .build/vm-out. BEACONBRIDGE_SKIP_VM=1 skips
 # it, loudly, on machines that cannot run a VM (see README); CI never sets it.
 .PHONY: test-vm
 
