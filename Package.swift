@@ -56,7 +56,7 @@ let package = Package(
     .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
     // The raw HCI AdvertisementSource and btsnoop replay into a Scenario.
     .target(name: "HCI", dependencies: ["CBlueZ", "HCIParsing", "BeaconCore"]),
-    .testTarget(name: "HCITests", dependencies: ["HCI", "HCIParsing", "BeaconCore"]),
+    .testTarget(name: "HCITests", dependencies: ["HCI", "HCIParsing", "BeaconCore"], exclude: ["Fixtures"]),
   ],
   swiftLanguageModes: [.v6]
 )

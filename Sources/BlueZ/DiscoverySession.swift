@@ -365,24 +365,53 @@ final class DiscoverySession: @unchecked Sendable {
   }
 
   /// SetDiscoveryFilter({Transport: "le", DuplicateData: true}), then StartDiscovery (bleak's
-  /// recipe). InProgress means another path already started it; NotReady means the adapter is
-  /// not powered yet, and a later Powered change retries.
+  /// recipe). NotReady means the adapter is not powered yet, and a later Powered change retries.
+  ///
+  /// InProgress means one of two things. Either this connection already discovers on the
+  /// adapter, or the kernel refused with Busy and bluetoothd dropped our request. The second
+  /// happens after bluetoothd was killed while discovering: the kernel keeps that orphaned
+  /// discovery running until its 10.24 s window ends, the new bluetoothd cannot start its own
+  /// meanwhile, and no signal follows when the orphan ends (seen in the VM tier, BlueZ 5.66,
+  /// Linux 6.1). The adapter's Discovering property tells them apart: false means nobody
+  /// discovers for us, so we try again until `discoveryBusyWindow` has passed.
   private func startDiscovery(on path: ObjectPath) async throws {
     let filter = DBusValue.stringVariantDictionary(["Transport": "le", "DuplicateData": true])
-    do {
-      _ = try await adapterCall(path, BlueZ.Method.setDiscoveryFilter, [filter])
-      _ = try await adapterCall(path, BlueZ.Method.startDiscovery)
-    } catch let error as DBusError where error.name == .bluezInProgress {
-      log("bluez: discovery on \(path.lastComponent) already in progress")
-    } catch let error as DBusError where error.name == .bluezNotReady {
-      log("bluez: adapter \(path.lastComponent) is not ready (\(error.message)); waiting for power")
-      return
+    let deadline = ContinuousClock.now + Self.discoveryBusyWindow
+    while true {
+      do {
+        _ = try await adapterCall(path, BlueZ.Method.setDiscoveryFilter, [filter])
+        _ = try await adapterCall(path, BlueZ.Method.startDiscovery)
+      } catch let error as DBusError where error.name == .bluezInProgress {
+        if try await adapterDiscovering(path) == false {
+          guard ContinuousClock.now < deadline, !Task.isCancelled else { throw error }
+          log("bluez: \(path.lastComponent) is busy (a discovery nobody owns?); trying again")
+          try? await Task.sleep(for: .seconds(1))
+          continue
+        }
+        log("bluez: discovery on \(path.lastComponent) already in progress")
+      } catch let error as DBusError where error.name == .bluezNotReady {
+        log("bluez: adapter \(path.lastComponent) is not ready (\(error.message)); waiting for power")
+        return
+      }
+      break
     }
     adapter = path
     lastAdapter = path
     discovering = true
     reportMode(.activeDiscovery)
     log("bluez: discovery started on \(path.lastComponent) (le, duplicate data)")
+  }
+
+  /// Longer than the kernel's LE discovery window (10.24 s), which bounds an orphaned discovery.
+  static let discoveryBusyWindow: Duration = .seconds(15)
+
+  /// The adapter's Discovering property, read now (the mirror may lag); nil if unreadable.
+  private func adapterDiscovering(_ path: ObjectPath) async throws -> Bool? {
+    let value = try? await connection.callReturningOne(
+      destination: BlueZ.service, path: path, interface: .properties, member: "Get",
+      [.string(BlueZ.adapterInterface.rawValue), .string(BlueZ.Property.discovering)],
+      timeout: options.callTimeout)
+    return value?.bool
   }
 
   /// Removes devices not heard for `staleDeviceAge` from BlueZ, except those BlueZ knows as

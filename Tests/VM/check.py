@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""The VM tier's asserts, on the host, over what Tests/VM/guest.sh left in OUT.
+
+    Tests/VM/check.py OUT BEACONBRIDGE
+
+Prints PASS, FAIL or PENDING per scenario (issue 6), the tails of the guest's logs after a
+failure, and a closing "N passed, N failed" line. Exits 1 when a scenario failed. PENDING
+scenarios wait for another issue; they count neither as passed nor as failed.
+"""
+import json
+import os
+import subprocess
+import sys
+
+OUT, BB = sys.argv[1], sys.argv[2]
+
+# The beacons guest.sh advertises: (uuid as beaconbridge prints it, major, minor).
+A = ("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", 1, 7)  # hci1, from the start
+B = ("74278BDA-B644-4520-8F0C-720EAF059935", 2, 9)  # hci2, from the start
+C = ("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", 3, 33)  # after bluetoothd restarted
+D = ("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", 4, 44)  # after btvirt restarted
+NAMES = {A: "A", B: "B", C: "C", D: "D"}
+
+results = []  # (status, name, detail)
+logs_to_show = set()
+
+
+def path(name):
+    return os.path.join(OUT, name)
+
+
+def read(name):
+    try:
+        with open(path(name), errors="replace") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def entered(lines):
+    """The iBeacons of a JSON-lines output's beaconEntered events, in order, and unparsable lines."""
+    found, bad = [], []
+    for line in lines.splitlines():
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            bad.append(line)
+            continue
+        if event.get("type") == "beaconEntered" and event.get("kind") == "iBeacon":
+            found.append((event.get("uuid"), event.get("major"), event.get("minor")))
+    return found, bad
+
+
+def names(beacons):
+    return ", ".join(NAMES.get(b, "%s %s/%s" % b) for b in beacons) or "none"
+
+
+def exit_status(scan):
+    for line in (read("exits.txt") or "").splitlines():
+        name, _, status = line.rpartition(" exit ")
+        if name == scan:
+            return int(status)
+    return None
+
+
+def scan_scenario(title, scan, want, also=None, before=None, restarts=0):
+    """A scan scenario: `scan`.jsonl lists every beacon of `want` (and, when given, one of `before`
+    entered before any of `want`), the scan started discovery `restarts` more times (its stderr),
+    and it ended with status 0 when the guest stopped it."""
+    out = read(scan + ".jsonl")
+    logs_to_show.update([scan + ".err", "guest.log"])
+    if out is None:
+        return fail(title, "%s.jsonl is missing: the guest never ran this scan" % scan)
+    found, bad = entered(out)
+    problems = []
+    if bad:
+        problems.append("%d lines are not JSON (first: %r)" % (len(bad), bad[0][:120]))
+    missing = [b for b in want if b not in found]
+    if missing:
+        problems.append("never entered: %s" % names(missing))
+    if before is not None:
+        first_wanted = min((found.index(b) for b in want if b in found), default=len(found))
+        if not any(b in found[:first_wanted] for b in before):
+            problems.append("no beacon (%s) was seen before the disruption" % names(before))
+    starts = (read(scan + ".err") or "").count("discovery started on")
+    if restarts and starts < 1 + restarts:
+        problems.append("discovery started %d time(s), not %d: it did not resume" % (starts, 1 + restarts))
+    status = exit_status(scan)
+    if status != 0:
+        problems.append("the scan exited with status %s, not 0, when stopped" % status)
+    if problems:
+        return fail(title, "; ".join(problems) + " (entered: %s)" % names(found))
+    return ok(title, "entered: %s" % names(found) + (also or ""))
+
+
+def ok(title, detail):
+    results.append(("PASS", title, detail))
+
+
+def fail(title, detail):
+    results.append(("FAIL", title, detail))
+
+
+def pending(title, issues):
+    """A scenario waiting for another issue: printed, counted neither as passed nor as failed."""
+    results.append(("PENDING", title, "waits for " + " and ".join('"%s"' % i for i in issues)))
+
+
+def replay(title, captures):
+    """beaconbridge replay CAPTURE --json --adapter hci0 finds every beacon wanted of each capture."""
+    details = []
+    for capture, want in captures:
+        detail = replay_one(capture, want)
+        if detail.startswith("FAIL "):
+            return fail(title, detail[5:])
+        details.append(detail)
+    return ok(title, "; ".join(details))
+
+
+def replay_one(capture, want):
+    logs_to_show.update(["btmon.txt"])
+    if not os.path.exists(path(capture)):
+        return "FAIL %s is missing: btmon -w wrote nothing" % capture
+    run = subprocess.run(
+        [BB, "replay", path(capture), "--json", "--adapter", "hci0"], capture_output=True, text=True)
+    found, bad = entered(run.stdout)
+    problems = []
+    if run.returncode != 0:
+        problems.append("replay exited %d: %s" % (run.returncode, run.stderr.strip()[-300:]))
+    if bad:
+        problems.append("%d lines are not JSON" % len(bad))
+    missing = [b for b in want if b not in found]
+    if missing:
+        problems.append("the replay never entered %s" % names(missing))
+    size = os.path.getsize(path(capture))
+    if problems:
+        return "FAIL %s: %s (entered: %s)" % (capture, "; ".join(problems), names(found))
+    return "%s (%d bytes): entered %s" % (capture, size, names(sorted(set(found), key=found.index)))
+
+
+def load_json(name):
+    text = read(name)
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
+
+
+def tagging_path(title):
+    """Scenario 2: s2-*.json from the CLI, s2-backend.jsonl from the fake backend."""
+    logs_to_show.update(["s2-daemon.err", "s2-cli.err", "guest.log"])
+    if read("s2-daemon.err") is None:
+        return fail(title, "the guest never started the daemon")
+    problems = []
+    status = load_json("s2-status.json") or {}
+    active = (status.get("activeBeacon") or {}).get("deviceId")
+    if active != "VAN-7":
+        problems.append("status never showed VAN-7 active (activeBeacon: %r)" % status.get("activeBeacon"))
+    start = load_json("s2-trip-start.json") or {}
+    if start.get("deviceId") != "VAN-7":
+        problems.append("trip start was tagged %r, not VAN-7" % start.get("deviceId"))
+    posts = []
+    for line in (read("s2-backend.jsonl") or "").splitlines():
+        try:
+            posts.append(json.loads(line))
+        except ValueError:
+            problems.append("the backend log has a line that is not JSON")
+    delivered = [p for p in posts if str(p.get("status")) == "200" and isinstance(p.get("body"), dict)]
+    if not delivered:
+        problems.append("no batch reached the backend (%d requests)" % len(posts))
+    for post in delivered:
+        body = post["body"]
+        if body.get("deviceId") != "VAN-7":
+            problems.append("a batch reached the backend tagged %r, not VAN-7" % body.get("deviceId"))
+        if body.get("tripId") not in (None, "vm-1"):
+            problems.append("a batch of trip %r reached the backend" % body.get("tripId"))
+    events = [e for p in delivered for e in (p["body"].get("events") or [])]
+    if delivered and not any(e.get("type") == "braking" for e in events if isinstance(e, dict)):
+        problems.append("the delivered batch lost the braking event")
+    if exit_status("s2-daemon") != 0:
+        problems.append("the daemon exited with status %s on SIGTERM, not 0" % exit_status("s2-daemon"))
+    if problems:
+        return fail(title, "; ".join(problems))
+    return ok(title, "VAN-7 active, trip vm-1 tagged VAN-7, %d batch(es) delivered with key %s"
+              % (len(delivered), ", ".join(str(p.get("key")) for p in delivered)))
+
+
+steps = read("steps.txt")
+if steps is None:
+    print("FAIL  the guest never ran Tests/VM/guest.sh (no steps.txt in %s)" % OUT)
+    logs_to_show.update(["vng.log"])
+    results.append(("FAIL", "guest", "no output"))
+else:
+    for line in steps.splitlines():
+        if line.startswith("SETUP-FAIL"):
+            results.append(("FAIL", "setup", line[len("SETUP-FAIL "):]))
+            logs_to_show.update(["guest.log", "bluetoothd.log", "btvirt.log", "dmesg.txt"])
+    if "done" not in steps.splitlines():
+        results.append(("FAIL", "guest", "the guest script did not finish (last step: %s)"
+                        % (steps.splitlines() or ["none"])[-1]))
+        logs_to_show.update(["guest.log", "vng.log"])
+
+    scan_scenario("1 scan through BlueZ lists both advertised iBeacons", "s1-bluez", [A, B])
+    tagging_path("2 the tagging path: the daemon runs, pair binds A to VAN-7 (B not), the trip is tagged VAN-7 "
+                 "and its batch reaches the fake backend")
+    scan_scenario("3 bluetoothd killed and restarted mid-scan: the scan resumes and sees a beacon "
+                  "advertised after the restart", "s3-restart", [C], before=[A, B], restarts=1)
+    scan_scenario("4 controllers gone and back (btvirt restarted): the scan resumes and sees a beacon "
+                  "on the new controllers", "s4-controller", [D], restarts=1)
+    scan_scenario("5 bluetoothd stopped: the raw HCI backend sees both iBeacons", "s5-hci", [A, B])
+    replay("6 btmon -w captured the run: replay finds A, B, C and D in it, and A and B in scenario 1's "
+           "short capture (the test fixture's source)", [("capture.btsnoop", [A, B, C, D]), ("s1.btsnoop", [A, B])])
+
+for status, title, detail in results:
+    print("%-7s %s: %s" % (status, title, detail))
+
+failed = sum(1 for r in results if r[0] == "FAIL")
+passed = sum(1 for r in results if r[0] == "PASS")
+if failed:
+    for name in sorted(logs_to_show):
+        text = read(name)
+        if text is None:
+            continue
+        tail = text.splitlines()[-25:]
+        print("\n--- tail of %s (%s) ---" % (name, path(name)))
+        print("\n".join(tail))
+print()
+print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)

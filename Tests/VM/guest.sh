@@ -1,0 +1,243 @@
+#!/bin/bash
+# The VM tier's guest side (DESIGN §6 tier 4; run by scripts/test-vm.sh inside the VM).
+#
+#   Tests/VM/guest.sh OUT BEACONBRIDGE
+#
+# Sets up the real stack (hci_vhci, a system dbus-daemon, btvirt, bluetoothd), advertises
+# iBeacons with btmgmt add-adv, runs beaconbridge's scenarios, and writes its outputs and every
+# log to OUT (the folder shared with the host). It asserts nothing: the host checks OUT
+# (Tests/VM/check.py). The guest sees the host's root read-only; /tmp, /var and /run are
+# writable.
+#
+# btvirt's limits (DESIGN §6): RSSI is always 127 (invalid), and about one report reaches the
+# scanner per 10.24 s discovery window, so no step relies on a steady flow or on RSSI.
+set -u
+OUT=$1
+BB=$2
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+LOG=$OUT/guest.log
+exec >>"$LOG" 2>&1
+T0=$(date +%s.%N)
+say() { printf '[%s] %s\n' "$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%6.1f", b - a }')" "$*"; }
+mark() { say "$*"; echo "$*" >>"$OUT/steps.txt"; }
+
+# The beacons: 27 bytes of AD each (a manufacturer-specific structure, Apple, iBeacon), 30 with
+# the flags the kernel adds. TX power 0xC5.
+UUID_A=E2C56DB5DFFB48D2B060D0F5A71096E0   # major 1 minor 7   (hci1, from the start)
+UUID_B=74278BDAB64445208F0C720EAF059935   # major 2 minor 9   (hci2, from the start)
+ibeacon() { printf '1aff4c000215%s%04x%04xc5' "$1" "$2" "$3"; }
+AD_A=$(ibeacon $UUID_A 1 7)
+AD_B=$(ibeacon $UUID_B 2 9)
+AD_C=$(ibeacon $UUID_A 3 33)   # advertised only after bluetoothd restarted (scenario 3)
+AD_D=$(ibeacon $UUID_A 4 44)   # advertised only after btvirt restarted (scenario 4)
+
+# How many controllers the kernel has (sysfs), how many mgmt (and so bluetoothd) can use, how
+# many adapters bluetoothd exports on D-Bus.
+controllers() { ls /sys/class/bluetooth 2>/dev/null | grep -c '^hci[0-9]*$'; }
+mgmt_controllers() { btmgmt info 2>/dev/null | grep -c 'Primary controller'; }
+bluez_adapters() {
+  dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects \
+    2>/dev/null | grep -c 'string "org.bluez.Adapter1"'
+}
+have() { [ "$("$1")" -ge "$2" ]; }
+none() { [ "$("$1")" -eq 0 ]; }
+# wait_for SECONDS COMMAND...: polls COMMAND every half second.
+wait_for() {
+  local deadline=$(($(date +%s) + $1)); shift
+  until "$@"; do
+    [ "$(date +%s)" -ge "$deadline" ] && return 1
+    sleep 0.5
+  done
+}
+# seen FILE MAJOR MINOR: FILE holds a beaconEntered line for that iBeacon.
+seen() { grep '"beaconEntered"' "$1" 2>/dev/null | grep -q "\"major\":$2,\"minor\":$3"; }
+
+# start_btvirt: three controllers that hear each other, all registered with mgmt.
+#
+# Under TCG a cold btvirt can take more than 2 s to service its first controller, whose HCI
+# Reset then times out ("hci0: Opcode 0x0c03 failed: -110" in dmesg): that controller stays in
+# setup forever and mgmt never lists it ("Invalid Index"). btvirt makes its controllers in one
+# go and then serves them, so the fix is to start it again; the second start is warm and fast.
+start_btvirt() {
+  local attempt
+  for attempt in 1 2 3; do
+    say "btvirt -l3 (attempt $attempt, uptime $(cut -d' ' -f1 /proc/uptime))"
+    btvirt -l3 >>"$OUT/btvirt.log" 2>&1 &
+    BTVIRT=$!
+    wait_for 15 ready_or_stuck "$(dmesg | wc -l)"
+    if have mgmt_controllers 3; then
+      say "btvirt: 3 controllers (attempt $attempt)"
+      return 0
+    fi
+    mark "btvirt attempt $attempt: mgmt lists $(mgmt_controllers) of 3 controllers; restarting btvirt"
+    dmesg | grep -i bluetooth | tail -3
+    kill $BTVIRT; wait $BTVIRT 2>/dev/null
+    wait_for 10 none controllers
+  done
+  mark "SETUP-FAIL btvirt: mgmt lists $(mgmt_controllers) of 3 controllers after 3 starts"
+  return 1
+}
+# ready_or_stuck LINES: all three controllers are up, or dmesg (past its first LINES lines) says
+# a controller's HCI Reset timed out.
+ready_or_stuck() {
+  have mgmt_controllers 3 || dmesg | tail -n +"$(($1 + 1))" | grep -q 'Opcode 0x0c03 failed'
+}
+start_bluetoothd() {
+  bluetoothd -n >>"$OUT/bluetoothd.log" 2>&1 &
+  BLUETOOTHD=$!
+  wait_for 40 have bluez_adapters 3 || mark "SETUP-FAIL bluetoothd exports $(bluez_adapters) of 3 adapters"
+}
+# power_on: every controller LE on and powered (works with or without bluetoothd).
+power_on() {
+  for i in 0 1 2; do
+    btmgmt --index $i le on >/dev/null
+    btmgmt --index $i power on
+  done
+}
+# advertise INDEX INSTANCE HEX
+advertise() { btmgmt --index "$1" add-adv -d "$3" -g "$2" || mark "SETUP-FAIL add-adv hci$1 instance $2"; }
+# scan NAME SECONDS ARGS...: beaconbridge scan --json in the background; SCAN is its pid.
+scan() {
+  local name=$1 seconds=$2; shift 2
+  "$BB" scan --json --duration "$seconds" --state-dir /tmp/bb-state "$@" \
+    >"$OUT/$name.jsonl" 2>"$OUT/$name.err" &
+  SCAN=$!
+}
+finish_scan() {
+  kill -TERM "$SCAN" 2>/dev/null
+  wait "$SCAN"
+  echo "$1 exit $?" >>"$OUT/exits.txt"
+}
+
+mark "boot"
+ldd "$BB" | grep 'not found' && mark "SETUP-FAIL beaconbridge's libraries do not resolve in the guest"
+modprobe hci_vhci || mark "SETUP-FAIL modprobe hci_vhci"
+# btvirt's emulated controllers use the kernel's crypto through AF_ALG. Loading those modules on
+# first use (over 9p, under TCG) stalls btvirt for seconds, long enough for the kernel to time out
+# the first controller's HCI Reset; load them now.
+modprobe -a af_alg algif_hash algif_skcipher cmac ecb 2>/dev/null
+# Instantiating ecb(aes) and cmac(aes) runs the kernel's crypto self-tests once: do that now too.
+/usr/bin/python3 -c 'import socket
+for kind, name in (("skcipher", "ecb(aes)"), ("hash", "cmac(aes)")):
+    socket.socket(socket.AF_ALG, socket.SOCK_SEQPACKET, 0).bind((kind, name))' &
+CRYPTO=$!
+mkdir -p /run/dbus /tmp/bb-state /tmp/bb-daemon /etc/dbus-1/system.d
+# The daemon's D-Bus policy, as installed (/etc is writable in the guest).
+cp "$ROOT/dbus/org.beaconbridge.conf" /etc/dbus-1/system.d/
+dbus-daemon --system --fork || mark "SETUP-FAIL dbus-daemon --system"
+# Scenario 2's upload backend, started early: Python starts slowly under TCG.
+/usr/bin/python3 "$ROOT/Tests/Support/fake_backend.py" --log "$OUT/s2-backend.jsonl" >/tmp/backend.port &
+BACKEND=$!
+# The whole run, for scenario 6.
+btmon -w "$OUT/capture.btsnoop" >"$OUT/btmon.txt" 2>&1 &
+BTMON=$!
+wait $CRYPTO || say "could not pre-instantiate ecb(aes) and cmac(aes)"
+say "dbus and btmon up"
+start_btvirt
+start_bluetoothd
+say "bluetoothd exports 3 adapters"
+power_on
+advertise 1 1 "$AD_A"
+advertise 2 1 "$AD_B"
+btmgmt info >"$OUT/btmgmt-info.txt" 2>&1
+mark "setup done"
+
+# Scenario 1: scan through BlueZ lists both iBeacons. A short capture of it becomes the fixture.
+btmon -i 0 -w "$OUT/s1.btsnoop" >/dev/null 2>&1 &
+S1MON=$!
+mark "s1 start"
+scan s1-bluez 20 --adapter hci0
+wait_for 25 eval 'seen $OUT/s1-bluez.jsonl 1 7 && seen $OUT/s1-bluez.jsonl 2 9' && say "s1 saw A and B"
+finish_scan s1-bluez
+kill -TERM $S1MON; wait $S1MON
+mark "s1 end"
+
+# Scenario 2: the tagging path. The daemon runs, and `pair` (through its D-Bus API) binds A by
+# identity to VAN-7; B is not paired. A trip started through the D-Bus API is tagged VAN-7, and its batch reaches a fake
+# backend on loopback. One sighting makes a paired beacon active: the VM gives about one.
+mark "s2 start"
+wait_for 30 grep -q PORT /tmp/backend.port || mark "SETUP-FAIL the fake backend did not start"
+cat >/tmp/bb-daemon/beaconbridge.conf <<CONF
+[General]
+adapter = hci0
+[ActiveBeacon]
+dwellSightings = 1
+dwellSeconds = 0
+[Upload]
+URL = http://127.0.0.1:$(awk '/PORT/ { print $2 }' /tmp/backend.port)/trips
+CONF
+# A stops advertising, so that the daemon first hears it once it is paired: a beacon paired while
+# present becomes active at its next sighting, and the VM gives about one sighting per beacon.
+btmgmt --index 1 rm-adv 1 >/dev/null
+"$BB" run --config /tmp/bb-daemon/beaconbridge.conf --state-dir /tmp/bb-daemon 2>"$OUT/s2-daemon.err" &
+DAEMON=$!
+wait_for 30 eval '"$BB" status --json >/dev/null 2>&1' && say "s2 daemon answers"
+"$BB" pair --uuid E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 --major 1 --minor 7 --device-id VAN-7 \
+  --label "van 7" --state-dir /tmp/bb-daemon >"$OUT/s2-pair.txt" 2>&1
+advertise 1 1 "$AD_A"
+active() {
+  "$BB" status --json >"$OUT/s2-status.json" 2>>"$OUT/s2-cli.err" && grep -q '"VAN-7"' "$OUT/s2-status.json"
+}
+wait_for 40 active && say "s2 VAN-7 active"
+"$BB" trip start --trip-id vm-1 >"$OUT/s2-trip-start.json" 2>>"$OUT/s2-cli.err"
+echo '[{"type":"braking","at":1.5,"g":0.4}]' |
+  "$BB" trip events --trip-id vm-1 - >"$OUT/s2-trip-events.json" 2>>"$OUT/s2-cli.err"
+"$BB" trip end --trip-id vm-1 >"$OUT/s2-trip-end.json" 2>>"$OUT/s2-cli.err"
+wait_for 20 grep -qE '"status": "?200' "$OUT/s2-backend.jsonl" && say "s2 batch delivered"
+kill -TERM $DAEMON; wait $DAEMON
+echo "s2-daemon exit $?" >>"$OUT/exits.txt"
+kill $BACKEND; wait $BACKEND 2>/dev/null
+mark "s2 end"
+
+# Scenario 3: bluetoothd killed (SIGKILL) and restarted mid-scan; beacon C, advertised after the
+# restart, is seen by the same scan.
+mark "s3 start"
+scan s3-restart 120 --adapter hci0
+wait_for 25 eval 'seen $OUT/s3-restart.jsonl 1 7 || seen $OUT/s3-restart.jsonl 2 9'
+mark "s3 kill bluetoothd"
+kill -9 $BLUETOOTHD; wait $BLUETOOTHD 2>/dev/null
+sleep 1
+start_bluetoothd
+mark "s3 bluetoothd restarted"
+power_on
+advertise 1 2 "$AD_C"
+mark "s3 advertising C"
+wait_for 50 seen "$OUT/s3-restart.jsonl" 3 33 && say "s3 saw C"
+finish_scan s3-restart
+mark "s3 end"
+
+# Scenario 4: the controllers go away (btvirt killed) and come back (btvirt restarted); the same
+# scan resumes and sees beacon D, advertised on the new controllers.
+mark "s4 start"
+scan s4-controller 120 --adapter hci0
+wait_for 25 grep -q 'discovery started' "$OUT/s4-controller.err"
+mark "s4 kill btvirt"
+kill $BTVIRT; wait $BTVIRT 2>/dev/null
+wait_for 10 none controllers || mark "s4 controllers left: $(controllers)"
+sleep 1
+mark "s4 restart btvirt"
+start_btvirt
+wait_for 40 have bluez_adapters 3 || mark "SETUP-FAIL bluetoothd exports $(bluez_adapters) of 3 adapters after btvirt restarted"
+power_on
+advertise 1 1 "$AD_D"
+mark "s4 advertising D"
+wait_for 50 seen "$OUT/s4-controller.jsonl" 4 44 && say "s4 saw D"
+finish_scan s4-controller
+mark "s4 end"
+
+# Scenario 5: bluetoothd stopped; the raw HCI backend sees beacons A and B.
+mark "s5 start"
+kill $BLUETOOTHD; wait $BLUETOOTHD 2>/dev/null
+power_on
+advertise 1 2 "$AD_A"
+advertise 2 1 "$AD_B"
+hciconfig -a >"$OUT/hciconfig.txt" 2>&1
+scan s5-hci 30 --backend hci --adapter hci0
+wait_for 30 eval 'seen $OUT/s5-hci.jsonl 1 7 && seen $OUT/s5-hci.jsonl 2 9' && say "s5 saw A and B"
+finish_scan s5-hci
+mark "s5 end"
+
+kill -TERM $BTMON; wait $BTMON
+dmesg >"$OUT/dmesg.txt"
+mark "done"
+sync
