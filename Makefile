@@ -26,10 +26,14 @@ demo: build
 test: lint scenarios fuzz-short fuzz-hci-short leakcheck test-unit test-system-files test-vm
 	@echo "make test: all tiers passed"
 
+# The suites that start daemons, mocks and HTTP servers as processes run one at a time after the
+# rest, so that a two-core machine does not starve their timing.
+PROCESS_SUITES := DaemonEndToEndTests|CrashTests|OfflineDrainTests|DiagnoseTests|DeadLetterTests|ScanCommandTests|PairNearestTests
 test-unit:
 	@scripts/install-deps.sh test
 	$(SWIFT) build $(SWIFTFLAGS) --build-tests
-	$(SWIFT) test $(SWIFTFLAGS) --skip-build
+	$(SWIFT) test $(SWIFTFLAGS) --skip-build --skip '$(PROCESS_SUITES)'
+	$(SWIFT) test $(SWIFTFLAGS) --skip-build --filter '$(PROCESS_SUITES)' --no-parallel
 
 lint:
 	$(SWIFT) format lint --strict --recursive Sources Tests

@@ -12,7 +12,7 @@ import Testing
 
 /// The support bundle: a real .tar.gz with a manifest, secrets kept out, with or without the
 /// daemon.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct DiagnoseTests {
   struct Bundle {
     var files: [String: String]

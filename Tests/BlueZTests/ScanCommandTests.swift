@@ -7,7 +7,7 @@ import Testing
 
 /// `beaconbridge scan` as a user runs it: the real binary, against python-dbusmock's BlueZ on a
 /// private bus named by DBUS_SYSTEM_BUS_ADDRESS.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct ScanCommandTests {
   static var binary: String {
     var root = URL(fileURLWithPath: #filePath)
@@ -86,7 +86,7 @@ struct ScanCommandTests {
 }
 
 /// `pair --nearest` without a daemon: it scans, shows its choice, and pairs the strongest.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct PairNearestTests {
   func iBeacon(minor: UInt8) -> DBusValue {
     .dictionary(
@@ -103,7 +103,7 @@ struct PairNearestTests {
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
-    process.arguments = ["pair", "--nearest", "--wait", "6", "--device-id", "UNIT-9", "--state-dir", dir]
+    process.arguments = ["pair", "--nearest", "--wait", "10", "--device-id", "UNIT-9", "--state-dir", dir]
     var environment = ProcessInfo.processInfo.environment
     environment["DBUS_SYSTEM_BUS_ADDRESS"] = fixture.bus.address
     process.environment = environment
