@@ -334,8 +334,15 @@ def daemon_load(args, work):
     result["hwm"] = memory(pid)["VmHWM"]
     result["alive"] = daemon.poll() is None
     log("daemon memory:", result)
+    stopping = time.monotonic()
     daemon.terminate()
-    daemon.wait(timeout=30)
+    try:
+        daemon.wait(timeout=120)
+        result["stopSeconds"] = time.monotonic() - stopping
+    except subprocess.TimeoutExpired:
+        result["stopSeconds"] = None
+        daemon.kill()
+        daemon.wait()
     emitter.stop()
     bus.stop()
     return result
@@ -464,6 +471,9 @@ def write_report(args, raw, started):
             "bounded, back to baseline",
             daemon["alive"] and daemon["afterFloodTraffic"] <= daemon["baseline"] * 1.25 + 2)
         row("Daemon: `run` start to READY=1", fmt(daemon["ready"], " ms", 1000, 0))
+        stop = daemon.get("stopSeconds")
+        row("Daemon: SIGTERM to exit, after the flood",
+            "did not exit in 120 s (killed)" if stop is None else f"{stop:.1f} s")
     if trips:
         p99 = statistics.median(t["p99"] for t in trips)
         row("Trip-start snapshot latency, p50", fmt([t["p50"] for t in trips], " µs", 1e6, 0))
