@@ -168,3 +168,26 @@ test-system-files: release
 
 test-vm: build
 	scripts/test-vm.sh
+
+# --- Benchmarks (issue 8). A separate block so merges stay easy; `make test` runs none of it. ---
+# `make bench` installs what it needs (Debian packages; bleak in .build/bench-venv), builds release,
+# runs every measurement side by side, prints one table and writes docs/PERFORMANCE.md.
+# BENCH_REPEATS=N repeats each measurement; BENCH_ARGS passes more options to Benchmarks/run.py.
+BENCH_REPEATS ?= 3
+BENCH_ARGS ?=
+BENCH_VENV := .build/bench-venv
+.PHONY: bench
+
+bench:
+	@scripts/install-deps.sh build
+	@scripts/install-deps.sh bench
+	@test -x $(BENCH_VENV)/bin/python || /usr/bin/python3 -m venv $(BENCH_VENV)
+	@$(BENCH_VENV)/bin/python -c "import bleak" 2>/dev/null || $(BENCH_VENV)/bin/pip install -q bleak
+	mkdir -p .build/bench
+	cc -O2 -Wall -Wextra -Werror -o .build/bench/bench-emitter Benchmarks/emitter.c $$(pkg-config --cflags --libs dbus-1)
+	$(SWIFT) build -c release --product beaconbridge
+	$(SWIFT) build -c release --product BeaconBench
+	/usr/bin/python3 Benchmarks/run.py --beaconbridge .build/release/beaconbridge \
+	  --bench .build/release/BeaconBench --emitter .build/bench/bench-emitter \
+	  --python $(BENCH_VENV)/bin/python --bleak-script Benchmarks/bleak_consumer.py \
+	  --out docs/PERFORMANCE.md --repeats $(BENCH_REPEATS) $(BENCH_ARGS)

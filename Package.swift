@@ -57,6 +57,8 @@ let package = Package(
     // The raw HCI AdvertisementSource and btsnoop replay into a Scenario.
     .target(name: "HCI", dependencies: ["CBlueZ", "HCIParsing", "BeaconCore"]),
     .testTarget(name: "HCITests", dependencies: ["HCI", "HCIParsing", "BeaconCore"], exclude: ["Fixtures"]),
+    // `make bench`: BeaconCore throughput and trip-start latency, release-built. Not run by tests.
+    .executableTarget(name: "BeaconBench", dependencies: ["BeaconCore"], path: "Benchmarks/BeaconBench"),
   ],
   swiftLanguageModes: [.v6]
 )

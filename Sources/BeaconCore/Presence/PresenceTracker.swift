@@ -75,6 +75,9 @@ public struct PresenceTracker: Sendable {
   static let historyLength = 64
 
   private var entries: [BeaconID: Entry] = [:]
+  /// The beacons last heard from each address, so that `lost` need not scan every entry (a flood
+  /// of random addresses made that quadratic).
+  private var idsByAddress: [BluetoothAddress: Set<BeaconID>] = [:]
 
   public init(settings: PresenceSettings = PresenceSettings()) {
     self.settings = settings
@@ -100,7 +103,13 @@ public struct PresenceTracker: Sendable {
   {
     guard let id = frame.beaconID else { return [] }
     let rssi = ad.rssi.flatMap { RSSI.isKnown($0) ? $0 : nil }
-    if var entry = entries[id] {
+    // Taken out and put back, so that `recent` and the filter are mutated in place rather than
+    // copied while the dictionary still holds them.
+    if var entry = entries.removeValue(forKey: id) {
+      if entry.beacon.address != ad.address {
+        unindex(entry.beacon)
+        idsByAddress[ad.address, default: []].insert(id)
+      }
       entry.beacon.address = ad.address
       entry.beacon.lastSeen = max(entry.beacon.lastSeen, time)
       entry.beacon.sightings += 1
@@ -127,12 +136,14 @@ public struct PresenceTracker: Sendable {
       filter: filter, recent: [time], exitAfter: settings.exitTimeout)
     refreshDerived(&entry, at: time)
     entries[id] = entry
+    idsByAddress[ad.address, default: []].insert(id)
     return [.entered(entry.beacon)]
   }
 
   /// The backend reports a device gone: every beacon last heard from that address exits.
   public mutating func lost(_ address: BluetoothAddress, at time: Timestamp) -> [PresenceEvent] {
-    let gone = entries.values.filter { $0.beacon.address == address }.map(\.beacon).sorted { $0.id < $1.id }
+    let ids = idsByAddress.removeValue(forKey: address) ?? []
+    let gone = ids.compactMap { entries[$0]?.beacon }.sorted { $0.id < $1.id }
     for beacon in gone { entries[beacon.id] = nil }
     return gone.map { .exited($0, .lost) }
   }
@@ -143,7 +154,10 @@ public struct PresenceTracker: Sendable {
       .filter { time - $0.beacon.lastSeen >= $0.exitAfter }
       .map(\.beacon)
       .sorted { ($0.lastSeen, $0.id) < ($1.lastSeen, $1.id) }
-    for beacon in gone { entries[beacon.id] = nil }
+    for beacon in gone {
+      entries[beacon.id] = nil
+      unindex(beacon)
+    }
     return gone.map { .exited($0, .timeout) }
   }
 
@@ -170,6 +184,12 @@ public struct PresenceTracker: Sendable {
     let loss = min(0.95, (missed + 4) / (expected + 8) + 0.05)
     let silence = interval * log(settings.exitMissProbability) / log(loss)
     return min(max(settings.exitTimeout, silence), max(settings.exitTimeout, settings.exitTimeoutMax))
+  }
+
+  private mutating func unindex(_ beacon: TrackedBeacon) {
+    guard var ids = idsByAddress.removeValue(forKey: beacon.address) else { return }
+    ids.remove(beacon.id)
+    if !ids.isEmpty { idsByAddress[beacon.address] = ids }
   }
 
   private func refreshDerived(_ entry: inout Entry, at time: Timestamp) {

@@ -63,9 +63,11 @@ public struct ActiveBeaconSelector: Sendable {
   }
 
   /// Handles one sighting of a tracked beacon. Returns the new active beacon when it changed
-  /// (`.some(nil)` when it was dropped).
+  /// (`.some(nil)` when it was dropped). `inRange` is evaluated only when a qualified candidate
+  /// finds no active beacon: it sorts every tracked beacon, too costly for every sighting.
   public mutating func sighted(
-    _ beacon: TrackedBeacon, pairings: PairingSet, inRange: [TrackedBeacon], at time: Timestamp
+    _ beacon: TrackedBeacon, pairings: PairingSet, inRange: @autoclosure () -> [TrackedBeacon],
+    at time: Timestamp
   ) -> ActiveBeacon?? {
     guard let pairing = pairings.pairing(for: beacon.id) else { return nil }
     var candidate =
@@ -90,7 +92,8 @@ public struct ActiveBeaconSelector: Sendable {
 
     guard let current = active else {
       // No active beacon: the strongest qualified candidate in range wins.
-      let best = inRange.filter { pairings.pairing(for: $0.id) != nil && isQualified($0.id) }.first ?? beacon
+      let best =
+        inRange().filter { pairings.pairing(for: $0.id) != nil && isQualified($0.id) }.first ?? beacon
       return .some(activate(best, pairing: pairings.pairing(for: best.id) ?? pairing, at: time))
     }
 

@@ -1,0 +1,515 @@
+#!/usr/bin/env python3
+"""`make bench`: runs every benchmark side by side, prints one table, writes docs/PERFORMANCE.md.
+
+Needs: a release-built beaconbridge and BeaconBench, the C emitter (Benchmarks/emitter.c), and a
+venv with bleak. Uses only the standard library itself (run it with /usr/bin/python3).
+
+CPU time is read from /proc: per-thread schedstat (nanoseconds on CPU, exact) summed over the
+process's threads, so that other work on a shared machine does not count.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BUS_CONF = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path={socket}</listen>
+  <auth>EXTERNAL</auth>
+  <limit name="max_incoming_bytes">1000000000</limit>
+  <limit name="max_outgoing_bytes">1000000000</limit>
+  <limit name="max_message_size">100000000</limit>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+    <allow user="*"/>
+  </policy>
+</busconfig>
+"""
+
+
+def log(*args):
+    print("bench:", *args, file=sys.stderr, flush=True)
+
+
+# --- /proc ---------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid):
+    """CPU seconds (user + system) of every live thread of pid, from schedstat (ns)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total / 1e9
+
+
+def stat_cpu_seconds(pid):
+    """utime + stime from /proc/PID/stat (includes exited threads; 10 ms resolution)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def switches(pid):
+    """Context switches over every thread: roughly the wake-ups."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                        total += int(line.split()[1])
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
+
+
+def memory(pid):
+    """VmRSS and VmHWM in MB."""
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key = line.split(":")[0]
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(line.split()[1]) / 1024
+    return out
+
+
+class Sample:
+    def __init__(self, pid):
+        self.pid = pid
+        self.cpu = cpu_seconds(pid)
+        self.stat = stat_cpu_seconds(pid)
+        self.switches = switches(pid)
+        self.at = time.monotonic()
+
+    def since(self, earlier):
+        return {
+            "cpu": self.cpu - earlier.cpu,
+            "statCpu": self.stat - earlier.stat,
+            "switches": self.switches - earlier.switches,
+            "wall": self.at - earlier.at,
+        }
+
+
+def quiesce(pids, settle=0.5, threshold=0.003, limit=120):
+    """Waits until none of pids uses more than threshold CPU seconds over settle seconds."""
+    deadline = time.monotonic() + limit
+    last = {p: cpu_seconds(p) for p in pids}
+    while time.monotonic() < deadline:
+        time.sleep(settle)
+        now = {p: cpu_seconds(p) for p in pids}
+        if all(now[p] - last[p] < threshold for p in pids):
+            return
+        last = now
+    log("warning: consumers still busy after", limit, "s")
+
+
+# --- bus, emitter ---------------------------------------------------------------------------
+
+
+class Bus:
+    def __init__(self, directory):
+        conf = os.path.join(directory, "bus.conf")
+        with open(conf, "w") as f:
+            f.write(BUS_CONF.format(socket=os.path.join(directory, "bus")))
+        self.process = subprocess.Popen(
+            ["dbus-daemon", f"--config-file={conf}", "--nofork", "--print-address=1"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.address = self.process.stdout.readline().strip()
+        if not self.address:
+            raise SystemExit("bench: dbus-daemon printed no address")
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait()
+
+
+class Emitter:
+    def __init__(self, binary, bus, devices):
+        self.process = subprocess.Popen(
+            [binary, bus.address, str(devices)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout.readline().strip() == "ready", "emitter did not start"
+
+    def send(self, command):
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+
+    def reply(self):
+        line = self.process.stdout.readline().strip()
+        if not line or line.startswith("error"):
+            raise SystemExit(f"bench: emitter: {line or 'exited'}")
+        return line
+
+    def __call__(self, command):
+        self.send(command)
+        return self.reply()
+
+    def stop(self):
+        try:
+            self.send("quit")
+        except BrokenPipeError:
+            pass
+        self.process.wait(timeout=10)
+
+
+def median_spread(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None, None, None
+    return statistics.median(values), min(values), max(values)
+
+
+# --- 2. the D-Bus path against bleak --------------------------------------------------------
+
+
+def dbus_vs_bleak(args, work):
+    runs = []
+    for run in range(args.repeats):
+        directory = tempfile.mkdtemp(dir=work, prefix=f"peers-{run}-")
+        bus = Bus(directory)
+        emitter = Emitter(args.emitter, bus, args.beacons)
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=bus.address, BEACONBRIDGE_STATE_DIR=directory)
+        env.pop("NOTIFY_SOCKET", None)
+        bb_out = open(os.path.join(directory, "scan.jsonl"), "w")
+        bb_err = open(os.path.join(directory, "scan.err"), "w")
+        bb = subprocess.Popen(
+            [args.beaconbridge, "scan", "--json", "--duration", "3600", "--state-dir", directory],
+            env=env, stdout=bb_out, stderr=bb_err)
+        bl_out = os.path.join(directory, "bleak.out")
+        bleak = subprocess.Popen(
+            [args.python, args.bleak_script], env=env, stdout=open(bl_out, "w"),
+            stderr=open(os.path.join(directory, "bleak.err"), "w"))
+        emitter("starts 2")
+        deadline = time.monotonic() + 60
+        while "scanning" not in open(bl_out).read():
+            if time.monotonic() > deadline or bleak.poll() is not None:
+                raise SystemExit("bench: bleak did not start; see " + directory)
+            time.sleep(0.1)
+        quiesce([bb.pid, bleak.pid])
+        result = {"run": run}
+        for phase, rate, total in (
+            ("steady", args.steady_rate, int(args.steady_rate * args.steady_seconds)),
+            ("flat", 0, args.flat_total),
+        ):
+            before = {p: Sample(p) for p in (bb.pid, bleak.pid)}
+            _, sent, seconds = emitter(f"stream {args.beacons} {rate} {total}").split()
+            if rate:
+                time.sleep(0.2)
+            quiesce([bb.pid, bleak.pid])
+            after = {p: Sample(p) for p in (bb.pid, bleak.pid)}
+            for name, pid in (("beaconbridge", bb.pid), ("bleak", bleak.pid)):
+                d = after[pid].since(before[pid])
+                result[f"{phase}.{name}.cpu100k"] = d["cpu"] / int(sent) * 1e5
+                result[f"{phase}.{name}.statCpu100k"] = d["statCpu"] / int(sent) * 1e5
+                result[f"{phase}.{name}.switches100k"] = d["switches"] / int(sent) * 1e5
+                result[f"{phase}.{name}.core"] = d["cpu"] / float(seconds) * 100
+            result[f"{phase}.rate"] = int(sent) / float(seconds)
+            log(f"peers run {run} {phase}: {int(sent)} ads in {float(seconds):.2f} s;",
+                {k: round(v, 4) for k, v in result.items() if k.startswith(phase)})
+        bb.send_signal(signal.SIGINT)
+        bleak.send_signal(signal.SIGTERM)
+        bb.wait(timeout=30)
+        bleak.wait(timeout=30)
+        seen = set()
+        for line in open(os.path.join(directory, "scan.jsonl")):
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if "Entered" in json.dumps(event):
+                identity = json.dumps({k: v for k, v in event.items() if k in ("uuid", "major", "minor")}
+                                      or event.get("beacon", event), sort_keys=True)
+                seen.add(identity)
+        bleak_result = json.loads(open(bl_out).read().splitlines()[-1])
+        expected = int(args.steady_rate * args.steady_seconds) + args.flat_total
+        result["beaconbridge.beacons"] = len(seen)
+        result["bleak.beacons"] = bleak_result["beacons"]
+        result["bleak.callbacks"] = bleak_result["callbacks"]
+        result["expected"] = expected
+        runs.append(result)
+        emitter.stop()
+        bus.stop()
+    return runs
+
+
+# --- 3 and 4: the daemon --------------------------------------------------------------------
+
+
+class Notify:
+    def __init__(self, directory):
+        self.path = os.path.join(directory, "notify")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+
+    def wait(self, text, limit=60):
+        self.sock.settimeout(limit)
+        while True:
+            message = self.sock.recv(4096).decode()
+            if text in message.split("\n"):
+                return time.monotonic()
+
+
+def start_daemon(args, bus, directory, notify):
+    config = os.path.join(directory, "beaconbridge.conf")
+    open(config, "w").close()
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=bus.address, NOTIFY_SOCKET=notify.path)
+    env.pop("JOURNAL_STREAM", None)
+    env.pop("WATCHDOG_USEC", None)
+    started = time.monotonic()
+    daemon = subprocess.Popen(
+        [args.beaconbridge, "run", "--config", config, "--state-dir", directory], env=env,
+        stdout=subprocess.DEVNULL, stderr=open(os.path.join(directory, "daemon.log"), "a"))
+    ready = notify.wait("READY=1")
+    return daemon, ready - started
+
+
+def daemon_load(args, work):
+    directory = tempfile.mkdtemp(dir=work, prefix="daemon-")
+    bus = Bus(directory)
+    emitter = Emitter(args.emitter, bus, args.range_beacons)
+    notify = Notify(directory)
+    result = {"ready": []}
+    for _ in range(args.repeats + 2):
+        daemon, ready = start_daemon(args, bus, directory, notify)
+        result["ready"].append(ready)
+        daemon.terminate()
+        daemon.wait(timeout=30)
+    daemon, _ = start_daemon(args, bus, directory, notify)
+    pid = daemon.pid
+    time.sleep(2)
+    result["baseline"] = memory(pid)["VmRSS"]
+    # 200 beacons at 10 Hz, in windows.
+    windows = args.load_windows
+    total = int(2000 * args.window_seconds * windows)
+    emitter.send(f"stream 200 2000 {total}")
+    result["load"] = []
+    last = Sample(pid)
+    for _ in range(windows):
+        time.sleep(args.window_seconds)
+        now = Sample(pid)
+        d = now.since(last)
+        result["load"].append(d["cpu"] / d["wall"] * 100)
+        last = now
+    _, sent, seconds = emitter.reply().split()
+    result["loadRate"] = int(sent) / float(seconds)
+    result["loadHWM"] = memory(pid)["VmHWM"]
+    log("daemon load:", result)
+    # 1,000 beacons in range, each heard about 20 times.
+    emitter(f"stream {args.range_beacons} 2000 {args.range_beacons * 20}")
+    time.sleep(1)
+    result["range1000"] = memory(pid)["VmRSS"]
+    # The flood: 100k random addresses (each a new device and a new beacon), then BlueZ drops
+    # them (InterfacesRemoved, as after TemporaryTimeout).
+    before = Sample(pid)
+    _, sent, seconds = emitter(f"flood {args.flood} 0").split()
+    quiesce([pid], limit=600)
+    result["floodCPU"] = Sample(pid).since(before)["cpu"]
+    result["floodPeak"] = memory(pid)["VmRSS"]
+    emitter("unflood")
+    quiesce([pid], limit=600)
+    time.sleep(2)
+    result["afterFlood"] = memory(pid)["VmRSS"]
+    # Back to normal traffic for a while.
+    emitter(f"stream 200 2000 {2000 * 5}")
+    time.sleep(1)
+    result["afterFloodTraffic"] = memory(pid)["VmRSS"]
+    result["hwm"] = memory(pid)["VmHWM"]
+    result["alive"] = daemon.poll() is None
+    log("daemon memory:", result)
+    stopping = time.monotonic()
+    daemon.terminate()
+    try:
+        daemon.wait(timeout=120)
+        result["stopSeconds"] = time.monotonic() - stopping
+    except subprocess.TimeoutExpired:
+        result["stopSeconds"] = None
+        daemon.kill()
+        daemon.wait()
+    emitter.stop()
+    bus.stop()
+    return result
+
+
+# --- 1 and 4: in process --------------------------------------------------------------------
+
+
+def in_process(args):
+    out = subprocess.run([args.bench, "--repeats", str(args.repeats)], check=True, capture_output=True, text=True)
+    lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    return [l for l in lines if l["measure"] == "core"], [l for l in lines if l["measure"] == "tripStart"]
+
+
+# --- report ---------------------------------------------------------------------------------
+
+
+def fmt(values, unit="", scale=1.0, digits=2):
+    m, lo, hi = median_spread([v * scale for v in values])
+    if m is None:
+        return "n/a"
+    return f"{m:.{digits}f}{unit} ({lo:.{digits}f}–{hi:.{digits}f})"
+
+
+def machine():
+    model = "unknown CPU"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    load = open("/proc/loadavg").read().split()[:3]
+    swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.splitlines()
+    return {
+        "cpu": model, "cores": os.cpu_count(), "kernel": platform.release(), "load": " ".join(load),
+        "swift": swift[0] if swift else "?",
+    }
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--beaconbridge", required=True)
+    p.add_argument("--bench", required=True)
+    p.add_argument("--emitter", required=True)
+    p.add_argument("--python", required=True)
+    p.add_argument("--bleak-script", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--beacons", type=int, default=200)
+    p.add_argument("--steady-rate", type=float, default=2000)
+    p.add_argument("--steady-seconds", type=float, default=15)
+    p.add_argument("--flat-total", type=int, default=100_000)
+    p.add_argument("--range-beacons", type=int, default=1000)
+    p.add_argument("--window-seconds", type=float, default=10)
+    p.add_argument("--load-windows", type=int, default=3)
+    p.add_argument("--flood", type=int, default=100_000)
+    p.add_argument("--only", default="core,peers,daemon")
+    args = p.parse_args()
+    only = args.only.split(",")
+    work = tempfile.mkdtemp(prefix="beaconbridge-bench-")
+    m0 = machine()
+    started = datetime.datetime.now(datetime.timezone.utc)
+    core, trips = in_process(args) if "core" in only else ([], [])
+    log("core:", core)
+    log("tripStart:", trips)
+    peers = dbus_vs_bleak(args, work) if "peers" in only else []
+    daemon = daemon_load(args, work) if "daemon" in only else {}
+    m1 = machine()
+    raw = {"core": core, "tripStart": trips, "peers": peers, "daemon": daemon, "machine": [m0, m1]}
+    with open(os.path.join(os.path.dirname(args.out) or ".", "performance-raw.json"), "w") as f:
+        json.dump(raw, f, indent=1, sort_keys=True)
+    write_report(args, raw, started)
+
+
+def write_report(args, raw, started):
+    core, trips, peers, daemon = raw["core"], raw["tripStart"], raw["peers"], raw["daemon"]
+    rows = []
+
+    def row(measure, value, goal="", met=None):
+        rows.append((measure, value, goal, "" if met is None else ("met" if met else "NOT met")))
+
+    if core:
+        parse_track = statistics.median(c["parseTrack"] for c in core)
+        row("Core: parse + track, iBeacon ads/s per core", fmt([c["parseTrack"] for c in core], " M", 1e-6),
+            "≥ 5 M/s", parse_track >= 5e6)
+        row("Core: parse only, ads/s per core", fmt([c["parse"] for c in core], " M", 1e-6))
+        row("Core: whole pipeline (presence + active beacon), ads/s per core",
+            fmt([c["pipeline"] for c in core], " M", 1e-6))
+    for phase, label in (("steady", f"steady {args.steady_rate:,.0f}/s"), ("flat", "flat out")):
+        if not peers:
+            break
+        bb = [r[f"{phase}.beaconbridge.cpu100k"] for r in peers]
+        bl = [r[f"{phase}.bleak.cpu100k"] for r in peers]
+        ratios = [b / a for a, b in zip(bb, bl)]
+        rate = statistics.median(r[f"{phase}.rate"] for r in peers)
+        row(f"D-Bus {label} (achieved {rate:,.0f}/s): beaconbridge scan, CPU s per 100k ads", fmt(bb, " s", 1, 3))
+        row(f"D-Bus {label}: bleak BleakScanner, CPU s per 100k ads", fmt(bl, " s", 1, 3))
+        row(f"D-Bus {label}: bleak ÷ beaconbridge (CPU ratio)", fmt(ratios, "×", 1, 1), "≥ 20×",
+            statistics.median(ratios) >= 20)
+        row(f"D-Bus {label}: context switches per 100k ads, beaconbridge / bleak",
+            fmt([r[f"{phase}.beaconbridge.switches100k"] for r in peers], "", 1, 0) + " / "
+            + fmt([r[f"{phase}.bleak.switches100k"] for r in peers], "", 1, 0))
+        if phase == "steady":
+            row(f"D-Bus {label}: % of one core, beaconbridge / bleak",
+                fmt([r["steady.beaconbridge.core"] for r in peers], "%", 1, 2) + " / "
+                + fmt([r["steady.bleak.core"] for r in peers], "%", 1, 1))
+    if peers:
+        every = all(r["beaconbridge.beacons"] == args.beacons and r["bleak.beacons"] == args.beacons for r in peers)
+        row("D-Bus: distinct beacons seen, beaconbridge / bleak (of %d)" % args.beacons,
+            " ".join(f'{r["beaconbridge.beacons"]}/{r["bleak.beacons"]}' for r in peers)
+            + "; bleak callbacks %s of %d sent" % (
+                " ".join(str(r["bleak.callbacks"]) for r in peers), peers[0]["expected"]),
+            "all", every)
+    if daemon:
+        load = daemon["load"]
+        row(f"Daemon: 200 beacons × 10 Hz, {len(load)} × {args.window_seconds:.0f} s windows, % of one core",
+            fmt(load, "%", 1, 2), "≤ 2%", statistics.median(load) <= 2)
+        row("Daemon: peak RSS (VmHWM) after that load", f'{daemon["loadHWM"]:.1f} MB')
+        row("Daemon: RSS idle after READY", f'{daemon["baseline"]:.1f} MB')
+        row("Daemon: RSS with %d beacons in range" % args.range_beacons, f'{daemon["range1000"]:.1f} MB',
+            "≤ 15 MB", daemon["range1000"] <= 15)
+        row("Daemon: flood of %s random addresses: RSS at peak / after BlueZ drops them / after 5 s of normal "
+            "traffic" % f"{args.flood:,}",
+            f'{daemon["floodPeak"]:.1f} / {daemon["afterFlood"]:.1f} / {daemon["afterFloodTraffic"]:.1f} MB '
+            f'(CPU for the flood {daemon["floodCPU"]:.1f} s; VmHWM {daemon["hwm"]:.1f} MB)',
+            "bounded, back to baseline",
+            daemon["alive"] and daemon["afterFloodTraffic"] <= daemon["baseline"] * 1.25 + 2)
+        row("Daemon: `run` start to READY=1", fmt(daemon["ready"], " ms", 1000, 0))
+        stop = daemon.get("stopSeconds")
+        row("Daemon: SIGTERM to exit, after the flood",
+            "did not exit in 120 s (killed)" if stop is None else f"{stop:.1f} s")
+    if trips:
+        p99 = statistics.median(t["p99"] for t in trips)
+        row("Trip-start snapshot latency, p50", fmt([t["p50"] for t in trips], " µs", 1e6, 0))
+        row("Trip-start snapshot latency, p99", fmt([t["p99"] for t in trips], " µs", 1e6, 0), "≤ 1 ms",
+            p99 <= 1e-3)
+
+    widths = [max(len(r[i]) for r in rows + [("Measure", "Median (min–max)", "Goal", "")]) for i in range(4)]
+    header = ("Measure", "Median (min–max)", "Goal", "")
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
+    lines.append("  ".join("-" * w for w in widths))
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    print("\n".join(lines))
+
+    m0, m1 = raw["machine"]
+    md = ["| Measure | Median (min–max) | Goal | |", "|---|---|---|---|"]
+    for r in rows:
+        md.append("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
+    splice(args.out, "\n".join(md) + "\n\n" + (
+        f"Run {started:%Y-%m-%d %H:%M} UTC, {args.repeats} repeats, on {m0['cpu']} ({m0['cores']} cores), "
+        f"Linux {m0['kernel']}, {m0['swift']}. Load average {m0['load']} at the start and {m1['load']} "
+        f"at the end: the machine was shared, so every figure is CPU time of the process measured, not "
+        f"wall time, and peers ran side by side on the same stream.\n"))
+
+
+def splice(path, table):
+    """Replaces the text between the table markers in docs/PERFORMANCE.md (the prose stays)."""
+    begin, end = "<!-- bench:table:begin -->", "<!-- bench:table:end -->"
+    text = open(path).read() if os.path.exists(path) else f"# Performance\n\n{begin}\n{end}\n"
+    if begin not in text:
+        text += f"\n{begin}\n{end}\n"
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(path, "w") as f:
+        f.write(head + begin + "\n" + table + end + tail)
+
+
+if __name__ == "__main__":
+    main()
