@@ -104,7 +104,7 @@ enum NearestBeacon {
       group.cancelAll()
       return outcome
     }
-    await source.finished()
+    await source.finished(within: .seconds(5))
     try result.get()
     return await bridge.status.beaconsInRange.compactMap { b in
       guard let identity = b.id.identity else { return nil }

@@ -133,7 +133,7 @@ public struct ScanCommand: BridgeCommand {
       group.cancelAll()
       return outcome
     }
-    await source.finished()
+    await source.finished(within: .seconds(5))
     if case .failure(let error) = outcome {
       console.err("beaconbridge: \(Self.explain(error))\n")
       return ExitStatus.failure

@@ -2,6 +2,7 @@ import BeaconCore
 import BlueZ
 import DBus
 import DBusTestSupport
+import Foundation
 import Synchronization
 import Testing
 
@@ -254,4 +255,21 @@ func eventually(
     try await Task.sleep(for: .milliseconds(25))
   }
   return try await condition()
+}
+
+/// Waits for a process to exit, at most `seconds`; SIGKILLs it after that and returns false.
+/// (Foundation's `waitUntilExit` would spin forever on a process that hangs.)
+@discardableResult
+func waitForExit(_ process: Process, seconds: Double = 30) async -> Bool {
+  let deadline = ContinuousClock.now.advanced(by: .seconds(seconds))
+  while process.isRunning, ContinuousClock.now < deadline {
+    try? await Task.sleep(for: .milliseconds(20))
+  }
+  if process.isRunning {
+    kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+    return false
+  }
+  process.waitUntilExit()
+  return true
 }

@@ -103,7 +103,7 @@ struct CrashTests {
     }
     #expect(drained, "the outbox did not drain")
     kill(daemon.processIdentifier, SIGTERM)
-    daemon.waitUntilExit()
+    #expect(await waitForExit(daemon), "daemon did not exit in time")
 
     let delivered = backend.received().filter { $0.status == "200" }
     var byKey: [String: JSONValue] = [:]

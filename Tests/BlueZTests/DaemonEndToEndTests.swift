@@ -216,7 +216,7 @@ struct DaemonEndToEndTests {
     #expect(try await eventually { log().contains("configuration reloaded") })
 
     kill(daemon.processIdentifier, SIGTERM)
-    daemon.waitUntilExit()
+    #expect(await waitForExit(daemon), "daemon did not exit in time")
     #expect(daemon.terminationReason == .exit)
     #expect(daemon.terminationStatus == 0, "daemon log:\n\(log())")
     #expect(received().contains("STOPPING=1"))

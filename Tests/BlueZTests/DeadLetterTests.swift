@@ -71,6 +71,6 @@ struct DeadLetterTests {
       Data(try test.cli(["status", "--json"], bus: bus, dir: dir).stdout.utf8))
     #expect(status["outbox"]?["deadLetters"]?.intValue == 0)
     kill(daemon.processIdentifier, SIGTERM)
-    daemon.waitUntilExit()
+    #expect(await waitForExit(daemon), "daemon did not exit in time")
   }
 }

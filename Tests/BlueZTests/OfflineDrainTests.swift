@@ -79,7 +79,7 @@ struct OfflineDrainTests {
         + "(\(String(format: "%.0f", Double(count) / seconds)) batches/s, including the wait for the next retry)"
     )
     kill(daemon.processIdentifier, SIGTERM)
-    daemon.waitUntilExit()
+    #expect(await waitForExit(daemon), "daemon did not exit in time")
     #expect(daemon.terminationStatus == 0)
   }
 }

@@ -49,7 +49,7 @@ struct ScanCommandTests {
     }
     let device = try await fixture.addDevice("hci0", beaconAddress.description)
     try await fixture.advertise(device, ["ManufacturerData": iBeaconManufacturerData(), "RSSI": .int16(-61)])
-    process.waitUntilExit()
+    #expect(await waitForExit(process), "process did not exit in time")
     let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     #expect(process.terminationStatus == 0, "stderr: \(stderr)")
@@ -66,7 +66,7 @@ struct ScanCommandTests {
     let bus = try PrivateBus.start()
     defer { bus.stop() }
     let (process, _, err) = try launch(["scan", "--duration", "2"], bus: bus.address)
-    process.waitUntilExit()
+    #expect(await waitForExit(process), "process did not exit in time")
     let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     #expect(process.terminationStatus == 1)
     #expect(stderr.contains("bluetoothd is not running"), "stderr: \(stderr)")
@@ -78,7 +78,7 @@ struct ScanCommandTests {
     defer { fixture.stop() }
     let (process, _, err) = try launch(
       ["scan", "--duration", "2", "--adapter", "hci3"], bus: fixture.bus.address)
-    process.waitUntilExit()
+    #expect(await waitForExit(process), "process did not exit in time")
     let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     #expect(process.terminationStatus == 1)
     #expect(stderr.contains("btmgmt info"), "stderr: \(stderr)")
@@ -122,7 +122,7 @@ struct PairNearestTests {
       try await fixture.advertise(far, ["ManufacturerData": iBeacon(minor: 9), "RSSI": .int16(rssi.1)])
       try await Task.sleep(for: .milliseconds(300))
     }
-    process.waitUntilExit()
+    #expect(await waitForExit(process), "process did not exit in time")
     let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     let list = Process()
     list.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)

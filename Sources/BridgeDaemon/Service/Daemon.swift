@@ -196,14 +196,7 @@ public struct Daemon: Sendable {
       return status ?? 0
     }
     // Put the radio back (StopDiscovery, or the controller's scan state) before exiting.
-    if let source = state.source {
-      await withTaskGroup(of: Void.self) { group in
-        group.addTask { await source.finished() }
-        group.addTask { try? await Task.sleep(for: .seconds(5)) }
-        await group.next()
-        group.cancelAll()
-      }
-    }
+    if let source = state.source { await source.finished(within: .seconds(5)) }
     logger.log(.info, "stopped")
     return outcome
   }
