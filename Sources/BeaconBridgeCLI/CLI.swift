@@ -41,6 +41,7 @@ public enum CLI {
     StatusCommand.self,
     DoctorCommand.self,
     TripCommand.self,
+    GZoneCommand.self,
   ]
 
   /// What an argv asks for.
