@@ -85,13 +85,20 @@ public struct GZoneCommand: BridgeCommand {
       console.err("beaconbridge: gzone refresh: \(error.description)\n")
       return ExitStatus.failure
     }
-    let events = reply["events"]?.arrayValue ?? []
+    // Each event as a line that leads with its type, as `gzone diff --json` prints them.
+    let events = (reply["events"]?.arrayValue ?? []).map { event in
+      var out = ""
+      let rest = (event.objectValue ?? [:]).filter { $0.key != "type" }.sorted { $0.key < $1.key }
+      JSONWriter.writeObject([("type", event["type"] ?? .null)] + rest.map { ($0.key, $0.value) }, to: &out)
+      return out
+    }
     if json {
-      console.out(events.map { $0.compactText + "\n" }.joined())
+      console.out(events.map { $0 + "\n" }.joined())
     } else if events.isEmpty {
-      console.out(reply["baseline"] == .bool(true) ? "Loaded (first load: no events).\n" : "No changes.\n")
+      console.out(
+        reply["baseline"] == .bool(true) ? "Loaded (the first load: no events).\n" : "No changes.\n")
     } else {
-      console.out(events.map { "\($0["type"]?.stringValue ?? "?"): \($0.compactText)\n" }.joined())
+      console.out(events.map { $0 + "\n" }.joined())
     }
     return ExitStatus.success
   }

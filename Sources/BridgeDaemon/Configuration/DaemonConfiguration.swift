@@ -24,6 +24,8 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public var tokenFile: String?
   /// The outbox refuses new batches beyond this many.
   public var outboxMaxBatches: Int = 100_000
+  /// `[GZone]`: the G-Zone poller (docs/gzone.md); disabled unless its URLs are set.
+  public var gzone = GZoneConfiguration()
 
   public init() {}
 
@@ -32,6 +34,7 @@ public struct DaemonConfiguration: Hashable, Sendable {
     "General": ["backend", "adapter"],
     "Upload": ["URL", "TokenFile"],
     "Outbox": ["MaxBatches"],
+    "GZone": GZoneConfiguration.keys,
   ]
 
   public static func parse(_ text: String, file: String) throws(KeyFileError) -> DaemonConfiguration {
@@ -68,6 +71,8 @@ public struct DaemonConfiguration: Hashable, Sendable {
       case ("Outbox", "MaxBatches"):
         guard let n = Int(entry.value), n >= 1 else { throw fail("MaxBatches must be a whole number ≥ 1") }
         config.outboxMaxBatches = n
+      case ("GZone", _):
+        do { try config.gzone.set(entry.key, to: entry.value) } catch { throw fail(error.message) }
       default:
         guard BridgeConfiguration.key(named: entry.key) != nil,
           BridgeConfiguration.section(of: entry.key) == entry.section
@@ -83,7 +88,7 @@ public struct DaemonConfiguration: Hashable, Sendable {
         do { try config.bridge.set(entry.key, to: entry.value) } catch { throw fail(error.description) }
       }
     }
-    let problems = config.bridge.problems()
+    let problems = config.bridge.problems() + config.gzone.problems()
     if let first = problems.first { throw KeyFileError(file: file, line: 0, message: first) }
     return config
   }
