@@ -140,7 +140,9 @@ import Testing
   }
 
   func poller(_ store: Store, _ box: Box, enabled: Bool = true) -> GZonePoller {
-    let config = enabled ? Self.configuration(base: "http://unused") : GZoneConfiguration()
+    var settings = enabled ? Self.configuration(base: "http://unused") : GZoneConfiguration()
+    settings.afterUploadDelay = 0
+    let config = settings
     return GZonePoller(
       store: store, settings: { (config, nil) },
       makeSource: { _, _ in
@@ -204,5 +206,23 @@ import Testing
     // second saw nothing new); the events were emitted once either way.
     #expect(total > 0)
     #expect(box.events.withLock { $0.count } == 8)
+  }
+
+  @Test func aPostedBatchTriggersOneReload() async throws {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-gzone-\(UUID().uuidString)")
+      .path
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let box = Box()
+    let poller = poller(try Store(directory: dir), box)
+    _ = try await poller.refresh(reason: "baseline")
+    box.folder.withLock { $0 = "load2" }
+    for _ in 0..<5 { poller.tripUploaded() }
+    let deadline = ContinuousClock.now + .seconds(10)
+    while box.events.withLock({ $0.count }) < 8, ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    try await Task.sleep(for: .milliseconds(200))
+    #expect(box.events.withLock { $0.count } == 8)
+    #expect(box.lines.withLock { $0 }.contains { $0.contains("(trip uploaded)") })
   }
 }
