@@ -39,7 +39,8 @@ public struct GZoneLoad: Hashable, Sendable {
   {
     let json: JSONValue
     do { json = try JSONValue.parse(data) } catch {
-      let reason = data.isEmpty ? "the file is empty" : "not valid JSON (\(Self.describe(error)))"
+      let detail = JSONDiagnosis.reason(data) ?? Self.describe(error)
+      let reason = data.isEmpty ? "the file is empty" : "not valid JSON (\(detail))"
       throw GZoneError(.invalidJSON, origin: origin, reason)
     }
     return try validate(json, as: payload, origin: origin)
