@@ -85,20 +85,16 @@ public struct GZoneCommand: BridgeCommand {
       console.err("beaconbridge: gzone refresh: \(error.description)\n")
       return ExitStatus.failure
     }
-    // Each event as a line that leads with its type, as `gzone diff --json` prints them.
-    let events = (reply["events"]?.arrayValue ?? []).map { event in
-      var out = ""
-      let rest = (event.objectValue ?? [:]).filter { $0.key != "type" }.sorted { $0.key < $1.key }
-      JSONWriter.writeObject([("type", event["type"] ?? .null)] + rest.map { ($0.key, $0.value) }, to: &out)
-      return out
-    }
-    if json {
-      console.out(events.map { $0 + "\n" }.joined())
-    } else if events.isEmpty {
+    // Each event as `gzone diff` prints it; one this CLI does not know stays as it came.
+    let items = reply["events"]?.arrayValue ?? []
+    if items.isEmpty && !json {
       console.out(
         reply["baseline"] == .bool(true) ? "Loaded (the first load: no events).\n" : "No changes.\n")
-    } else {
-      console.out(events.map { $0 + "\n" }.joined())
+    }
+    for item in items {
+      let event = GZoneEvent(json: item)
+      console.out((json ? event?.jsonText : event?.summary) ?? item.compactText)
+      console.out("\n")
     }
     return ExitStatus.success
   }

@@ -48,6 +48,44 @@ public enum GZoneEvent: Hashable, Sendable {
     return out
   }
 
+  /// Reads an event back from its JSON (a `GZoneEvent` signal, a `GZoneRefresh` reply); nil
+  /// for an unknown type or missing fields.
+  public init?(json: JSONValue) {
+    func level(_ key: String) -> GZoneLevel?? {
+      guard let value = json[key] else { return nil }
+      if value == .null { return .some(nil) }
+      guard let name = value["name"]?.stringValue, let start = value["start"]?.doubleValue,
+        let end = value["end"]?.doubleValue
+      else { return nil }
+      return .some(GZoneLevel(name: name, start: start, end: end))
+    }
+    let key = json["key"]?.stringValue
+    switch json["type"]?.stringValue {
+    case "roundStarted"?, "roundCompleted"?:
+      guard let key, let round = json["round"] else { return nil }
+      self =
+        json["type"]?.stringValue == "roundStarted"
+        ? .roundStarted(key: key, round: round) : .roundCompleted(key: key, round: round)
+    case "rewardEarned"?:
+      guard let roundKey = json["roundKey"]?.stringValue, let reward = json["reward"] else { return nil }
+      self = .rewardEarned(roundKey: roundKey, reward: reward)
+    case "levelUp"?, "levelDown"?:
+      guard let from = level("from"), let to = level("to") else { return nil }
+      self =
+        json["type"]?.stringValue == "levelUp" ? .levelUp(from: from, to: to) : .levelDown(from: from, to: to)
+    case "currencyChanged"?:
+      guard let old = json["old"], let new = json["new"] else { return nil }
+      self = .currencyChanged(old: old, new: new)
+    case "gameAvailable"?, "gameWithdrawn"?:
+      guard let key, let game = json["game"] else { return nil }
+      self =
+        json["type"]?.stringValue == "gameAvailable"
+        ? .gameAvailable(key: key, game: game) : .gameWithdrawn(key: key, game: game)
+    default:
+      return nil
+    }
+  }
+
   /// One readable line.
   public var summary: String {
     switch self {

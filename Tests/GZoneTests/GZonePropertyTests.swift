@@ -93,7 +93,9 @@ import Testing
       _ = try JSONValue.parse(Data(state.jsonText.utf8))
       #expect(GZoneDiff.events(from: load, to: load).isEmpty, "\(load.json.compactText)")
       for event in GZoneDiff.events(from: previous, to: load) {
-        _ = try JSONValue.parse(Data(event.jsonText.utf8))
+        // Every event reads back from its JSON line, as a signal's consumer reads it (numbers
+        // print in their shortest form, so the text, not the value, is what round-trips).
+        #expect(GZoneEvent(json: try JSONValue.parse(Data(event.jsonText.utf8)))?.jsonText == event.jsonText)
       }
       #expect(try GZoneLoad(json: load.json, origin: "store") == load)
       previous = load
