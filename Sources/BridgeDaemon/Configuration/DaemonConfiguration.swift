@@ -10,9 +10,10 @@ public enum ScanBackend: String, Hashable, Sendable, CaseIterable {
 ///
 /// The file is `/etc/beaconbridge/beaconbridge.conf`, an INI keyfile. Sections: `[General]`
 /// (backend, adapter), `[Presence]`, `[ActiveBeacon]`, `[Trips]` (the core settings, by the same
-/// camelCase names as a scenario's `config`), `[Upload]` (`URL`, `TokenFile`, retry delays) and
-/// `[Outbox]` (`MaxBatches`). An empty file means the defaults; an unknown section or key or a
-/// bad value is an error at its `file:line`, and the daemon refuses to start rather than guess.
+/// camelCase names as a scenario's `config`), `[Upload]` (`URL`, `TokenFile`, retry delays),
+/// `[Outbox]` (`MaxBatches`) and `[GZone]` (the G-Zone poller, `GZoneConfiguration`). An empty
+/// file means the defaults; an unknown section or key or a bad value is an error at its
+/// `file:line`, and the daemon refuses to start rather than guess.
 public struct DaemonConfiguration: Hashable, Sendable {
   public static let defaultPath = "/etc/beaconbridge/beaconbridge.conf"
 
