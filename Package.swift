@@ -13,15 +13,19 @@ let package = Package(
   targets: [
     // Pure Swift: frames, filters, presence, selection, trips, the ScopeHost seam.
     .target(name: "BeaconCore"),
+    // G-Zone gamification: derived game state and events from poll-and-diff. No I/O in derivation.
+    .target(name: "GZone", dependencies: ["BeaconCore"]),
+    .testTarget(name: "GZoneTests", dependencies: ["GZone", "BeaconCore", "BeaconTestSupport"]),
     // Test doubles: MockAdapter, TestClock, fixtures.
     .target(name: "BeaconTestSupport", dependencies: ["BeaconCore"]),
     // Command parsing and output. A library so that parsing is tested without running.
-    .target(name: "BeaconBridgeCLI", dependencies: ["BeaconCore", "BridgeDaemon", "BlueZ", "DBus", "HCI"]),
+    .target(
+      name: "BeaconBridgeCLI", dependencies: ["BeaconCore", "BridgeDaemon", "BlueZ", "DBus", "HCI", "GZone"]),
     .executableTarget(name: "beaconbridge", dependencies: ["BeaconBridgeCLI"]),
     // SQLite, from Debian's libsqlite3-dev.
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     // The daemon's parts: configuration file, store, and (to come) uploader and D-Bus service.
-    .target(name: "BridgeDaemon", dependencies: ["BeaconCore", "CSQLite", "DBus", "BlueZ", "HCI"]),
+    .target(name: "BridgeDaemon", dependencies: ["BeaconCore", "CSQLite", "DBus", "BlueZ", "HCI", "GZone"]),
     // libdbus-1, through pkg-config. Only the DBus module imports it.
     .systemLibrary(
       name: "CDBus",
@@ -43,7 +47,8 @@ let package = Package(
       name: "BeaconCoreTests",
       dependencies: ["BeaconCore", "BeaconTestSupport"]
     ),
-    .testTarget(name: "BridgeDaemonTests", dependencies: ["BridgeDaemon", "BeaconCore", "BeaconTestSupport", "BlueZ"]),
+    .testTarget(
+      name: "BridgeDaemonTests", dependencies: ["BridgeDaemon", "BeaconCore", "BeaconTestSupport", "BlueZ", "GZone"]),
     .testTarget(
       name: "BeaconBridgeCLITests",
       dependencies: ["BeaconBridgeCLI", "BeaconCore", "BeaconTestSupport"]

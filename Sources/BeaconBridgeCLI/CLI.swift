@@ -42,6 +42,7 @@ public enum CLI {
     DoctorCommand.self,
     DiagnoseCommand.self,
     TripCommand.self,
+    GZoneCommand.self,
   ]
 
   /// What an argv asks for.

@@ -58,6 +58,9 @@ public final class FakeBackend: @unchecked Sendable {
 
   public var url: URL { URL(string: "http://127.0.0.1:\(port)/trips")! }
 
+  /// The base for GET requests (`--serve-dir`): `http://127.0.0.1:PORT`.
+  public var base: String { "http://127.0.0.1:\(port)" }
+
   /// Every request so far, in arrival order.
   public func received() -> [Received] {
     let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""

@@ -9,6 +9,12 @@ It prints "PORT <n>" on stdout once it listens on 127.0.0.1. Each request is ans
 --script first (a status, or status:retry-after, or "drop" to close the connection without a
 reply), then by the random rates, else 200. Every request, answered or not, is appended to --log
 as one JSON line: {"status", "key", "auth", "body"}.
+
+With --serve-dir DIR it also answers GET: the file in DIR named by the request path's last
+component (so /players/UNIT-1/player.json serves DIR/player.json), 404 when there is none.
+--fail-path SUBSTR answers 503 to GETs whose path contains SUBSTR, and --get-barrier N holds
+each GET until N GETs are in flight (up to 5 s, then 504), so a test can prove they run in
+parallel. GETs are logged like POSTs, with the path as "body".
 """
 import argparse
 import json
@@ -29,10 +35,15 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--token", default=None)
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--serve-dir", default=None)
+    ap.add_argument("--fail-path", default=None)
+    ap.add_argument("--get-barrier", type=int, default=0)
     args = ap.parse_args()
     script = [s for s in args.script.split(",") if s]
     rng = random.Random(args.seed)
     lock = threading.Lock()
+    gets = threading.Condition()
+    in_flight = [0]
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -68,6 +79,39 @@ def main():
                 self.send_header("Retry-After", retry_after)
             self.send_header("Content-Length", "0")
             self.end_headers()
+
+        def do_GET(self):
+            import os
+            with gets:
+                in_flight[0] += 1
+                gets.notify_all()
+                if args.get_barrier:
+                    gets.wait_for(lambda: in_flight[0] >= args.get_barrier, timeout=5)
+                reached = in_flight[0] >= args.get_barrier
+            if args.delay:
+                time.sleep(args.delay)
+            path = self.path.split("?")[0]
+            name = os.path.basename(path)
+            body, status = b"", 200
+            if not reached:
+                status = 504
+            elif args.fail_path and args.fail_path in path:
+                status = 503
+            elif args.token is not None and self.headers.get("Authorization") != "Bearer " + args.token:
+                status = 401
+            else:
+                file = os.path.join(args.serve_dir or "", name)
+                if args.serve_dir and name and os.path.isfile(file):
+                    with open(file, "rb") as f:
+                        body = f.read()
+                else:
+                    status = 404
+            self.record(status, self.path)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
         def record(self, status, body):
             try:

@@ -10,9 +10,10 @@ public enum ScanBackend: String, Hashable, Sendable, CaseIterable {
 ///
 /// The file is `/etc/beaconbridge/beaconbridge.conf`, an INI keyfile. Sections: `[General]`
 /// (backend, adapter), `[Presence]`, `[ActiveBeacon]`, `[Trips]` (the core settings, by the same
-/// camelCase names as a scenario's `config`), `[Upload]` (`URL`, `TokenFile`, retry delays) and
-/// `[Outbox]` (`MaxBatches`). An empty file means the defaults; an unknown section or key or a
-/// bad value is an error at its `file:line`, and the daemon refuses to start rather than guess.
+/// camelCase names as a scenario's `config`), `[Upload]` (`URL`, `TokenFile`, retry delays),
+/// `[Outbox]` (`MaxBatches`) and `[GZone]` (the G-Zone poller, `GZoneConfiguration`). An empty
+/// file means the defaults; an unknown section or key or a bad value is an error at its
+/// `file:line`, and the daemon refuses to start rather than guess.
 public struct DaemonConfiguration: Hashable, Sendable {
   public static let defaultPath = "/etc/beaconbridge/beaconbridge.conf"
 
@@ -24,6 +25,8 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public var tokenFile: String?
   /// The outbox refuses new batches beyond this many.
   public var outboxMaxBatches: Int = 100_000
+  /// `[GZone]`: the G-Zone poller (docs/gzone.md); disabled unless its URLs are set.
+  public var gzone = GZoneConfiguration()
 
   public init() {}
 
@@ -32,6 +35,7 @@ public struct DaemonConfiguration: Hashable, Sendable {
     "General": ["backend", "adapter"],
     "Upload": ["URL", "TokenFile"],
     "Outbox": ["MaxBatches"],
+    "GZone": GZoneConfiguration.keys,
   ]
 
   public static func parse(_ text: String, file: String) throws(KeyFileError) -> DaemonConfiguration {
@@ -68,6 +72,8 @@ public struct DaemonConfiguration: Hashable, Sendable {
       case ("Outbox", "MaxBatches"):
         guard let n = Int(entry.value), n >= 1 else { throw fail("MaxBatches must be a whole number ≥ 1") }
         config.outboxMaxBatches = n
+      case ("GZone", _):
+        do { try config.gzone.set(entry.key, to: entry.value) } catch { throw fail(error.message) }
       default:
         guard BridgeConfiguration.key(named: entry.key) != nil,
           BridgeConfiguration.section(of: entry.key) == entry.section
@@ -83,7 +89,7 @@ public struct DaemonConfiguration: Hashable, Sendable {
         do { try config.bridge.set(entry.key, to: entry.value) } catch { throw fail(error.description) }
       }
     }
-    let problems = config.bridge.problems()
+    let problems = config.bridge.problems() + config.gzone.problems()
     if let first = problems.first { throw KeyFileError(file: file, line: 0, message: first) }
     return config
   }

@@ -1,6 +1,7 @@
 import BeaconCore
 import DBus
 import Foundation
+import GZone
 
 /// The daemon's D-Bus API (docs/dbus-api.md): `org.beaconbridge` on the system bus, object
 /// `/org/beaconbridge`, interface `org.beaconbridge.Bridge1`. Structured results are JSON text,
@@ -50,6 +51,13 @@ final class BridgeService: Sendable {
     default:
       break
     }
+  }
+
+  /// Announces a G-Zone change as `GZoneEvent(s type, s json)`.
+  func signal(gzone event: GZoneEvent) {
+    try? connection.emit(
+      path: BridgeServiceNames.path, interface: BridgeServiceNames.interface, member: "GZoneEvent",
+      [.string(event.type), .string(event.jsonText)])
   }
 
   static func error(_ name: String, _ message: String) -> MethodResult {
@@ -142,6 +150,15 @@ final class BridgeService: Sendable {
         }
         try await bridge.assign(tripId, deviceId: deviceId)
         return .success([])
+      case "GZoneRefresh":
+        guard let gzone = state.gzone else {
+          return error("NotConfigured", GZonePollerError.notConfigured.description)
+        }
+        let refreshed: GZonePoller.Refresh
+        do { refreshed = try await gzone.refresh(reason: "asked over D-Bus") } catch {
+          return Self.error(error == .notConfigured ? "NotConfigured" : "Failed", error.description)
+        }
+        return .success([.string(refreshed.jsonText)])
       default:
         return .failure(.unknownMethod(call))
       }
@@ -214,6 +231,8 @@ final class BridgeService: Sendable {
         <method name="TripAssign">
           <arg name="tripId" type="s" direction="in"/><arg name="deviceId" type="s" direction="in"/>
         </method>
+        <method name="GZoneRefresh"><arg name="json" type="s" direction="out"/></method>
+        <signal name="GZoneEvent"><arg name="type" type="s"/><arg name="json" type="s"/></signal>
         <signal name="ActiveBeaconChanged"><arg name="deviceId" type="s"/></signal>
         <signal name="TripTagged">
           <arg name="tripId" type="s"/><arg name="deviceId" type="s"/><arg name="resolution" type="s"/>

@@ -2,6 +2,7 @@ import BeaconCore
 import BlueZ
 import DBus
 import Foundation
+import GZone
 import HCI
 import Synchronization
 
@@ -61,9 +62,15 @@ public struct Daemon: Sendable {
     let settings = DaemonSettings(config)
     let host = DaemonHost(settings: settings, logger: logger)
     let state = DaemonState()
+    // G-Zone: poll-and-diff into journal lines and D-Bus signals (docs/gzone.md).
+    let gzone = GZonePoller(
+      store: store, settings: { (settings.current.daemon.gzone, settings.current.daemon.tokenFile) },
+      log: { logger.log($0, $1) }, emit: { state.service?.signal(gzone: $0) })
+    state.setGZone(gzone)
     let bridge = BeaconBridge(host: host, journal: store) { event in
       state.observe(event, logger: logger)
       state.service?.signal(event.event)
+      if case .batchPosted = event.event { gzone.tripUploaded() }
     }
     do {
       let pairings = try await store.pairings()
@@ -168,6 +175,11 @@ public struct Daemon: Sendable {
         }
         return nil
       }
+      // The G-Zone poller's interval loop (idle while no [GZone] is configured).
+      group.addTask {
+        await gzone.run()
+        return nil
+      }
       // Signals.
       group.addTask {
         for await number in signals {
@@ -252,6 +264,7 @@ final class DaemonState: Sendable {
     var scanning: String?
     var source: (any AdvertisementSource)?
     var service: BridgeService?
+    var gzone: GZonePoller?
     var pairings = PairingSet()
     /// Addresses of paired beacons heard so far: never pruned from BlueZ's cache.
     var paired: Set<BluetoothAddress> = []
@@ -263,6 +276,8 @@ final class DaemonState: Sendable {
   func setSource(_ source: any AdvertisementSource) { state.withLock { $0.source = source } }
   var service: BridgeService? { state.withLock { $0.service } }
   func setService(_ service: BridgeService) { state.withLock { $0.service = service } }
+  var gzone: GZonePoller? { state.withLock { $0.gzone } }
+  func setGZone(_ poller: GZonePoller) { state.withLock { $0.gzone = poller } }
 
   func setPairings(_ pairings: [Pairing]) { state.withLock { $0.pairings = PairingSet(pairings) } }
 

@@ -40,7 +40,7 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
 public actor Store {
   public static let fileName = "beaconbridge.sqlite"
   /// Schema versions this build can read (`PRAGMA user_version`).
-  static let schemaVersion: Int64 = 2
+  static let schemaVersion: Int64 = 3
 
   let database: SQLiteDatabase
   public nonisolated let path: String
@@ -129,6 +129,11 @@ public actor Store {
             );
             PRAGMA user_version = 2;
             """)
+        }
+      }
+      if version < 3 {
+        try database.transaction { () throws(SQLiteError) in
+          try database.execute(Store.gzoneSchema + "PRAGMA user_version = 3;")
         }
       }
       return database
