@@ -45,9 +45,9 @@ struct GZoneEndToEndTests {
     return (daemon, { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" })
   }
 
-  func stop(_ daemon: Process) {
+  func stop(_ daemon: Process) async {
     kill(daemon.processIdentifier, SIGTERM)
-    daemon.waitUntilExit()
+    #expect(await waitForExit(daemon), "the daemon did not exit in time")
   }
 
   @Test func refreshSignalsAndRestartDoesNotReplay() async throws {
@@ -111,14 +111,14 @@ struct GZoneEndToEndTests {
     #expect(again.stdout == "No changes.\n", "\(again.stderr)")
 
     // Restart on the same store: the interval load at start-up diffs against the stored load.
-    stop(daemon)
+    await stop(daemon)
     let (restarted, restartedLog) = try startDaemon(config: config, dir: dir, bus: bus)
     defer { if restarted.isRunning { kill(restarted.processIdentifier, SIGKILL) } }
     #expect(
       try await eventually { restartedLog().contains("G-Zone: loaded (interval): 0 event(s)") },
       "\(restartedLog())")
     #expect(!restartedLog().contains("G-Zone levelUp"))
-    stop(restarted)
+    await stop(restarted)
 
     // Without [GZone] the refresh says so.
     try "[General]\nbackend = bluez\n".write(toFile: config, atomically: true, encoding: .utf8)
@@ -129,6 +129,6 @@ struct GZoneEndToEndTests {
     let unconfigured = try cli.cli(["gzone", "refresh"], bus: bus, dir: dir)
     #expect(unconfigured.status == 1)
     #expect(unconfigured.stderr.contains("no G-Zone configured"), "\(unconfigured.stderr)")
-    stop(plain)
+    await stop(plain)
   }
 }
