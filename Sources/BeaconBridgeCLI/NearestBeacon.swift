@@ -84,28 +84,10 @@ enum NearestBeacon {
     var scan = try ScanCommand.parseForNearest(backend: backend, adapter: adapter)
     scan.json = true
     let source = scan.makeSource(console) { _ in true }
-    let result: Result<Void, any Error> = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
-      group.addTask {
-        do {
-          try await bridge.run(source: source)
-          return .success(())
-        } catch is CancellationError {
-          return .success(())
-        } catch {
-          return .failure(error)
-        }
-      }
-      group.addTask {
-        try? await Task.sleep(for: .seconds(wait))
-        return nil
-      }
-      var outcome: Result<Void, any Error> = .success(())
-      if let first = await group.next(), let r = first { outcome = r }
-      group.cancelAll()
-      return outcome
-    }
-    await source.finished(within: .seconds(5))
-    try result.get()
+    try await ScanCommand.scan(
+      bridge: bridge, source: source, until: { try? await Task.sleep(for: .seconds(wait)) }
+    )
+    .get()
     return await bridge.status.beaconsInRange.compactMap { b in
       guard let identity = b.id.identity else { return nil }
       return Candidate(identity: identity, smoothed: b.smoothedRSSI, sightings: b.sightings)

@@ -103,37 +103,16 @@ public struct ScanCommand: BridgeCommand {
     let source = makeSource(console) { address in pairedAddresses.withLock { $0.contains(address) } }
     if !json { console.err("beaconbridge: scanning with \(source.description)\n") }
     let stop = StopSignal()
-    let outcome: Result<Void, any Error> = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
-      group.addTask {
-        do {
-          try await bridge.run(source: source)
-          return .success(())
-        } catch is CancellationError {
-          return .success(())
-        } catch {
-          return .failure(error)
-        }
+    let duration = self.duration
+    let outcome = await Self.scan(
+      bridge: bridge, source: source, until: { await stop.wait(duration: duration) }
+    ) {
+      guard view.live else { return }
+      while !Task.isCancelled {
+        await view.draw(bridge: bridge, source: source.description)
+        try? await Task.sleep(for: .seconds(1))
       }
-      group.addTask {
-        await stop.wait(duration: duration)
-        return nil
-      }
-      if view.live {
-        group.addTask {
-          while !Task.isCancelled {
-            await view.draw(bridge: bridge, source: source.description)
-            try? await Task.sleep(for: .seconds(1))
-          }
-          return nil
-        }
-      }
-      var outcome: Result<Void, any Error> = .success(())
-      // Whichever ends first (the scan failing, the duration, Ctrl-C) ends the scan.
-      if let first = await group.next(), let result = first { outcome = result }
-      group.cancelAll()
-      return outcome
     }
-    await source.finished(within: .seconds(5))
     if case .failure(let error) = outcome {
       console.err("beaconbridge: \(Self.explain(error))\n")
       return ExitStatus.failure
@@ -147,6 +126,42 @@ public struct ScanCommand: BridgeCommand {
       }
     }
     return ExitStatus.success
+  }
+
+  /// Runs `bridge` on `source` until `stop` returns or the scan fails (whichever is first), with
+  /// `alongside` running meanwhile; then puts the radio back. Returns how the scan ended.
+  static func scan(
+    bridge: BeaconBridge, source: any AdvertisementSource, until stop: @escaping @Sendable () async -> Void,
+    alongside: @escaping @Sendable () async -> Void = {}
+  ) async -> Result<Void, any Error> {
+    let outcome: Result<Void, any Error> = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
+      group.addTask {
+        do {
+          try await bridge.run(source: source)
+          return .success(())
+        } catch is CancellationError {
+          return .success(())
+        } catch {
+          return .failure(error)
+        }
+      }
+      group.addTask {
+        await stop()
+        return nil
+      }
+      group.addTask {
+        await alongside()
+        // Finishing early is no reason to stop the scan.
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        return nil
+      }
+      var outcome: Result<Void, any Error> = .success(())
+      if let first = await group.next(), let result = first { outcome = result }
+      group.cancelAll()
+      return outcome
+    }
+    await source.finished(within: .seconds(5))
+    return outcome
   }
 
   /// What went wrong, and what to do about it.
