@@ -273,3 +273,17 @@ func waitForExit(_ process: Process, seconds: Double = 30) async -> Bool {
   process.waitUntilExit()
   return true
 }
+
+/// Starts `beaconbridge run` on a bus, with its log discarded and no NOTIFY_SOCKET.
+func launchDaemon(config: String, stateDirectory: String, bus: String) throws -> Process {
+  let daemon = Process()
+  daemon.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
+  daemon.arguments = ["run", "--config", config, "--state-dir", stateDirectory]
+  var environment = ProcessInfo.processInfo.environment
+  environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus
+  environment.removeValue(forKey: "NOTIFY_SOCKET")
+  daemon.environment = environment
+  daemon.standardError = FileHandle.nullDevice
+  try daemon.run()
+  return daemon
+}

@@ -40,18 +40,9 @@ struct CrashTests {
     postRetryMax = 0.5
     """.write(toFile: config, atomically: true, encoding: .utf8)
     let test = DaemonEndToEndTests()
-    var environment = ProcessInfo.processInfo.environment
-    environment["DBUS_SYSTEM_BUS_ADDRESS"] = fixture.bus.address
-    environment.removeValue(forKey: "NOTIFY_SOCKET")
 
     func startDaemon() throws -> Process {
-      let daemon = Process()
-      daemon.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
-      daemon.arguments = ["run", "--config", config, "--state-dir", dir]
-      daemon.environment = environment
-      daemon.standardError = FileHandle.nullDevice
-      try daemon.run()
-      return daemon
+      try launchDaemon(config: config, stateDirectory: dir, bus: fixture.bus.address)
     }
     func waitReady() async throws -> Bool {
       try await eventually(.seconds(20)) {

@@ -33,15 +33,7 @@ struct DeadLetterTests {
     """.write(toFile: config, atomically: true, encoding: .utf8)
     let test = DaemonEndToEndTests()
     let bus = fixture.bus.address
-    let daemon = Process()
-    daemon.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
-    daemon.arguments = ["run", "--config", config, "--state-dir", dir]
-    var environment = ProcessInfo.processInfo.environment
-    environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus
-    environment.removeValue(forKey: "NOTIFY_SOCKET")
-    daemon.environment = environment
-    daemon.standardError = FileHandle.nullDevice
-    try daemon.run()
+    let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: bus)
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
     #expect(
       try await eventually(.seconds(20)) { (try? test.cli(["status"], bus: bus, dir: dir).status) == 0 })

@@ -100,15 +100,7 @@ struct DiagnoseTests {
     try await fixture.addAdapter("hci0")
     let (dir, config) = try prepare()
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let daemon = Process()
-    daemon.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
-    daemon.arguments = ["run", "--config", config, "--state-dir", dir]
-    var environment = ProcessInfo.processInfo.environment
-    environment["DBUS_SYSTEM_BUS_ADDRESS"] = fixture.bus.address
-    environment.removeValue(forKey: "NOTIFY_SOCKET")
-    daemon.environment = environment
-    daemon.standardError = FileHandle.nullDevice
-    try daemon.run()
+    let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: fixture.bus.address)
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
     let test = DaemonEndToEndTests()
     #expect(

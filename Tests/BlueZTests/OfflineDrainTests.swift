@@ -34,17 +34,10 @@ struct OfflineDrainTests {
     URL = http://127.0.0.1:\(port)/trips
     postRetryInitial = 0.1
     postRetryMax = 0.5
+    Timeout = 5
     """.write(toFile: config, atomically: true, encoding: .utf8)
     let test = DaemonEndToEndTests()
-    let daemon = Process()
-    daemon.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
-    daemon.arguments = ["run", "--config", config, "--state-dir", dir]
-    var environment = ProcessInfo.processInfo.environment
-    environment["DBUS_SYSTEM_BUS_ADDRESS"] = fixture.bus.address
-    environment.removeValue(forKey: "NOTIFY_SOCKET")
-    daemon.environment = environment
-    daemon.standardError = FileHandle.nullDevice
-    try daemon.run()
+    let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: fixture.bus.address)
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
     #expect(
       try await eventually(.seconds(20)) {
@@ -67,7 +60,7 @@ struct OfflineDrainTests {
     let backend = try FakeBackend(["--port", String(port)])
     let back = ContinuousClock.now
     #expect(
-      try await eventually(.seconds(60)) { backend.received().filter { $0.status == "200" }.count >= count })
+      try await eventually(.seconds(120)) { backend.received().filter { $0.status == "200" }.count >= count })
     let elapsed = back.duration(to: .now)
     let sequence = backend.received().filter { $0.status == "200" }.compactMap {
       $0.body["sequence"]?.intValue

@@ -23,6 +23,8 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public var adapter: String?
   public var uploadURL: String?
   public var tokenFile: String?
+  /// Seconds one upload request may take before it counts as failed (and is retried).
+  public var uploadTimeout: Double = 30
   /// The outbox refuses new batches beyond this many.
   public var outboxMaxBatches: Int = 100_000
   /// `[GZone]`: the G-Zone poller (docs/gzone.md); disabled unless its URLs are set.
@@ -33,7 +35,7 @@ public struct DaemonConfiguration: Hashable, Sendable {
   /// The daemon's own keys, by section.
   static let ownKeys: [String: [String]] = [
     "General": ["backend", "adapter"],
-    "Upload": ["URL", "TokenFile"],
+    "Upload": ["URL", "TokenFile", "Timeout"],
     "Outbox": ["MaxBatches"],
     "GZone": GZoneConfiguration.keys,
   ]
@@ -66,6 +68,11 @@ public struct DaemonConfiguration: Hashable, Sendable {
           throw fail("URL must start with http:// or https://")
         }
         config.uploadURL = entry.value
+      case ("Upload", "Timeout"):
+        guard let seconds = Double(entry.value), seconds >= 1, seconds <= 600 else {
+          throw fail("Timeout must be a number of seconds from 1 to 600")
+        }
+        config.uploadTimeout = seconds
       case ("Upload", "TokenFile"):
         guard entry.value.hasPrefix("/") else { throw fail("TokenFile must be an absolute path") }
         config.tokenFile = entry.value

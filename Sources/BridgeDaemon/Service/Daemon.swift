@@ -323,7 +323,7 @@ struct DaemonHost: ScopeHost {
     guard let text = config.uploadURL, let url = URL(string: text) else {
       throw RetryablePostFailure("no [Upload] URL is configured; the batch waits in the outbox")
     }
-    try await HTTPUploader(url: url, tokenFile: config.tokenFile).post(batch)
+    try await HTTPUploader(url: url, tokenFile: config.tokenFile, timeout: config.uploadTimeout).post(batch)
   }
 }
 
