@@ -72,7 +72,6 @@ public struct HTTPGZoneSource: GZoneSource {
         if let early {
           lock.unlock()
           c.resume(with: early)
-          task.cancel()
           return
         }
         continuation = c
@@ -96,7 +95,8 @@ public struct HTTPGZoneSource: GZoneSource {
         let task = self.task
         lock.unlock()
         c.resume(with: result)
-        if case .failure = result { task?.cancel() }
+        // Only a running task: corelibs traps when a finished task is cancelled.
+        if case .failure = result, let task, task.state == .running { task.cancel() }
       }
     }
     let once = Once()

@@ -87,12 +87,15 @@ public struct HTTPUploader: Sendable {
       private let lock = NSLock()
       private var continuation: CheckedContinuation<URLResponse, any Error>?
       init(_ c: CheckedContinuation<URLResponse, any Error>) { continuation = c }
-      func finish(_ result: Result<URLResponse, any Error>) {
+      /// Returns whether this call was the one that resumed.
+      @discardableResult
+      func finish(_ result: Result<URLResponse, any Error>) -> Bool {
         lock.lock()
         let c = continuation
         continuation = nil
         lock.unlock()
         c?.resume(with: result)
+        return c != nil
       }
     }
     return try await withCheckedThrowingContinuation { continuation in
@@ -107,8 +110,12 @@ public struct HTTPUploader: Sendable {
       }
       task.resume()
       DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
-        once.finish(.failure(RetryablePostFailure("no reply within \(timeout) s")))
-        task.cancel()
+        // Cancel only a task that is still running: swift-corelibs-foundation traps
+        // ("a task that is not in the registry") when a finished task is cancelled.
+        if once.finish(.failure(RetryablePostFailure("no reply within \(timeout) s"))), task.state == .running
+        {
+          task.cancel()
+        }
       }
     }
   }
