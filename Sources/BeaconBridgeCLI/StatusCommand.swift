@@ -67,7 +67,7 @@ public struct StatusCommand: BridgeCommand {
 /// `beaconbridge trip start|events|end|assign`: the trip recorder's local API.
 public struct TripCommand: BridgeCommand {
   public static let name = "trip"
-  public static let abstract = "Feed a trip to the daemon: start, events, end, assign."
+  public static let abstract = "Feed a trip to the daemon: start, events, end, assign, retry."
   public static let usage = """
     beaconbridge trip start --trip-id ID
            beaconbridge trip events --trip-id ID FILE|-
