@@ -33,14 +33,6 @@ struct StoreOptions: Sendable {
 }
 
 extension Pairing {
-  var json: JSONValue {
-    .object([
-      "uuid": .string(uuid.uuidString), "major": major.map { .int(Int64($0)) } ?? .null,
-      "minor": minor.map { .int(Int64($0)) } ?? .null, "deviceId": .string(deviceId),
-      "label": label.map { .string($0) } ?? .null,
-    ])
-  }
-
   var pattern: String {
     "\(uuid.uuidString) \(major.map(String.init) ?? "*")/\(minor.map(String.init) ?? "*")"
   }

@@ -97,16 +97,12 @@ final class BridgeService: Sendable {
           deviceId: deviceId, label: string(4).flatMap { $0.isEmpty ? nil : $0 })
         do { try pairing.validate() } catch { return Self.error("InvalidArgs", error.description) }
         try await store.pair(pairing)
-        let all = try await store.pairings()
-        state.setPairings(all)
-        await bridge.setPairings(all)
+        try await reloadPairings(store: store, state: state, bridge: bridge)
         return .success([])
       case "Unpair":
         guard let deviceId = string(0) else { return error("InvalidArgs", "Unpair takes (s deviceId)") }
         let removed = try await store.unpair(deviceId: deviceId)
-        let all = try await store.pairings()
-        state.setPairings(all)
-        await bridge.setPairings(all)
+        try await reloadPairings(store: store, state: state, bridge: bridge)
         return .success([.uint32(UInt32(removed))])
       case "TripStart":
         guard let tripId = string(0) else { return error("InvalidArgs", "TripStart takes (s tripId)") }
@@ -174,6 +170,13 @@ final class BridgeService: Sendable {
     } catch {
       return Self.error("Failed", "\(error)")
     }
+  }
+
+  /// After Pair/Unpair: the store is the truth; the selector and the pruning filter follow it.
+  static func reloadPairings(store: Store, state: DaemonState, bridge: BeaconBridge) async throws {
+    let all = try await store.pairings()
+    state.setPairings(all)
+    await bridge.setPairings(all)
   }
 
   /// A JSON array of event objects, each with a string `type`.
