@@ -52,6 +52,10 @@ public final class BlueZAdvertisementSource: AdvertisementSource {
     public var staleDeviceAge: Duration = .seconds(180)
     /// How often stale devices are looked for.
     public var pruneInterval: Duration = .seconds(60)
+    /// The most devices the scan mirrors. Past it, those heard least recently (and neither bonded
+    /// nor kept) are forgotten and reported lost, so that a flood of random addresses cannot grow
+    /// memory without bound. A street holds hundreds; 5,000 leaves room for a car park.
+    public var maxDevices = 5_000
     /// Addresses never to remove: the consumer's paired beacons.
     public var keep: @Sendable (BluetoothAddress) -> Bool = { _ in false }
     public init() {}

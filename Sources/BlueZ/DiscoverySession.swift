@@ -11,7 +11,7 @@ final class DiscoverySession: @unchecked Sendable {
   let log: @Sendable (String) -> Void
   let preferredMode: ScanMode
   let reportMode: @Sendable (ScanMode) -> Void
-  private var subscription: SignalSubscription?
+  private var subscription: Subscription<SignalItem<DeviceUpdate>>?
   /// Signal batches and monitor calls, merged so that one task handles both in order.
   private let inputs: AsyncStream<Input>
   private let inputContinuation: AsyncStream<Input>.Continuation
@@ -19,19 +19,24 @@ final class DiscoverySession: @unchecked Sendable {
   private var monitorApp: ExportedObject?
   /// The adapter our monitor is registered on (passive mode).
   private var monitorAdapter: ObjectPath?
+  /// BlueZ's objects other than devices (adapters, the monitor manager).
   private var tree = ObjectTree()
+  /// The devices, typed (see `DeviceRecord`), keyed by object path.
+  private var devices: [ObjectPath: DeviceRecord] = [:]
+  /// The most devices `devices` held since it was last compacted.
+  private var devicesPeak = 0
+  /// When the current input arrived: every sighting in a batch shares it.
+  private var now = ContinuousClock.now
   private var adapter: ObjectPath?
   /// The adapter discovery last ran on, kept across a bluetoothd restart for reconciliation.
   private var lastAdapter: ObjectPath?
   private var discovering = false
   private var bluezOwner: BusName?
   private(set) var failure: (any Error)?
-  /// When each device was last heard, for pruning.
-  private var lastSeen: [BluetoothAddress: ContinuousClock.Instant] = [:]
   private var lastPrune = ContinuousClock.now
 
   enum Input: Sendable {
-    case signals([Signal])
+    case signals([SignalItem<DeviceUpdate>])
     case monitor(AdvertisementMonitor.Call, sender: BusName?)
   }
 
@@ -64,7 +69,7 @@ final class DiscoverySession: @unchecked Sendable {
 
   /// Subscribes first, then mirrors, then starts discovery.
   func begin() async throws {
-    let subscription = try await connection.subscribe(to: Self.rules)
+    let subscription = try await connection.subscribe(to: Self.rules, decoding: DeviceUpdate.decode)
     self.subscription = subscription
     let continuation = inputContinuation
     forwarder = Task {
@@ -76,7 +81,7 @@ final class DiscoverySession: @unchecked Sendable {
     } catch let error as DBusError where error.name == .nameHasNoOwner {
       throw BlueZError(.bluezUnavailable, "org.bluez is not on \(connection.address): is bluetoothd running?")
     }
-    tree = try await managedObjects()
+    (tree, devices) = try await managedObjects()
     guard !tree.adapters.isEmpty else { throw BlueZError(.noAdapter, "BlueZ has no Bluetooth adapter") }
     guard let chosen = tree.selectAdapter(named: adapterName) else {
       if let adapterName {
@@ -95,20 +100,20 @@ final class DiscoverySession: @unchecked Sendable {
   /// Handles signal batches and monitor calls until the consumer cancels or the bus goes away.
   func run(_ deliver: (SourceEvent) -> Void) async {
     guard subscription != nil else { return }
-    let emit: (SourceEvent) -> Void = { event in
-      switch event {
-      case .sighting(let ad): self.lastSeen[ad.address] = .now
-      case .lost(let address): self.lastSeen[address] = nil
-      case .rejected: break
-      }
-      deliver(event)
-    }
+    let emit = deliver
     for await input in inputs {
+      now = .now
       await pruneIfDue()
       var resume = false
       switch input {
       case .signals(let batch):
-        for signal in batch { handle(signal, emit: emit, resume: &resume) }
+        for item in batch {
+          switch item {
+          case .decoded(let update): handle(update, emit: emit)
+          case .signal(let signal): handle(signal, emit: emit, resume: &resume)
+          }
+        }
+        evictIfOver(emit: emit)
       case .monitor(let call, let sender):
         // Only bluetoothd may tell us what it found.
         guard sender != nil, sender == bluezOwner else {
@@ -168,14 +173,12 @@ final class DiscoverySession: @unchecked Sendable {
     case .released:
       log("bluez: BlueZ released the advertisement monitor")
     case .deviceFound(let path):
-      if let properties = tree[path, BlueZ.deviceInterface],
-        let advertisement = DeviceAdvertisement.make(path: path, properties: properties)
-      {
-        emit(.sighting(advertisement))
+      if devices[path] != nil {
+        devices[path]!.lastHeard = now
+        emit(.sighting(devices[path]!.advertisement))
       }
     case .deviceLost(let path):
-      if let address = DeviceAdvertisement.address(path: path, properties: tree[path, BlueZ.deviceInterface])
-      {
+      if let address = devices[path]?.address ?? DeviceAdvertisement.address(path: path, properties: nil) {
         emit(.lost(address))
       }
     }
@@ -241,11 +244,16 @@ final class DiscoverySession: @unchecked Sendable {
     case (.objectManager, BlueZ.SignalName.interfacesAdded):
       guard signal.body.count == 2, let path = signal.body[0].objectPath else { return }
       let added = tree.interfacesAdded(at: path, signal.body[1])
-      if added.contains(BlueZ.deviceInterface), let adapter, ObjectTree.device(path, isOf: adapter),
-        let properties = tree[path, BlueZ.deviceInterface],
-        let advertisement = DeviceAdvertisement.make(path: path, properties: properties)
-      {
-        emit(.sighting(advertisement))
+      if added.contains(BlueZ.deviceInterface), let properties = tree.take(BlueZ.deviceInterface, at: path) {
+        if devices[path] != nil {
+          devices[path]!.apply(properties, invalidated: [])
+        } else if let record = DeviceRecord(path: path, properties: properties, at: now) {
+          devices[path] = record
+        }
+        if let adapter, ObjectTree.device(path, isOf: adapter), devices[path] != nil {
+          devices[path]!.lastHeard = now
+          emit(.sighting(devices[path]!.advertisement))
+        }
       }
       if added.contains(BlueZ.adapterInterface), adapter == nil {
         log("bluez: adapter \(path.lastComponent) appeared")
@@ -256,21 +264,16 @@ final class DiscoverySession: @unchecked Sendable {
         return
       }
       let removed = tree.interfacesRemoved(at: path, names)
-      if let device = removed[BlueZ.deviceInterface], let adapter, ObjectTree.device(path, isOf: adapter),
-        let address = DeviceAdvertisement.address(path: path, properties: device)
+      if names.contains(BlueZ.deviceInterface.rawValue), let device = devices.removeValue(forKey: path),
+        let adapter, ObjectTree.device(path, isOf: adapter)
       {
-        emit(.lost(address))
+        emit(.lost(device.address))
       }
       if removed[BlueZ.adapterInterface] != nil, path == adapter {
         log("bluez: adapter \(path.lastComponent) was removed; waiting for an adapter")
         // BlueZ may not remove the devices first (python-dbusmock's RemoveAdapter does not).
-        for device in tree.devices(of: path) {
-          if let address = DeviceAdvertisement.address(
-            path: device, properties: tree[device, BlueZ.deviceInterface])
-          {
-            emit(.lost(address))
-          }
-          tree.interfacesRemoved(at: device, [BlueZ.deviceInterface.rawValue])
+        for device in devices.keys.filter({ ObjectTree.device($0, isOf: path) }).sorted() {
+          if let record = devices.removeValue(forKey: device) { emit(.lost(record.address)) }
         }
         adapter = nil
         monitorAdapter = nil
@@ -279,21 +282,21 @@ final class DiscoverySession: @unchecked Sendable {
     case (.properties, BlueZ.SignalName.propertiesChanged):
       guard signal.body.count >= 2, let interface = signal.body[0].string else { return }
       let invalidated = signal.body.count > 2 ? signal.body[2].strings ?? [] : []
-      let changes = tree.propertiesChanged(
-        at: signal.path, interface: InterfaceName(interface), changed: signal.body[1],
-        invalidated: invalidated)
-      if interface == BlueZ.deviceInterface.rawValue, let adapter,
-        ObjectTree.device(signal.path, isOf: adapter),
-        !BlueZ.Property.advertisementKeys.isDisjoint(with: changes.keys),
-        let properties = tree[signal.path, BlueZ.deviceInterface],
-        let advertisement = DeviceAdvertisement.make(path: signal.path, properties: properties)
-      {
-        let problems = DeviceAdvertisement.malformed(properties)
+      if interface == BlueZ.deviceInterface.rawValue {
+        let changes = ObjectTree.properties(signal.body[1])
+        deviceChanged(signal.path, emit: emit) { record in
+          record.apply(changes, invalidated: invalidated)
+          return !BlueZ.Property.advertisementKeys.isDisjoint(with: changes.keys)
+        }
+        let problems = DeviceAdvertisement.malformed(changes)
         if !problems.isEmpty {
           log("bluez: ignored \(problems.joined(separator: ", ")) from \(signal.path.lastComponent)")
         }
-        emit(.sighting(advertisement))
+        return
       }
+      let changes = tree.propertiesChanged(
+        at: signal.path, interface: InterfaceName(interface), changed: signal.body[1],
+        invalidated: invalidated)
       if interface == BlueZ.adapterInterface.rawValue, signal.path == adapter, discovering,
         changes[BlueZ.Property.discovering]?.bool == false,
         preferredMode == .activeDiscovery || monitorAdapter == nil
@@ -318,10 +321,58 @@ final class DiscoverySession: @unchecked Sendable {
     }
   }
 
+  /// A fast-decoded Device1 PropertiesChanged: RSSI, TxPower and ManufacturerData only.
+  private func handle(_ update: DeviceUpdate, emit: (SourceEvent) -> Void) {
+    deviceChanged(update.path, emit: emit) { record in
+      record.apply(update)
+      return true
+    }
+  }
+
+  /// Applies a change to a device (mirroring it from its path if it is new) and reports a
+  /// sighting when `change` says the advertisement changed and the device is on our adapter.
+  private func deviceChanged(
+    _ path: ObjectPath, emit: (SourceEvent) -> Void, _ change: (inout DeviceRecord) -> Bool
+  ) {
+    if devices[path] == nil {
+      guard let record = DeviceRecord(path: path, properties: [:], at: now) else { return }
+      devices[path] = record
+    }
+    guard change(&devices[path]!), let adapter, ObjectTree.device(path, isOf: adapter) else { return }
+    devices[path]!.lastHeard = now
+    emit(.sighting(devices[path]!.advertisement))
+  }
+
+  /// Keeps the mirror under `maxDevices`: past it, the least recently heard tenth of the devices
+  /// that are neither bonded nor kept is forgotten (reported lost; BlueZ drops them itself after
+  /// its TemporaryTimeout, and a device heard again is mirrored again). Sorting a tenth at a time keeps a flood of
+  /// random addresses at O(log n) per device. Once the mirror has shrunk to a quarter of its peak,
+  /// it is copied into a smaller table and freed memory is handed back to the system.
+  private func evictIfOver(emit: (SourceEvent) -> Void) {
+    devicesPeak = max(devicesPeak, devices.count)
+    if devices.count > options.maxDevices {
+      let candidates = devices.filter { !$0.value.bonded && !options.keep($0.value.address) }
+        .sorted { $0.value.lastHeard < $1.value.lastHeard }
+      let excess = devices.count - options.maxDevices + options.maxDevices / 10
+      for (path, record) in candidates.prefix(excess) {
+        devices[path] = nil
+        emit(.lost(record.address))
+      }
+      log(
+        "bluez: over \(options.maxDevices) devices mirrored; forgot the \(min(excess, candidates.count)) heard least recently"
+      )
+    }
+    if devicesPeak > 1024, devices.count <= devicesPeak / 4 {
+      devices = Dictionary(uniqueKeysWithValues: devices.map { ($0.key, $0.value) })
+      devicesPeak = devices.count
+      MemoryRelease.returnFreedMemory()
+    }
+  }
+
   /// After bluetoothd returns: mirror the new tree, report devices that vanished meanwhile as
   /// lost, and restart discovery. Retries for `resumeWindow`.
   private func resync(emit: (SourceEvent) -> Void) async {
-    let before = tree
+    let before = devices
     let previousAdapter = adapter ?? lastAdapter
     adapter = nil
     monitorAdapter = nil
@@ -329,14 +380,11 @@ final class DiscoverySession: @unchecked Sendable {
     let deadline = ContinuousClock.now + options.resumeWindow
     while !Task.isCancelled {
       do {
-        tree = try await managedObjects()
+        (tree, devices) = try await managedObjects()
         if let previousAdapter {
-          for device in before.devices(of: previousAdapter) where tree[device, BlueZ.deviceInterface] == nil {
-            if let address = DeviceAdvertisement.address(
-              path: device, properties: before[device, BlueZ.deviceInterface])
-            {
-              emit(.lost(address))
-            }
+          for (path, record) in before.sorted(by: { $0.key < $1.key })
+          where ObjectTree.device(path, isOf: previousAdapter) && devices[path] == nil {
+            emit(.lost(record.address))
           }
         }
         guard let chosen = tree.selectAdapter(named: adapterName) else {
@@ -357,11 +405,18 @@ final class DiscoverySession: @unchecked Sendable {
 
   // MARK: Calls
 
-  private func managedObjects() async throws -> ObjectTree {
+  /// BlueZ's objects: devices as records, the rest as a tree.
+  private func managedObjects() async throws -> (ObjectTree, [ObjectPath: DeviceRecord]) {
     let reply = try await connection.callReturningOne(
       destination: BlueZ.service, path: BlueZ.objectManagerPath, interface: .objectManager,
       member: BlueZ.Method.getManagedObjects, timeout: options.callTimeout)
-    return ObjectTree(managedObjects: reply)
+    var tree = ObjectTree(managedObjects: reply)
+    var devices: [ObjectPath: DeviceRecord] = [:]
+    let time = ContinuousClock.now
+    for (path, properties) in tree.takeAll(BlueZ.deviceInterface) {
+      devices[path] = DeviceRecord(path: path, properties: properties, at: time)
+    }
+    return (tree, devices)
   }
 
   /// SetDiscoveryFilter({Transport: "le", DuplicateData: true}), then StartDiscovery (bleak's
@@ -402,6 +457,9 @@ final class DiscoverySession: @unchecked Sendable {
     log("bluez: discovery started on \(path.lastComponent) (le, duplicate data)")
   }
 
+  /// At most this many RemoveDevice calls per prune, so that the scan never stalls behind them.
+  static let removalsPerPrune = 256
+
   /// Longer than the kernel's LE discovery window (10.24 s), which bounds an orphaned discovery.
   static let discoveryBusyWindow: Duration = .seconds(15)
 
@@ -418,32 +476,29 @@ final class DiscoverySession: @unchecked Sendable {
   /// paired, trusted or connected and those the consumer keeps. Their InterfacesRemoved then
   /// drops them from our mirror too.
   private func pruneIfDue() async {
-    guard let adapter, lastPrune.duration(to: .now) >= options.pruneInterval else { return }
-    lastPrune = .now
-    let cutoff = ContinuousClock.now.advanced(by: .zero - options.staleDeviceAge)
+    guard let adapter, lastPrune.duration(to: now) >= options.pruneInterval else { return }
+    lastPrune = now
+    let cutoff = now.advanced(by: .zero - options.staleDeviceAge)
+    let stale = devices.filter { path, record in
+      record.lastHeard < cutoff && !record.bonded && !options.keep(record.address)
+        && ObjectTree.device(path, isOf: adapter)
+    }.keys.sorted().prefix(Self.removalsPerPrune)
     var removed = 0
-    for (address, seen) in lastSeen where seen < cutoff {
-      let path = ObjectPath(
-        adapter.rawValue + "/dev_" + address.description.replacingOccurrences(of: ":", with: "_"))
-      guard let device = tree[path, BlueZ.deviceInterface] else {
-        lastSeen[address] = nil
-        continue
-      }
-      let bonded = [BlueZ.Property.paired, BlueZ.Property.trusted, BlueZ.Property.connected].contains {
-        device[$0]?.bool == true
-      }
-      if bonded || options.keep(address) { continue }
+    for path in stale {
       do {
         _ = try await adapterCall(adapter, BlueZ.Method.removeDevice, [.objectPath(path)])
         removed += 1
+      } catch let error as DBusError where error.name == .bluezDoesNotExist {
+        // Gone from BlueZ already.
       } catch {
-        log("bluez: RemoveDevice \(address) failed: \(error)")
+        log("bluez: RemoveDevice \(path.lastComponent) failed: \(error)")
       }
-      lastSeen[address] = nil
+      // Forgotten either way; BlueZ's InterfacesRemoved reports it lost if it was still mirrored.
+      devices[path]?.lastHeard = now
     }
     if removed > 0 {
       log(
-        "bluez: removed \(removed) device(s) not heard for \(options.staleDeviceAge); \(lastSeen.count) still tracked"
+        "bluez: removed \(removed) device(s) not heard for \(options.staleDeviceAge); \(devices.count) still mirrored"
       )
     }
   }

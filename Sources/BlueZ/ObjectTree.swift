@@ -77,6 +77,22 @@ public struct ObjectTree: Sendable, Equatable {
     return changes
   }
 
+  /// Removes one interface from an object and returns its properties.
+  public mutating func take(_ interface: InterfaceName, at path: ObjectPath) -> Properties? {
+    guard let properties = objects[path]?.removeValue(forKey: interface) else { return nil }
+    if objects[path]?.isEmpty == true { objects.removeValue(forKey: path) }
+    return properties
+  }
+
+  /// Removes one interface from every object and returns each object's properties.
+  public mutating func takeAll(_ interface: InterfaceName) -> [ObjectPath: Properties] {
+    var out: [ObjectPath: Properties] = [:]
+    for path in objects.keys where objects[path]?[interface] != nil {
+      out[path] = take(interface, at: path)
+    }
+    return out
+  }
+
   /// Adapter paths, sorted (`hci0` first).
   public var adapters: [ObjectPath] {
     objects.filter { $0.value[BlueZ.adapterInterface] != nil }.keys.sorted()

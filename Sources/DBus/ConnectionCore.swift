@@ -43,6 +43,12 @@ final class ConnectionCore: @unchecked Sendable {
   let socketReads = Atomic<Int>(0)
   let messagesDispatched = Atomic<Int>(0)
   let signalBatches = Atomic<Int>(0)
+  /// Bumped whenever `state.subscribers` changes, so the reader refreshes `readerSinks`.
+  private let sinksVersion = Atomic<Int>(0)
+  /// The reader thread's copy of the subscribers, so a signal costs no lock: touched only on
+  /// the reader thread.
+  private var readerSinks: [any SignalSink] = []
+  private var readerSinksVersion = -1
 
   struct Watch: @unchecked Sendable {
     var pointer: OpaquePointer
@@ -59,19 +65,13 @@ final class ConnectionCore: @unchecked Sendable {
     case waiting(serial: UInt32, CheckedContinuation<[DBusValue], any Error>)
   }
 
-  struct Subscriber {
-    var rules: [MatchRule]
-    var continuation: AsyncStream<[Signal]>.Continuation
-    var batch: [Signal] = []
-  }
-
   struct State {
     var closing = false
     var closedReason: DBusError?
     var nextID: UInt64 = 0
     var calls: [UInt64: CallSlot] = [:]
     var callBySerial: [UInt32: UInt64] = [:]
-    var subscribers: [UInt64: Subscriber] = [:]
+    var subscribers: [UInt64: any SignalSink] = [:]
     var exports: [UInt64: Export] = [:]
   }
 
@@ -238,18 +238,17 @@ final class ConnectionCore: @unchecked Sendable {
   /// The corresponding C function is `dbus_connection_dispatch`.
   private func dispatchQueued() {
     while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
-    let batches: [(AsyncStream<[Signal]>.Continuation, [Signal])] = state.withLock { state in
-      var out: [(AsyncStream<[Signal]>.Continuation, [Signal])] = []
-      for (id, subscriber) in state.subscribers where !subscriber.batch.isEmpty {
-        out.append((subscriber.continuation, subscriber.batch))
-        state.subscribers[id]?.batch.removeAll()
-      }
-      return out
-    }
-    for (continuation, batch) in batches {
+    for sink in readerSinks where sink.flush() {
       signalBatches.add(1, ordering: .relaxed)
-      continuation.yield(batch)
     }
+  }
+
+  /// Reader thread only.
+  private func refreshReaderSinks() {
+    let version = sinksVersion.load(ordering: .acquiring)
+    guard version != readerSinksVersion else { return }
+    readerSinks = state.withLock { Array($0.subscribers.values) }
+    readerSinksVersion = version
   }
 
   private func sleep(for duration: Duration) {
@@ -270,14 +269,14 @@ final class ConnectionCore: @unchecked Sendable {
         if case .waiting(_, let continuation) = slot { return continuation }
         return nil
       }
-      let subscribers = state.subscribers.values.map(\.continuation)
+      let subscribers = Array(state.subscribers.values)
       state.calls.removeAll()
       state.callBySerial.removeAll()
       state.subscribers.removeAll()
       return (calls.map { ($0, reason) }, subscribers)
     }
     for (continuation, reason) in calls { continuation.resume(throwing: reason) }
-    for continuation in subscribers { continuation.finish() }
+    for sink in subscribers { sink.finish() }
     dbus_connection_remove_filter(connection, coreFilter, Unmanaged.passUnretained(self).toOpaque())
     dbus_connection_close(connection)
     dbus_connection_unref(connection)
@@ -334,13 +333,15 @@ final class ConnectionCore: @unchecked Sendable {
     return DBUS_HANDLER_RESULT_HANDLED
   }
 
+  /// Hands a signal to every subscription whose rules match it. Headers are compared as C
+  /// strings; a subscription with a decoder gets the chance to read the raw message first, and the
+  /// generic `Signal` (every value as a `DBusValue`) is built only if someone still needs it.
   private func signal(_ message: OpaquePointer) {
-    func text(_ pointer: UnsafePointer<CChar>?) -> String? { pointer.map { String(cString: $0) } }
-    let interface = text(dbus_message_get_interface(message)) ?? ""
-    let member = text(dbus_message_get_member(message)) ?? ""
-    let path = text(dbus_message_get_path(message)) ?? "/"
-    let sender = text(dbus_message_get_sender(message))
-    if interface == InterfaceName.local.rawValue, member == "Disconnected" {
+    let interface = dbus_message_get_interface(message)
+    let member = dbus_message_get_member(message)
+    let path = dbus_message_get_path(message)
+    let sender = dbus_message_get_sender(message)
+    if RawSignal.equal(interface, InterfaceName.local.rawValue), RawSignal.equal(member, "Disconnected") {
       state.withLock { state in
         if state.closedReason == nil {
           state.closedReason = DBusError(.disconnected, "the bus closed the connection")
@@ -348,27 +349,32 @@ final class ConnectionCore: @unchecked Sendable {
       }
       return
     }
-    // Decode the body only if some subscriber wants this signal.
-    let candidates = state.withLock { state in
-      state.subscribers.compactMap { id, subscriber in
-        subscriber.rules.contains {
-          $0.matchesHeader(sender: sender, path: path, interface: interface, member: member)
-        } ? (id, subscriber.rules) : nil
+    refreshReaderSinks()
+    let raw = RawSignal(message)
+    var generic: Signal?
+    for sink in readerSinks
+    where sink.rules.contains(where: {
+      $0.matchesHeader(sender: sender, path: path, interface: interface, member: member)
+    }) {
+      if sink.take(raw) { continue }
+      let signal: Signal
+      if let generic {
+        signal = generic
+      } else {
+        func text(_ pointer: UnsafePointer<CChar>?) -> String { pointer.map { String(cString: $0) } ?? "" }
+        signal = Signal(
+          sender: sender.map { BusName(String(cString: $0)) },
+          path: ObjectPath(path.map { String(cString: $0) } ?? "/"),
+          interface: InterfaceName(text(interface)), member: MemberName(text(member)),
+          body: MessageReader.body(of: message))
+        generic = signal
       }
-    }
-    guard !candidates.isEmpty else { return }
-    let body = MessageReader.body(of: message)
-    let decoded = Signal(
-      sender: sender.map { BusName($0) }, path: ObjectPath(path), interface: InterfaceName(interface),
-      member: MemberName(member), body: body)
-    let wanted = candidates.filter { _, rules in
-      rules.contains {
+      if sink.rules.contains(where: {
         $0.matchesHeader(sender: sender, path: path, interface: interface, member: member)
-          && $0.matchesBody(body)
+          && $0.matchesBody(signal.body)
+      }) {
+        sink.take(signal)
       }
-    }.map(\.0)
-    state.withLock { state in
-      for id in wanted { state.subscribers[id]?.batch.append(decoded) }
     }
   }
 
@@ -527,12 +533,19 @@ final class ConnectionCore: @unchecked Sendable {
 
   // MARK: Subscriptions
 
-  func addSubscriber(rules: [MatchRule]) -> (UInt64, AsyncStream<[Signal]>) {
-    let (stream, continuation) = AsyncStream.makeStream(of: [Signal].self)
+  /// Registers a subscription; its items arrive in one array per reader pass. `decode` reads the
+  /// raw signals it recognises (on the reader thread); the others arrive as `wrap(signal)`.
+  func addSubscriber<Item: Sendable>(
+    rules: [MatchRule], wrap: @escaping @Sendable (Signal) -> Item,
+    decode: (@Sendable (borrowing RawSignal) -> Item?)? = nil
+  ) -> (UInt64, AsyncStream<[Item]>) {
+    let (stream, continuation) = AsyncStream.makeStream(of: [Item].self)
+    let sink = Sink(rules: rules, continuation: continuation, wrap: wrap, decode: decode)
     let id: UInt64? = state.withLock { state in
       guard state.closedReason == nil, !state.closing else { return nil }
       state.nextID += 1
-      state.subscribers[state.nextID] = Subscriber(rules: rules, continuation: continuation)
+      state.subscribers[state.nextID] = sink
+      sinksVersion.add(1, ordering: .releasing)
       return state.nextID
     }
     guard let id else {
@@ -544,11 +557,63 @@ final class ConnectionCore: @unchecked Sendable {
   }
 
   func removeSubscriber(_ id: UInt64) {
-    let continuation = state.withLock { $0.subscribers.removeValue(forKey: id)?.continuation }
-    continuation?.finish()
+    let sink = state.withLock { state in
+      defer { sinksVersion.add(1, ordering: .releasing) }
+      return state.subscribers.removeValue(forKey: id)
+    }
+    sink?.finish()
   }
 
   var isClosed: Bool { state.withLock { $0.closedReason != nil || $0.closing } }
+}
+
+/// One subscription's signals, gathered during a reader pass.
+protocol SignalSink: AnyObject, Sendable {
+  var rules: [MatchRule] { get }
+  /// Offers the raw message to the subscription's decoder; true if it took it.
+  func take(_ raw: borrowing RawSignal) -> Bool
+  func take(_ signal: Signal)
+  /// Hands the pass's items on, if any; true if it did.
+  func flush() -> Bool
+  func finish()
+}
+
+/// `@unchecked Sendable`: `batch` is touched only on the reader thread (take, flush); the
+/// continuation is thread-safe.
+final class Sink<Item: Sendable>: SignalSink, @unchecked Sendable {
+  let rules: [MatchRule]
+  let continuation: AsyncStream<[Item]>.Continuation
+  let wrap: @Sendable (Signal) -> Item
+  let decode: (@Sendable (borrowing RawSignal) -> Item?)?
+  private var batch: [Item] = []
+
+  init(
+    rules: [MatchRule], continuation: AsyncStream<[Item]>.Continuation,
+    wrap: @escaping @Sendable (Signal) -> Item,
+    decode: (@Sendable (borrowing RawSignal) -> Item?)?
+  ) {
+    self.rules = rules
+    self.continuation = continuation
+    self.wrap = wrap
+    self.decode = decode
+  }
+
+  func take(_ raw: borrowing RawSignal) -> Bool {
+    guard let decode, let item = decode(raw) else { return false }
+    batch.append(item)
+    return true
+  }
+
+  func take(_ signal: Signal) { batch.append(wrap(signal)) }
+
+  func flush() -> Bool {
+    guard !batch.isEmpty else { return false }
+    continuation.yield(batch)
+    batch.removeAll(keepingCapacity: true)
+    return true
+  }
+
+  func finish() { continuation.finish() }
 }
 
 extension DBusError {

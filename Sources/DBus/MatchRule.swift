@@ -46,15 +46,19 @@ public struct MatchRule: Hashable, Sendable, CustomStringConvertible {
 
   public var description: String { rawValue }
 
-  /// Whether a received signal satisfies this rule's header keys (all but a well-known sender).
-  func matchesHeader(sender signalSender: String?, path signalPath: String, interface: String, member: String)
-    -> Bool
-  {
-    if let sender, sender.isUnique || sender == .bus, sender.rawValue != signalSender { return false }
-    if let want = self.interface, want.rawValue != interface { return false }
-    if let want = self.member, want.rawValue != member { return false }
-    if let want = self.path, want.rawValue != signalPath { return false }
-    if let want = pathNamespace, !ObjectPath(signalPath).isDescendant(ofOrEqualTo: want) { return false }
+  /// Whether a received signal satisfies this rule's header keys (all but a well-known sender),
+  /// compared as libdbus holds them, without copying.
+  func matchesHeader(
+    sender signalSender: UnsafePointer<CChar>?, path signalPath: UnsafePointer<CChar>?,
+    interface: UnsafePointer<CChar>?, member: UnsafePointer<CChar>?
+  ) -> Bool {
+    if let sender, sender.isUnique || sender == .bus, !RawSignal.equal(signalSender, sender.rawValue) {
+      return false
+    }
+    if let want = self.interface, !RawSignal.equal(interface, want.rawValue) { return false }
+    if let want = self.member, !RawSignal.equal(member, want.rawValue) { return false }
+    if let want = self.path, !RawSignal.equal(signalPath, want.rawValue) { return false }
+    if let want = pathNamespace, !RawSignal.isPath(signalPath, inNamespace: want.rawValue) { return false }
     return true
   }
 

@@ -121,6 +121,15 @@ public actor BeaconBridge {
     await perform(pipeline.ingest(event, at: now))
   }
 
+  /// Reads the source on the actor, so that each advertisement costs no actor hop: a burst the
+  /// source yields together is handled in one turn.
+  private func consume(_ stream: AsyncThrowingStream<SourceEvent, any Error>) async throws {
+    for try await event in stream {
+      let steps = pipeline.ingest(event, at: now)
+      if !steps.isEmpty { await perform(steps) }
+    }
+  }
+
   /// Handles every deadline due now. `run(source:)` calls it on its own; virtual-time drivers
   /// call it after moving the clock.
   public func tick() async {
@@ -141,9 +150,7 @@ public actor BeaconBridge {
     let stream = try await source.events()
     log(.info, "scanning with \(source.description)")
     try await withThrowingTaskGroup(of: Void.self) { group in
-      group.addTask {
-        for try await event in stream { await self.ingest(event) }
-      }
+      group.addTask { try await self.consume(stream) }
       group.addTask {
         while !Task.isCancelled {
           let now = await self.now

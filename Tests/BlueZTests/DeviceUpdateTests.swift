@@ -1,0 +1,199 @@
+import BeaconCore
+import DBus
+import DBusTestSupport
+import Testing
+
+@testable import BlueZ
+
+/// The fast Device1 PropertiesChanged decoder against the generic path, through a real
+/// dbus-daemon: whatever it decodes must mirror exactly as the generic `DBusValue` path would,
+/// and whatever it cannot read exactly must be declined (and then arrive whole as a `Signal`).
+@Suite(.timeLimit(.minutes(2)))
+struct DeviceUpdateTests {
+  static let path: ObjectPath = "/org/bluez/hci0/dev_C0_FF_EE_00_00_01"
+  static let iBeacon: [UInt8] = [0x02, 0x15] + Array(repeating: 0xAB, count: 16) + [0, 1, 0, 7, 0xC5]
+
+  static func manufacturer(_ entries: [(UInt16, DBusValue)]) -> DBusValue {
+    .dictionary(key: "q", value: "v", entries.map { .init(.uint16($0.0), .variant($0.1)) })
+  }
+
+  /// Named bodies: whether the fast path must take each.
+  static func cases() -> [(String, Bool, [DBusValue])] {
+    let device = DBusValue.string(BlueZ.deviceInterface.rawValue)
+    let none = DBusValue.stringArray([])
+    return [
+      (
+        "RSSI and ManufacturerData", true,
+        [
+          device,
+          .stringVariantDictionary([
+            "RSSI": .int16(-61),
+            "ManufacturerData": manufacturer([(0x0059, .bytes([1, 2])), (0x004C, .bytes(iBeacon))]),
+          ]), none,
+        ]
+      ),
+      ("RSSI without invalidated", true, [device, .stringVariantDictionary(["RSSI": .int16(-80)])]),
+      ("TxPower", true, [device, .stringVariantDictionary(["TxPower": .int16(4)]), none]),
+      (
+        "empty ManufacturerData", true,
+        [device, .stringVariantDictionary(["ManufacturerData": manufacturer([])]), none]
+      ),
+      (
+        "repeated company", true,
+        [
+          device,
+          .stringVariantDictionary([
+            "ManufacturerData": manufacturer([(0x004C, .bytes([1])), (0x004C, .bytes([2]))])
+          ]), none,
+        ]
+      ),
+      ("RSSI as int32", false, [device, .stringVariantDictionary(["RSSI": .int32(-61)]), none]),
+      ("Name", false, [device, .stringVariantDictionary(["Name": .string("van")]), none]),
+      (
+        "RSSI and Connected", false,
+        [
+          device,
+          .stringVariantDictionary(["RSSI": .int16(-61), "Connected": .bool(true)]),
+          none,
+        ]
+      ),
+      (
+        "invalidated RSSI", false,
+        [device, .stringVariantDictionary(["TxPower": .int16(4)]), .stringArray(["RSSI"])]
+      ),
+      (
+        "Adapter1", false,
+        [.string(BlueZ.adapterInterface.rawValue), .stringVariantDictionary(["RSSI": .int16(-1)]), none]
+      ),
+      (
+        "python-dbusmock's aa{qv}", false,
+        [
+          device,
+          .stringVariantDictionary([
+            "ManufacturerData": .array(element: "a{qv}", [manufacturer([(0x004C, .bytes(iBeacon))])])
+          ]), none,
+        ]
+      ),
+      (
+        "company value not ay", false,
+        [
+          device, .stringVariantDictionary(["ManufacturerData": manufacturer([(0x004C, .string("x"))])]),
+          none,
+        ]
+      ),
+      ("nothing changed", false, [device, .stringVariantDictionary([:]), none]),
+      ("no arguments after the interface", false, [device]),
+    ]
+  }
+
+  static let labels = cases().map(\.0)
+
+  /// What the generic path makes of a PropertiesChanged body, starting from `record`.
+  static func generic(_ body: [DBusValue], from record: DeviceRecord) -> DeviceRecord {
+    var record = record
+    let invalidated = body.count > 2 ? body[2].strings ?? [] : []
+    record.apply(ObjectTree.properties(body[1]), invalidated: invalidated)
+    return record
+  }
+
+  static func start() throws -> DeviceRecord {
+    var record = try #require(DeviceRecord(path: path, properties: [:], at: .now))
+    record.rssi = -99
+    record.manufacturerData = [ManufacturerData(companyID: 0x0006, data: [9])]
+    return record
+  }
+
+  /// Sends each body as Device1 PropertiesChanged and returns what a decoding subscription got.
+  static func roundTrip(_ bodies: [[DBusValue]]) async throws -> [SignalItem<DeviceUpdate>] {
+    let bus = try PrivateBus.start()
+    defer { bus.stop() }
+    let receiver = try Connection(bus.busAddress)
+    defer { receiver.close() }
+    let sender = try Connection(bus.busAddress)
+    defer { sender.close() }
+    let subscription = try await receiver.subscribe(
+      to: [
+        MatchRule(
+          interface: .properties, member: BlueZ.SignalName.propertiesChanged, pathNamespace: BlueZ.root)
+      ],
+      decoding: DeviceUpdate.decode)
+    for body in bodies {
+      try sender.emit(path: path, interface: .properties, member: BlueZ.SignalName.propertiesChanged, body)
+    }
+    var items: [SignalItem<DeviceUpdate>] = []
+    let deadline = ContinuousClock.now + .seconds(20)
+    for await batch in subscription.batches {
+      items += batch
+      if items.count >= bodies.count || ContinuousClock.now > deadline { break }
+    }
+    await subscription.cancel()
+    return items
+  }
+
+  @Test func eachShapeIsDecodedOrDeclined() async throws {
+    let cases = Self.cases()
+    let items = try await Self.roundTrip(cases.map(\.2))
+    try #require(items.count == cases.count)
+    for ((label, fast, body), item) in zip(cases, items) {
+      switch item {
+      case .decoded(let update):
+        #expect(fast, "\(label): decoded, but the fast path must decline it")
+        #expect(update.path == Self.path)
+        let start = try Self.start()
+        var record = start
+        record.apply(update)
+        #expect(record == Self.generic(body, from: start), "\(label)")
+      case .signal(let signal):
+        #expect(!fast, "\(label): declined, but the fast path should read it")
+        #expect(signal.body == body, "\(label): a declined signal arrives whole")
+      }
+    }
+  }
+
+  /// Random property dictionaries (right and wrong keys, right and wrong types): the fast path
+  /// may decline any of them, but what it decodes must equal the generic result.
+  @Test func randomBodiesAgreeWithTheGenericPath() async throws {
+    var generator = SeededGenerator(seed: 8)
+    let values: [(String, [DBusValue])] = [
+      ("RSSI", [.int16(-40), .int16(-100), .int32(-3), .byte(1), .variant(.int16(-50))]),
+      ("TxPower", [.int16(0), .uint16(7)]),
+      (
+        "ManufacturerData",
+        [
+          Self.manufacturer([(0x004C, .bytes(Self.iBeacon))]), Self.manufacturer([]),
+          Self.manufacturer([(0x004C, .bytes([])), (0x0001, .bytes([5, 6]))]),
+          Self.manufacturer([(0x004C, .uint16(3))]), .bytes([1]),
+        ]
+      ),
+      ("ServiceData", [.stringVariantDictionary([:])]),
+      ("Name", [.string("x")]),
+    ]
+    var bodies: [[DBusValue]] = []
+    for _ in 0..<300 {
+      var dictionary: [String: DBusValue] = [:]
+      for (key, options) in values where Bool.random(using: &generator) {
+        dictionary[key] = options.randomElement(using: &generator)!
+      }
+      var body: [DBusValue] = [.string(BlueZ.deviceInterface.rawValue), .stringVariantDictionary(dictionary)]
+      switch Int.random(in: 0..<4, using: &generator) {
+      case 0: break
+      case 1: body.append(.stringArray(["RSSI"]))
+      default: body.append(.stringArray([]))
+      }
+      bodies.append(body)
+    }
+    let items = try await Self.roundTrip(bodies)
+    try #require(items.count == bodies.count)
+    var decoded = 0
+    for (body, item) in zip(bodies, items) {
+      guard case .decoded(let update) = item else { continue }
+      decoded += 1
+      let start = try Self.start()
+      var record = start
+      record.apply(update)
+      #expect(record == Self.generic(body, from: start), "\(body)")
+    }
+    // The generator makes plenty of the shapes BlueZ sends; the fast path must take them.
+    #expect(decoded > 10)
+  }
+}
