@@ -82,4 +82,27 @@ import Testing
       #expect(deadline == lastSeen + tracker.exitDelay(window), "seed \(seed), sighting \(n + 1)")
     }
   }
+
+  /// Exit delays are computed when a deadline is needed; a settings change in between must not
+  /// reach back to sightings made before it (as it never did when every sighting computed its
+  /// delay at once).
+  @Test func settingsChangeAppliesFromTheNextSighting() throws {
+    var tracker = PresenceTracker()
+    let frame = BeaconFrame.iBeacon(IBeaconFrame(identity: Fixtures.vanBeacon, measuredPower: -59))
+    let ad = Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: -60)
+    let times = [0, 1, 2, 4, 5, 7, 8, 9].map { Timestamp(seconds: Double($0)) }
+    for time in times { _ = tracker.observe(frame, from: ad, at: time) }
+    let before = try #require(tracker.nextDeadline)
+    #expect(before == Timestamp(seconds: 9) + PresenceTracker().exitDelay(times))
+    var changed = PresenceSettings()
+    changed.exitMissProbability = 1e-3
+    changed.exitTimeout = 3
+    tracker.settings = changed
+    #expect(tracker.nextDeadline == before)
+    #expect(tracker.expire(at: before + -0.001).isEmpty)
+    let later = Timestamp(seconds: 10)
+    _ = tracker.observe(frame, from: ad, at: later)
+    #expect(tracker.nextDeadline == later + PresenceTracker(settings: changed).exitDelay(times + [later]))
+    #expect(tracker.nextDeadline != later + PresenceTracker().exitDelay(times + [later]))
+  }
 }

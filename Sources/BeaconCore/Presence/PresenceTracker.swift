@@ -64,12 +64,20 @@ public enum PresenceEvent: Hashable, Sendable {
 /// `observe` runs for every advertisement (thousands a second with a few hundred beacons in
 /// range), so its per-sighting work is kept constant and allocation-free (issue #8): entries live
 /// in a contiguous array and are updated in place through an id → index dictionary (one hash per
-/// sighting), the RSSI filter is a concrete enum rather than an existential, and the exit delay's
+/// sighting), the RSSI filter is a concrete enum rather than an existential, the exit delay's
 /// inputs are kept up to date incrementally by `SightingHistory` instead of being recomputed from
-/// 64 samples.
+/// 64 samples, and the delay itself is computed only when a deadline is asked for.
 public struct PresenceTracker: Sendable {
   public var settings: PresenceSettings {
-    didSet { exitRule = ExitRule(settings) }
+    didSet {
+      let rule = ExitRule(settings)
+      guard rule != exitRule else { return }
+      // A delay not computed yet belongs to the rule in force at the beacon's last sighting.
+      for i in entries.indices where entries[i].exitAfter == nil {
+        entries[i].exitAfter = exitRule.delay(entries[i].history)
+      }
+      exitRule = rule
+    }
   }
 
   private struct Entry: Sendable {
@@ -77,19 +85,26 @@ public struct PresenceTracker: Sendable {
     var filter: PresenceRSSIFilter
     /// Recent sighting times, for the interval and loss estimate.
     var history: SightingHistory
-    var exitAfter: Double
+    /// How long after `lastSeen` the beacon exits; nil until asked for after a sighting.
+    ///
+    /// Computed when a deadline is needed (about once a second) rather than on every sighting
+    /// (ten a second per beacon): the value depends only on `history` and the exit settings,
+    /// which `settings`' observer pins before they change.
+    var exitAfter: Double?
+
+    func exitAfter(_ rule: ExitRule) -> Double { exitAfter ?? rule.delay(history) }
 
     /// A further sighting, applied in place.
     mutating func sighted(
       _ frame: BeaconFrame, from address: BluetoothAddress, rssi: Int?, at time: Timestamp,
-      exitRule: ExitRule, distance: DistanceModel
+      distance: DistanceModel
     ) {
       beacon.address = address
       beacon.lastSeen = max(beacon.lastSeen, time)
       beacon.sightings += 1
       beacon.powerAt1m = frame.powerAt1m ?? beacon.powerAt1m
       history.append(time)
-      exitAfter = exitRule.delay(history)
+      exitAfter = nil
       if let rssi {
         beacon.lastRSSI = rssi
         filter.add(Double(rssi), at: time)
@@ -164,9 +179,8 @@ public struct PresenceTracker: Sendable {
         unindex(entries[index].beacon)
         idsByAddress[ad.address, default: []].insert(id)
       }
-      let (exitRule, distance) = (exitRule, settings.distance)
-      entries[index].sighted(
-        frame, from: ad.address, rssi: rssi, at: time, exitRule: exitRule, distance: distance)
+      let distance = settings.distance
+      entries[index].sighted(frame, from: ad.address, rssi: rssi, at: time, distance: distance)
       return (index, false)
     }
     var filter = PresenceRSSIFilter(settings.rssi.filter, settings: settings.rssi)
@@ -175,7 +189,7 @@ public struct PresenceTracker: Sendable {
       beacon: TrackedBeacon(
         id: id, address: ad.address, firstSeen: time, lastSeen: time, sightings: 1, lastRSSI: rssi,
         smoothedRSSI: nil, powerAt1m: frame.powerAt1m, distance: nil, proximity: .unknown),
-      filter: filter, history: SightingHistory(time), exitAfter: settings.exitTimeout)
+      filter: filter, history: SightingHistory(time), exitAfter: nil)
     entry.refreshDerived(at: time, distance: settings.distance)
     entries.append(entry)
     indexByID[id] = entries.count - 1
@@ -196,9 +210,12 @@ public struct PresenceTracker: Sendable {
 
   /// Exits every beacon not seen for `exitTimeout`, as of `time`.
   public mutating func expire(at time: Timestamp) -> [PresenceEvent] {
+    for i in entries.indices where entries[i].exitAfter == nil {
+      entries[i].exitAfter = exitRule.delay(entries[i].history)
+    }
     let gone =
       entries
-      .filter { time - $0.beacon.lastSeen >= $0.exitAfter }
+      .filter { time - $0.beacon.lastSeen >= $0.exitAfter! }
       .map(\.beacon)
       .sorted { ($0.lastSeen, $0.id) < ($1.lastSeen, $1.id) }
     for beacon in gone {
@@ -210,7 +227,7 @@ public struct PresenceTracker: Sendable {
 
   /// When the next beacon would time out.
   public var nextDeadline: Timestamp? {
-    entries.lazy.map { $0.beacon.lastSeen + $0.exitAfter }.min()
+    entries.lazy.map { [exitRule] in $0.beacon.lastSeen + $0.exitAfter(exitRule) }.min()
   }
 
   /// How long silence must last before a beacon exits, from its recent sightings: the
@@ -254,7 +271,7 @@ public struct PresenceTracker: Sendable {
 /// enough); the loss rate is the share of expected packets that did not arrive. Silence of `t`
 /// seconds then has probability `loss^(t/interval)` of being bad luck; the beacon exits once that
 /// is below `exitMissProbability`.
-struct ExitRule: Sendable {
+struct ExitRule: Equatable, Sendable {
   var exitTimeout: Double
   var exitTimeoutMax: Double
   var logMissProbability: Double
@@ -263,6 +280,13 @@ struct ExitRule: Sendable {
     exitTimeout = settings.exitTimeout
     exitTimeoutMax = settings.exitTimeoutMax
     logMissProbability = log(settings.exitMissProbability)
+  }
+
+  /// Bit for bit, so that a rule is only ever replaced by one that computes the same delays.
+  static func == (a: ExitRule, b: ExitRule) -> Bool {
+    a.exitTimeout.bitPattern == b.exitTimeout.bitPattern
+      && a.exitTimeoutMax.bitPattern == b.exitTimeoutMax.bitPattern
+      && a.logMissProbability.bitPattern == b.logMissProbability.bitPattern
   }
 
   func delay(_ history: SightingHistory) -> Double {
