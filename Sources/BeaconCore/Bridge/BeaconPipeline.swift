@@ -53,9 +53,11 @@ public struct BeaconPipeline: Sendable {
   private mutating func sighted(_ ad: Advertisement, at time: Timestamp) -> [Step] {
     let parsed = BeaconFrameParser.parse(ad)
     var steps: [Step] = parsed.rejections.map { .event(.rejected(address: ad.address, $0)) }
-    for frame in parsed.frames where frame.beaconID != nil {
-      steps += tracker.observe(frame, from: ad, at: time).map { .event(presenceEvent($0)) }
-      guard let beacon = tracker.beacon(frame.beaconID!) else { continue }
+    for frame in parsed.frames {
+      guard let id = frame.beaconID else { continue }
+      let (index, entered) = tracker.record(frame, id: id, from: ad, at: time)
+      let beacon = tracker.beacon(at: index)
+      if entered { steps.append(.event(.beaconEntered(beacon))) }
       if let change = selector.sighted(beacon, pairings: pairings, inRange: tracker.inRange, at: time) {
         steps += activeChanged(change, at: time)
       }

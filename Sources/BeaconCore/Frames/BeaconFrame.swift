@@ -17,6 +17,16 @@ public struct BeaconIdentity: Hashable, Comparable, Sendable, CustomStringConver
     self.minor = minor
   }
 
+  /// Hashes the UUID as two words rather than 16 separate bytes: presence hashes an identity on
+  /// every sighting, and `UUID`'s own hashing feeds the hasher byte by byte.
+  public func hash(into hasher: inout Hasher) {
+    withUnsafeBytes(of: uuid.uuid) { raw in
+      hasher.combine(raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+      hasher.combine(raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+    }
+    hasher.combine(UInt32(major) << 16 | UInt32(minor))
+  }
+
   public static func < (lhs: BeaconIdentity, rhs: BeaconIdentity) -> Bool {
     (lhs.uuid.uuidString, lhs.major, lhs.minor) < (rhs.uuid.uuidString, rhs.major, rhs.minor)
   }

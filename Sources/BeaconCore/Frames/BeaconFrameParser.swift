@@ -34,17 +34,25 @@ public enum BeaconFrameParser {
     for m in ad.manufacturerData {
       switch parseManufacturerData(m) {
       case .none: continue
-      case .some(.success(let frame)): result.frames.append(frame)
+      case .some(.success(let frame)): append(frame, to: &result.frames)
       case .some(.failure(let rejection)): result.rejections.append(rejection)
       }
     }
     for s in ad.serviceData where s.uuid == .eddystone {
       switch parseEddystone(s.data) {
-      case .success(let frame): result.frames.append(frame)
+      case .success(let frame): append(frame, to: &result.frames)
       case .failure(let rejection): result.rejections.append(rejection)
       }
     }
     return result
+  }
+
+  /// Almost every advertisement holds one frame: the first is stored as a one-element literal,
+  /// which allocates exactly one element's storage, rather than through `append`'s growth path
+  /// (which also asks the allocator for the block's usable size).
+  @inline(__always)
+  private static func append(_ frame: BeaconFrame, to frames: inout [BeaconFrame]) {
+    if frames.isEmpty { frames = [frame] } else { frames.append(frame) }
   }
 
   /// nil when the data is not a beacon frame at all.
@@ -163,11 +171,9 @@ public enum BeaconFrameParser {
     UInt32(d[i]) << 24 | UInt32(d[i + 1]) << 16 | UInt32(d[i + 2]) << 8 | UInt32(d[i + 3])
   }
 
+  /// The 16 bytes at `i` as a UUID, copied in one load rather than byte by byte.
   static func uuid(_ d: [UInt8], at i: Int) -> UUID {
-    UUID(
-      uuid: (
-        d[i], d[i + 1], d[i + 2], d[i + 3], d[i + 4], d[i + 5], d[i + 6], d[i + 7],
-        d[i + 8], d[i + 9], d[i + 10], d[i + 11], d[i + 12], d[i + 13], d[i + 14], d[i + 15]
-      ))
+    precondition(i >= 0 && i + 16 <= d.count)
+    return d.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(fromByteOffset: i, as: uuid_t.self)) }
   }
 }

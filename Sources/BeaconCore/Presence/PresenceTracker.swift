@@ -60,32 +60,90 @@ public enum PresenceEvent: Hashable, Sendable {
 ///
 /// A pure state machine: the caller passes the time of every call, so it runs unchanged under
 /// a virtual clock.
+///
+/// `observe` runs for every advertisement (thousands a second with a few hundred beacons in
+/// range), so its per-sighting work is kept constant and allocation-free (issue #8): entries live
+/// in a contiguous array and are updated in place through an id → index dictionary (one hash per
+/// sighting), the RSSI filter is a concrete enum rather than an existential, the exit delay's
+/// inputs are kept up to date incrementally by `SightingHistory` instead of being recomputed from
+/// 64 samples, and the delay itself is computed only when a deadline is asked for.
 public struct PresenceTracker: Sendable {
-  public var settings: PresenceSettings
+  public var settings: PresenceSettings {
+    didSet {
+      let rule = ExitRule(settings)
+      guard rule != exitRule else { return }
+      // A delay not computed yet belongs to the rule in force at the beacon's last sighting.
+      for i in entries.indices where entries[i].exitAfter == nil {
+        entries[i].exitAfter = exitRule.delay(entries[i].history)
+      }
+      exitRule = rule
+    }
+  }
 
   private struct Entry: Sendable {
     var beacon: TrackedBeacon
-    var filter: any RSSIFilter
+    var filter: PresenceRSSIFilter
     /// Recent sighting times, for the interval and loss estimate.
-    var recent: [Timestamp]
-    var exitAfter: Double
+    var history: SightingHistory
+    /// How long after `lastSeen` the beacon exits; nil until asked for after a sighting.
+    ///
+    /// Computed when a deadline is needed (about once a second) rather than on every sighting
+    /// (ten a second per beacon): the value depends only on `history` and the exit settings,
+    /// which `settings`' observer pins before they change.
+    var exitAfter: Double?
+
+    func exitAfter(_ rule: ExitRule) -> Double { exitAfter ?? rule.delay(history) }
+
+    /// A further sighting, applied in place.
+    mutating func sighted(
+      _ frame: BeaconFrame, from address: BluetoothAddress, rssi: Int?, at time: Timestamp,
+      distance: DistanceModel
+    ) {
+      beacon.address = address
+      beacon.lastSeen = max(beacon.lastSeen, time)
+      beacon.sightings += 1
+      beacon.powerAt1m = frame.powerAt1m ?? beacon.powerAt1m
+      history.append(time)
+      exitAfter = nil
+      if let rssi {
+        beacon.lastRSSI = rssi
+        filter.add(Double(rssi), at: time)
+      }
+      refreshDerived(at: time, distance: distance)
+    }
+
+    mutating func refreshDerived(at time: Timestamp, distance model: DistanceModel) {
+      beacon.smoothedRSSI = filter.value(at: time)
+      if let smoothed = beacon.smoothedRSSI, let power = beacon.powerAt1m {
+        beacon.distance = model.distance(rssi: smoothed, powerAt1m: power)
+      } else {
+        beacon.distance = nil
+      }
+      beacon.proximity = model.proximity(distance: beacon.distance)
+    }
   }
 
   /// How many recent sightings the interval and loss estimate looks at.
-  static let historyLength = 64
+  static let historyLength = SightingHistory.capacity
 
-  private var entries: [BeaconID: Entry] = [:]
+  /// The beacons in range, in no particular order (every reader sorts or takes a minimum).
+  private var entries: [Entry] = []
+  /// Where each beacon's entry is in `entries`.
+  private var indexByID: [BeaconID: Int] = [:]
   /// The beacons last heard from each address, so that `lost` need not scan every entry (a flood
   /// of random addresses made that quadratic).
   private var idsByAddress: [BluetoothAddress: Set<BeaconID>] = [:]
+  /// The exit settings, with the logarithm every exit delay needs taken once.
+  private var exitRule: ExitRule
 
   public init(settings: PresenceSettings = PresenceSettings()) {
     self.settings = settings
+    exitRule = ExitRule(settings)
   }
 
   /// The beacons in range, strongest first (then by identity, so the order is stable).
   public var inRange: [TrackedBeacon] {
-    entries.values.map(\.beacon).sorted { a, b in
+    entries.map(\.beacon).sorted { a, b in
       switch (a.smoothedRSSI, b.smoothedRSSI) {
       case (let x?, let y?) where x != y: return x > y
       case (.some, nil): return true
@@ -95,67 +153,73 @@ public struct PresenceTracker: Sendable {
     }
   }
 
-  public func beacon(_ id: BeaconID) -> TrackedBeacon? { entries[id]?.beacon }
+  public func beacon(_ id: BeaconID) -> TrackedBeacon? {
+    indexByID[id].map { entries[$0].beacon }
+  }
 
   /// Records a sighting of a beacon frame. A sighting without RSSI still counts as presence.
   public mutating func observe(_ frame: BeaconFrame, from ad: Advertisement, at time: Timestamp)
     -> [PresenceEvent]
   {
     guard let id = frame.beaconID else { return [] }
+    let (index, entered) = record(frame, id: id, from: ad, at: time)
+    // The common case, a beacon already in range, returns an empty literal: no allocation.
+    return entered ? [.entered(entries[index].beacon)] : []
+  }
+
+  /// `observe` for a frame whose `beaconID` is `id`. Returns where the beacon's entry is (valid
+  /// until the next mutation), for `BeaconPipeline`, which would otherwise look it up again, and
+  /// whether the beacon entered.
+  mutating func record(_ frame: BeaconFrame, id: BeaconID, from ad: Advertisement, at time: Timestamp)
+    -> (index: Int, entered: Bool)
+  {
     let rssi = ad.rssi.flatMap { RSSI.isKnown($0) ? $0 : nil }
-    // Taken out and put back, so that `recent` and the filter are mutated in place rather than
-    // copied while the dictionary still holds them.
-    if var entry = entries.removeValue(forKey: id) {
-      if entry.beacon.address != ad.address {
-        unindex(entry.beacon)
+    if let index = indexByID[id] {
+      if entries[index].beacon.address != ad.address {
+        unindex(entries[index].beacon)
         idsByAddress[ad.address, default: []].insert(id)
       }
-      entry.beacon.address = ad.address
-      entry.beacon.lastSeen = max(entry.beacon.lastSeen, time)
-      entry.beacon.sightings += 1
-      entry.beacon.powerAt1m = frame.powerAt1m ?? entry.beacon.powerAt1m
-      entry.recent.append(time)
-      if entry.recent.count > Self.historyLength {
-        entry.recent.removeFirst(entry.recent.count - Self.historyLength)
-      }
-      entry.exitAfter = exitDelay(entry.recent)
-      if let rssi {
-        entry.beacon.lastRSSI = rssi
-        entry.filter.add(Double(rssi), at: time)
-      }
-      refreshDerived(&entry, at: time)
-      entries[id] = entry
-      return []
+      let distance = settings.distance
+      entries[index].sighted(frame, from: ad.address, rssi: rssi, at: time, distance: distance)
+      return (index, false)
     }
-    var filter = settings.rssi.filter.make(settings: settings.rssi)
+    var filter = PresenceRSSIFilter(settings.rssi.filter, settings: settings.rssi)
     if let rssi { filter.add(Double(rssi), at: time) }
     var entry = Entry(
       beacon: TrackedBeacon(
         id: id, address: ad.address, firstSeen: time, lastSeen: time, sightings: 1, lastRSSI: rssi,
         smoothedRSSI: nil, powerAt1m: frame.powerAt1m, distance: nil, proximity: .unknown),
-      filter: filter, recent: [time], exitAfter: settings.exitTimeout)
-    refreshDerived(&entry, at: time)
-    entries[id] = entry
+      filter: filter, history: SightingHistory(time), exitAfter: nil)
+    entry.refreshDerived(at: time, distance: settings.distance)
+    entries.append(entry)
+    indexByID[id] = entries.count - 1
     idsByAddress[ad.address, default: []].insert(id)
-    return [.entered(entry.beacon)]
+    return (entries.count - 1, true)
   }
+
+  /// The beacon at an index `record` returned.
+  func beacon(at index: Int) -> TrackedBeacon { entries[index].beacon }
 
   /// The backend reports a device gone: every beacon last heard from that address exits.
   public mutating func lost(_ address: BluetoothAddress, at time: Timestamp) -> [PresenceEvent] {
     let ids = idsByAddress.removeValue(forKey: address) ?? []
-    let gone = ids.compactMap { entries[$0]?.beacon }.sorted { $0.id < $1.id }
-    for beacon in gone { entries[beacon.id] = nil }
+    let gone = ids.compactMap { beacon($0) }.sorted { $0.id < $1.id }
+    for beacon in gone { remove(beacon.id) }
     return gone.map { .exited($0, .lost) }
   }
 
   /// Exits every beacon not seen for `exitTimeout`, as of `time`.
   public mutating func expire(at time: Timestamp) -> [PresenceEvent] {
-    let gone = entries.values
-      .filter { time - $0.beacon.lastSeen >= $0.exitAfter }
+    for i in entries.indices where entries[i].exitAfter == nil {
+      entries[i].exitAfter = exitRule.delay(entries[i].history)
+    }
+    let gone =
+      entries
+      .filter { time - $0.beacon.lastSeen >= $0.exitAfter! }
       .map(\.beacon)
       .sorted { ($0.lastSeen, $0.id) < ($1.lastSeen, $1.id) }
     for beacon in gone {
-      entries[beacon.id] = nil
+      remove(beacon.id)
       unindex(beacon)
     }
     return gone.map { .exited($0, .timeout) }
@@ -163,27 +227,34 @@ public struct PresenceTracker: Sendable {
 
   /// When the next beacon would time out.
   public var nextDeadline: Timestamp? {
-    entries.values.map { $0.beacon.lastSeen + $0.exitAfter }.min()
+    entries.lazy.map { [exitRule] in $0.beacon.lastSeen + $0.exitAfter(exitRule) }.min()
   }
 
-  /// How long silence must last before a beacon exits, from its recent sightings.
-  ///
-  /// The advertising interval is the shortest recent gap (two packets in a row get through often
-  /// enough); the loss rate is the share of expected packets that did not arrive. Silence of `t` seconds then has probability `loss^(t/interval)`
-  /// of being bad luck; the beacon exits once that is below `exitMissProbability`.
+  /// How long silence must last before a beacon exits, from its recent sightings: the
+  /// straightforward formula over the sighting times, oldest first. `observe` gets the same
+  /// result from `SightingHistory`'s running state (a test holds them equal).
   func exitDelay(_ recent: [Timestamp]) -> Double {
     guard recent.count >= 3 else { return settings.exitTimeout }
     var interval = Double.infinity
-    for (a, b) in zip(recent, recent.dropFirst()) where b - a > 0.005 { interval = min(interval, b - a) }
-    guard interval.isFinite else { return settings.exitTimeout }
-    let span = recent.last! - recent.first!
-    let expected = span / interval + 1
-    // A Beta(4, 4) prior keeps a young estimate near 50% loss until the beacon has shown
-    // otherwise; 0.05 covers the estimate's noise.
-    let missed = max(0, expected - Double(recent.count))
-    let loss = min(0.95, (missed + 4) / (expected + 8) + 0.05)
-    let silence = interval * log(settings.exitMissProbability) / log(loss)
-    return min(max(settings.exitTimeout, silence), max(settings.exitTimeout, settings.exitTimeoutMax))
+    for (a, b) in zip(recent, recent.dropFirst()) where b - a > SightingHistory.minimumGap {
+      interval = min(interval, b - a)
+    }
+    return ExitRule(settings).delay(
+      count: recent.count, interval: interval, span: recent.last! - recent.first!)
+  }
+
+  /// The exit delay from a `SightingHistory`, as `observe` computes it.
+  func exitDelay(_ history: SightingHistory) -> Double { exitRule.delay(history) }
+
+  /// Removes a beacon's entry (not its address index), moving the last entry into its place.
+  private mutating func remove(_ id: BeaconID) {
+    guard let index = indexByID.removeValue(forKey: id) else { return }
+    let last = entries.count - 1
+    if index != last {
+      entries.swapAt(index, last)
+      indexByID[entries[index].beacon.id] = index
+    }
+    entries.removeLast()
   }
 
   private mutating func unindex(_ beacon: TrackedBeacon) {
@@ -191,14 +262,134 @@ public struct PresenceTracker: Sendable {
     ids.remove(beacon.id)
     if !ids.isEmpty { idsByAddress[beacon.address] = ids }
   }
+}
 
-  private func refreshDerived(_ entry: inout Entry, at time: Timestamp) {
-    entry.beacon.smoothedRSSI = entry.filter.value(at: time)
-    if let smoothed = entry.beacon.smoothedRSSI, let power = entry.beacon.powerAt1m {
-      entry.beacon.distance = settings.distance.distance(rssi: smoothed, powerAt1m: power)
+/// The adaptive-exit rule (docs/ARCHITECTURE.md), with `log(exitMissProbability)` taken once
+/// per settings change rather than once per sighting.
+///
+/// The advertising interval is the shortest recent gap (two packets in a row get through often
+/// enough); the loss rate is the share of expected packets that did not arrive. Silence of `t`
+/// seconds then has probability `loss^(t/interval)` of being bad luck; the beacon exits once that
+/// is below `exitMissProbability`.
+struct ExitRule: Equatable, Sendable {
+  var exitTimeout: Double
+  var exitTimeoutMax: Double
+  var logMissProbability: Double
+
+  init(_ settings: PresenceSettings) {
+    exitTimeout = settings.exitTimeout
+    exitTimeoutMax = settings.exitTimeoutMax
+    logMissProbability = log(settings.exitMissProbability)
+  }
+
+  /// Bit for bit, so that a rule is only ever replaced by one that computes the same delays.
+  static func == (a: ExitRule, b: ExitRule) -> Bool {
+    a.exitTimeout.bitPattern == b.exitTimeout.bitPattern
+      && a.exitTimeoutMax.bitPattern == b.exitTimeoutMax.bitPattern
+      && a.logMissProbability.bitPattern == b.logMissProbability.bitPattern
+  }
+
+  func delay(_ history: SightingHistory) -> Double {
+    guard history.count >= 3 else { return exitTimeout }
+    return delay(count: history.count, interval: history.interval, span: history.span)
+  }
+
+  /// The delay after `count` sightings `span` seconds apart (newest minus oldest), the shortest
+  /// gap between consecutive ones being `interval` (infinite when no gap counts).
+  func delay(count: Int, interval: Double, span: Double) -> Double {
+    guard count >= 3, interval.isFinite else { return exitTimeout }
+    let expected = span / interval + 1
+    // A Beta(4, 4) prior keeps a young estimate near 50% loss until the beacon has shown
+    // otherwise; 0.05 covers the estimate's noise.
+    let missed = max(0, expected - Double(count))
+    let loss = min(0.95, (missed + 4) / (expected + 8) + 0.05)
+    let silence = interval * logMissProbability / log(loss)
+    return min(max(exitTimeout, silence), max(exitTimeout, exitTimeoutMax))
+  }
+}
+
+/// The last `capacity` sighting times of a beacon, in arrival order, with what the exit delay
+/// needs from them kept up to date as sightings arrive.
+///
+/// A ring buffer, so that the oldest time is dropped without shifting the others; the shortest
+/// gap is maintained with a count of the gaps equal to it, so the window is rescanned only when
+/// the last gap at the minimum leaves it (about once per `capacity` sightings for a jittery
+/// beacon, never for a perfectly regular one). Every value is the one the straightforward scan
+/// would compute (a minimum, and a difference of two stored times), so the exit delay is
+/// bit-for-bit the same.
+struct SightingHistory: Sendable {
+  static let capacity = 64
+  /// Gaps this short or shorter are the same packet heard twice (or several receivers), not
+  /// the advertising interval.
+  static let minimumGap = 0.005
+
+  /// The times, seconds; once full, `oldest` is where the ring starts.
+  private var times: [Double]
+  private var oldest = 0
+  /// The shortest gap longer than `minimumGap` between consecutive times; infinity when none is.
+  private(set) var interval = Double.infinity
+  /// How many gaps in the window equal `interval`.
+  private var atInterval = 0
+
+  init(_ first: Timestamp) {
+    times = [first.seconds]
+    times.reserveCapacity(Self.capacity)
+  }
+
+  var count: Int { times.count }
+
+  /// Newest minus oldest.
+  var span: Double { times[newestIndex] - times[oldest] }
+
+  private var newestIndex: Int { oldest == 0 ? times.count - 1 : oldest - 1 }
+
+  /// The times, oldest first.
+  var recent: [Timestamp] {
+    (0..<times.count).map { Timestamp(seconds: times[(oldest + $0) % times.count]) }
+  }
+
+  mutating func append(_ time: Timestamp) {
+    let t = time.seconds
+    let previous = times[newestIndex]
+    if times.count < Self.capacity {
+      times.append(t)
     } else {
-      entry.beacon.distance = nil
+      let next = oldest + 1 == Self.capacity ? 0 : oldest + 1
+      let evicted = times[next] - times[oldest]
+      if evicted > Self.minimumGap, evicted == interval { atInterval -= 1 }
+      times[oldest] = t
+      oldest = next
     }
-    entry.beacon.proximity = settings.distance.proximity(distance: entry.beacon.distance)
+    // With no gap left at the old minimum every remaining gap is longer than it, so a new gap
+    // at or below it is the new minimum; otherwise the window is rescanned.
+    let gap = t - previous
+    if gap > Self.minimumGap {
+      if gap < interval {
+        interval = gap
+        atInterval = 1
+      } else if gap == interval {
+        atInterval += 1
+      }
+    }
+    if atInterval == 0 && interval.isFinite { rescan() }
+  }
+
+  private mutating func rescan() {
+    interval = .infinity
+    atInterval = 0
+    var a = times[oldest]
+    for k in 1..<times.count {
+      let b = times[(oldest + k) % times.count]
+      let gap = b - a
+      if gap > Self.minimumGap {
+        if gap < interval {
+          interval = gap
+          atInterval = 1
+        } else if gap == interval {
+          atInterval += 1
+        }
+      }
+      a = b
+    }
   }
 }

@@ -25,17 +25,65 @@ public enum RSSIFilterKind: String, Sendable, CaseIterable, Codable {
   case arma
 
   public func make(settings: RSSISettings) -> any RSSIFilter {
-    switch self {
+    switch PresenceRSSIFilter(self, settings: settings) {
+    case .kalman(let filter): filter
+    case .runningAverage(let filter): filter
+    case .arma(let filter): filter
+    }
+  }
+}
+
+/// One of the filters `RSSIFilterKind` names, as a concrete enum.
+///
+/// `PresenceTracker` updates a filter on every sighting; through `any RSSIFilter` each update
+/// was a dynamic call on a boxed value (and copying an entry copied the box). An enum is stored
+/// inline and dispatched with a switch.
+enum PresenceRSSIFilter: Sendable {
+  case kalman(KalmanRSSIFilter)
+  case runningAverage(RunningAverageRSSIFilter)
+  case arma(ARMARSSIFilter)
+
+  init(_ kind: RSSIFilterKind, settings: RSSISettings) {
+    switch kind {
     case .kalman:
-      KalmanRSSIFilter(
-        measurementNoise: settings.kalmanMeasurementSigma * settings.kalmanMeasurementSigma,
-        processNoisePerSecond: settings.kalmanProcessNoisePerSecond,
-        referenceInterval: settings.kalmanReferenceInterval)
+      self = .kalman(
+        KalmanRSSIFilter(
+          measurementNoise: settings.kalmanMeasurementSigma * settings.kalmanMeasurementSigma,
+          processNoisePerSecond: settings.kalmanProcessNoisePerSecond,
+          referenceInterval: settings.kalmanReferenceInterval))
     case .runningAverage:
-      RunningAverageRSSIFilter(
-        window: settings.runningAverageWindow, trimFraction: settings.runningAverageTrim)
+      self = .runningAverage(
+        RunningAverageRSSIFilter(
+          window: settings.runningAverageWindow, trimFraction: settings.runningAverageTrim))
     case .arma:
-      ARMARSSIFilter(coefficient: settings.armaCoefficient, referenceInterval: settings.armaReferenceInterval)
+      self = .arma(
+        ARMARSSIFilter(
+          coefficient: settings.armaCoefficient, referenceInterval: settings.armaReferenceInterval))
+    }
+  }
+
+  mutating func add(_ rssi: Double, at time: Timestamp) {
+    switch self {
+    case .kalman(var filter):
+      filter.add(rssi, at: time)
+      self = .kalman(filter)
+    case .runningAverage(var filter):
+      // Let go of this copy first, so that the samples array is uniquely referenced and
+      // appended to in place.
+      self = .kalman(KalmanRSSIFilter(measurementNoise: 0, processNoisePerSecond: 0))
+      filter.add(rssi, at: time)
+      self = .runningAverage(filter)
+    case .arma(var filter):
+      filter.add(rssi, at: time)
+      self = .arma(filter)
+    }
+  }
+
+  func value(at time: Timestamp) -> Double? {
+    switch self {
+    case .kalman(let filter): filter.value(at: time)
+    case .runningAverage(let filter): filter.value(at: time)
+    case .arma(let filter): filter.value(at: time)
     }
   }
 }

@@ -1,12 +1,19 @@
 /// A 48-bit Bluetooth device address, printed most significant byte first ("C0:FF:EE:00:00:01"),
 /// as BlueZ and btmon print it.
+///
+/// Stored as one integer rather than a byte array: every advertisement and every tracked beacon
+/// carries an address, and an array made each copy a reference count and each comparison a loop.
 public struct BluetoothAddress: Hashable, Comparable, Sendable, CustomStringConvertible {
+  /// The six bytes, most significant in bits 40–47. Comparing these integers compares the bytes
+  /// lexicographically.
+  private let value: UInt64
+
   /// The six bytes, most significant first.
-  public let bytes: [UInt8]
+  public var bytes: [UInt8] { (0..<6).map { UInt8(truncatingIfNeeded: value >> (40 - 8 * $0)) } }
 
   public init?(bytes: [UInt8]) {
     guard bytes.count == 6 else { return nil }
-    self.bytes = bytes
+    value = bytes.reduce(0) { $0 << 8 | UInt64($1) }
   }
 
   /// Parses "AA:BB:CC:DD:EE:FF" (case-insensitive). `-` and `_` are accepted as separators, as in
@@ -19,7 +26,7 @@ public struct BluetoothAddress: Hashable, Comparable, Sendable, CustomStringConv
       guard part.count == 2, let byte = UInt8(part, radix: 16) else { return nil }
       out.append(byte)
     }
-    self.bytes = out
+    self.init(bytes: out)
   }
 
   public var description: String {
@@ -27,6 +34,6 @@ public struct BluetoothAddress: Hashable, Comparable, Sendable, CustomStringConv
   }
 
   public static func < (lhs: BluetoothAddress, rhs: BluetoothAddress) -> Bool {
-    lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
+    lhs.value < rhs.value
   }
 }
