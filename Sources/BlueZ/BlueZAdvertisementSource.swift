@@ -41,6 +41,10 @@ public final class BlueZAdvertisementSource: AdvertisementSource {
     /// How long the D-Bus reader gathers messages before each pass (DESIGN §5, wake-ups). 50 ms
     /// caps the source at 20 wake-ups a second at any advertisement rate.
     public var batchInterval: Duration = .milliseconds(50)
+    /// Read BlueZ's signals from a socket of their own without libdbus (`SignalSocket`), which
+    /// costs a fraction of libdbus's per-message work. Off, or where the bus address is not a
+    /// unix socket, they come through libdbus.
+    public var directSignalSocket = true
     /// Timeout of each BlueZ call.
     public var callTimeout: Duration = .seconds(5)
     /// How long to keep retrying after bluetoothd comes back before giving up until the next
@@ -87,6 +91,11 @@ public final class BlueZAdvertisementSource: AdvertisementSource {
   /// Connects, mirrors BlueZ and starts discovery; throws `BlueZError` if BlueZ is not on the bus
   /// or there is no (such) adapter.
   public func events() async throws -> AsyncThrowingStream<SourceEvent, any Error> {
+    Self.flatten(try await eventBatches())
+  }
+
+  /// One array per D-Bus read pass (or monitor call).
+  public func eventBatches() async throws -> AsyncThrowingStream<[SourceEvent], any Error> {
     let connection = try Connection(bus, options: .init(batchInterval: options.batchInterval))
     let session = DiscoverySession(
       connection: connection, adapterName: adapter, preferredMode: preferredMode, options: options,
@@ -98,7 +107,7 @@ public final class BlueZAdvertisementSource: AdvertisementSource {
       await session.end()
       throw error
     }
-    let (stream, continuation) = AsyncThrowingStream.makeStream(of: SourceEvent.self)
+    let (stream, continuation) = AsyncThrowingStream.makeStream(of: [SourceEvent].self)
     let task = Task {
       await session.run { continuation.yield($0) }
       // Cleanup must not inherit cancellation, or its calls would fail at once.

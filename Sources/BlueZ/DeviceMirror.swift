@@ -17,7 +17,11 @@ struct DeviceRecord: Sendable, Equatable {
   var trusted = false
   var connected = false
   /// When the scan last reported it (or first mirrored it), for pruning and eviction.
-  var lastHeard: ContinuousClock.Instant
+  var lastHeard: ContinuousClock.Instant {
+    didSet { removalAsked = false }
+  }
+  /// RemoveDevice was called for it and it has not been heard since: not asked again.
+  var removalAsked = false
 
   var bonded: Bool { paired || trusted || connected }
 
@@ -85,55 +89,56 @@ struct DeviceUpdate: Sendable, Equatable {
   /// nil when the change did not carry ManufacturerData; sorted by company, like the generic path.
   var manufacturerData: [ManufacturerData]?
 
-  static func decode(_ raw: borrowing RawSignal) -> DeviceUpdate? {
-    guard raw.member(is: BlueZ.SignalName.propertiesChanged), raw.interface(is: .properties) else {
-      return nil
-    }
-    var arguments = raw.arguments
-    guard arguments.isString(BlueZ.deviceInterface.rawValue), arguments.next(),
-      arguments.elementTypeCode == UInt8(ascii: "e"), var entries = arguments.contents()
+  static func decode(_ signal: borrowing WireSignal) -> DeviceUpdate? {
+    guard signal.member(is: BlueZ.SignalName.propertiesChanged), signal.interface(is: .properties),
+      signal.signature(is: "sa{sv}as") || signal.signature(is: "sa{sv}")
+    else { return nil }
+    var body = signal.body
+    guard body.string()?.equals(BlueZ.deviceInterface.rawValue) == true,
+      let end = body.beginArray(elementAlignment: 8)
     else { return nil }
     var rssi: Int16?
     var txPower: Int16?
     var manufacturerData: [ManufacturerData]?
-    while entries.typeCode == UInt8(ascii: "e") {
-      guard var entry = entries.contents() else { return nil }
-      if entry.isString(BlueZ.Property.rssi) {
-        guard entry.next(), let value = entry.contents()?.int16 else { return nil }
+    while body.position < end {
+      guard body.align(8), let key = body.string(), let type = body.signature() else { return nil }
+      if key.equals(BlueZ.Property.rssi) {
+        guard type.equals("n"), let value = body.int16() else { return nil }
         rssi = value
-      } else if entry.isString(BlueZ.Property.txPower) {
-        guard entry.next(), let value = entry.contents()?.int16 else { return nil }
+      } else if key.equals(BlueZ.Property.txPower) {
+        guard type.equals("n"), let value = body.int16() else { return nil }
         txPower = value
-      } else if entry.isString(BlueZ.Property.manufacturerData) {
-        guard entry.next(), let value = entry.contents(), let data = companies(value) else { return nil }
+      } else if key.equals(BlueZ.Property.manufacturerData) {
+        guard type.equals("a{qv}"), let data = companies(&body) else { return nil }
         manufacturerData = data
       } else {
         return nil
       }
-      entries.next()
     }
+    guard body.position == end else { return nil }
     // Invalidated properties (`as`) must be absent or empty.
-    if arguments.next() {
-      guard arguments.typeCode == UInt8(ascii: "a"), arguments.contents()?.typeCode == 0 else { return nil }
+    if signal.signature(is: "sa{sv}as") {
+      guard let invalidatedEnd = body.beginArray(elementAlignment: 4), invalidatedEnd == body.position else {
+        return nil
+      }
     }
     guard rssi != nil || txPower != nil || manufacturerData != nil else { return nil }
-    return DeviceUpdate(path: raw.path, rssi: rssi, txPower: txPower, manufacturerData: manufacturerData)
+    return DeviceUpdate(path: signal.path, rssi: rssi, txPower: txPower, manufacturerData: manufacturerData)
   }
 
-  /// `a{qv}` with `ay` values; nil for any other shape.
-  private static func companies(_ value: MessageIterator) -> [ManufacturerData]? {
-    guard value.typeCode == UInt8(ascii: "a"), value.elementTypeCode == UInt8(ascii: "e") else { return nil }
+  /// The value of `a{qv}` whose variants hold `ay`; nil for any other shape.
+  private static func companies(_ body: inout WireReader) -> [ManufacturerData]? {
+    guard let end = body.beginArray(elementAlignment: 8) else { return nil }
     var out: [ManufacturerData] = []
-    guard var entries = value.contents() else { return nil }
-    while entries.typeCode == UInt8(ascii: "e") {
-      guard var entry = entries.contents(), let company = entry.uint16, entry.next(),
-        let bytes = entry.contents()?.bytes
+    while body.position < end {
+      guard body.align(8), let company = body.uint16(), body.signature()?.equals("ay") == true,
+        let bytes = body.bytes()
       else { return nil }
       // A repeated company keeps its last value, as the generic path does.
       out.removeAll { $0.companyID == company }
       out.append(ManufacturerData(companyID: company, data: bytes))
-      entries.next()
     }
+    guard body.position == end else { return nil }
     if out.count > 1 { out.sort { $0.companyID < $1.companyID } }
     return out
   }

@@ -11,6 +11,9 @@ final class DiscoverySession: @unchecked Sendable {
   let log: @Sendable (String) -> Void
   let preferredMode: ScanMode
   let reportMode: @Sendable (ScanMode) -> Void
+  /// Signals come over a socket of their own (`SignalSocket`), or, where that cannot connect,
+  /// through a libdbus subscription on `connection`.
+  private var stream: SignalSocket<DeviceUpdate>?
   private var subscription: Subscription<SignalItem<DeviceUpdate>>?
   /// Signal batches and monitor calls, merged so that one task handles both in order.
   private let inputs: AsyncStream<Input>
@@ -69,11 +72,23 @@ final class DiscoverySession: @unchecked Sendable {
 
   /// Subscribes first, then mirrors, then starts discovery.
   func begin() async throws {
-    let subscription = try await connection.subscribe(to: Self.rules, decoding: DeviceUpdate.decode)
-    self.subscription = subscription
+    let batches: AsyncStream<[SignalItem<DeviceUpdate>]>
+    do {
+      guard options.directSignalSocket else { throw DBusError(.notSupported, "turned off") }
+      let stream = try SignalSocket(
+        .address(connection.address), rules: Self.rules, batchInterval: options.batchInterval,
+        setupTimeout: options.callTimeout, decode: DeviceUpdate.decode)
+      self.stream = stream
+      batches = stream.batches
+    } catch {
+      log("bluez: reading signals through libdbus (\(error))")
+      let subscription = try await connection.subscribe(to: Self.rules, decoding: DeviceUpdate.decode)
+      self.subscription = subscription
+      batches = subscription.batches
+    }
     let continuation = inputContinuation
     forwarder = Task {
-      for await batch in subscription.batches { continuation.yield(.signals(batch)) }
+      for await batch in batches { continuation.yield(.signals(batch)) }
       continuation.finish()
     }
     do {
@@ -98,10 +113,15 @@ final class DiscoverySession: @unchecked Sendable {
   }
 
   /// Handles signal batches and monitor calls until the consumer cancels or the bus goes away.
-  func run(_ deliver: (SourceEvent) -> Void) async {
-    guard subscription != nil else { return }
-    let emit = deliver
+  func run(_ deliver: ([SourceEvent]) -> Void) async {
+    guard subscription != nil || stream != nil else { return }
+    var events: [SourceEvent] = []
+    let emit: (SourceEvent) -> Void = { events.append($0) }
     for await input in inputs {
+      defer {
+        if !events.isEmpty { deliver(events) }
+        events.removeAll(keepingCapacity: true)
+      }
       now = .now
       await pruneIfDue()
       var resume = false
@@ -129,7 +149,7 @@ final class DiscoverySession: @unchecked Sendable {
         try? await startScanning(on: candidate)
       }
     }
-    if !Task.isCancelled, connection.isClosed {
+    if !Task.isCancelled, connection.isClosed || stream != nil {
       failure = DBusError(.disconnected, "the D-Bus connection to \(connection.address) closed")
     }
   }
@@ -138,6 +158,8 @@ final class DiscoverySession: @unchecked Sendable {
   func end() async {
     await subscription?.cancel()
     subscription = nil
+    stream?.cancel()
+    stream = nil
     forwarder?.cancel()
     inputContinuation.finish()
     if let monitorAdapter {
@@ -480,7 +502,7 @@ final class DiscoverySession: @unchecked Sendable {
     lastPrune = now
     let cutoff = now.advanced(by: .zero - options.staleDeviceAge)
     let stale = devices.filter { path, record in
-      record.lastHeard < cutoff && !record.bonded && !options.keep(record.address)
+      record.lastHeard < cutoff && !record.removalAsked && !record.bonded && !options.keep(record.address)
         && ObjectTree.device(path, isOf: adapter)
     }.keys.sorted().prefix(Self.removalsPerPrune)
     var removed = 0
@@ -493,8 +515,9 @@ final class DiscoverySession: @unchecked Sendable {
       } catch {
         log("bluez: RemoveDevice \(path.lastComponent) failed: \(error)")
       }
-      // Forgotten either way; BlueZ's InterfacesRemoved reports it lost if it was still mirrored.
-      devices[path]?.lastHeard = now
+      // Asked once: BlueZ's InterfacesRemoved (maybe still unread) reports it lost; if it is heard
+      // again first, it may be pruned again later.
+      devices[path]?.removalAsked = true
     }
     if removed > 0 {
       log(

@@ -121,12 +121,12 @@ public final class Connection: Sendable {
     return try await register(id: id, rules: rules, stream: stream)
   }
 
-  /// Subscribes like `subscribe(to:)`, but lets `decode` read each matching signal straight from
-  /// the message first, on the reader thread, without building `DBusValue`s: the fast path for a
-  /// signal that comes thousands of times a second (BlueZ's Device1 PropertiesChanged). Signals it
-  /// declines (returns nil for) arrive as `.signal`.
+  /// Subscribes like `subscribe(to:)`, but lets `decode` read each matching signal's bytes first,
+  /// on the reader thread, without building `DBusValue`s. Signals it declines (returns nil for)
+  /// arrive as `.signal`. Over libdbus each decoded signal is marshalled again for the decoder;
+  /// `SignalSocket` reads the socket itself and skips that copy.
   public func subscribe<Decoded: Sendable>(
-    to rules: [MatchRule], decoding decode: @escaping @Sendable (borrowing RawSignal) -> Decoded?
+    to rules: [MatchRule], decoding decode: @escaping @Sendable (borrowing WireSignal) -> Decoded?
   ) async throws -> Subscription<SignalItem<Decoded>> {
     let (id, stream) = core.addSubscriber(
       rules: rules, wrap: { SignalItem<Decoded>.signal($0) },

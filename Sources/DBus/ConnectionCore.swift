@@ -341,7 +341,7 @@ final class ConnectionCore: @unchecked Sendable {
     let member = dbus_message_get_member(message)
     let path = dbus_message_get_path(message)
     let sender = dbus_message_get_sender(message)
-    if RawSignal.equal(interface, InterfaceName.local.rawValue), RawSignal.equal(member, "Disconnected") {
+    if CString.equal(interface, InterfaceName.local.rawValue), CString.equal(member, "Disconnected") {
       state.withLock { state in
         if state.closedReason == nil {
           state.closedReason = DBusError(.disconnected, "the bus closed the connection")
@@ -350,25 +350,14 @@ final class ConnectionCore: @unchecked Sendable {
       return
     }
     refreshReaderSinks()
-    let raw = RawSignal(message)
     var generic: Signal?
     for sink in readerSinks
     where sink.rules.contains(where: {
       $0.matchesHeader(sender: sender, path: path, interface: interface, member: member)
     }) {
-      if sink.take(raw) { continue }
-      let signal: Signal
-      if let generic {
-        signal = generic
-      } else {
-        func text(_ pointer: UnsafePointer<CChar>?) -> String { pointer.map { String(cString: $0) } ?? "" }
-        signal = Signal(
-          sender: sender.map { BusName(String(cString: $0)) },
-          path: ObjectPath(path.map { String(cString: $0) } ?? "/"),
-          interface: InterfaceName(text(interface)), member: MemberName(text(member)),
-          body: MessageReader.body(of: message))
-        generic = signal
-      }
+      if sink.decodes, sink.take(marshalled: message) { continue }
+      let signal = generic ?? MessageReader.signal(of: message)
+      generic = signal
       if sink.rules.contains(where: {
         $0.matchesHeader(sender: sender, path: path, interface: interface, member: member)
           && $0.matchesBody(signal.body)
@@ -537,7 +526,7 @@ final class ConnectionCore: @unchecked Sendable {
   /// raw signals it recognises (on the reader thread); the others arrive as `wrap(signal)`.
   func addSubscriber<Item: Sendable>(
     rules: [MatchRule], wrap: @escaping @Sendable (Signal) -> Item,
-    decode: (@Sendable (borrowing RawSignal) -> Item?)? = nil
+    decode: (@Sendable (borrowing WireSignal) -> Item?)? = nil
   ) -> (UInt64, AsyncStream<[Item]>) {
     let (stream, continuation) = AsyncStream.makeStream(of: [Item].self)
     let sink = Sink(rules: rules, continuation: continuation, wrap: wrap, decode: decode)
@@ -570,8 +559,11 @@ final class ConnectionCore: @unchecked Sendable {
 /// One subscription's signals, gathered during a reader pass.
 protocol SignalSink: AnyObject, Sendable {
   var rules: [MatchRule] { get }
-  /// Offers the raw message to the subscription's decoder; true if it took it.
-  func take(_ raw: borrowing RawSignal) -> Bool
+  var decodes: Bool { get }
+  /// Offers the message to the subscription's decoder; true if it took it.
+  func take(marshalled message: OpaquePointer) -> Bool
+  /// Offers a message received as bytes to the decoder; true if it took it.
+  func take(_ wire: borrowing WireSignal) -> Bool
   func take(_ signal: Signal)
   /// Hands the pass's items on, if any; true if it did.
   func flush() -> Bool
@@ -584,13 +576,13 @@ final class Sink<Item: Sendable>: SignalSink, @unchecked Sendable {
   let rules: [MatchRule]
   let continuation: AsyncStream<[Item]>.Continuation
   let wrap: @Sendable (Signal) -> Item
-  let decode: (@Sendable (borrowing RawSignal) -> Item?)?
+  let decode: (@Sendable (borrowing WireSignal) -> Item?)?
   private var batch: [Item] = []
 
   init(
     rules: [MatchRule], continuation: AsyncStream<[Item]>.Continuation,
     wrap: @escaping @Sendable (Signal) -> Item,
-    decode: (@Sendable (borrowing RawSignal) -> Item?)?
+    decode: (@Sendable (borrowing WireSignal) -> Item?)?
   ) {
     self.rules = rules
     self.continuation = continuation
@@ -598,10 +590,25 @@ final class Sink<Item: Sendable>: SignalSink, @unchecked Sendable {
     self.decode = decode
   }
 
-  func take(_ raw: borrowing RawSignal) -> Bool {
-    guard let decode, let item = decode(raw) else { return false }
+  var decodes: Bool { decode != nil }
+
+  func take(_ wire: borrowing WireSignal) -> Bool {
+    guard let decode, let item = decode(wire) else { return false }
     batch.append(item)
     return true
+  }
+
+  /// libdbus has parsed the message already; the decoder reads bytes, so it gets the message
+  /// marshalled again (a copy). `SignalSocket` avoids both.
+  /// The corresponding C function is `dbus_message_marshal`.
+  func take(marshalled message: OpaquePointer) -> Bool {
+    var buffer: UnsafeMutablePointer<CChar>?
+    var length: Int32 = 0
+    guard dbus_message_marshal(message, &buffer, &length) != 0, let buffer else { return false }
+    defer { dbus_free(buffer) }
+    let bytes = UnsafeRawBufferPointer(start: buffer, count: Int(length))
+    guard let header = Wire.header(bytes) else { return false }
+    return take(WireSignal(header: header, bytes: bytes))
   }
 
   func take(_ signal: Signal) { batch.append(wrap(signal)) }

@@ -29,6 +29,8 @@ public struct ErrorName: RawRepresentable, Hashable, Sendable, CustomStringConve
   public static let invalidSignature = ErrorName("org.freedesktop.DBus.Error.InvalidSignature")
   public static let badAddress = ErrorName("org.freedesktop.DBus.Error.BadAddress")
   public static let fileNotFound = ErrorName("org.freedesktop.DBus.Error.FileNotFound")
+  public static let notSupported = ErrorName("org.freedesktop.DBus.Error.NotSupported")
+  public static let authFailed = ErrorName("org.freedesktop.DBus.Error.AuthFailed")
 }
 
 /// An error from the bus, a remote peer, or libdbus: its name and message as sent, plus where in

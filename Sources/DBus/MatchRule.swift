@@ -52,13 +52,13 @@ public struct MatchRule: Hashable, Sendable, CustomStringConvertible {
     sender signalSender: UnsafePointer<CChar>?, path signalPath: UnsafePointer<CChar>?,
     interface: UnsafePointer<CChar>?, member: UnsafePointer<CChar>?
   ) -> Bool {
-    if let sender, sender.isUnique || sender == .bus, !RawSignal.equal(signalSender, sender.rawValue) {
+    if let sender, sender.isUnique || sender == .bus, !CString.equal(signalSender, sender.rawValue) {
       return false
     }
-    if let want = self.interface, !RawSignal.equal(interface, want.rawValue) { return false }
-    if let want = self.member, !RawSignal.equal(member, want.rawValue) { return false }
-    if let want = self.path, !RawSignal.equal(signalPath, want.rawValue) { return false }
-    if let want = pathNamespace, !RawSignal.isPath(signalPath, inNamespace: want.rawValue) { return false }
+    if let want = self.interface, !CString.equal(interface, want.rawValue) { return false }
+    if let want = self.member, !CString.equal(member, want.rawValue) { return false }
+    if let want = self.path, !CString.equal(signalPath, want.rawValue) { return false }
+    if let want = pathNamespace, !CString.isPath(signalPath, inNamespace: want.rawValue) { return false }
     return true
   }
 

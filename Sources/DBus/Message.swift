@@ -72,6 +72,17 @@ enum TypeCode {
 }
 
 enum MessageReader {
+  /// A received signal, decoded.
+  /// The corresponding C functions are `dbus_message_get_path` and friends.
+  static func signal(of message: OpaquePointer) -> Signal {
+    func text(_ pointer: UnsafePointer<CChar>?) -> String { pointer.map { String(cString: $0) } ?? "" }
+    return Signal(
+      sender: dbus_message_get_sender(message).map { BusName(String(cString: $0)) },
+      path: ObjectPath(dbus_message_get_path(message).map { String(cString: $0) } ?? "/"),
+      interface: InterfaceName(text(dbus_message_get_interface(message))),
+      member: MemberName(text(dbus_message_get_member(message))), body: body(of: message))
+  }
+
   /// Every value in a message body, in order.
   /// The corresponding C function is `dbus_message_iter_init`.
   static func body(of message: OpaquePointer) -> [DBusValue] {

@@ -79,11 +79,16 @@ final class BlueZFixture: Sendable {
       ])
   }
 
-  /// The unique name of the source's connection: the only one that is neither ours nor the mock's.
+  /// The unique name of the source's libdbus connection: neither ours nor the mock's, and not
+  /// its signal stream (a socket that only reads, so it never answers a Peer.Ping).
   func clientName() async throws -> String {
     let mockName = try await control.nameOwner(of: BlueZ.service)
-    let names = try await control.listNames().filter {
-      $0.isUnique && $0 != control.uniqueName && $0 != mockName
+    var names: [BusName] = []
+    for name in try await control.listNames()
+    where name.isUnique && name != control.uniqueName && name != mockName {
+      let answers = try? await control.call(
+        destination: name, path: "/", interface: .peer, member: "Ping", timeout: .milliseconds(500))
+      if answers != nil { names.append(name) }
     }
     return try #require(names.count == 1 ? names.first?.rawValue : nil, "unique names: \(names)")
   }

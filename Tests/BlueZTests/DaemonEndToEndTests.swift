@@ -12,9 +12,14 @@ import Testing
 #endif
 
 /// A datagram socket standing in for systemd's NOTIFY_SOCKET.
+///
+/// Like systemd, it reads all the time (a thread), so the daemon's datagrams never queue up.
 final class NotifySocket: @unchecked Sendable {
   let path: String
   private let fd: Int32
+  private let messages = Mutex<[String]>([])
+  private let stopping = Atomic<Bool>(false)
+  private let stopped = DispatchSemaphore(value: 0)
 
   init() throws {
     path =
@@ -32,23 +37,32 @@ final class NotifySocket: @unchecked Sendable {
       }
     }
     guard rc == 0 else { throw POSIXError(.EADDRINUSE) }
+    let thread = Thread { [fd, messages, stopping, stopped] in
+      var buffer = [UInt8](repeating: 0, count: 4096)
+      while !stopping.load(ordering: .relaxed) {
+        var probe = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&probe, 1, 50) > 0 else { continue }
+        let n = recv(fd, &buffer, buffer.count, 0)
+        if n > 0 { messages.withLock { $0.append(String(decoding: buffer[0..<n], as: UTF8.self)) } }
+      }
+      stopped.signal()
+    }
+    thread.start()
   }
 
   deinit {
+    stopping.store(true, ordering: .relaxed)
+    stopped.wait()
     close(fd)
     unlink(path)
   }
 
-  /// Every message received so far.
+  /// The messages received since the last call.
   func drain() -> [String] {
-    var out: [String] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-      let n = recv(fd, &buffer, buffer.count, 0)
-      guard n > 0 else { break }
-      out.append(String(decoding: buffer[0..<n], as: UTF8.self))
+    messages.withLock { taken in
+      defer { taken.removeAll() }
+      return taken
     }
-    return out
   }
 }
 

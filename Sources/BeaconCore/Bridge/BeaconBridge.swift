@@ -121,12 +121,14 @@ public actor BeaconBridge {
     await perform(pipeline.ingest(event, at: now))
   }
 
-  /// Reads the source on the actor, so that each advertisement costs no actor hop: a burst the
-  /// source yields together is handled in one turn.
-  private func consume(_ stream: AsyncThrowingStream<SourceEvent, any Error>) async throws {
-    for try await event in stream {
-      let steps = pipeline.ingest(event, at: now)
-      if !steps.isEmpty { await perform(steps) }
+  /// Reads the source on the actor, an array at a time, so that an advertisement costs neither an
+  /// actor hop nor a stream hand-over of its own.
+  private func consume(_ stream: AsyncThrowingStream<[SourceEvent], any Error>) async throws {
+    for try await batch in stream {
+      for event in batch {
+        let steps = pipeline.ingest(event, at: now)
+        if !steps.isEmpty { await perform(steps) }
+      }
     }
   }
 
@@ -147,7 +149,7 @@ public actor BeaconBridge {
   /// Presence needs no sub-second latency, so deadlines are checked at least once a second and
   /// otherwise when due.
   public func run(source: some AdvertisementSource) async throws {
-    let stream = try await source.events()
+    let stream = try await source.eventBatches()
     log(.info, "scanning with \(source.description)")
     try await withThrowingTaskGroup(of: Void.self) { group in
       group.addTask { try await self.consume(stream) }

@@ -7,6 +7,11 @@ public protocol AdvertisementSource: Sendable {
   var description: String { get }
   /// Starts receiving; the stream ends (or throws) when the source stops. Cancelling the consumer stops scanning.
   func events() async throws -> AsyncThrowingStream<SourceEvent, any Error>
+  /// The same events in the arrays the backend read them in (one D-Bus read pass, say). A
+  /// consumer that takes an array at a time pays the stream's hand-over once per array instead
+  /// of once per advertisement, which at thousands a second is most of its cost. The default
+  /// wraps each event of `events()` in an array of one.
+  func eventBatches() async throws -> AsyncThrowingStream<[SourceEvent], any Error>
   /// Returns once a stopped source has put the radio back (StopDiscovery, scan disabled). A
   /// process about to exit awaits it, or the cleanup would die with it.
   func finished() async
@@ -14,6 +19,40 @@ public protocol AdvertisementSource: Sendable {
 
 extension AdvertisementSource {
   public func finished() async {}
+
+  public func eventBatches() async throws -> AsyncThrowingStream<[SourceEvent], any Error> {
+    let events = try await events()
+    let (stream, continuation) = AsyncThrowingStream.makeStream(of: [SourceEvent].self)
+    let task = Task {
+      do {
+        for try await event in events { continuation.yield([event]) }
+        continuation.finish()
+      } catch {
+        continuation.finish(throwing: error)
+      }
+    }
+    continuation.onTermination = { _ in task.cancel() }
+    return stream
+  }
+
+  /// `events()` for a source whose own form is arrays: the arrays, one event at a time.
+  public static func flatten(_ batches: AsyncThrowingStream<[SourceEvent], any Error>)
+    -> AsyncThrowingStream<SourceEvent, any Error>
+  {
+    let (stream, continuation) = AsyncThrowingStream.makeStream(of: SourceEvent.self)
+    let task = Task {
+      do {
+        for try await batch in batches {
+          for event in batch { continuation.yield(event) }
+        }
+        continuation.finish()
+      } catch {
+        continuation.finish(throwing: error)
+      }
+    }
+    continuation.onTermination = { _ in task.cancel() }
+    return stream
+  }
 
   /// `finished()`, but never longer than `timeout`: a process on its way out must not hang on a
   /// radio that does not answer. (A task group would wait for the stuck child; this does not.)

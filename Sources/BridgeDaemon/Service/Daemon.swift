@@ -118,7 +118,7 @@ public struct Daemon: Sendable {
           let source = Self.makeSource(settings.current.daemon, logger: logger, state: state)
           state.setSource(source)
           do {
-            let stream = try await source.events()
+            let stream = try await source.eventBatches()
             delay = 1
             notifier.notify("READY=1")
             if !announced {
@@ -330,7 +330,8 @@ struct DaemonHost: ScopeHost {
 /// A source whose stream is already running (the daemon starts it itself so that it can say
 /// READY=1 only once scanning has started).
 struct StartedSource: AdvertisementSource {
-  let stream: AsyncThrowingStream<SourceEvent, any Error>
+  let stream: AsyncThrowingStream<[SourceEvent], any Error>
   let description: String
-  func events() async throws -> AsyncThrowingStream<SourceEvent, any Error> { stream }
+  func eventBatches() async throws -> AsyncThrowingStream<[SourceEvent], any Error> { stream }
+  func events() async throws -> AsyncThrowingStream<SourceEvent, any Error> { Self.flatten(stream) }
 }

@@ -29,7 +29,10 @@ public struct SystemdNotifier: Sendable {
   @discardableResult
   public func notify(_ message: String) -> Bool {
     guard let socketPath else { return false }
-    let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    // Non-blocking: a manager that stops reading (its queue holds only ten datagrams) must not
+    // stall the thread that notifies, which would starve the daemon's cooperative pool.
+    let fd = socket(
+      AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
     guard fd >= 0 else { return false }
     defer { close(fd) }
     var address = sockaddr_un()
@@ -42,13 +45,19 @@ public struct SystemdNotifier: Sendable {
       for (i, byte) in bytes.enumerated() { raw[i] = byte }
     }
     let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + (bytes.first == 0 ? 0 : 1))
-    let sent = message.withCString { text in
-      withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-          sendto(fd, text, strlen(text), Int32(MSG_NOSIGNAL), $0, length)
+    // A full queue is retried for about half a second, then the message is dropped.
+    for attempt in 0..<6 {
+      let sent = message.withCString { text in
+        withUnsafePointer(to: &address) {
+          $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            sendto(fd, text, strlen(text), Int32(MSG_NOSIGNAL), $0, length)
+          }
         }
       }
+      if sent >= 0 { return true }
+      guard errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR else { return false }
+      usleep(UInt32(10_000 << attempt))
     }
-    return sent >= 0
+    return false
   }
 }
