@@ -231,9 +231,6 @@ public struct PresenceTracker: Sendable {
   /// The beacon at an index `record` returned.
   func beacon(at index: Int) -> TrackedBeacon { entries[index].tracked(settings.distance) }
 
-  /// The id of the beacon at an index `record` returned, without deriving anything.
-  func id(at index: Int) -> BeaconID { entries[index].beacon.id }
-
   /// The backend reports a device gone: every beacon last heard from that address exits.
   public mutating func lost(_ address: BluetoothAddress, at time: Timestamp) -> [PresenceEvent] {
     let ids = idsByAddress.removeValue(forKey: address) ?? []
