@@ -47,7 +47,7 @@ enum Fixture {
     switch parse(hex) {
     case .failure(let rejection): .rejected(rejection.reason)
     case .success(let result):
-      result.rejections.first.map { .rejected($0.reason) } ?? .frames(result.frames)
+      result.rejections.first.map { .rejected($0.reason) } ?? .frames(Array(result.frames))
     }
   }
 }

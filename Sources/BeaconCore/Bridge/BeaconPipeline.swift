@@ -56,9 +56,12 @@ public struct BeaconPipeline: Sendable {
     for frame in parsed.frames {
       guard let id = frame.beaconID else { continue }
       let (index, entered) = tracker.record(frame, id: id, from: ad, at: time)
-      let beacon = tracker.beacon(at: index)
-      if entered { steps.append(.event(.beaconEntered(beacon))) }
-      if let change = selector.sighted(beacon, pairings: pairings, inRange: tracker.inRange, at: time) {
+      if entered { steps.append(.event(.beaconEntered(tracker.beacon(at: index)))) }
+      // The beacon is read (its distance derived) only when the selector needs it: for paired
+      // beacons.
+      if let change = selector.sighted(
+        id, beacon: tracker.beacon(at: index), pairings: pairings, inRange: tracker.inRange, at: time)
+      {
         steps += activeChanged(change, at: time)
       }
     }

@@ -8,12 +8,102 @@
 /// looked like a beacon frame but was malformed. An advertisement with neither is simply not a
 /// beacon.
 public struct FrameParseResult: Hashable, Sendable {
-  public var frames: [BeaconFrame] = []
-  public var rejections: [FrameRejection] = []
+  public var frames: BeaconFrames
+  /// nil rather than empty: even an empty array is a reference, retained and released with every
+  /// copy of the result, and there is a result for every advertisement heard.
+  @usableFromInline var storedRejections: [FrameRejection]?
 
-  public init(frames: [BeaconFrame] = [], rejections: [FrameRejection] = []) {
+  public var rejections: [FrameRejection] {
+    @inlinable get { storedRejections ?? [] }
+    set { storedRejections = newValue.isEmpty ? nil : newValue }
+  }
+
+  public init(frames: BeaconFrames = BeaconFrames(), rejections: [FrameRejection] = []) {
     self.frames = frames
-    self.rejections = rejections
+    storedRejections = rejections.isEmpty ? nil : rejections
+  }
+
+  @inline(__always)
+  init(frames: BeaconFrames, storedRejections: [FrameRejection]?) {
+    self.frames = frames
+    self.storedRejections = storedRejections
+  }
+}
+
+/// The beacon frames found in one advertisement, in order.
+///
+/// `BeaconFrameParser.parse` runs for every advertisement heard, and almost every advertisement
+/// holds at most one frame: the first frame is stored inline and only further ones go to an array,
+/// so parsing a beacon allocates nothing, and a result holding one iBeacon frame is copied and
+/// destroyed without touching a reference count (an array of frames allocated its storage on
+/// every sighting, and freed it after). Its accessors are inlinable, so that a caller outside the
+/// module iterates it without a call per element.
+public struct BeaconFrames: RandomAccessCollection, Hashable, Sendable, ExpressibleByArrayLiteral {
+  /// The first frame; nil only when there is none.
+  @usableFromInline var head: BeaconFrame?
+  /// The frames after the first; nil rather than empty (see `FrameParseResult.rejections`).
+  @usableFromInline var tail: [BeaconFrame]?
+  /// How many frames there are, kept so that neither `count` nor `append` has to look into
+  /// `head` (an enum of enums, each look a copy).
+  @usableFromInline var frameCount: Int
+
+  @inlinable public init() {
+    head = nil
+    tail = nil
+    frameCount = 0
+  }
+
+  public init(_ frames: some Sequence<BeaconFrame>) {
+    self.init()
+    for frame in frames { append(frame) }
+  }
+
+  public init(arrayLiteral frames: BeaconFrame...) {
+    self.init(frames)
+  }
+
+  @inlinable public var startIndex: Int { 0 }
+  @inlinable public var endIndex: Int { frameCount }
+
+  @inlinable public subscript(position: Int) -> BeaconFrame {
+    precondition(position >= 0 && position < frameCount, "BeaconFrames index out of range")
+    return position == 0 ? head.unsafelyUnwrapped : tail.unsafelyUnwrapped[position - 1]
+  }
+
+  @inlinable public mutating func append(_ frame: BeaconFrame) {
+    if frameCount == 0 {
+      head = frame
+    } else if tail == nil {
+      tail = [frame]
+    } else {
+      tail!.append(frame)
+    }
+    frameCount += 1
+  }
+
+  @inlinable public func makeIterator() -> Iterator { Iterator(frames: self) }
+
+  /// Hands out the first frame by moving it out rather than copying it.
+  public struct Iterator: IteratorProtocol {
+    @usableFromInline var frames: BeaconFrames
+    @usableFromInline var position = 0
+
+    @inlinable init(frames: BeaconFrames) {
+      self.frames = frames
+    }
+
+    @inlinable public mutating func next() -> BeaconFrame? {
+      guard position < frames.frameCount else { return nil }
+      position += 1
+      return position == 1 ? frames.head.take() : frames.tail.unsafelyUnwrapped[position - 2]
+    }
+  }
+
+  public static func == (a: BeaconFrames, b: BeaconFrames) -> Bool { a.elementsEqual(b) }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(count)
+    for frame in self { hasher.combine(frame) }
   }
 }
 
@@ -25,40 +115,69 @@ public enum BeaconFrameParser {
   static let iBeaconType: UInt8 = 0x02
   static let iBeaconLength: UInt8 = 0x15
   /// AltBeacon beacon code, big-endian on the air (AltBeacon specification 1.0).
-  static let altBeaconCode: [UInt8] = [0xBE, 0xAC]
+  static let altBeaconCodeHigh: UInt8 = 0xBE
+  static let altBeaconCodeLow: UInt8 = 0xAC
   /// Manufacturer data length of an AltBeacon after the company ID.
   static let altBeaconDataLength = 24
 
   public static func parse(_ ad: Advertisement) -> FrameParseResult {
-    var result = FrameParseResult()
-    for m in ad.manufacturerData {
-      switch parseManufacturerData(m) {
-      case .none: continue
-      case .some(.success(let frame)): append(frame, to: &result.frames)
-      case .some(.failure(let rejection)): result.rejections.append(rejection)
+    var frames = BeaconFrames()
+    var rejections: [FrameRejection]?
+    ad.manufacturerData.withUnsafeBufferPointer { entries in
+      for i in entries.indices {
+        // The common case, read in place with nothing but loads and compares, so that the
+        // entry's bytes need not be retained around the read.
+        let companyID = entries[i].companyID
+        if let fields = entries[i].data.withUnsafeBufferPointer({ iBeaconFields(companyID, $0) }) {
+          frames.append(
+            .iBeacon(
+              IBeaconFrame(
+                identity: BeaconIdentity(
+                  uuid: UUID(uuid: fields.uuid), major: fields.major, minor: fields.minor),
+                measuredPower: fields.power)))
+          continue
+        }
+        switch parseManufacturerData(entries[i]) {
+        case .none: continue
+        case .some(.success(let frame)): frames.append(frame)
+        case .some(.failure(let rejection)): rejections = (rejections ?? []) + [rejection]
+        }
       }
     }
     for s in ad.serviceData where s.uuid == .eddystone {
       switch parseEddystone(s.data) {
-      case .success(let frame): append(frame, to: &result.frames)
-      case .failure(let rejection): result.rejections.append(rejection)
+      case .success(let frame): frames.append(frame)
+      case .failure(let rejection): rejections = (rejections ?? []) + [rejection]
       }
     }
-    return result
+    return FrameParseResult(frames: frames, storedRejections: rejections)
   }
 
-  /// Almost every advertisement holds one frame: the first is stored as a one-element literal,
-  /// which allocates exactly one element's storage, rather than through `append`'s growth path
-  /// (which also asks the allocator for the block's usable size).
+  /// The fields of a well-formed iBeacon, or nil for anything else (which `parseManufacturerData`
+  /// then reads, rejections included).
   @inline(__always)
-  private static func append(_ frame: BeaconFrame, to frames: inout [BeaconFrame]) {
-    if frames.isEmpty { frames = [frame] } else { frames.append(frame) }
+  private static func iBeaconFields(_ companyID: UInt16, _ d: UnsafeBufferPointer<UInt8>) -> (
+    uuid: uuid_t, major: UInt16, minor: UInt16, power: Int8
+  )? {
+    guard companyID == appleCompanyID, d.count == 2 + Int(iBeaconLength), d[0] == iBeaconType,
+      d[1] == iBeaconLength
+    else { return nil }
+    return (
+      UnsafeRawBufferPointer(d).loadUnaligned(fromByteOffset: 2, as: uuid_t.self), be16(d, at: 18),
+      be16(d, at: 20), Int8(bitPattern: d[22])
+    )
   }
 
   /// nil when the data is not a beacon frame at all.
   public static func parseManufacturerData(_ m: ManufacturerData) -> Result<BeaconFrame, FrameRejection>? {
-    let d = m.data
-    if m.companyID == appleCompanyID, d.count >= 1, d[0] == iBeaconType {
+    m.data.withUnsafeBufferPointer { parseManufacturerData(companyID: m.companyID, $0) }
+  }
+
+  /// Reads the bytes in place: every advertisement heard comes through here.
+  private static func parseManufacturerData(companyID: UInt16, _ d: UnsafeBufferPointer<UInt8>) -> Result<
+    BeaconFrame, FrameRejection
+  >? {
+    if companyID == appleCompanyID, d.count >= 1, d[0] == iBeaconType {
       // Apple uses type 0x02 for iBeacon only; a different length byte is a malformed frame.
       guard d.count >= 2 else {
         return .failure(FrameRejection(.iBeaconShortBody, "iBeacon type byte without a length byte or body"))
@@ -73,7 +192,7 @@ public enum BeaconFrameParser {
       let identity = BeaconIdentity(uuid: uuid(d, at: 2), major: be16(d, at: 18), minor: be16(d, at: 20))
       return .success(.iBeacon(IBeaconFrame(identity: identity, measuredPower: Int8(bitPattern: d[22]))))
     }
-    if d.count >= 2, d[0] == altBeaconCode[0], d[1] == altBeaconCode[1] {
+    if d.count >= 2, d[0] == altBeaconCodeHigh, d[1] == altBeaconCodeLow {
       // After the company ID: the code (2), the beacon ID (20), the reference RSSI (1) and the
       // reserved byte (1), 24 bytes in all (AltBeacon specification 1.0: AD length 0x1B).
       guard d.count == altBeaconDataLength else {
@@ -86,7 +205,7 @@ public enum BeaconFrameParser {
       return .success(
         .altBeacon(
           AltBeaconFrame(
-            companyID: m.companyID, identity: identity, referenceRSSI: Int8(bitPattern: d[22]),
+            companyID: companyID, identity: identity, referenceRSSI: Int8(bitPattern: d[22]),
             reserved: d[23])))
     }
     return nil
@@ -165,15 +284,19 @@ public enum BeaconFrameParser {
     return url
   }
 
-  static func be16(_ d: [UInt8], at i: Int) -> UInt16 { UInt16(d[i]) << 8 | UInt16(d[i + 1]) }
+  static func be16<Bytes: RandomAccessCollection<UInt8>>(_ d: Bytes, at i: Int) -> UInt16
+  where Bytes.Index == Int {
+    UInt16(d[i]) << 8 | UInt16(d[i + 1])
+  }
 
-  static func be32(_ d: [UInt8], at i: Int) -> UInt32 {
+  static func be32<Bytes: RandomAccessCollection<UInt8>>(_ d: Bytes, at i: Int) -> UInt32
+  where Bytes.Index == Int {
     UInt32(d[i]) << 24 | UInt32(d[i + 1]) << 16 | UInt32(d[i + 2]) << 8 | UInt32(d[i + 3])
   }
 
   /// The 16 bytes at `i` as a UUID, copied in one load rather than byte by byte.
-  static func uuid(_ d: [UInt8], at i: Int) -> UUID {
+  static func uuid(_ d: UnsafeBufferPointer<UInt8>, at i: Int) -> UUID {
     precondition(i >= 0 && i + 16 <= d.count)
-    return d.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(fromByteOffset: i, as: uuid_t.self)) }
+    return UUID(uuid: UnsafeRawBufferPointer(d).loadUnaligned(fromByteOffset: i, as: uuid_t.self))
   }
 }

@@ -60,9 +60,18 @@ public struct PairingSet: Hashable, Sendable {
   /// lowest device ID, so the choice never depends on insertion order.
   public func pairing(for id: BeaconID) -> Pairing? {
     guard let identity = id.identity else { return nil }
-    return pairings.filter { $0.matches(identity) }.min { a, b in
-      a.specificity != b.specificity ? a.specificity > b.specificity : a.deviceId < b.deviceId
+    // A loop rather than filter and min: this runs for every sighting, and filter allocates.
+    var best: Pairing?
+    for pairing in pairings where pairing.matches(identity) {
+      if let b = best,
+        pairing.specificity != b.specificity
+          ? pairing.specificity <= b.specificity : pairing.deviceId >= b.deviceId
+      {
+        continue
+      }
+      best = pairing
     }
+    return best
   }
 
   /// Adds or replaces the pairing with the same identity pattern.

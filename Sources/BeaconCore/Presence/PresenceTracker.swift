@@ -71,6 +71,10 @@ public struct PresenceTracker: Sendable {
   public var settings: PresenceSettings {
     didSet {
       let rule = ExitRule(settings)
+      if settings.distance != oldValue.distance {
+        // Values not derived yet belong to the model in force at the beacon's last sighting.
+        for i in entries.indices { entries[i].settle(oldValue.distance) }
+      }
       guard rule != exitRule else { return }
       // A delay not computed yet belongs to the rule in force at the beacon's last sighting.
       for i in entries.indices where entries[i].exitAfter == nil {
@@ -81,6 +85,7 @@ public struct PresenceTracker: Sendable {
   }
 
   private struct Entry: Sendable {
+    /// The beacon, its smoothed RSSI, distance and proximity as of `derivedAt` (see there).
     var beacon: TrackedBeacon
     var filter: PresenceRSSIFilter
     /// Recent sighting times, for the interval and loss estimate.
@@ -91,13 +96,36 @@ public struct PresenceTracker: Sendable {
     /// (ten a second per beacon): the value depends only on `history` and the exit settings,
     /// which `settings`' observer pins before they change.
     var exitAfter: Double?
+    /// The time of the last sighting when `beacon`'s smoothed RSSI, distance and proximity have
+    /// not been derived for it yet; nil when they are current.
+    ///
+    /// They are derived when the beacon is read (an event, `inRange`, `beacon(_:)`), not on every
+    /// sighting: the distance curve is a `pow`, and most sightings are of beacons nobody reads
+    /// before their next one. They depend only on the filter (which changes only with a
+    /// sighting, which sets this anew), `powerAt1m` (likewise) and the distance model, which
+    /// `settings`' observer pins before it changes; `derive` gives what the sighting would have.
+    var derivedAt: Timestamp?
 
     func exitAfter(_ rule: ExitRule) -> Double { exitAfter ?? rule.delay(history) }
 
+    /// The beacon with its derived values current, under `model`.
+    func tracked(_ model: DistanceModel) -> TrackedBeacon {
+      guard let time = derivedAt else { return beacon }
+      var beacon = beacon
+      Self.derive(&beacon, filter: filter, at: time, distance: model)
+      return beacon
+    }
+
+    /// Brings the derived values up to date in place, under `model`.
+    mutating func settle(_ model: DistanceModel) {
+      guard let time = derivedAt else { return }
+      Self.derive(&beacon, filter: filter, at: time, distance: model)
+      derivedAt = nil
+    }
+
     /// A further sighting, applied in place.
     mutating func sighted(
-      _ frame: BeaconFrame, from address: BluetoothAddress, rssi: Int?, at time: Timestamp,
-      distance: DistanceModel
+      _ frame: BeaconFrame, from address: BluetoothAddress, rssi: Int?, at time: Timestamp
     ) {
       beacon.address = address
       beacon.lastSeen = max(beacon.lastSeen, time)
@@ -109,10 +137,14 @@ public struct PresenceTracker: Sendable {
         beacon.lastRSSI = rssi
         filter.add(Double(rssi), at: time)
       }
-      refreshDerived(at: time, distance: distance)
+      derivedAt = time
     }
 
-    mutating func refreshDerived(at time: Timestamp, distance model: DistanceModel) {
+    /// Smoothed RSSI, distance and proximity after a sighting at `time`.
+    static func derive(
+      _ beacon: inout TrackedBeacon, filter: PresenceRSSIFilter, at time: Timestamp,
+      distance model: DistanceModel
+    ) {
       beacon.smoothedRSSI = filter.value(at: time)
       if let smoothed = beacon.smoothedRSSI, let power = beacon.powerAt1m {
         beacon.distance = model.distance(rssi: smoothed, powerAt1m: power)
@@ -143,7 +175,7 @@ public struct PresenceTracker: Sendable {
 
   /// The beacons in range, strongest first (then by identity, so the order is stable).
   public var inRange: [TrackedBeacon] {
-    entries.map(\.beacon).sorted { a, b in
+    entries.map { $0.tracked(settings.distance) }.sorted { a, b in
       switch (a.smoothedRSSI, b.smoothedRSSI) {
       case (let x?, let y?) where x != y: return x > y
       case (.some, nil): return true
@@ -154,7 +186,7 @@ public struct PresenceTracker: Sendable {
   }
 
   public func beacon(_ id: BeaconID) -> TrackedBeacon? {
-    indexByID[id].map { entries[$0].beacon }
+    indexByID[id].map { entries[$0].tracked(settings.distance) }
   }
 
   /// Records a sighting of a beacon frame. A sighting without RSSI still counts as presence.
@@ -164,7 +196,7 @@ public struct PresenceTracker: Sendable {
     guard let id = frame.beaconID else { return [] }
     let (index, entered) = record(frame, id: id, from: ad, at: time)
     // The common case, a beacon already in range, returns an empty literal: no allocation.
-    return entered ? [.entered(entries[index].beacon)] : []
+    return entered ? [.entered(beacon(at: index))] : []
   }
 
   /// `observe` for a frame whose `beaconID` is `id`. Returns where the beacon's entry is (valid
@@ -179,8 +211,7 @@ public struct PresenceTracker: Sendable {
         unindex(entries[index].beacon)
         idsByAddress[ad.address, default: []].insert(id)
       }
-      let distance = settings.distance
-      entries[index].sighted(frame, from: ad.address, rssi: rssi, at: time, distance: distance)
+      entries[index].sighted(frame, from: ad.address, rssi: rssi, at: time)
       return (index, false)
     }
     var filter = PresenceRSSIFilter(settings.rssi.filter, settings: settings.rssi)
@@ -189,8 +220,8 @@ public struct PresenceTracker: Sendable {
       beacon: TrackedBeacon(
         id: id, address: ad.address, firstSeen: time, lastSeen: time, sightings: 1, lastRSSI: rssi,
         smoothedRSSI: nil, powerAt1m: frame.powerAt1m, distance: nil, proximity: .unknown),
-      filter: filter, history: SightingHistory(time), exitAfter: nil)
-    entry.refreshDerived(at: time, distance: settings.distance)
+      filter: filter, history: SightingHistory(time), exitAfter: nil, derivedAt: time)
+    entry.settle(settings.distance)
     entries.append(entry)
     indexByID[id] = entries.count - 1
     idsByAddress[ad.address, default: []].insert(id)
@@ -198,7 +229,7 @@ public struct PresenceTracker: Sendable {
   }
 
   /// The beacon at an index `record` returned.
-  func beacon(at index: Int) -> TrackedBeacon { entries[index].beacon }
+  func beacon(at index: Int) -> TrackedBeacon { entries[index].tracked(settings.distance) }
 
   /// The backend reports a device gone: every beacon last heard from that address exits.
   public mutating func lost(_ address: BluetoothAddress, at time: Timestamp) -> [PresenceEvent] {
@@ -216,7 +247,7 @@ public struct PresenceTracker: Sendable {
     let gone =
       entries
       .filter { time - $0.beacon.lastSeen >= $0.exitAfter! }
-      .map(\.beacon)
+      .map { $0.tracked(settings.distance) }
       .sorted { ($0.lastSeen, $0.id) < ($1.lastSeen, $1.id) }
     for beacon in gone {
       remove(beacon.id)

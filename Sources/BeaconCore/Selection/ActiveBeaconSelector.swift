@@ -69,7 +69,17 @@ public struct ActiveBeaconSelector: Sendable {
     _ beacon: TrackedBeacon, pairings: PairingSet, inRange: @autoclosure () -> [TrackedBeacon],
     at time: Timestamp
   ) -> ActiveBeacon?? {
-    guard let pairing = pairings.pairing(for: beacon.id) else { return nil }
+    sighted(beacon.id, beacon: beacon, pairings: pairings, inRange: inRange(), at: time)
+  }
+
+  /// `sighted` for the beacon `id`, read only when it is paired: presence derives a beacon's
+  /// distance when it is read, and most beacons heard are not paired.
+  mutating func sighted(
+    _ id: BeaconID, beacon: @autoclosure () -> TrackedBeacon, pairings: PairingSet,
+    inRange: @autoclosure () -> [TrackedBeacon], at time: Timestamp
+  ) -> ActiveBeacon?? {
+    guard let pairing = pairings.pairing(for: id) else { return nil }
+    let beacon = beacon()
     var candidate =
       candidates[beacon.id]
       ?? Candidate(visitStart: beacon.firstSeen, sightings: 0, lastSeen: time, challengerSince: nil)
