@@ -21,7 +21,7 @@ let package = Package(
     // Command parsing and output. A library so that parsing is tested without running.
     .target(
       name: "BeaconBridgeCLI", dependencies: ["BeaconCore", "BridgeDaemon", "BlueZ", "DBus", "HCI", "GZone"]),
-    .executableTarget(name: "beaconbridge", dependencies: ["BeaconBridgeCLI"]),
+    .executableTarget(name: "beaconbridge", dependencies: ["BeaconBridgeCLI", "BridgeDaemon"]),
     // SQLite, from Debian's libsqlite3-dev.
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     // The daemon's parts: configuration file, store, and (to come) uploader and D-Bus service.

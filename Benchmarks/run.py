@@ -13,6 +13,7 @@ import datetime
 import json
 import os
 import platform
+import queue
 import re
 import signal
 import socket
@@ -20,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 BUS_CONF = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
@@ -90,6 +92,33 @@ def memory(pid):
             if key in ("VmRSS", "VmHWM"):
                 out[key] = int(line.split()[1]) / 1024
     return out
+
+
+class RSSPeak:
+    """The highest VmRSS of pid, sampled every 50 ms while the `with` block runs."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.value = memory(pid)["VmRSS"]
+        self.done = threading.Event()
+
+    def _sample(self):
+        while not self.done.wait(0.05):
+            try:
+                self.value = max(self.value, memory(self.pid)["VmRSS"])
+            except (FileNotFoundError, ProcessLookupError):
+                return
+
+    def __enter__(self):
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join()
+        self.value = max(self.value, memory(self.pid)["VmRSS"])
+        return False
 
 
 class Sample:
@@ -254,17 +283,32 @@ def dbus_vs_bleak(args, work):
 
 
 class Notify:
+    """The NOTIFY_SOCKET, read all the time as systemd does: the daemon sends STATUS= lines every
+    few seconds, and with nobody reading, the socket's queue fills and its blocking sendto stalls
+    the daemon (which then did not exit on SIGTERM after the flood)."""
+
     def __init__(self, directory):
         self.path = os.path.join(directory, "notify")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(self.path)
+        self.messages = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
 
-    def wait(self, text, limit=60):
-        self.sock.settimeout(limit)
+    def _read(self):
         while True:
             message = self.sock.recv(4096).decode()
+            self.messages.put((time.monotonic(), message))
+
+    def clear(self):
+        while not self.messages.empty():
+            self.messages.get_nowait()
+
+    def wait(self, text, limit=60):
+        deadline = time.monotonic() + limit
+        while True:
+            at, message = self.messages.get(timeout=max(0.0, deadline - time.monotonic()))
             if text in message.split("\n"):
-                return time.monotonic()
+                return at
 
 
 def start_daemon(args, bus, directory, notify):
@@ -273,6 +317,7 @@ def start_daemon(args, bus, directory, notify):
     env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=bus.address, NOTIFY_SOCKET=notify.path)
     env.pop("JOURNAL_STREAM", None)
     env.pop("WATCHDOG_USEC", None)
+    notify.clear()
     started = time.monotonic()
     daemon = subprocess.Popen(
         [args.beaconbridge, "run", "--config", config, "--state-dir", directory], env=env,
@@ -318,11 +363,15 @@ def daemon_load(args, work):
     result["range1000"] = memory(pid)["VmRSS"]
     # The flood: 100k random addresses (each a new device and a new beacon), then BlueZ drops
     # them (InterfacesRemoved, as after TemporaryTimeout).
+    # The peak is sampled while the flood is being taken in (VmHWM would include the start-up
+    # and load phases; RSS read once the flood has settled missed the transient peak).
     before = Sample(pid)
-    _, sent, seconds = emitter(f"flood {args.flood} 0").split()
-    quiesce([pid], limit=600)
+    with RSSPeak(pid) as peak:
+        _, sent, seconds = emitter(f"flood {args.flood} 0").split()
+        quiesce([pid], limit=600)
     result["floodCPU"] = Sample(pid).since(before)["cpu"]
-    result["floodPeak"] = memory(pid)["VmRSS"]
+    result["floodPeak"] = peak.value
+    result["floodSettled"] = memory(pid)["VmRSS"]
     emitter("unflood")
     quiesce([pid], limit=600)
     time.sleep(2)

@@ -1,4 +1,5 @@
 import BeaconBridgeCLI
+import BridgeDaemon
 
 #if canImport(Glibc)
   import Glibc
@@ -6,6 +7,7 @@ import BeaconBridgeCLI
   import Musl
 #endif
 
+MallocTuning.useOneArena()
 signal(SIGPIPE, SIG_IGN)
 let status = await CLI.main(Array(CommandLine.arguments.dropFirst()))
 exit(status)

@@ -1,0 +1,31 @@
+import Testing
+
+@testable import BridgeDaemon
+
+@Suite struct FreedMemoryReleaseTests {
+  /// The decision at each check, for beacon counts seen in that order.
+  func decisions(_ counts: [Int]) -> [Bool] {
+    var release = FreedMemoryRelease()
+    return counts.map { release.shouldRelease(tracked: $0) }
+  }
+
+  @Test func releasesOnceAfterALargePeakFallsToAQuarter() {
+    // The peak starts again from the count at the release: no release at every later check.
+    #expect(decisions([200, 5000, 1251, 1000, 900, 0]) == [false, false, false, true, false, false])
+    // Unless what is left is itself large, and then leaves.
+    #expect(decisions([8000, 2000, 1900, 400]) == [false, true, false, true])
+  }
+
+  @Test func ordinaryComingsAndGoingsNeverRelease() {
+    #expect(decisions([1000, 0, 1024, 3, 800, 0]) == Array(repeating: false, count: 6))
+  }
+
+  @Test func aSecondFloodReleasesAgain() {
+    #expect(decisions([4000, 10, 6000, 1500]) == [false, true, false, true])
+  }
+
+  @Test func oneArenaAndTrimmingAreHarmless() {
+    MallocTuning.useOneArena()
+    MallocTuning.returnFreedMemory()
+  }
+}
