@@ -103,11 +103,13 @@ import Testing
     await clock.waitForSleepers(count: 1)
     for t in 0...2 {
       adapter.emit(.sighting(Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: -60)))
-      while log.count("beaconEntered") == 0 { try await Task.sleep(for: .microseconds(200)) }
+      // Each sighting is ingested at its own virtual second before the clock moves on.
+      while await bridge.status.beaconsInRange.first?.sightings != t + 1 {
+        try await Task.sleep(for: .microseconds(200))
+      }
       // The timer loop sleeps at most a second at a time; step it one second.
       await clock.waitForSleepers(count: 1)
       clock.advance(by: .seconds(1))
-      _ = t
     }
     // Silence: presence exits by its own deadline, then the active hold runs out.
     for _ in 0..<60 {

@@ -17,9 +17,14 @@ import Testing
 final class NotifySocket: @unchecked Sendable {
   let path: String
   private let fd: Int32
-  private let messages = Mutex<[String]>([])
-  private let stopping = Atomic<Bool>(false)
-  private let stopped = DispatchSemaphore(value: 0)
+  private let inbox = Inbox()
+
+  /// What the reader thread shares with the socket's owner.
+  final class Inbox: Sendable {
+    let messages = Mutex<[String]>([])
+    let stopping = Atomic<Bool>(false)
+    let stopped = DispatchSemaphore(value: 0)
+  }
 
   init() throws {
     path =
@@ -37,29 +42,29 @@ final class NotifySocket: @unchecked Sendable {
       }
     }
     guard rc == 0 else { throw POSIXError(.EADDRINUSE) }
-    let thread = Thread { [fd, messages, stopping, stopped] in
+    let thread = Thread { [fd, inbox] in
       var buffer = [UInt8](repeating: 0, count: 4096)
-      while !stopping.load(ordering: .relaxed) {
+      while !inbox.stopping.load(ordering: .relaxed) {
         var probe = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         guard poll(&probe, 1, 50) > 0 else { continue }
         let n = recv(fd, &buffer, buffer.count, 0)
-        if n > 0 { messages.withLock { $0.append(String(decoding: buffer[0..<n], as: UTF8.self)) } }
+        if n > 0 { inbox.messages.withLock { $0.append(String(decoding: buffer[0..<n], as: UTF8.self)) } }
       }
-      stopped.signal()
+      inbox.stopped.signal()
     }
     thread.start()
   }
 
   deinit {
-    stopping.store(true, ordering: .relaxed)
-    stopped.wait()
+    inbox.stopping.store(true, ordering: .relaxed)
+    inbox.stopped.wait()
     close(fd)
     unlink(path)
   }
 
   /// The messages received since the last call.
   func drain() -> [String] {
-    messages.withLock { taken in
+    inbox.messages.withLock { taken in
       defer { taken.removeAll() }
       return taken
     }
