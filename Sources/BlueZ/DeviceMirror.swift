@@ -6,6 +6,8 @@ import DBus
 /// flood of random addresses) means thousands of devices: the dictionary of `DBusValue`s cost
 /// about 3 KB a device, this about a tenth of that.
 struct DeviceRecord: Sendable, Equatable {
+  /// BlueZ's object path, for RemoveDevice.
+  let path: ObjectPath
   var address: BluetoothAddress
   var rssi: Int?
   var txPower: Int?
@@ -28,6 +30,7 @@ struct DeviceRecord: Sendable, Equatable {
   /// From Device1 properties (GetManagedObjects, InterfacesAdded); nil without an address.
   init?(path: ObjectPath, properties: ObjectTree.Properties, at time: ContinuousClock.Instant) {
     guard let address = DeviceAdvertisement.address(path: path, properties: properties) else { return nil }
+    self.path = path
     self.address = address
     self.lastHeard = time
     apply(properties, invalidated: [])
@@ -74,6 +77,105 @@ struct DeviceRecord: Sendable, Equatable {
   }
 }
 
+/// A device's place in the mirror: its adapter and its address, from the object path
+/// (`/org/bluez/hci0/dev_C0_FF_EE_00_00_01`). Hashing two integers instead of the path string was
+/// most of what a sighting cost in the mirror.
+struct DeviceKey: Hashable, Sendable {
+  /// `N` for `hciN`; any other adapter name hashed, with the top bit set.
+  var adapter: UInt64
+  var address: BluetoothAddress
+
+  /// The adapter's identity from its path (`/org/bluez/hci0`).
+  static func adapter(_ path: ObjectPath) -> UInt64 { adapterID(Array(path.lastComponent.utf8)[...]) }
+
+  /// A device under `path`'s parent adapter with `address`.
+  init(path: ObjectPath, address: BluetoothAddress) {
+    let components = path.rawValue.split(separator: "/")
+    adapter = components.count >= 2 ? Self.adapterID(Array(components[components.count - 2].utf8)[...]) : 0
+    self.address = address
+  }
+
+  /// From a device path alone (`…/hciN/dev_XX_…`); nil if it names no address.
+  init?(path: ObjectPath) {
+    guard let address = DeviceAdvertisement.address(path: path, properties: nil) else { return nil }
+    self.init(path: path, address: address)
+  }
+
+  init(adapter: UInt64, address: BluetoothAddress) {
+    self.adapter = adapter
+    self.address = address
+  }
+
+  static func adapterID(_ name: ArraySlice<UInt8>) -> UInt64 {
+    if name.count > 3, name.count <= 12, name.starts(with: "hci".utf8) {
+      var number: UInt64 = 0
+      for byte in name.dropFirst(3) {
+        guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return hashed(name) }
+        number = number * 10 + UInt64(byte - UInt8(ascii: "0"))
+      }
+      return number
+    }
+    return hashed(name)
+  }
+
+  /// FNV-1a, top bit set so it never equals an `hciN`.
+  private static func hashed(_ name: ArraySlice<UInt8>) -> UInt64 {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in name { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+    return hash | 1 << 63
+  }
+
+  /// Reads `/org/bluez/hciN/dev_XX_XX_XX_XX_XX_XX` in place; nil for any other path (the generic
+  /// path then handles the signal).
+  init?(wirePath path: WireString) {
+    let prefix = "/org/bluez/hci".utf8
+    let count = path.count
+    guard count >= prefix.count + 23 else { return nil }
+    let bytes = path.bytes
+    guard bytes.starts(with: prefix) else { return nil }
+    // …N/dev_ then 17 characters.
+    let devStart = count - 22
+    guard bytes[devStart] == UInt8(ascii: "/"), bytes[devStart + 1] == UInt8(ascii: "d"),
+      bytes[devStart + 2] == UInt8(ascii: "e"), bytes[devStart + 3] == UInt8(ascii: "v"),
+      bytes[devStart + 4] == UInt8(ascii: "_")
+    else { return nil }
+    var number: UInt64 = 0
+    var index = prefix.count
+    guard index < devStart, devStart - index <= 9 else { return nil }
+    while index < devStart {
+      let byte = bytes[index]
+      guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+      number = number * 10 + UInt64(byte - UInt8(ascii: "0"))
+      index += 1
+    }
+    var value: UInt64 = 0
+    for pair in 0..<6 {
+      let at = devStart + 5 + pair * 3
+      guard let high = Self.hex(bytes[at]), let low = Self.hex(bytes[at + 1]) else { return nil }
+      if pair < 5, bytes[at + 2] != UInt8(ascii: "_") { return nil }
+      value = value << 8 | UInt64(high << 4 | low)
+    }
+    guard let address = BluetoothAddress(uint48: value) else { return nil }
+    self.init(adapter: number, address: address)
+  }
+
+  private static func hex(_ byte: UInt8) -> UInt8? {
+    switch byte {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+    default: nil
+    }
+  }
+
+  /// BlueZ's path for this device, where the adapter is `hciN`.
+  var path: ObjectPath? {
+    guard adapter >> 63 == 0 else { return nil }
+    let text = address.description.split(separator: ":").joined(separator: "_")
+    return ObjectPath("/org/bluez/hci\(adapter)/dev_" + text)
+  }
+}
+
 /// A Device1 PropertiesChanged that carries advertisement data only (RSSI, TxPower,
 /// ManufacturerData as `a{qv}` of `ay`), read straight from the message on the D-Bus reader
 /// thread. It is the signal BlueZ sends for every advertisement, so it skips the generic
@@ -83,7 +185,7 @@ struct DeviceRecord: Sendable, Equatable {
 /// Anything else (another property, another type, invalidated properties) is declined and takes
 /// the generic path, which also logs malformed values.
 struct DeviceUpdate: Sendable, Equatable {
-  var path: ObjectPath
+  var key: DeviceKey
   var rssi: Int16?
   var txPower: Int16?
   /// nil when the change did not carry ManufacturerData; sorted by company, like the generic path.
@@ -91,7 +193,8 @@ struct DeviceUpdate: Sendable, Equatable {
 
   static func decode(_ signal: borrowing WireSignal) -> DeviceUpdate? {
     guard signal.member(is: BlueZ.SignalName.propertiesChanged), signal.interface(is: .properties),
-      signal.signature(is: "sa{sv}as") || signal.signature(is: "sa{sv}")
+      signal.signature(is: "sa{sv}as") || signal.signature(is: "sa{sv}"),
+      let key = signal.withPath(DeviceKey.init)
     else { return nil }
     var body = signal.body
     guard body.string()?.equals(BlueZ.deviceInterface.rawValue) == true,
@@ -123,7 +226,7 @@ struct DeviceUpdate: Sendable, Equatable {
       }
     }
     guard rssi != nil || txPower != nil || manufacturerData != nil else { return nil }
-    return DeviceUpdate(path: signal.path, rssi: rssi, txPower: txPower, manufacturerData: manufacturerData)
+    return DeviceUpdate(key: key, rssi: rssi, txPower: txPower, manufacturerData: manufacturerData)
   }
 
   /// The value of `a{qv}` whose variants hold `ay`; nil for any other shape.

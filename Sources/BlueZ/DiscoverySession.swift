@@ -24,13 +24,17 @@ final class DiscoverySession: @unchecked Sendable {
   private var monitorAdapter: ObjectPath?
   /// BlueZ's objects other than devices (adapters, the monitor manager).
   private var tree = ObjectTree()
-  /// The devices, typed (see `DeviceRecord`), keyed by object path.
-  private var devices: [ObjectPath: DeviceRecord] = [:]
+  /// The devices, typed (see `DeviceRecord`), keyed by adapter and address.
+  private var devices: [DeviceKey: DeviceRecord] = [:]
   /// The most devices `devices` held since it was last compacted.
   private var devicesPeak = 0
   /// When the current input arrived: every sighting in a batch shares it.
   private var now = ContinuousClock.now
-  private var adapter: ObjectPath?
+  private var adapter: ObjectPath? {
+    didSet { adapterID = adapter.map(DeviceKey.adapter) }
+  }
+  /// `adapter` as `DeviceKey` names it.
+  private var adapterID: UInt64?
   /// The adapter discovery last ran on, kept across a bluetoothd restart for reconciliation.
   private var lastAdapter: ObjectPath?
   private var discovering = false
@@ -195,12 +199,14 @@ final class DiscoverySession: @unchecked Sendable {
     case .released:
       log("bluez: BlueZ released the advertisement monitor")
     case .deviceFound(let path):
-      if devices[path] != nil {
-        devices[path]!.lastHeard = now
-        emit(.sighting(devices[path]!.advertisement))
+      if let key = key(for: path), devices[key] != nil {
+        devices[key]!.lastHeard = now
+        emit(.sighting(devices[key]!.advertisement))
       }
     case .deviceLost(let path):
-      if let address = devices[path]?.address ?? DeviceAdvertisement.address(path: path, properties: nil) {
+      if let address = key(for: path).flatMap({ devices[$0]?.address })
+        ?? DeviceAdvertisement.address(path: path, properties: nil)
+      {
         emit(.lost(address))
       }
     }
@@ -267,14 +273,17 @@ final class DiscoverySession: @unchecked Sendable {
       guard signal.body.count == 2, let path = signal.body[0].objectPath else { return }
       let added = tree.interfacesAdded(at: path, signal.body[1])
       if added.contains(BlueZ.deviceInterface), let properties = tree.take(BlueZ.deviceInterface, at: path) {
-        if devices[path] != nil {
-          devices[path]!.apply(properties, invalidated: [])
+        var mirrored = key(for: path)
+        if let key = mirrored {
+          devices[key]!.apply(properties, invalidated: [])
         } else if let record = DeviceRecord(path: path, properties: properties, at: now) {
-          devices[path] = record
+          let key = DeviceKey(path: path, address: record.address)
+          devices[key] = record
+          mirrored = key
         }
-        if let adapter, ObjectTree.device(path, isOf: adapter), devices[path] != nil {
-          devices[path]!.lastHeard = now
-          emit(.sighting(devices[path]!.advertisement))
+        if let key = mirrored, let adapter, ObjectTree.device(path, isOf: adapter) {
+          devices[key]!.lastHeard = now
+          emit(.sighting(devices[key]!.advertisement))
         }
       }
       if added.contains(BlueZ.adapterInterface), adapter == nil {
@@ -286,16 +295,18 @@ final class DiscoverySession: @unchecked Sendable {
         return
       }
       let removed = tree.interfacesRemoved(at: path, names)
-      if names.contains(BlueZ.deviceInterface.rawValue), let device = devices.removeValue(forKey: path),
-        let adapter, ObjectTree.device(path, isOf: adapter)
+      if names.contains(BlueZ.deviceInterface.rawValue), let key = key(for: path),
+        let device = devices.removeValue(forKey: key), let adapter, ObjectTree.device(path, isOf: adapter)
       {
         emit(.lost(device.address))
       }
       if removed[BlueZ.adapterInterface] != nil, path == adapter {
         log("bluez: adapter \(path.lastComponent) was removed; waiting for an adapter")
         // BlueZ may not remove the devices first (python-dbusmock's RemoveAdapter does not).
-        for device in devices.keys.filter({ ObjectTree.device($0, isOf: path) }).sorted() {
-          if let record = devices.removeValue(forKey: device) { emit(.lost(record.address)) }
+        let gone = devices.filter { ObjectTree.device($0.value.path, isOf: path) }
+        for (key, record) in gone.sorted(by: { $0.value.path < $1.value.path }) {
+          devices[key] = nil
+          emit(.lost(record.address))
         }
         adapter = nil
         monitorAdapter = nil
@@ -345,24 +356,51 @@ final class DiscoverySession: @unchecked Sendable {
 
   /// A fast-decoded Device1 PropertiesChanged: RSSI, TxPower and ManufacturerData only.
   private func handle(_ update: DeviceUpdate, emit: (SourceEvent) -> Void) {
-    deviceChanged(update.path, emit: emit) { record in
+    deviceChanged(update.key, path: nil, emit: emit) { record in
       record.apply(update)
       return true
     }
   }
 
-  /// Applies a change to a device (mirroring it from its path if it is new) and reports a
-  /// sighting when `change` says the advertisement changed and the device is on our adapter.
+  /// The mirror's key for a device path: from the path itself, or (for a path that names no
+  /// address) by looking for it.
+  private func key(for path: ObjectPath) -> DeviceKey? {
+    if let key = DeviceKey(path: path), devices[key] != nil { return key }
+    return devices.first { $0.value.path == path }?.key
+  }
+
+  /// A generic Device1 PropertiesChanged.
   private func deviceChanged(
     _ path: ObjectPath, emit: (SourceEvent) -> Void, _ change: (inout DeviceRecord) -> Bool
   ) {
-    if devices[path] == nil {
+    let key: DeviceKey
+    if let mirrored = self.key(for: path) {
+      key = mirrored
+    } else {
       guard let record = DeviceRecord(path: path, properties: [:], at: now) else { return }
-      devices[path] = record
+      key = DeviceKey(path: path, address: record.address)
+      devices[key] = record
     }
-    guard change(&devices[path]!), let adapter, ObjectTree.device(path, isOf: adapter) else { return }
-    devices[path]!.lastHeard = now
-    emit(.sighting(devices[path]!.advertisement))
+    deviceChanged(key, path: path, emit: emit, change)
+  }
+
+  /// Applies a change to a device (mirroring it if it is new) and reports a sighting when
+  /// `change` says the advertisement changed and the device is on our adapter. One hash lookup.
+  private func deviceChanged(
+    _ key: DeviceKey, path: ObjectPath?, emit: (SourceEvent) -> Void, _ change: (inout DeviceRecord) -> Bool
+  ) {
+    var index = devices.index(forKey: key)
+    if index == nil {
+      guard let path = path ?? key.path, let record = DeviceRecord(path: path, properties: [:], at: now)
+      else {
+        return
+      }
+      devices[key] = record
+      index = devices.index(forKey: key)
+    }
+    guard let index, change(&devices.values[index]), let adapterID, key.adapter == adapterID else { return }
+    devices.values[index].lastHeard = now
+    emit(.sighting(devices.values[index].advertisement))
   }
 
   /// Keeps the mirror under `maxDevices`: past it, the least recently heard tenth of the devices
@@ -376,8 +414,8 @@ final class DiscoverySession: @unchecked Sendable {
       let candidates = devices.filter { !$0.value.bonded && !options.keep($0.value.address) }
         .sorted { $0.value.lastHeard < $1.value.lastHeard }
       let excess = devices.count - options.maxDevices + options.maxDevices / 10
-      for (path, record) in candidates.prefix(excess) {
-        devices[path] = nil
+      for (key, record) in candidates.prefix(excess) {
+        devices[key] = nil
         emit(.lost(record.address))
       }
       log(
@@ -404,8 +442,8 @@ final class DiscoverySession: @unchecked Sendable {
       do {
         (tree, devices) = try await managedObjects()
         if let previousAdapter {
-          for (path, record) in before.sorted(by: { $0.key < $1.key })
-          where ObjectTree.device(path, isOf: previousAdapter) && devices[path] == nil {
+          for (key, record) in before.sorted(by: { $0.value.path < $1.value.path })
+          where ObjectTree.device(record.path, isOf: previousAdapter) && devices[key] == nil {
             emit(.lost(record.address))
           }
         }
@@ -428,15 +466,16 @@ final class DiscoverySession: @unchecked Sendable {
   // MARK: Calls
 
   /// BlueZ's objects: devices as records, the rest as a tree.
-  private func managedObjects() async throws -> (ObjectTree, [ObjectPath: DeviceRecord]) {
+  private func managedObjects() async throws -> (ObjectTree, [DeviceKey: DeviceRecord]) {
     let reply = try await connection.callReturningOne(
       destination: BlueZ.service, path: BlueZ.objectManagerPath, interface: .objectManager,
       member: BlueZ.Method.getManagedObjects, timeout: options.callTimeout)
     var tree = ObjectTree(managedObjects: reply)
-    var devices: [ObjectPath: DeviceRecord] = [:]
+    var devices: [DeviceKey: DeviceRecord] = [:]
     let time = ContinuousClock.now
     for (path, properties) in tree.takeAll(BlueZ.deviceInterface) {
-      devices[path] = DeviceRecord(path: path, properties: properties, at: time)
+      guard let record = DeviceRecord(path: path, properties: properties, at: time) else { continue }
+      devices[DeviceKey(path: path, address: record.address)] = record
     }
     return (tree, devices)
   }
@@ -501,12 +540,13 @@ final class DiscoverySession: @unchecked Sendable {
     guard let adapter, lastPrune.duration(to: now) >= options.pruneInterval else { return }
     lastPrune = now
     let cutoff = now.advanced(by: .zero - options.staleDeviceAge)
-    let stale = devices.filter { path, record in
+    let stale = devices.filter { _, record in
       record.lastHeard < cutoff && !record.removalAsked && !record.bonded && !options.keep(record.address)
-        && ObjectTree.device(path, isOf: adapter)
-    }.keys.sorted().prefix(Self.removalsPerPrune)
+        && ObjectTree.device(record.path, isOf: adapter)
+    }.sorted { $0.value.path < $1.value.path }.prefix(Self.removalsPerPrune)
     var removed = 0
-    for path in stale {
+    for (key, record) in stale {
+      let path = record.path
       do {
         _ = try await adapterCall(adapter, BlueZ.Method.removeDevice, [.objectPath(path)])
         removed += 1
@@ -517,7 +557,7 @@ final class DiscoverySession: @unchecked Sendable {
       }
       // Asked once: BlueZ's InterfacesRemoved (maybe still unread) reports it lost; if it is heard
       // again first, it may be pruned again later.
-      devices[path]?.removalAsked = true
+      devices[key]?.removalAsked = true
     }
     if removed > 0 {
       log(

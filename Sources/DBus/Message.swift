@@ -21,6 +21,8 @@ final class Message: @unchecked Sendable {
   static func methodCall(
     destination: BusName?, path: ObjectPath, interface: InterfaceName?, member: MemberName
   ) throws(DBusError) -> Message {
+    try validate(path: path, interface: interface, member: member)
+    if let destination { try check(dbus_validate_bus_name, destination.rawValue, "bus name") }
     guard
       let raw = dbus_message_new_method_call(
         destination?.rawValue, path.rawValue, interface?.rawValue, member.rawValue)
@@ -33,10 +35,33 @@ final class Message: @unchecked Sendable {
   static func signal(path: ObjectPath, interface: InterfaceName, member: MemberName) throws(DBusError)
     -> Message
   {
+    try validate(path: path, interface: interface, member: member)
     guard let raw = dbus_message_new_signal(path.rawValue, interface.rawValue, member.rawValue) else {
       throw DBusError(.noMemory, "dbus_message_new_signal failed")
     }
     return Message(adopting: raw)
+  }
+
+  /// libdbus aborts the process on an invalid name (its "application bug" assertions): check
+  /// first, and throw instead.
+  /// The corresponding C functions are `dbus_validate_path`, `dbus_validate_interface` and
+  /// `dbus_validate_member`.
+  static func validate(path: ObjectPath, interface: InterfaceName?, member: MemberName) throws(DBusError) {
+    try check(dbus_validate_path, path.rawValue, "object path")
+    if let interface { try check(dbus_validate_interface, interface.rawValue, "interface name") }
+    try check(dbus_validate_member, member.rawValue, "member name")
+  }
+
+  private static func check(
+    _ validator: (UnsafePointer<CChar>?, UnsafeMutablePointer<CDBus.DBusError>?) -> dbus_bool_t,
+    _ text: String,
+    _ what: String
+  ) throws(DBusError) {
+    var error = CDBus.DBusError()
+    dbus_error_init(&error)
+    guard validator(text, &error) != 0 else {
+      throw DBusError(consuming: &error, fallback: .invalidArgs, "invalid \(what) \"\(text)\"")
+    }
   }
 
   /// Appends `values` as the message body.

@@ -122,6 +122,9 @@ public struct WireString {
     }
   }
 
+  /// The bytes, without the NUL.
+  public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: pointer, count: count) }
+
   /// A copy.
   public var string: String {
     String(decoding: UnsafeRawBufferPointer(start: pointer, count: count), as: UTF8.self)
@@ -237,6 +240,8 @@ public struct WireSignal: ~Copyable {
   public func signature(is text: String) -> Bool { (header.signature?.equals(text) ?? text.isEmpty) }
   /// The object path (one allocation).
   public var path: ObjectPath { ObjectPath(header.path?.string ?? "/") }
+  /// Reads the object path in place.
+  public func withPath<T>(_ body: (WireString) -> T?) -> T? { header.path.flatMap(body) }
   /// A reader at the start of the body.
   public var body: WireReader {
     var reader = WireReader(

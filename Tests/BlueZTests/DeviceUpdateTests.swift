@@ -1,6 +1,7 @@
 import BeaconCore
 import DBus
 import DBusTestSupport
+import Foundation
 import Testing
 
 @testable import BlueZ
@@ -103,42 +104,62 @@ struct DeviceUpdateTests {
     return record
   }
 
+  /// The two ways the decoder is fed: libdbus (the message marshalled again) and `SignalSocket`
+  /// (the bytes as read from the socket).
+  enum Path: String, CaseIterable, Sendable {
+    case libdbus
+    case socket
+  }
+
   /// Sends each body as Device1 PropertiesChanged and returns what a decoding subscription got.
-  static func roundTrip(_ bodies: [[DBusValue]]) async throws -> [SignalItem<DeviceUpdate>] {
+  static func roundTrip(
+    _ bodies: [[DBusValue]], via path: Path, paths: [ObjectPath]? = nil
+  ) async throws -> [SignalItem<DeviceUpdate>] {
     let bus = try PrivateBus.start()
     defer { bus.stop() }
+    let rules = [
+      MatchRule(interface: .properties, member: BlueZ.SignalName.propertiesChanged, pathNamespace: BlueZ.root)
+    ]
     let receiver = try Connection(bus.busAddress)
     defer { receiver.close() }
+    let batches: AsyncStream<[SignalItem<DeviceUpdate>]>
+    var socket: SignalSocket<DeviceUpdate>?
+    var subscription: Subscription<SignalItem<DeviceUpdate>>?
+    switch path {
+    case .libdbus:
+      subscription = try await receiver.subscribe(to: rules, decoding: DeviceUpdate.decode)
+      batches = subscription!.batches
+    case .socket:
+      socket = try SignalSocket(bus.busAddress, rules: rules, decode: DeviceUpdate.decode)
+      batches = socket!.batches
+    }
     let sender = try Connection(bus.busAddress)
     defer { sender.close() }
-    let subscription = try await receiver.subscribe(
-      to: [
-        MatchRule(
-          interface: .properties, member: BlueZ.SignalName.propertiesChanged, pathNamespace: BlueZ.root)
-      ],
-      decoding: DeviceUpdate.decode)
-    for body in bodies {
-      try sender.emit(path: path, interface: .properties, member: BlueZ.SignalName.propertiesChanged, body)
+    for (index, body) in bodies.enumerated() {
+      try sender.emit(
+        path: paths?[index] ?? Self.path, interface: .properties, member: BlueZ.SignalName.propertiesChanged,
+        body)
     }
     var items: [SignalItem<DeviceUpdate>] = []
-    let deadline = ContinuousClock.now + .seconds(20)
-    for await batch in subscription.batches {
+    for await batch in batches {
       items += batch
-      if items.count >= bodies.count || ContinuousClock.now > deadline { break }
+      if items.count >= bodies.count { break }
     }
-    await subscription.cancel()
+    await subscription?.cancel()
+    socket?.cancel()
     return items
   }
 
-  @Test func eachShapeIsDecodedOrDeclined() async throws {
+  @Test(arguments: Path.allCases)
+  func eachShapeIsDecodedOrDeclined(_ path: Path) async throws {
     let cases = Self.cases()
-    let items = try await Self.roundTrip(cases.map(\.2))
+    let items = try await Self.roundTrip(cases.map(\.2), via: path)
     try #require(items.count == cases.count)
     for ((label, fast, body), item) in zip(cases, items) {
       switch item {
       case .decoded(let update):
         #expect(fast, "\(label): decoded, but the fast path must decline it")
-        #expect(update.path == Self.path)
+        #expect(update.key == DeviceKey(path: Self.path))
         let start = try Self.start()
         var record = start
         record.apply(update)
@@ -150,9 +171,47 @@ struct DeviceUpdateTests {
     }
   }
 
+  /// The device's key is read from the path bytes in place; it must agree with parsing the path
+  /// as a string, and a path of another shape must be declined.
+  @Test func keysFromThePathAgree() async throws {
+    let good: [ObjectPath] = [
+      "/org/bluez/hci0/dev_C0_FF_EE_00_00_01", "/org/bluez/hci12/dev_aa_bb_cc_dd_ee_ff",
+      "/org/bluez/hci3/dev_00_00_00_00_00_00",
+    ]
+    let odd: [ObjectPath] = [
+      "/org/bluez/hci0/dev_C0_FF_EE_00_00", "/org/bluez/hci0/dev_C0_FF_EE_00_00_01_02",
+      "/org/bluez/usb0/dev_C0_FF_EE_00_00_01", "/org/bluez/hci0/dev_G0_FF_EE_00_00_01",
+      "/org/bluez/hci0/dev_C0_FF_EE_00_00_01/service0001", "/org/bluez/hcix/dev_C0_FF_EE_00_00_01",
+    ]
+    let body: [DBusValue] = [
+      .string(BlueZ.deviceInterface.rawValue), .stringVariantDictionary(["RSSI": .int16(-50)]),
+      .stringArray([]),
+    ]
+    let paths = good + odd
+    let items = try await Self.roundTrip(
+      Array(repeating: body, count: paths.count), via: .socket, paths: paths)
+    try #require(items.count == paths.count)
+    for (path, item) in zip(paths, items) {
+      switch item {
+      case .decoded(let update):
+        #expect(good.contains(path), "\(path) should be declined")
+        #expect(update.key == DeviceKey(path: path), "\(path)")
+        #expect(
+          update.key.path
+            == ObjectPath(
+              path.rawValue.uppercased().replacingOccurrences(of: "/ORG/BLUEZ/HCI", with: "/org/bluez/hci")
+                .replacingOccurrences(of: "/DEV_", with: "/dev_")))
+      case .signal(let signal):
+        #expect(odd.contains(path), "\(path) should be decoded")
+        #expect(signal.path == path)
+      }
+    }
+  }
+
   /// Random property dictionaries (right and wrong keys, right and wrong types): the fast path
   /// may decline any of them, but what it decodes must equal the generic result.
-  @Test func randomBodiesAgreeWithTheGenericPath() async throws {
+  @Test(arguments: Path.allCases)
+  func randomBodiesAgreeWithTheGenericPath(_ path: Path) async throws {
     var generator = SeededGenerator(seed: 8)
     let values: [(String, [DBusValue])] = [
       ("RSSI", [.int16(-40), .int16(-100), .int32(-3), .byte(1), .variant(.int16(-50))]),
@@ -182,7 +241,7 @@ struct DeviceUpdateTests {
       }
       bodies.append(body)
     }
-    let items = try await Self.roundTrip(bodies)
+    let items = try await Self.roundTrip(bodies, via: path)
     try #require(items.count == bodies.count)
     var decoded = 0
     for (body, item) in zip(bodies, items) {

@@ -96,6 +96,26 @@ struct SignalTests {
     await subscription.cancel()
   }
 
+  /// libdbus aborts on an invalid name; the library throws first.
+  @Test func invalidNamesThrowInsteadOfAborting() async throws {
+    let sender = try Connection(try PrivateBusTrait.bus().busAddress)
+    defer { sender.close() }
+    for (path, interface, member) in [
+      ("/a-b", "org.example.F", "M"), ("/a", "no dots", "M"), ("/a", "org.example.F", "1x"),
+      ("a", "org.x.Y", "M"),
+    ] {
+      #expect {
+        try sender.emit(
+          path: ObjectPath(path), interface: InterfaceName(interface), member: MemberName(member))
+      } throws: { error in
+        (error as? DBusError)?.name == .invalidArgs
+      }
+    }
+    await #expect(throws: DBusError.self) {
+      _ = try await sender.call(destination: "not a name!", path: "/", interface: nil, member: "Ping")
+    }
+  }
+
   @Test func rulesFilterByMemberPathAndArg0() async throws {
     let address = try PrivateBusTrait.bus().busAddress
     let receiver = try Connection(address)

@@ -11,6 +11,15 @@ public struct BluetoothAddress: Hashable, Comparable, Sendable, CustomStringConv
   /// The six bytes, most significant first.
   public var bytes: [UInt8] { (0..<6).map { UInt8(truncatingIfNeeded: value >> (40 - 8 * $0)) } }
 
+  /// The six bytes as a 48-bit integer, most significant byte first; nil if higher bits are set.
+  public init?(uint48 value: UInt64) {
+    guard value >> 48 == 0 else { return nil }
+    self.value = value
+  }
+
+  /// The six bytes as a 48-bit integer, most significant byte first.
+  public var uint48: UInt64 { value }
+
   public init?(bytes: [UInt8]) {
     guard bytes.count == 6 else { return nil }
     value = bytes.reduce(0) { $0 << 8 | UInt64($1) }
