@@ -80,7 +80,8 @@ clean:
 	rm -rf .build .build-asan
 
 # --- HCI parsers under libFuzzer (issue 7). A separate block so merges stay easy. ---------------
-# `make fuzz-hci` fuzzes the HCI event parser and the btsnoop reader for FUZZ_HCI_SECONDS each;
+# `make fuzz-hci` fuzzes the HCI event parser, the btsnoop reader and the D-Bus wire reader
+# (SignalSocket) for FUZZ_HCI_SECONDS each;
 # `make test` runs them briefly (FUZZ_HCI_TEST_SECONDS). Crashers go into Fuzz/<target>/corpus,
 # which HCIParsingTests replays as regression inputs.
 FUZZ_HCI_SECONDS ?= 60
@@ -91,11 +92,13 @@ fuzz-hci:
 	@scripts/install-deps.sh test
 	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_SECONDS)
 	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_SECONDS)
+	Fuzz/run-hci.sh dbus-wire $(FUZZ_HCI_SECONDS)
 
 fuzz-hci-short:
 	@scripts/install-deps.sh test
 	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_TEST_SECONDS)
 	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_TEST_SECONDS)
+	Fuzz/run-hci.sh dbus-wire $(FUZZ_HCI_TEST_SECONDS)
 
 # --- System files, installation and the .deb (issue 4). A separate block so merges stay easy. ---
 # `make install DESTDIR=… PREFIX=/usr` installs the release binary (Swift runtime linked in), the

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Fuzzes the pure HCI parsers with libFuzzer (swiftlang docs/libFuzzerIntegration.md).
 #
-#   Fuzz/run-hci.sh TARGET SECONDS      TARGET: hci-events | btsnoop
+#   Fuzz/run-hci.sh TARGET SECONDS      TARGET: hci-events | btsnoop | dbus-wire
 #
-# Builds Sources/HCIParsing/*.swift with Fuzz/TARGET/FuzzEntry.swift into one executable
+# Builds the parser's sources (Sources/HCIParsing/*.swift; for dbus-wire the in-place D-Bus wire
+# reader, Sources/DBus/Wire.swift and the pure files it needs) with Fuzz/TARGET/FuzzEntry.swift
+# into one executable
 # (swiftc -sanitize=fuzzer,address -parse-as-library), then runs it for SECONDS on a working
 # corpus seeded from Fuzz/TARGET/corpus. A crash leaves its input in .build/fuzz/TARGET/artifacts
 # and exits non-zero; copy it into Fuzz/TARGET/corpus (and a test) as a regression input.
@@ -11,9 +13,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-target=${1:?usage: Fuzz/run-hci.sh hci-events|btsnoop SECONDS}
+target=${1:?usage: Fuzz/run-hci.sh hci-events|btsnoop|dbus-wire SECONDS}
 seconds=${2:-30}
-case "$target" in hci-events | btsnoop) ;; *) echo "run-hci.sh: unknown target $target" >&2; exit 64 ;; esac
+case "$target" in
+  hci-events | btsnoop) sources=(Sources/HCIParsing/*.swift) ;;
+  dbus-wire) sources=(Sources/DBus/Wire.swift Sources/DBus/Names.swift Sources/DBus/DBusError.swift Sources/DBus/CString.swift) ;;
+  *) echo "run-hci.sh: unknown target $target" >&2; exit 64 ;;
+esac
 
 out=.build/fuzz/$target
 mkdir -p "$out/corpus" "$out/artifacts"
@@ -21,7 +27,7 @@ cp -n Fuzz/"$target"/corpus/* "$out/corpus/" 2>/dev/null || true
 
 # ld.gold warns about every ASan helper symbol; keep the build log quiet unless it fails.
 if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -g -module-name "HCIFuzz" \
-  Sources/HCIParsing/*.swift "Fuzz/$target/FuzzEntry.swift" -o "$out/fuzz" >"$out/build.log" 2>&1; then
+  "${sources[@]}" "Fuzz/$target/FuzzEntry.swift" -o "$out/fuzz" >"$out/build.log" 2>&1; then
   grep -v "Cannot export local symbol" "$out/build.log" >&2
   echo "fuzz $target: the harness did not build" >&2
   exit 1

@@ -1,0 +1,116 @@
+// libFuzzer entry for the in-place D-Bus wire reader (Sources/DBus/Wire.swift), which
+// SignalSocket runs on every byte the bus sends. Compiled with Wire.swift, Names.swift,
+// DBusError.swift and CString.swift by Fuzz/run-hci.sh dbus-wire.
+//
+// The input is a byte stream as read from the socket: messages are framed one after another,
+// each header is read, and each body is walked by its signature with every WireReader read.
+
+/// Names.swift asks libdbus whether a signature is valid; the harness links no libdbus.
+func _signatureIsValid(_ text: String) -> Bool { !text.isEmpty }
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzWire(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
+  let stream = UnsafeRawBufferPointer(start: start, count: count)
+  var offset = 0
+  while offset < count {
+    let rest = UnsafeRawBufferPointer(rebasing: stream[offset...])
+    guard let length = try? Wire.messageLength(rest), length <= rest.count else { break }
+    precondition(length >= Wire.fixedHeaderLength)
+    let message = UnsafeRawBufferPointer(rebasing: rest[0..<length])
+    if let header = Wire.header(message) {
+      precondition(header.bodyStart <= length)
+      let signal = WireSignal(header: header, bytes: message)
+      _ = signal.interface(is: "org.freedesktop.DBus.Properties")
+      _ = signal.member(is: "PropertiesChanged")
+      _ = signal.signature(is: "sa{sv}as")
+      _ = signal.withPath { $0.bytes.count }
+      var body = signal.body
+      let signature = header.signature.map { Array($0.bytes) } ?? []
+      var index = 0
+      while index < signature.count, walk(signature, &index, &body, depth: 0) {}
+      precondition(body.position <= length, "read past the message")
+    }
+    offset += length
+  }
+  return 0
+}
+
+/// Reads one complete type from `signature[index...]`; false when the data does not fit.
+func walk(_ signature: [UInt8], _ index: inout Int, _ body: inout WireReader, depth: Int) -> Bool {
+  guard depth < 64, index < signature.count else { return false }
+  let code = signature[index]
+  index += 1
+  switch code {
+  case UInt8(ascii: "y"): return body.byte() != nil
+  case UInt8(ascii: "n"): return body.int16() != nil
+  case UInt8(ascii: "q"): return body.uint16() != nil
+  case UInt8(ascii: "i"): return body.int32() != nil
+  case UInt8(ascii: "b"), UInt8(ascii: "u"), UInt8(ascii: "h"): return body.uint32() != nil
+  case UInt8(ascii: "x"), UInt8(ascii: "t"), UInt8(ascii: "d"): return body.skipBasic(code)
+  case UInt8(ascii: "s"), UInt8(ascii: "o"):
+    guard let text = body.string() else { return false }
+    precondition(text.bytes.count == text.count)
+    _ = text.equals("org.bluez.Device1")
+    return true
+  case UInt8(ascii: "g"): return body.signature() != nil
+  case UInt8(ascii: "v"):
+    guard let inner = body.signature() else { return false }
+    let innerSignature = Array(inner.bytes)
+    var innerIndex = 0
+    return walk(innerSignature, &innerIndex, &body, depth: depth + 1)
+  case UInt8(ascii: "a"):
+    guard index < signature.count else { return false }
+    let element = signature[index]
+    if element == UInt8(ascii: "y") {
+      index += 1
+      return body.bytes() != nil
+    }
+    let alignment = [UInt8(ascii: "{"), UInt8(ascii: "("), UInt8(ascii: "x"), UInt8(ascii: "t"), UInt8(ascii: "d")]
+      .contains(element) ? 8 : 4
+    guard let end = body.beginArray(elementAlignment: alignment) else { return false }
+    let elementStart = index
+    var elementEnd = index
+    var rounds = 0
+    while body.position < end {
+      elementEnd = elementStart
+      let before = body.position
+      guard walk(signature, &elementEnd, &body, depth: depth + 1), body.position > before else { return false }
+      rounds += 1
+      precondition(rounds <= 1 << 27)
+    }
+    // Skip the element type for an empty array.
+    if elementEnd == elementStart { return skipType(signature, &index) }
+    index = elementEnd
+    return body.position == end
+  case UInt8(ascii: "("), UInt8(ascii: "{"):
+    let close = code == UInt8(ascii: "(") ? UInt8(ascii: ")") : UInt8(ascii: "}")
+    guard body.align(8) else { return false }
+    while index < signature.count, signature[index] != close {
+      guard walk(signature, &index, &body, depth: depth + 1) else { return false }
+    }
+    guard index < signature.count else { return false }
+    index += 1
+    return true
+  default:
+    return false
+  }
+}
+
+/// Moves past one complete type in a signature without reading data.
+func skipType(_ signature: [UInt8], _ index: inout Int) -> Bool {
+  guard index < signature.count else { return false }
+  let code = signature[index]
+  index += 1
+  switch code {
+  case UInt8(ascii: "a"): return skipType(signature, &index)
+  case UInt8(ascii: "("), UInt8(ascii: "{"):
+    let close = code == UInt8(ascii: "(") ? UInt8(ascii: ")") : UInt8(ascii: "}")
+    while index < signature.count, signature[index] != close {
+      guard skipType(signature, &index) else { return false }
+    }
+    guard index < signature.count else { return false }
+    index += 1
+    return true
+  default: return true
+  }
+}
