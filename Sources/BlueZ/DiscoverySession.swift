@@ -365,7 +365,8 @@ final class DiscoverySession: @unchecked Sendable {
   /// The mirror's key for a device path: from the path itself, or (for a path that names no
   /// address) by looking for it.
   private func key(for path: ObjectPath) -> DeviceKey? {
-    if let key = DeviceKey(path: path), devices[key] != nil { return key }
+    if let key = DeviceKey(path: path) { return devices[key] != nil ? key : nil }
+    // Only a path that names no address (never one of BlueZ's) costs a search.
     return devices.first { $0.value.path == path }?.key
   }
 

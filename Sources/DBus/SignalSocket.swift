@@ -231,6 +231,10 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
 
   /// Bytes asked of the kernel per read.
   static var chunk: Int { 64 * 1024 }
+  /// Bytes read per pass at most (about 1,000 BlueZ PropertiesChanged).
+  static var passLimit: Int { 256 * 1024 }
+  /// Set once set-up is over and the socket no longer blocks.
+  private var nonBlocking = false
 
   /// Hello, then AddMatch for each rule, each answered before this returns.
   func setUp(rules: [MatchRule], timeout: Duration) throws(DBusError) -> BusName {
@@ -247,13 +251,14 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
     let deadline = ContinuousClock.now + timeout
     while !awaiting.isEmpty {
       try SocketSetup.waitReadable(fd, until: deadline)
-      guard readAvailable() else {
+      guard readAvailable().open else {
         throw DBusError(.disconnected, "the bus closed the connection during set-up")
       }
       try frame()
       if let setUpFailure { throw setUpFailure }
     }
     _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    nonBlocking = true
     return BusName(helloName ?? "")
   }
 
@@ -301,7 +306,7 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
       }
       wakeUps.add(1, ordering: .relaxed)
       if fds[1].revents != 0 { break }
-      let open = readAvailable()
+      let (open, drained) = readAvailable()
       do {
         try frame()
       } catch {
@@ -309,7 +314,8 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
       }
       flush()
       if !open { break }
-      if batchInterval > .zero { Self.sleep(for: batchInterval) }
+      // A pass stops after `passLimit` bytes; only an emptied socket waits for the next batch.
+      if drained, batchInterval > .zero { Self.sleep(for: batchInterval) }
     }
     stopping.store(true, ordering: .releasing)
     close(fd)
@@ -319,9 +325,13 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
     done.signal()
   }
 
-  /// Reads everything the socket holds now. False once the bus has closed it.
-  private func readAvailable() -> Bool {
+  /// Reads what the socket holds now, up to `passLimit` bytes: `open` is false once the bus has
+  /// closed it, `drained` true when nothing was left. Bounding a pass keeps a flood from growing
+  /// the buffer and the batch without limit.
+  private func readAvailable() -> (open: Bool, drained: Bool) {
+    var taken = 0
     while true {
+      if nonBlocking, taken >= Self.passLimit { return (true, false) }
       if buffer.count - filled < Self.chunk {
         let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 8)
         bigger.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[0..<filled]))
@@ -331,13 +341,14 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
       let count = recv(fd, buffer.baseAddress! + filled, buffer.count - filled, 0)
       if count > 0 {
         filled += count
+        taken += count
         // In set-up (blocking) one read is enough; the loop asks again.
-        if fcntl(fd, F_GETFL) & O_NONBLOCK == 0 { return true }
+        if !nonBlocking { return (true, false) }
         continue
       }
-      if count == 0 { return false }
+      if count == 0 { return (false, true) }
       if errno == EINTR { continue }
-      return errno == EAGAIN || errno == EWOULDBLOCK
+      return (errno == EAGAIN || errno == EWOULDBLOCK, true)
     }
   }
 

@@ -41,4 +41,42 @@ struct BoundedMemoryTests {
     #expect(paths.filter { $0.contains("/dev_") } == ["/org/bluez/hci0/dev_C0_FF_EE_00_00_07"])
     #expect(fixture.logLines.contains { $0.contains("removed") })
   }
+
+  /// Past `maxDevices`, the devices heard least recently are forgotten and reported lost; kept
+  /// ones and those heard lately stay.
+  @Test func theMirrorIsCappedAndForgetsTheOldest() async throws {
+    let fixture = try await BlueZFixture.start()
+    defer { fixture.stop() }
+    try await fixture.addAdapter("hci0")
+    let kept = BluetoothAddress("5A:00:00:00:00:00")!
+    let recorder = EventRecorder(
+      try await fixture.source {
+        $0.maxDevices = 20
+        $0.keep = { $0 == kept }
+      }.events())
+    defer { Task { await recorder.cancel() } }
+    var paths: [ObjectPath] = []
+    for i in 0..<20 {
+      paths.append(try await fixture.addDevice("hci0", String(format: "5A:00:00:00:00:%02X", i)))
+    }
+    try await recorder.wait("the first 20 are heard") { $0.sightings.count >= 20 }
+    // The tenth is heard again, so it is no longer among the oldest.
+    try await fixture.advertise(paths[9], ["RSSI": .int16(-60)])
+    try await recorder.wait("the tenth is heard again") { $0.sightings.count >= 21 }
+    for i in 20..<25 {
+      paths.append(try await fixture.addDevice("hci0", String(format: "5A:00:00:00:00:%02X", i)))
+    }
+    // Over 20, the oldest are forgotten (those over, plus a tenth of the cap, per round), the kept
+    // one skipped: 6 or 7 in all, depending on how the new devices fall into D-Bus batches.
+    try await recorder.wait("the oldest are forgotten") { $0.lost.count >= 6 }
+    try await Task.sleep(for: .milliseconds(300))
+    let lost = Set(recorder.lost)
+    #expect(!lost.contains(kept))
+    #expect(!lost.contains(BluetoothAddress("5A:00:00:00:00:09")!))
+    #expect((6...7).contains(lost.count), "\(lost)")
+    // Devices in one D-Bus batch share a time, so which of the first twenty go is not fixed;
+    // none of the five newest does.
+    #expect(lost.allSatisfy { $0.description < "5A:00:00:00:00:14" }, "only devices from the first twenty")
+    #expect(fixture.logLines.contains { $0.contains("forgot the") })
+  }
 }
