@@ -207,7 +207,7 @@ final class ConnectionCore: @unchecked Sendable {
       }
       dispatchQueued()
       if state.withLock({ $0.closedReason != nil }) { break }
-      if batchInterval > .zero { sleep(for: batchInterval) }
+      if batchInterval > .zero { ReaderThread.sleep(for: batchInterval) }
     }
     shutDown()
   }
@@ -249,13 +249,6 @@ final class ConnectionCore: @unchecked Sendable {
     guard version != readerSinksVersion else { return }
     readerSinks = state.withLock { Array($0.subscribers.values) }
     readerSinksVersion = version
-  }
-
-  private func sleep(for duration: Duration) {
-    let (seconds, attoseconds) = duration.components
-    var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
-    var remaining = timespec()
-    while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
   }
 
   /// Ends every call and subscription, then closes and frees the connection.
@@ -621,6 +614,17 @@ final class Sink<Item: Sendable>: SignalSink, @unchecked Sendable {
   }
 
   func finish() { continuation.finish() }
+}
+
+/// What the reader threads share.
+enum ReaderThread {
+  /// Sleeps the calling thread (never a cooperative one: readers have threads of their own).
+  static func sleep(for duration: Duration) {
+    let (seconds, attoseconds) = duration.components
+    var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+    var remaining = timespec()
+    while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+  }
 }
 
 extension DBusError {

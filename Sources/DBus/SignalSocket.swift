@@ -315,7 +315,7 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
       flush()
       if !open { break }
       // A pass stops after `passLimit` bytes; only an emptied socket waits for the next batch.
-      if drained, batchInterval > .zero { Self.sleep(for: batchInterval) }
+      if drained, batchInterval > .zero { ReaderThread.sleep(for: batchInterval) }
     }
     stopping.store(true, ordering: .releasing)
     close(fd)
@@ -439,10 +439,4 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
     batch.removeAll(keepingCapacity: true)
   }
 
-  private static func sleep(for duration: Duration) {
-    let (seconds, attoseconds) = duration.components
-    var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
-    var remaining = timespec()
-    while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
-  }
 }

@@ -393,16 +393,19 @@ struct SightingHistory: Sendable {
     }
     // With no gap left at the old minimum every remaining gap is longer than it, so a new gap
     // at or below it is the new minimum; otherwise the window is rescanned.
-    let gap = t - previous
-    if gap > Self.minimumGap {
-      if gap < interval {
-        interval = gap
-        atInterval = 1
-      } else if gap == interval {
-        atInterval += 1
-      }
-    }
+    consider(t - previous)
     if atInterval == 0 && interval.isFinite { rescan() }
+  }
+
+  /// Counts a gap toward the shortest one and how many gaps are at it.
+  private mutating func consider(_ gap: Double) {
+    guard gap > Self.minimumGap else { return }
+    if gap < interval {
+      interval = gap
+      atInterval = 1
+    } else if gap == interval {
+      atInterval += 1
+    }
   }
 
   private mutating func rescan() {
@@ -411,15 +414,7 @@ struct SightingHistory: Sendable {
     var a = times[oldest]
     for k in 1..<times.count {
       let b = times[(oldest + k) % times.count]
-      let gap = b - a
-      if gap > Self.minimumGap {
-        if gap < interval {
-          interval = gap
-          atInterval = 1
-        } else if gap == interval {
-          atInterval += 1
-        }
-      }
+      consider(b - a)
       a = b
     }
   }
