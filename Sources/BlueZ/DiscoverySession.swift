@@ -26,8 +26,8 @@ final class DiscoverySession: @unchecked Sendable {
   private var tree = ObjectTree()
   /// The devices, typed (see `DeviceRecord`), keyed by adapter and address.
   private var devices: [DeviceKey: DeviceRecord] = [:]
-  /// The most devices `devices` held since it was last compacted.
-  private var devicesPeak = 0
+  /// When the mirror has shrunk enough to copy it into a smaller table.
+  private var devicesShrink = PeakShrink()
   /// When the current input arrived: every sighting in a batch shares it.
   private var now = ContinuousClock.now
   private var adapter: ObjectPath? {
@@ -408,9 +408,8 @@ final class DiscoverySession: @unchecked Sendable {
   /// that are neither bonded nor kept is forgotten (reported lost; BlueZ drops them itself after
   /// its TemporaryTimeout, and a device heard again is mirrored again). Sorting a tenth at a time keeps a flood of
   /// random addresses at O(log n) per device. Once the mirror has shrunk to a quarter of its peak,
-  /// it is copied into a smaller table and freed memory is handed back to the system.
+  /// it is copied into a smaller table (the daemon hands the freed pages back to the system).
   private func evictIfOver(emit: (SourceEvent) -> Void) {
-    devicesPeak = max(devicesPeak, devices.count)
     if devices.count > options.maxDevices {
       let candidates = devices.filter { !$0.value.bonded && !options.keep($0.value.address) }
         .sorted { $0.value.lastHeard < $1.value.lastHeard }
@@ -423,10 +422,8 @@ final class DiscoverySession: @unchecked Sendable {
         "bluez: over \(options.maxDevices) devices mirrored; forgot the \(min(excess, candidates.count)) heard least recently"
       )
     }
-    if devicesPeak > 1024, devices.count <= devicesPeak / 4 {
+    if devicesShrink.shouldRelease(tracked: devices.count) {
       devices = Dictionary(uniqueKeysWithValues: devices.map { ($0.key, $0.value) })
-      devicesPeak = devices.count
-      MemoryRelease.returnFreedMemory()
     }
   }
 

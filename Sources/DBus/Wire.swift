@@ -238,8 +238,6 @@ public struct WireSignal: ~Copyable {
   public func member(is name: MemberName) -> Bool { header.member?.equals(name.rawValue) == true }
   /// The body's signature, such as `sa{sv}as`.
   public func signature(is text: String) -> Bool { (header.signature?.equals(text) ?? text.isEmpty) }
-  /// The object path (one allocation).
-  public var path: ObjectPath { ObjectPath(header.path?.string ?? "/") }
   /// Reads the object path in place.
   public func withPath<T>(_ body: (WireString) -> T?) -> T? { header.path.flatMap(body) }
   /// A reader at the start of the body.

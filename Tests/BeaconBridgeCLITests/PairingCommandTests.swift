@@ -1,5 +1,6 @@
 import BeaconBridgeCLI
 import BeaconCore
+import BeaconTestSupport
 import Foundation
 import Testing
 
@@ -14,8 +15,7 @@ import Testing
   }
 
   @Test func pairListUnpairRoundTrip() async throws {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-cli-\(UUID().uuidString)")
-      .path
+    let dir = scratchPath("cli")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let paired = await run([
       "pair", "--uuid", uuid, "--major", "1", "--minor", "7", "--device-id", "UNIT-0042", "--label", "van 7",

@@ -23,9 +23,7 @@ struct CrashTests {
     try await fixture.addAdapter("hci0")
     // The backend fails a fifth of requests and drops a tenth, so batches wait in the outbox.
     let backend = try FakeBackend(["--fail-rate", "0.2", "--drop-rate", "0.1", "--seed", "11"])
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-crash-\(UUID().uuidString)")
-      .path
-    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    let dir = try scratchDirectory("crash")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let config = dir + "/beaconbridge.conf"
     // No beacon in this test: trips take the fallback device ID at once.

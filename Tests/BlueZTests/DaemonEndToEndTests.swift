@@ -112,9 +112,7 @@ struct DaemonEndToEndTests {
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
     let notify = try NotifySocket()
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-daemon-\(UUID().uuidString)")
-      .path
-    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    let dir = try scratchDirectory("daemon")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let backend = try FakeBackend(["--script", "503"])
     let config = dir + "/beaconbridge.conf"

@@ -18,9 +18,7 @@ struct DeadLetterTests {
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
     let backend = try FakeBackend(["--script", "422"])
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-dead-\(UUID().uuidString)")
-      .path
-    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    let dir = try scratchDirectory("dead")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let config = dir + "/beaconbridge.conf"
     try """

@@ -48,9 +48,7 @@ struct DiagnoseTests {
   }
 
   func prepare() throws -> (dir: String, config: String) {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-diag-\(UUID().uuidString)")
-      .path
-    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    let dir = try scratchDirectory("diag")
     try "tok-9f8e7d6c5b\n".write(toFile: dir + "/token", atomically: true, encoding: .utf8)
     let config = dir + "/beaconbridge.conf"
     try """

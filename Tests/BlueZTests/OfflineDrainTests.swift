@@ -20,9 +20,7 @@ struct OfflineDrainTests {
     try await fixture.addAdapter("hci0")
     // Learn a free port, then leave it closed: the backend is down.
     let port = try FakeBackend().port
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-drain-\(UUID().uuidString)")
-      .path
-    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    let dir = try scratchDirectory("drain")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let config = dir + "/beaconbridge.conf"
     try """

@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconTestSupport
 import BlueZ
 import DBus
 import DBusTestSupport
@@ -98,8 +99,7 @@ struct PairNearestTests {
     let fixture = try await BlueZFixture.start()
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-nearest-\(UUID().uuidString)")
-      .path
+    let dir = scratchPath("nearest")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)

@@ -1,3 +1,4 @@
+import BeaconCore
 import Testing
 
 @testable import BridgeDaemon
@@ -5,7 +6,7 @@ import Testing
 @Suite struct FreedMemoryReleaseTests {
   /// The decision at each check, for beacon counts seen in that order.
   func decisions(_ counts: [Int]) -> [Bool] {
-    var release = FreedMemoryRelease()
+    var release = PeakShrink()
     return counts.map { release.shouldRelease(tracked: $0) }
   }
 

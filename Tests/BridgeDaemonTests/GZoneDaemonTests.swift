@@ -153,8 +153,7 @@ import Testing
   }
 
   @Test func thePollerDiffsAgainstTheStoredLoadAndRestartDoesNotReplay() async throws {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-gzone-\(UUID().uuidString)")
-      .path
+    let dir = scratchPath("gzone")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let box = Box()
     do {
@@ -183,8 +182,7 @@ import Testing
   }
 
   @Test func withoutConfigurationRefreshSaysSo() async throws {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-gzone-\(UUID().uuidString)")
-      .path
+    let dir = scratchPath("gzone")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let poller = poller(try Store(directory: dir), Box(), enabled: false)
     await #expect(throws: GZonePollerError.notConfigured) { try await poller.refresh(reason: "test") }
@@ -192,8 +190,7 @@ import Testing
   }
 
   @Test func concurrentRefreshesShareOneLoad() async throws {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-gzone-\(UUID().uuidString)")
-      .path
+    let dir = scratchPath("gzone")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let box = Box()
     let poller = poller(try Store(directory: dir), box)
@@ -209,8 +206,7 @@ import Testing
   }
 
   @Test func aPostedBatchTriggersOneReload() async throws {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-gzone-\(UUID().uuidString)")
-      .path
+    let dir = scratchPath("gzone")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let box = Box()
     let poller = poller(try Store(directory: dir), box)

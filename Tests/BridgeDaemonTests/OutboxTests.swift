@@ -6,9 +6,7 @@ import Testing
 
 /// The SQLite outbox as the bridge's journal: a real file, reopened as a restarted daemon would.
 @Suite struct OutboxTests {
-  func directory() -> String {
-    FileManager.default.temporaryDirectory.appendingPathComponent("bb-outbox-\(UUID().uuidString)").path
-  }
+  func directory() -> String { scratchPath("outbox") }
 
   func bridge(_ host: RecordingHost, _ store: Store, _ clock: TestClock = TestClock()) async throws
     -> BeaconBridge

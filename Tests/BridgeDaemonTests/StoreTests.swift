@@ -6,11 +6,7 @@ import Testing
 
 /// The store against a real SQLite file in a temporary directory.
 @Suite struct StoreTests {
-  func temporaryDirectory() -> String {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("bb-store-\(UUID().uuidString)")
-      .path
-    return path
-  }
+  func temporaryDirectory() -> String { scratchPath("store") }
 
   @Test func pairingsPersistAcrossReopen() async throws {
     let dir = temporaryDirectory()
@@ -92,8 +88,7 @@ import Testing
 @Suite struct LockedStoreTests {
   /// Another process holds the write lock past the busy timeout: a clear error, the file kept.
   @Test func lockedStoreIsAClearErrorAndKeepsTheFile() async throws {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bb-lock-\(UUID().uuidString)")
-      .path
+    let dir = scratchPath("lock")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let store = try Store(directory: dir)
     try await store.pair(Fixtures.vanPairing)

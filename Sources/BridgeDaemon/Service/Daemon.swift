@@ -157,7 +157,9 @@ public struct Daemon: Sendable {
       group.addTask {
         var version = try? await store.dataVersion()
         var lastStatus = ""
-        var release = FreedMemoryRelease()
+        // Many beacons gone at once (a flood expiring or reported lost): hand glibc's freed pages
+        // back, or the daemon would stay at its peak size.
+        var release = PeakShrink()
         while !Task.isCancelled {
           try? await Task.sleep(for: .seconds(2))
           if let now = try? await store.dataVersion(), now != version {
@@ -244,23 +246,6 @@ public struct Daemon: Sendable {
     let held = status.trips.reduce(0) { $0 + $1.heldBatches }
     parts.append("\(status.outboundBatches + held) batch(es) waiting")
     return parts.joined(separator: "; ")
-  }
-}
-
-/// When to hand freed memory back after many beacons left at once (a flood of random addresses
-/// expiring or reported lost): glibc keeps the freed pages otherwise, and the daemon would stay at
-/// its peak size. Checked every two seconds with the number of beacons in range; releases once
-/// that number has fallen to a quarter of its peak since the last release, for peaks above
-/// `threshold` only (ordinary comings and goings never trim).
-struct FreedMemoryRelease {
-  var threshold = 1024
-  private(set) var peak = 0
-
-  mutating func shouldRelease(tracked count: Int) -> Bool {
-    peak = max(peak, count)
-    guard peak > threshold, count <= peak / 4 else { return false }
-    peak = count
-    return true
   }
 }
 

@@ -1,0 +1,14 @@
+import Foundation
+
+/// A fresh path under the system's temporary directory, `bb-<name>-<UUID>`, not created. The
+/// caller removes what it puts there (`defer { try? FileManager.default.removeItem(atPath:) }`).
+public func scratchPath(_ name: String) -> String {
+  FileManager.default.temporaryDirectory.appendingPathComponent("bb-\(name)-\(UUID().uuidString)").path
+}
+
+/// `scratchPath(name)`, created as an empty directory.
+public func scratchDirectory(_ name: String) throws -> String {
+  let path = scratchPath(name)
+  try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+  return path
+}
