@@ -223,10 +223,17 @@ public enum Doctor {
             fix: beacons > 0
               ? nil : "no advertisements are arriving: check that the beacon is powered and in range"))
       } else {
+        // What the daemon says it waits for (docs/dbus-api.md, `scan`), with the fix it names.
+        let scan = status["scan"]
+        let detail = scan?["detail"]?.stringValue
+        let waiting = scan?["state"]?.stringValue == "waiting"
         checks.append(
           HealthCheck(
-            .bluetooth, "scanning", .critical, "the daemon runs but does not scan",
-            fix: "see journalctl -u beaconbridge"))
+            .bluetooth, "scanning", .critical,
+            detail.map { "the daemon runs but does not scan: \($0)" } ?? "the daemon runs but does not scan",
+            fix: waiting && detail?.contains("adapter") == true
+              ? "plug in a Bluetooth adapter (or power it: btmgmt power on); scanning starts by itself"
+              : "see journalctl -u beaconbridge"))
       }
       if let active = status["activeBeacon"], active != .null {
         checks.append(
