@@ -23,10 +23,8 @@ struct StoreOptions: Sendable {
     do {
       return try Store(directory: directory)
     } catch {
+      // The message names the cause and the fix (StateDirectoryError, StoreError).
       console.err("beaconbridge: \(error.description)\n")
-      if error.code == .cannotCreateDirectory {
-        console.err("Run as root or a member of the beaconbridge group, or pass --state-dir.\n")
-      }
       return nil
     }
   }

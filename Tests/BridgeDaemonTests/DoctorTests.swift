@@ -35,7 +35,7 @@ import Testing
       configPath: "/etc/beaconbridge/beaconbridge.conf", configuration: configuration,
       stateDirectory: "/var/lib/x",
       stateDirectoryProblem: stateProblem, store: .success(("ok", outbox)), freeBytes: free, bluez: bluez,
-      daemon: daemon, tokenReadable: nil, isRoot: true)
+      daemon: daemon, tokenFiles: [], isRoot: true)
   }
 
   func status(_ report: HealthReport, _ name: String) -> HealthCheck.Status? {
