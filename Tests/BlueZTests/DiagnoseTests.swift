@@ -49,7 +49,7 @@ struct DiagnoseTests {
 
   func prepare() throws -> (dir: String, config: String) {
     let dir = try scratchDirectory("diag")
-    try "tok-9f8e7d6c5b\n".write(toFile: dir + "/token", atomically: true, encoding: .utf8)
+    try writeTokenFile("tok-9f8e7d6c5b\n", to: dir + "/token")
     let config = dir + "/beaconbridge.conf"
     try """
     [Upload]

@@ -69,7 +69,7 @@ import Testing
     let path = FileManager.default.temporaryDirectory.appendingPathComponent(
       "gzone-token-\(UUID().uuidString)"
     ).path
-    try (token + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+    try writeTokenFile(token + "\n", to: path)
     return path
   }
 

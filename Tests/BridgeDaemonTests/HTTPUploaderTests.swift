@@ -25,7 +25,7 @@ import Testing
   @Test func postsTheDocumentedRequest() async throws {
     let token = FileManager.default.temporaryDirectory.appendingPathComponent("token-\(UUID().uuidString)")
       .path
-    try "s3cret\n".write(toFile: token, atomically: true, encoding: .utf8)
+    try writeTokenFile("s3cret\n", to: token)
     defer { try? FileManager.default.removeItem(atPath: token) }
     let backend = try FakeBackend(["--token", "s3cret"])
     try await HTTPUploader(url: backend.url, tokenFile: token).post(batch(4))

@@ -75,6 +75,12 @@ public actor Store {
         "\(path) is not a beaconbridge store (\(why)); it was left unchanged. Move it aside, or pass --state-dir with another directory"
       )
     }
+    if ownership == .notADatabase {
+      throw StoreError(
+        .corrupt,
+        "the store \(path) is damaged or not a database (no SQLite header); it was left as it is. Move it aside to start afresh, or keep it for support"
+      )
+    }
     do {
       let database = try SQLiteDatabase(path: path, create: true)
       try database.execute("PRAGMA journal_mode=WAL")

@@ -21,6 +21,9 @@ enum StoreOwnership: Equatable {
   case emptyDatabase
   /// Not ours; why, in words.
   case foreign(String)
+  /// Not an SQLite file at all (no "SQLite format 3" header): a damaged store or another file;
+  /// reported as damaged, and kept.
+  case notADatabase
 
   /// The tables each schema version has (sqlite_* internals aside).
   static let tables: [Int64: Set<String>] = [
@@ -48,7 +51,7 @@ enum StoreOwnership: Equatable {
     guard statOK, info.st_mode & S_IFMT == S_IFREG else { return .foreign("it is not a regular file") }
     if info.st_size == 0 { return .absent }
     guard count == 100, header.starts(with: Array("SQLite format 3\0".utf8)) else {
-      return .foreign("it is not an SQLite database")
+      return .notADatabase
     }
     func integer(at offset: Int) -> UInt32 {
       header[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) }
