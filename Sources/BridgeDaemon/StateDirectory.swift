@@ -71,14 +71,15 @@ extension StateDirectory {
     case EACCES, EPERM:
       var owner = ""
       var info = stat()
-      let existing = stat(path, &info) == 0 ? path : component
-      if stat(existing, &info) == 0 {
+      let exists = stat(path, &info) == 0
+      if exists {
         owner =
           ", owned by \(userName(info.st_uid)):\(TokenFile.groupName(info.st_gid)) with mode "
           + String(info.st_mode & 0o7777, radix: 8).leftPadded(to: 4)
       }
+      let what = exists ? "is not writable by" : "cannot be created by"
       return StateDirectoryError(
-        path: path, problem: "is not writable by \(userName(geteuid())): permission denied\(which)\(owner)",
+        path: path, problem: "\(what) \(userName(geteuid())): permission denied\(which)\(owner)",
         fix:
           "run as root or as a member of the beaconbridge group, or pass --state-dir with a directory you own"
       )
