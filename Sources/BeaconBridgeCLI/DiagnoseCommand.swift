@@ -331,7 +331,7 @@ public struct DiagnoseCommand: BridgeCommand {
     tar.waitUntilExit()
     guard tar.terminationStatus == 0, !archive.isEmpty else {
       throw ExportError(
-        path: output, problem: "tar failed: \(message.trimmedWhitespace)",
+        path: output, problem: "tar failed: \(message.split(separator: "\n").joined(separator: "; "))",
         fix: "check the free space in \(temporary)")
     }
     return archive

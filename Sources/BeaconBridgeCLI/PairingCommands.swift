@@ -8,6 +8,8 @@ struct StoreOptions: Sendable {
 
   init(_ arguments: inout Arguments) throws(UsageError) {
     stateDir = try arguments.option("--state-dir")
+    // An empty path would silently mean the default directory: refused instead.
+    if stateDir?.isEmpty == true { throw UsageError("--state-dir needs a directory, not an empty path") }
   }
 
   var directory: String {

@@ -265,6 +265,15 @@ struct FileBoundaryTests {
     }
   }
 
+  @Test(arguments: [
+    ["pairs", "--state-dir", ""], ["doctor", "--state-dir", ""], ["pair", "--state-dir", ""],
+  ])
+  func anEmptyStateDirectoryIsAUsageError(_ argv: [String]) throws {
+    let result = try run(argv)
+    #expect(result.status == 64)
+    #expect(result.stderr.contains("--state-dir needs a directory"), "\(result.stderr)")
+  }
+
   @Test func readOnlyAndPermissionDeniedStateDirectories() throws {
     try #require(geteuid() == 0, "mounting and switching users need root")
     let dir = try scratchDirectory("state")
