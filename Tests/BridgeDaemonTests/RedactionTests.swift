@@ -62,6 +62,15 @@ import Testing
     #expect(redactor.redact(line) == "secrets: <redacted> <redacted> <redacted> <redacted> <redacted>")
   }
 
+  /// A parameter value that is a JSON word or a number is redacted in its URL only: scrubbing it
+  /// everywhere would break the JSON around it.
+  @Test func jsonWordsAreNotScrubbedElsewhere() throws {
+    let text = #"{"url":"https://h/x?auth=true&key=123456","armed":true,"count":123456}"#
+    let redacted = Redactor().redact(text)
+    #expect(redacted == #"{"url":"https://h/x?auth=<redacted>&key=<redacted>","armed":true,"count":123456}"#)
+    _ = try JSONValue.parse(Data(redacted.utf8))
+  }
+
   @Test func daemonLogLinesAreRedacted() {
     var config = DaemonConfiguration()
     config.uploadURL = "https://fleet:pa55word-x@h/trips?token=q-secret-1"

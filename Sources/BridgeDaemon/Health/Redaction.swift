@@ -35,8 +35,14 @@ public struct Redactor: Sendable {
 
   public mutating func add(_ secret: String) {
     let trimmed = secret.trimmedWhitespace.filter { $0 != "\n" && $0 != "\r" }
-    // Very short values would scrub ordinary words; a real token is longer.
-    if trimmed.count >= 4, !secrets.contains(trimmed) { secrets.append(trimmed) }
+    // Very short values would scrub ordinary words; a real token is longer. A number or a JSON
+    // word (`auth=true`) is not scrubbed elsewhere either: it would break JSON and counts (the
+    // URL it came from is still redacted).
+    guard trimmed.count >= 4, !secrets.contains(trimmed) else { return }
+    guard !trimmed.allSatisfy(\.isNumber), !["true", "false", "null"].contains(trimmed.lowercased()) else {
+      return
+    }
+    secrets.append(trimmed)
   }
 
   /// The one redaction function: every URL in `text` redacted, then every known secret.
