@@ -4,6 +4,10 @@ import BridgeDaemon
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The store writes only to a file it made (application_id 0x42424252, "BBBR"): a foreign
 /// SQLite database is refused and left byte for byte unchanged, with no sidecar file left;
 /// stores made before the id open and get it.
@@ -85,6 +89,38 @@ import Testing
     #expect(try FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date == modified)
     // No -wal, -shm or -journal left beside it.
     #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == listing.sorted())
+  }
+
+  /// Another program has the database open in WAL mode, its tables still only in the -wal file:
+  /// the check reads them (read-only) and refuses; neither the file nor its -wal changes.
+  @Test func foreignDatabaseInUseWithItsLogIsRefusedAndUnchanged() throws {
+    let (dir, file) = try setUp()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let holder = Process()
+    holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    holder.arguments = [
+      "-c",
+      "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode=WAL'); c.execute('CREATE TABLE notes (t TEXT)'); c.execute(\"INSERT INTO notes VALUES ('n')\"); c.commit(); print('ready', flush=True); time.sleep(30)",
+      file,
+    ]
+    let out = Pipe()
+    holder.standardOutput = out
+    try holder.run()
+    defer {
+      kill(holder.processIdentifier, SIGKILL)
+      holder.waitUntilExit()
+    }
+    #expect(out.fileHandleForReading.readData(ofLength: 5) == Data("ready".utf8))
+    let before = try Data(contentsOf: URL(fileURLWithPath: file))
+    let log = try Data(contentsOf: URL(fileURLWithPath: file + "-wal"))
+    #expect(!log.isEmpty)
+    #expect {
+      _ = try Store(directory: dir)
+    } throws: { error in
+      (error as? StoreError)?.code == .foreign && "\(error)".contains("tables notes")
+    }
+    #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == before)
+    #expect(try Data(contentsOf: URL(fileURLWithPath: file + "-wal")) == log)
   }
 
   @Test func newStoreCarriesTheID() throws {
