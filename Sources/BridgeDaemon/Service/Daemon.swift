@@ -53,6 +53,7 @@ public struct Daemon: Sendable {
       logger.log(.error, "configuration: \(error.description); not starting")
       return 1
     }
+    logger.learnSecrets(of: config)
     let store: Store
     do { store = try Store(directory: stateDirectory) } catch {
       logger.log(.error, "\(error.description); not starting")
@@ -187,6 +188,7 @@ public struct Daemon: Sendable {
             notifier.notify("RELOADING=1")
             do {
               let fresh = try loadConfiguration()
+              logger.learnSecrets(of: fresh)
               settings.update(fresh)
               await store.setOutboxLimit(fresh.outboxMaxBatches)
               try await bridge.reload()
