@@ -123,7 +123,8 @@ public actor GZonePoller {
     Task { await self.scheduleAfterUpload() }
   }
 
-  private func scheduleAfterUpload() {
+  /// Schedules one reload after `afterUploadDelay`; uploads meanwhile share it.
+  func scheduleAfterUpload() {
     let current = settings().gzone
     guard current.isEnabled, !uploadReloadPending else { return }
     uploadReloadPending = true
