@@ -141,3 +141,6 @@ public actor GZonePoller {
     }
   }
 }
+
+/// The interval loop runs as one of the daemon's services (idle while no [GZone] is configured).
+extension GZonePoller: Service {}
