@@ -1,3 +1,5 @@
+import BeaconCore
+
 /// A usage error: wrong arguments. Exits 64 (EX_USAGE) with the message and a hint on stderr.
 public struct UsageError: Error, Hashable, Sendable, CustomStringConvertible {
   public var description: String
@@ -69,5 +71,18 @@ public struct Arguments: Sendable {
 
   static func format(_ value: Double) -> String {
     value == value.rounded() ? String(Int(value)) : String(value)
+  }
+}
+
+extension Arguments {
+  /// An option whose value is an identifier, built by its validated type (`TripID`, `DeviceID`,
+  /// `HCIDeviceID`): the type's refusal becomes a usage error that names the option.
+  public mutating func option<T: ValidatedIdentifier>(_ name: String, as type: T.Type) throws(UsageError)
+    -> T?
+  {
+    guard let text = try option(name) else { return nil }
+    do throws(IdentifierError) { return try T(text) } catch {
+      throw UsageError("\(name): \(error.description)")
+    }
   }
 }

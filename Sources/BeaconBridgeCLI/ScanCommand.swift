@@ -32,7 +32,7 @@ public struct ScanCommand: BridgeCommand {
 
   public var duration: Double?
   public var backend: ScanBackend
-  public var adapter: String?
+  public var adapter: HCIDeviceID?
   public var json: Bool
   var store: StoreOptions
 
@@ -44,19 +44,14 @@ public struct ScanCommand: BridgeCommand {
       throw UsageError("--backend must be bluez or hci, not \"\(backendText)\"")
     }
     self.backend = backend
-    if let text = try arguments.option("--adapter") {
-      guard text.hasPrefix("hci"), UInt16(text.dropFirst(3)) != nil else {
-        throw UsageError("--adapter must look like hci0, not \"\(text)\"")
-      }
-      adapter = text
-    }
+    adapter = try arguments.option("--adapter", as: HCIDeviceID.self)
     store = try StoreOptions(&arguments)
   }
 
   /// A scan configured for `pair --nearest`.
-  static func parseForNearest(backend: ScanBackend, adapter: String?) throws -> ScanCommand {
+  static func parseForNearest(backend: ScanBackend, adapter: HCIDeviceID?) throws -> ScanCommand {
     var arguments = Arguments(
-      ["--backend", backend.rawValue] + (adapter.map { ["--adapter", $0] } ?? []), command: "pair")
+      ["--backend", backend.rawValue] + (adapter.map { ["--adapter", $0.name] } ?? []), command: "pair")
     return try ScanCommand(&arguments)
   }
 
@@ -68,12 +63,11 @@ public struct ScanCommand: BridgeCommand {
     case .bluez:
       var options = BlueZAdvertisementSource.Options()
       options.keep = keep
-      return BlueZAdvertisementSource(bus: .system, adapter: adapter, options: options) { line in
+      return BlueZAdvertisementSource(bus: .system, adapter: adapter?.name, options: options) { line in
         console.err("beaconbridge: \(line)\n")
       }
     case .hci:
-      let index = adapter.flatMap { UInt16($0.dropFirst(3)) } ?? 0
-      return HCIAdvertisementSource(configuration: HCIScanConfiguration(adapter: index))
+      return HCIAdvertisementSource(configuration: HCIScanConfiguration(adapter: adapter?.index ?? 0))
     }
   }
 

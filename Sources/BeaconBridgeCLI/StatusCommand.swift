@@ -103,17 +103,17 @@ public struct TripCommand: BridgeCommand {
       throw UsageError("unknown trip action '\(word)' (start, events, end, assign or retry)")
     }
     self.action = action
-    let tripId = try arguments.option("--trip-id")
+    let tripId = try arguments.option("--trip-id", as: TripID.self)
     guard tripId != nil || action == .retry else { throw UsageError("trip \(word) needs --trip-id") }
-    self.tripId = tripId ?? ""
+    self.tripId = tripId?.rawValue ?? ""
     _ = arguments.flag("--json")
     switch action {
     case .events: file = try arguments.positional("events FILE (or - for stdin)")
     case .assign:
-      guard let id = try arguments.option("--device-id") else {
+      guard let id = try arguments.option("--device-id", as: DeviceID.self) else {
         throw UsageError("trip assign needs --device-id")
       }
-      deviceId = id
+      deviceId = id.rawValue
     default: break
     }
   }

@@ -106,15 +106,10 @@ struct DeviceKey: Hashable, Sendable {
     self.address = address
   }
 
+  /// The adapter's kernel index when its path segment is `hciN` (`HCIDeviceID`'s rule), else a
+  /// hash of the segment.
   static func adapterID(_ name: ArraySlice<UInt8>) -> UInt64 {
-    if name.count > 3, name.count <= 12, name.starts(with: "hci".utf8) {
-      var number: UInt64 = 0
-      for byte in name.dropFirst(3) {
-        guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return hashed(name) }
-        number = number * 10 + UInt64(byte - UInt8(ascii: "0"))
-      }
-      return number
-    }
+    if let id = HCIDeviceID(utf8: name) { return UInt64(id.index) }
     return hashed(name)
   }
 

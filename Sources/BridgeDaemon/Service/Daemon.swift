@@ -225,12 +225,11 @@ public struct Daemon: Sendable {
     case .bluez:
       var options = BlueZAdvertisementSource.Options()
       options.keep = { state.isPairedAddress($0) }
-      return BlueZAdvertisementSource(bus: .system, adapter: config.adapter, options: options) { line in
+      return BlueZAdvertisementSource(bus: .system, adapter: config.adapter?.name, options: options) { line in
         logger.log(.info, line)
       }
     case .hci:
-      let index = config.adapter.flatMap { UInt16($0.dropFirst(3)) } ?? 0
-      return HCIAdvertisementSource(configuration: HCIScanConfiguration(adapter: index))
+      return HCIAdvertisementSource(configuration: HCIScanConfiguration(adapter: config.adapter?.index ?? 0))
     }
   }
 
