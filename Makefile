@@ -197,3 +197,8 @@ bench:
 	  --bench .build/release/BeaconBench --emitter .build/bench/bench-emitter \
 	  --python $(BENCH_VENV)/bin/python --bleak-script Benchmarks/bleak_consumer.py \
 	  --out docs/PERFORMANCE.md --repeats $(BENCH_REPEATS) $(BENCH_ARGS)
+
+# --- ids: validated identifiers (issue 14) ---
+# The identifier doors through the real binary and a daemon on a private bus: a process suite,
+# run with the others one at a time.
+PROCESS_SUITES := $(PROCESS_SUITES)|IdentifierDoorTests

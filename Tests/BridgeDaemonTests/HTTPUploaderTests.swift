@@ -82,6 +82,25 @@ import Testing
     }
   }
 
+  /// Every upload carries its Idempotency-Key, or is not sent: a batch whose trip ID breaks the
+  /// rule (one stored before the rule, with a CR/LF) is refused as permanent, so the bridge
+  /// makes it a dead letter with the reason, and the backend never sees it.
+  @Test(arguments: ["t\r\n1", "t\nIdempotency-Key: forged", "", "trip 1", "t\u{0}"])
+  func aBatchWithoutAKeyIsNotSent(trip: String) async throws {
+    let backend = try FakeBackend()
+    let uploader = HTTPUploader(url: backend.url, tokenFile: nil, timeout: 5)
+    do {
+      try await uploader.post(batch(2, trip: trip))
+      Issue.record("a batch for trip \(trip.debugDescription) was sent")
+    } catch let failure as PermanentPostFailure {
+      #expect(
+        failure.reason.hasPrefix("not sent: no Idempotency-Key can be made from it: trip ID "), "\(failure)")
+    }
+    // The server records in arrival order: a good batch after the refused one is the only request.
+    try await uploader.post(batch(3, trip: "t-ok"))
+    #expect(backend.received().map(\.key) == ["t-ok#3"])
+  }
+
   /// Through the bridge: a flaky backend gets every batch, in order, exactly once after
   /// de-duplication by key.
   @Test func flakyBackendReceivesEverythingInOrder() async throws {

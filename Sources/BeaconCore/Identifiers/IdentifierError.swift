@@ -53,6 +53,14 @@ extension String {
   }
 }
 
+extension Unicode.Scalar {
+  /// "U+000D": how messages name a character that cannot be shown.
+  public var codePointText: String {
+    let hex = String(value, radix: 16, uppercase: true)
+    return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+  }
+}
+
 /// The text rules the identifier types share.
 enum IdentifierText {
   /// Control (C0, DEL, C1), format (bidi overrides, zero-width), line and paragraph separators,
@@ -65,10 +73,7 @@ enum IdentifierText {
     }
   }
 
-  static func codePoint(_ scalar: Unicode.Scalar) -> String {
-    let hex = String(scalar.value, radix: 16, uppercase: true)
-    return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
-  }
+  static func codePoint(_ scalar: Unicode.Scalar) -> String { scalar.codePointText }
 
   /// Checks printable text: not empty, at most `maxBytes` of UTF-8, no invisible characters, no
   /// space at either end. `rule` is the sentence that ends every refusal.

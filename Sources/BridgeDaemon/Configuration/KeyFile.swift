@@ -59,7 +59,7 @@ public struct KeyFile: Hashable, Sendable {
         throw KeyFileError(
           file: file, line: number,
           message:
-            "the line has a control character (U+\(String(bad.value, radix: 16, uppercase: true))): \(line.quotedForMessage); remove it"
+            "the line has a control character (\(bad.codePointText)): \(line.quotedForMessage); remove it"
         )
       }
       let trimmed = line.trimmedWhitespace
