@@ -19,6 +19,28 @@ public struct IdentifierError: Error, Hashable, Sendable, CustomStringConvertibl
 }
 
 extension String {
+  /// The string with control, format and line-separator characters escaped (`\n`, `\u{1B}`), so
+  /// that it stays one line of a log; the string itself when it has none.
+  public var escapingControlCharacters: String {
+    guard unicodeScalars.contains(where: IdentifierText.isInvisible) else { return self }
+    var out = ""
+    for scalar in unicodeScalars {
+      switch scalar {
+      case "\n": out += "\\n"
+      case "\r": out += "\\r"
+      case "\t": out += "\\t"
+      case "\0": out += "\\0"
+      default:
+        if IdentifierText.isInvisible(scalar) {
+          out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+        } else {
+          out.unicodeScalars.append(scalar)
+        }
+      }
+    }
+    return out
+  }
+
   /// The longest a value is echoed in an error message, in characters.
   public static let messageQuoteLimit = 40
 

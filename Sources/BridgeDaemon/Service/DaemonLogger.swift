@@ -35,6 +35,8 @@ public final class DaemonLogger: Sendable {
 
   public func log(_ level: LogRecord.Level, _ message: String) {
     guard level.rawValue <= minimum.rawValue else { return }
+    // One record, one line: a value with a CR, LF or escape cannot forge a journal line.
+    let message = message.escapingControlCharacters
     var line = format(level, message) + "\n"
     ring.withLock {
       $0.append("\(level.name): \(message)")
