@@ -14,6 +14,9 @@ public struct SettingNumber: Sendable, Hashable {
     self.whole = whole
   }
 
+  /// "0.1 to 3600", as `etc/beaconbridge.conf` states each range.
+  public var rangeText: String { "\(formatNumber(range.lowerBound)) to \(formatNumber(range.upperBound))" }
+
   /// "a number of seconds from 0.1 to 3600".
   public var rule: String {
     let what = whole ? "a whole number" : "a number"

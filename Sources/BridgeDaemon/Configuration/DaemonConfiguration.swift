@@ -33,9 +33,9 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public init() {}
 
   /// `[Upload] Timeout`: seconds.
-  static let timeoutRule = SettingNumber(1...600, unit: "seconds")
+  public static let timeoutRule = SettingNumber(1...600, unit: "seconds")
   /// `[Outbox] MaxBatches`.
-  static let maxBatchesRule = SettingNumber(1...10_000_000, unit: "batches", whole: true)
+  public static let maxBatchesRule = SettingNumber(1...10_000_000, unit: "batches", whole: true)
 
   /// The daemon's own keys, by section.
   static let ownKeys: [String: [String]] = [
