@@ -26,8 +26,9 @@ public struct HCIDeviceID: Hashable, Sendable, Comparable, CustomStringConvertib
     self = parsed
   }
 
-  /// Parses the bytes of a name, nil unless it is exactly `hciN` by the rule above. Allocation-free,
-  /// for the BlueZ object paths of every signal.
+  /// Parses the bytes of a name, nil unless it is exactly `hciN` by the rule above. Allocation-free
+  /// and inlinable, for the BlueZ object paths of every signal.
+  @inlinable
   public init?(utf8 name: some Collection<UInt8>) {
     guard name.count > 3, name.count <= 7, name.starts(with: "hci".utf8) else { return nil }
     let digits = name.dropFirst(3)
