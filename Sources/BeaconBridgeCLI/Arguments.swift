@@ -45,7 +45,7 @@ public struct Arguments: Sendable {
   public mutating func number(_ name: String, in range: ClosedRange<Double>) throws(UsageError) -> Double? {
     guard let text = try option(name) else { return nil }
     guard let value = Double(text), value.isFinite else {
-      throw UsageError("\(name) must be a number, not \"\(text)\"")
+      throw UsageError("\(name) must be a number, not \(text.quotedForMessage)")
     }
     guard range.contains(value) else {
       throw UsageError(
@@ -65,8 +65,10 @@ public struct Arguments: Sendable {
   /// Refuses anything not consumed.
   public func finish() throws(UsageError) {
     guard let first = items.first else { return }
-    if first.hasPrefix("-") && first != "-" { throw UsageError("unknown option \(first) for '\(command)'") }
-    throw UsageError("unexpected argument \"\(first)\" for '\(command)'")
+    if first.hasPrefix("-") && first != "-" {
+      throw UsageError("unknown option \(first.escapingControlCharacters) for '\(command)'")
+    }
+    throw UsageError("unexpected argument \(first.quotedForMessage) for '\(command)'")
   }
 
   static func format(_ value: Double) -> String {

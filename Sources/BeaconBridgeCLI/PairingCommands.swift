@@ -78,7 +78,7 @@ public struct PairCommand: BridgeCommand {
       let wait = try arguments.number("--wait", in: 1...600) ?? 10
       let backendText = try arguments.option("--backend") ?? "bluez"
       guard let backend = ScanBackend(rawValue: backendText) else {
-        throw UsageError("--backend must be bluez or hci, not \"\(backendText)\"")
+        throw UsageError("--backend must be bluez or hci, not \(backendText.quotedForMessage)")
       }
       let adapter = try arguments.option("--adapter", as: HCIDeviceID.self)
       guard let deviceId = try arguments.option("--device-id", as: DeviceID.self) else {

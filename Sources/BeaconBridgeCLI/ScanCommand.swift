@@ -41,7 +41,7 @@ public struct ScanCommand: BridgeCommand {
     duration = try arguments.number("--duration", in: 0.1...31_536_000)
     let backendText = try arguments.option("--backend") ?? "bluez"
     guard let backend = ScanBackend(rawValue: backendText) else {
-      throw UsageError("--backend must be bluez or hci, not \"\(backendText)\"")
+      throw UsageError("--backend must be bluez or hci, not \(backendText.quotedForMessage)")
     }
     self.backend = backend
     adapter = try arguments.option("--adapter", as: HCIDeviceID.self)
