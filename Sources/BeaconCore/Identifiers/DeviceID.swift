@@ -14,7 +14,9 @@ public struct DeviceID: Hashable, Sendable, Comparable, CustomStringConvertible,
     rawValue = text
   }
 
-  /// For literals in code and tests; an invalid literal is a programming error.
+  /// For literals in code and tests; an invalid literal is a programming error. Note that
+  /// `DeviceID("…")` with a string literal is this initializer, not the throwing one: build from
+  /// input with a `String` value.
   public init(stringLiteral value: String) {
     do { try self.init(value) } catch { preconditionFailure(error.description) }
   }

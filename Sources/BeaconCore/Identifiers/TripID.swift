@@ -19,7 +19,9 @@ public struct TripID: Hashable, Sendable, Comparable, CustomStringConvertible, E
     rawValue = text
   }
 
-  /// For literals in code and tests; an invalid literal is a programming error.
+  /// For literals in code and tests; an invalid literal is a programming error. Note that
+  /// `TripID("…")` with a string literal is this initializer, not the throwing one: build from
+  /// input with a `String` value.
   public init(stringLiteral value: String) {
     do { try self.init(value) } catch { preconditionFailure(error.description) }
   }
