@@ -55,8 +55,9 @@ public struct PairCommand: BridgeCommand {
       --uuid UUID      The iBeacon proximity UUID, e.g. E2C56DB5-DFFB-48D2-B060-D0F5A71096E0.
       --major M        0 to 65535.
       --minor N        0 to 65535 (needs --major).
-      --device-id ID   The device ID trips are tagged with.
-      --label TEXT     A name for people, e.g. "van 7".
+      --device-id ID   The device ID trips are tagged with: 1 to 128 bytes of printable text,
+                       no control characters, no space at either end.
+      --label TEXT     A name for people, e.g. "van 7" (the device ID's text rule).
       --nearest        Pair the strongest beacon in range instead: listens for --wait seconds
                        (default 10; through the daemon when it runs, else by scanning with
                        --backend/--adapter), shows which beacon it chose and why, and refuses

@@ -24,7 +24,8 @@ public struct ScanCommand: BridgeCommand {
     OPTIONS:
       --duration S      Stop after S seconds (default: until interrupted).
       --backend B       bluez (default) or hci.
-      --adapter hciN    The adapter (default: the first powered one; hci0 for --backend hci).
+      --adapter hciN    The adapter, hci0 to hci9999 (default: the first powered one; hci0 for
+                        --backend hci).
     \(StoreOptions.help)
       --json            One JSON object per line: beaconEntered, beaconExited and
                         activeBeaconChanged, with uuid, major and minor for iBeacons.

@@ -86,6 +86,10 @@ public struct TripCommand: BridgeCommand {
       retry    Sends the dead letters again (batches the backend refused for good), of one
                trip or all; a 2xx removes them.
 
+    A trip ID is 1 to 128 visible ASCII characters (letters, digits, punctuation; no spaces): it
+    becomes the upload's Idempotency-Key. A device ID is 1 to 128 bytes of printable text. Any
+    other value is refused with exit 64 before anything is sent.
+
     Prints the trip's state as JSON. Exits 1 when the daemon refuses (unknown trip, outbox full,
     not armed) or is not running.
     """
