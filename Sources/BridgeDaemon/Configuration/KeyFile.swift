@@ -36,7 +36,7 @@ public struct KeyFile: Hashable, Sendable {
 
   /// Parses the text; every syntax problem is an error at its line. Duplicate keys in a section
   /// are an error too: the daemon refuses to guess which one was meant. A line longer than
-  /// `maxLineBytes` or with a control character (a NUL, an escape; a tab is a space) is refused,
+  /// `maxLineBytes`, or a setting with a control character (a NUL, an escape; a tab is a space), is refused,
   /// and values are quoted in errors cut short and escaped.
   public static func parse(_ text: String, file: String) throws(KeyFileError) -> KeyFile {
     var entries: [Entry] = []
@@ -53,6 +53,8 @@ public struct KeyFile: Hashable, Sendable {
           message: "the line is \(line.utf8.count) bytes long, over \(maxLineBytes): \(line.quotedForMessage)"
         )
       }
+      let trimmed = line.trimmedWhitespace
+      if trimmed.isEmpty || trimmed.hasPrefix("#") || trimmed.hasPrefix(";") { continue }
       if let bad = line.unicodeScalars.first(where: {
         $0 != "\t" && $0.properties.generalCategory == .control
       }) {
@@ -62,8 +64,6 @@ public struct KeyFile: Hashable, Sendable {
             "the line has a control character (\(bad.codePointText)): \(line.quotedForMessage); remove it"
         )
       }
-      let trimmed = line.trimmedWhitespace
-      if trimmed.isEmpty || trimmed.hasPrefix("#") || trimmed.hasPrefix(";") { continue }
       if trimmed.hasPrefix("[") {
         guard trimmed.hasSuffix("]"), trimmed.count > 2 else {
           throw KeyFileError(file: file, line: number, message: "a section header must look like [Name]")
