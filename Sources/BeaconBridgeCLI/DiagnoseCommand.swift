@@ -42,7 +42,7 @@ public struct DiagnoseCommand: BridgeCommand {
     configPath = try arguments.option("--config")
     store = try StoreOptions(&arguments)
     if let export, !(export.hasSuffix(".tar.gz") || export.hasSuffix(".tgz")) {
-      throw UsageError("--export must name a .tar.gz file, not \"\(export)\"")
+      throw UsageError("--export must name a .tar.gz file, not \(export.quotedForMessage)")
     }
   }
 

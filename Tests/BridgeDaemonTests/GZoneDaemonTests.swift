@@ -48,7 +48,10 @@ import Testing
 
   @Test(arguments: [
     ("[GZone]\nPlayerURL = ftp://x\n", "x.conf:2: PlayerURL must start with http:// or https://"),
-    ("[GZone]\nInterval = 1\n", "x.conf:2: Interval must be a number of seconds between 10 and 86400"),
+    (
+      "[GZone]\nInterval = 1\n",
+      "x.conf:2: Interval \"1\" is out of range; set a number of seconds from 10 to 86400"
+    ),
     ("[GZone]\nColour = red\n", "x.conf:2: unknown key Colour in [GZone]"),
     ("[GZone]\nTokenFile = token\n", "x.conf:2: TokenFile must be an absolute path"),
     (

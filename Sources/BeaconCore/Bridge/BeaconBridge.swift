@@ -179,7 +179,8 @@ public actor BeaconBridge {
   // MARK: Trips
 
   /// Starts a trip and calls the host's beacon hook, which snapshots the active beacon.
-  public func tripStart(_ tripId: String) async throws(BridgeError) {
+  public func tripStart(_ id: TripID) async throws(BridgeError) {
+    let tripId = id.rawValue
     try requireArmed()
     let steps: [BeaconPipeline.Step]
     do { steps = try pipeline.startTrip(tripId, at: now) } catch {
@@ -209,7 +210,8 @@ public actor BeaconBridge {
 
   /// Hands over one batch of trip events. It is tagged and posted when the trip has its device ID,
   /// and held in order until then.
-  public func tripEvents(_ tripId: String, events: [TripEvent]) async throws(BridgeError) {
+  public func tripEvents(_ id: TripID, events: [TripEvent]) async throws(BridgeError) {
+    let tripId = id.rawValue
     try requireArmed()
     let batch: TripEventBatch
     do { batch = try pipeline.numberBatch(tripId, events: events, at: now) } catch {
@@ -226,7 +228,8 @@ public actor BeaconBridge {
     await perform(steps)
   }
 
-  public func tripEnd(_ tripId: String) async throws(BridgeError) {
+  public func tripEnd(_ id: TripID) async throws(BridgeError) {
+    let tripId = id.rawValue
     try requireArmed()
     let steps: [BeaconPipeline.Step]
     do { steps = try pipeline.endTrip(tripId, at: now) } catch { throw BridgeError(.trip, error.description) }
@@ -235,10 +238,11 @@ public actor BeaconBridge {
   }
 
   /// Tags a held, unresolved trip with a device ID by hand.
-  public func assign(_ tripId: String, deviceId: String) async throws(BridgeError) {
+  public func assign(_ id: TripID, deviceId: DeviceID) async throws(BridgeError) {
+    let tripId = id.rawValue
     try requireArmed()
     let steps: [BeaconPipeline.Step]
-    do { steps = try pipeline.assign(tripId, deviceId: deviceId, at: now) } catch {
+    do { steps = try pipeline.assign(tripId, deviceId: deviceId.rawValue, at: now) } catch {
       throw BridgeError(.trip, error.description)
     }
     await perform(steps)

@@ -202,7 +202,7 @@ public enum Doctor {
               : "start it: systemctl start bluetooth (or use backend = hci)"))
       case .running(_, let adapters):
         checks.append(HealthCheck(.bluetooth, "bluetoothd", .ok, "org.bluez is on the system bus"))
-        let wanted = config?.adapter
+        let wanted = config?.adapter?.name
         let chosen = adapters.first { wanted == nil ? $0.powered : $0.name == wanted } ?? adapters.first
         if let adapter = chosen {
           let name = "\(adapter.name)\(adapter.address.map { " (\($0))" } ?? "")"

@@ -99,6 +99,29 @@ final class BridgeService: Service {
     .failure(DBusError(ErrorName(BridgeServiceNames.errorPrefix + name), message))
   }
 
+  /// A call whose arguments are wrong: the standard `org.freedesktop.DBus.Error.InvalidArgs`, with
+  /// the sentence the CLI would print for the same value (the identifier types' messages).
+  static func invalidArgs(_ message: String) -> MethodResult {
+    .failure(DBusError(.invalidArgs, message))
+  }
+
+  /// Identifiers from a call's arguments, each built once by its validated type.
+  enum Argument {
+    static func tripID(_ text: String?, _ signature: String) -> Result<TripID, DBusError> {
+      guard let text else { return .failure(DBusError(.invalidArgs, signature)) }
+      do { return .success(try TripID(text)) } catch {
+        return .failure(DBusError(.invalidArgs, error.description))
+      }
+    }
+
+    static func deviceID(_ text: String?, _ signature: String) -> Result<DeviceID, DBusError> {
+      guard let text else { return .failure(DBusError(.invalidArgs, signature)) }
+      do { return .success(try DeviceID(text)) } catch {
+        return .failure(DBusError(.invalidArgs, error.description))
+      }
+    }
+  }
+
   static func handle(
     _ call: MethodCall, bridge: BeaconBridge, store: Store, state: BridgeServiceContext, host: any ScopeHost
   ) async -> MethodResult {
@@ -120,46 +143,76 @@ final class BridgeService: Service {
       case "Pairings":
         return .success([.string(JSONValue.array(try await store.pairings().map(\.json)).compactText)])
       case "Pair":
-        guard let uuidText = string(0), let uuid = UUID(uuidString: uuidText), let major = int(1),
-          let minor = int(2),
-          let deviceId = string(3)
+        guard let uuidText = string(0), let major = int(1), let minor = int(2), let deviceText = string(3)
         else {
-          return error("InvalidArgs", "Pair takes (s uuid, i major, i minor, s deviceId, s label); -1 = any")
+          return invalidArgs("Pair takes (s uuid, i major, i minor, s deviceId, s label); -1 = any")
         }
-        let pairing = Pairing(
-          uuid: uuid, major: major < 0 ? nil : UInt16(clamping: major),
-          minor: minor < 0 ? nil : UInt16(clamping: minor),
-          deviceId: deviceId, label: string(4).flatMap { $0.isEmpty ? nil : $0 })
-        do { try pairing.validate() } catch { return Self.error("InvalidArgs", error.description) }
+        let pairing: Pairing
+        do {
+          // -1 is the wire's "any"; every other number must be 0…65535: never clamped.
+          guard let uuid = UUID(uuidString: uuidText) else {
+            throw IdentifierError(
+              field: "UUID", value: uuidText, rule: "is not a UUID like E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
+          }
+          let identity = try PairingIdentity(
+            uuid: uuid, major: major == -1 ? nil : major, minor: minor == -1 ? nil : minor)
+          let label = string(4).flatMap { $0.isEmpty ? nil : $0 }
+          if let label { try PairingLabel.check(label) }
+          pairing = Pairing(identity: identity, deviceId: try DeviceID(deviceText), label: label)
+        } catch let error as IdentifierError {
+          return invalidArgs(error.description)
+        }
         try await store.pair(pairing)
         try await reloadPairings(store: store, state: state, bridge: bridge)
         return .success([])
       case "Unpair":
-        guard let deviceId = string(0) else { return error("InvalidArgs", "Unpair takes (s deviceId)") }
-        let removed = try await store.unpair(deviceId: deviceId)
+        let deviceId: DeviceID
+        switch Argument.deviceID(string(0), "Unpair takes (s deviceId)") {
+        case .success(let id): deviceId = id
+        case .failure(let error): return .failure(error)
+        }
+        let removed = try await store.unpair(deviceId: deviceId.rawValue)
         try await reloadPairings(store: store, state: state, bridge: bridge)
         return .success([.uint32(UInt32(removed))])
       case "TripStart":
-        guard let tripId = string(0) else { return error("InvalidArgs", "TripStart takes (s tripId)") }
-        try await bridge.tripStart(tripId)
-        return .success([.string(await tripJSON(bridge, tripId).compactText)])
-      case "TripEvents":
-        guard let tripId = string(0), let text = string(1) else {
-          return error("InvalidArgs", "TripEvents takes (s tripId, s eventsJSONArray)")
+        let tripId: TripID
+        switch Argument.tripID(string(0), "TripStart takes (s tripId)") {
+        case .success(let id): tripId = id
+        case .failure(let error): return .failure(error)
         }
+        try await bridge.tripStart(tripId)
+        return .success([.string(await tripJSON(bridge, tripId.rawValue).compactText)])
+      case "TripEvents":
+        let signature = "TripEvents takes (s tripId, s eventsJSONArray)"
+        let tripId: TripID
+        switch Argument.tripID(string(0), signature) {
+        case .success(let id): tripId = id
+        case .failure(let error): return .failure(error)
+        }
+        guard let text = string(1) else { return invalidArgs(signature) }
         let events: [TripEvent]
-        do { events = try parseEvents(text) } catch { return Self.error("InvalidArgs", "\(error)") }
+        do { events = try parseEvents(text) } catch { return invalidArgs("\(error)") }
         try await bridge.tripEvents(tripId, events: events)
         return .success([.uint32(UInt32(events.count))])
       case "TripEnd":
-        guard let tripId = string(0) else { return error("InvalidArgs", "TripEnd takes (s tripId)") }
-        let before = await tripJSON(bridge, tripId)
+        let tripId: TripID
+        switch Argument.tripID(string(0), "TripEnd takes (s tripId)") {
+        case .success(let id): tripId = id
+        case .failure(let error): return .failure(error)
+        }
+        let before = await tripJSON(bridge, tripId.rawValue)
         try await bridge.tripEnd(tripId)
-        let after = await tripJSON(bridge, tripId)
+        let after = await tripJSON(bridge, tripId.rawValue)
         return .success([.string((after == .null ? before : after).compactText)])
       case "TripRetry":
         // Dead letters go straight to the upload layer again; a 2xx deletes them.
-        let trip = string(0).flatMap { $0.isEmpty ? nil : $0 }
+        var trip: String?
+        if let text = string(0), !text.isEmpty {
+          switch Argument.tripID(text, "TripRetry takes (s tripId)") {
+          case .success(let id): trip = id.rawValue
+          case .failure(let error): return .failure(error)
+          }
+        }
         var delivered = 0
         var failed: [JSONValue] = []
         for (batch, _) in try await store.deadLetters(tripId: trip) {
@@ -176,8 +229,16 @@ final class BridgeService: Service {
         let result = JSONValue.object(["delivered": .int(Int64(delivered)), "failed": .array(failed)])
         return .success([.string(result.compactText)])
       case "TripAssign":
-        guard let tripId = string(0), let deviceId = string(1) else {
-          return error("InvalidArgs", "TripAssign takes (s tripId, s deviceId)")
+        let signature = "TripAssign takes (s tripId, s deviceId)"
+        let tripId: TripID
+        let deviceId: DeviceID
+        switch Argument.tripID(string(0), signature) {
+        case .success(let id): tripId = id
+        case .failure(let error): return .failure(error)
+        }
+        switch Argument.deviceID(string(1), signature) {
+        case .success(let id): deviceId = id
+        case .failure(let error): return .failure(error)
         }
         try await bridge.assign(tripId, deviceId: deviceId)
         return .success([])

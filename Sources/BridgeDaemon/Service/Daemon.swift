@@ -182,12 +182,11 @@ public struct Daemon: Sendable {
       options.keep = { paired.contains($0) }
       options.waitForHardware = true
       options.onWaiting = onWaiting
-      return BlueZAdvertisementSource(bus: .system, adapter: config.adapter, options: options) { line in
+      return BlueZAdvertisementSource(bus: .system, adapter: config.adapter?.name, options: options) { line in
         logger.log(.info, line)
       }
     case .hci:
-      let index = config.adapter.flatMap { UInt16($0.dropFirst(3)) } ?? 0
-      return HCIAdvertisementSource(configuration: HCIScanConfiguration(adapter: index))
+      return HCIAdvertisementSource(configuration: HCIScanConfiguration(adapter: config.adapter?.index ?? 0))
     }
   }
 

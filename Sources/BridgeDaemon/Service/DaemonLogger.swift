@@ -44,7 +44,9 @@ public final class DaemonLogger: Sendable {
 
   public func log(_ level: LogRecord.Level, _ text: String) {
     guard level.rawValue <= minimum.rawValue else { return }
-    let message = redactor.withLock { $0 }.redact(text)
+    // Secrets redacted, and one record one line: a value with a CR, LF or escape cannot forge a
+    // journal line.
+    let message = redactor.withLock { $0 }.redact(text).escapingControlCharacters
     var line = format(level, message) + "\n"
     ring.withLock {
       $0.append("\(level.name): \(message)")

@@ -173,12 +173,17 @@ public actor Store {
         "SELECT uuid, major, minor, device_id, label FROM pairings ORDER BY device_id, uuid, major, minor"
       )
       .compactMap { row in
-        guard let uuidText = row[0].text, let uuid = UUID(uuidString: uuidText), let deviceId = row[3].text
+        // Read back through the same types the doors use: a row another tool wrote that breaks a
+        // rule (major 70000, a device ID with a newline) is skipped, as a bad UUID always was,
+        // never truncated into a different beacon.
+        guard let uuidText = row[0].text, let uuid = UUID(uuidString: uuidText), let deviceId = row[3].text,
+          let identity = try? PairingIdentity(
+            uuid: uuid, major: row[1].integer.map { Int(clamping: $0) },
+            minor: row[2].integer.map { Int(clamping: $0) }),
+          let device = try? DeviceID(deviceId)
         else { return nil }
-        return Pairing(
-          uuid: uuid, major: row[1].integer.map { UInt16(truncatingIfNeeded: $0) },
-          minor: row[2].integer.map { UInt16(truncatingIfNeeded: $0) }, deviceId: deviceId, label: row[4].text
-        )
+        let label = row[4].text.flatMap { (try? PairingLabel.check($0)) != nil ? $0 : nil }
+        return Pairing(identity: identity, deviceId: device, label: label)
       }
     } catch {
       throw StoreError(error, path: path)

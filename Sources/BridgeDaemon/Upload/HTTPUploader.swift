@@ -7,7 +7,8 @@ import Foundation
 
 /// Posts tagged batches to the backend: the daemon's `ScopeHost.postTripEventBatch`.
 ///
-/// One POST per batch, JSON, with the batch's idempotency key in `Idempotency-Key` and a bearer
+/// One POST per batch, JSON, with the batch's idempotency key in `Idempotency-Key` (a batch whose
+/// key cannot be built from a valid trip ID is not sent: a dead letter with the reason) and a bearer
 /// token read from `TokenFile` by `TokenFile.read` (re-read on every request, so a rotated token
 /// needs no restart; a file that breaks the token-file rule is refused and nothing is sent).
 /// A 2xx is delivery; network errors, 5xx, 408 and 429 throw `RetryablePostFailure` (with the
@@ -50,7 +51,16 @@ public struct HTTPUploader: Sendable {
     var request = URLRequest(url: url, timeoutInterval: timeout)
     request.httpMethod = "POST"
     request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-    request.setValue(batch.idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
+    // Every request carries its key, or is not sent: a batch without one could be applied twice.
+    let key: String
+    do { key = try batch.validatedIdempotencyKey() } catch {
+      throw PermanentPostFailure("not sent: no Idempotency-Key can be made from it: \(error.description)")
+    }
+    request.setValue(key, forHTTPHeaderField: "Idempotency-Key")
+    guard request.value(forHTTPHeaderField: "Idempotency-Key") == key else {
+      throw PermanentPostFailure(
+        "not sent: the Idempotency-Key header \(key.quotedForMessage) could not be set")
+    }
     // A fresh connection per batch: batches are seconds apart, and a reused connection that the
     // server closed is the failure most worth avoiding.
     request.setValue("close", forHTTPHeaderField: "Connection")
