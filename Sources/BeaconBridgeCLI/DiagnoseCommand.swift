@@ -248,7 +248,8 @@ public struct DiagnoseCommand: BridgeCommand {
         name: "logs.txt", why: "the last \(lines) lines of the service's journal", content: Data(journal.utf8)
       )
     }
-    if let reply = try? await DaemonClient.call("RecentLogs"), let text = reply.first?.string,
+    if let reply = try? await DaemonClient.call(BridgeServiceNames.Method.recentLogs),
+      let text = reply.first?.string,
       let array = (try? JSONValue.parse(Data(text.utf8)))?.arrayValue
     {
       let recent = array.compactMap(\.stringValue).suffix(lines).joined(separator: "\n")

@@ -80,7 +80,7 @@ public struct DoctorCommand: BridgeCommand {
     }
 
     let status: Result<JSONValue, DoctorFacts.DaemonUnavailable>
-    do { status = .success(try await DaemonClient.json("Status")) } catch {
+    do { status = .success(try await DaemonClient.json(BridgeServiceNames.Method.status)) } catch {
       status = .failure(DoctorFacts.DaemonUnavailable(error.description))
     }
 

@@ -81,7 +81,7 @@ public struct GZoneCommand: BridgeCommand {
 
   func refresh(_ console: any Console) async -> Int32 {
     let reply: JSONValue
-    do { reply = try await DaemonClient.json("GZoneRefresh") } catch {
+    do { reply = try await DaemonClient.json(BridgeServiceNames.Method.gzoneRefresh) } catch {
       console.err("beaconbridge: gzone refresh: \(error.description)\n")
       return ExitStatus.failure
     }

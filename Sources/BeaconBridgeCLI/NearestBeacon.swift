@@ -17,12 +17,14 @@ enum NearestBeacon {
     -> BeaconIdentity?
   {
     var candidates: [Candidate]
-    if (try? await DaemonClient.json("Status")) != nil {
+    if (try? await DaemonClient.json(BridgeServiceNames.Method.status)) != nil {
       console.err("beaconbridge: listening through the daemon for \(Int(wait)) s…\n")
       candidates = []
       let deadline = ContinuousClock.now.advanced(by: .seconds(wait))
       repeat {
-        if let status = try? await DaemonClient.json("Status") { candidates = fromStatus(status) }
+        if let status = try? await DaemonClient.json(BridgeServiceNames.Method.status) {
+          candidates = fromStatus(status)
+        }
         if ContinuousClock.now >= deadline { break }
         try? await Task.sleep(for: .seconds(1))
       } while true

@@ -125,7 +125,7 @@ public struct PairCommand: BridgeCommand {
     // Through the daemon when it runs (it owns the store's files), else the store directly.
     do {
       _ = try await DaemonClient.call(
-        "Pair",
+        BridgeServiceNames.Method.pair,
         [
           .string(pairing.uuid.uuidString), .int32(pairing.major.map { Int32($0) } ?? -1),
           .int32(pairing.minor.map { Int32($0) } ?? -1), .string(pairing.deviceId),
@@ -183,7 +183,8 @@ public struct UnpairCommand: BridgeCommand {
   public func run(_ console: any Console) async -> Int32 {
     var removed: Int
     do {
-      removed = Int(try await DaemonClient.call("Unpair", [.string(deviceId)]).first?.uint32 ?? 0)
+      removed = Int(
+        try await DaemonClient.call(BridgeServiceNames.Method.unpair, [.string(deviceId)]).first?.uint32 ?? 0)
     } catch  where error.notRunning {
       guard let store = store.open(console) else { return ExitStatus.failure }
       do { removed = try await store.unpair(deviceId: deviceId) } catch {
@@ -230,7 +231,7 @@ public struct PairsCommand: BridgeCommand {
   public func run(_ console: any Console) async -> Int32 {
     var pairings: [Pairing]
     do {
-      let json = try await DaemonClient.json("Pairings")
+      let json = try await DaemonClient.json(BridgeServiceNames.Method.pairings)
       pairings = (json.arrayValue ?? []).compactMap { item in
         guard let text = item["uuid"]?.stringValue, let uuid = UUID(uuidString: text),
           let deviceId = item["deviceId"]?.stringValue

@@ -22,7 +22,7 @@ public struct StatusCommand: BridgeCommand {
 
   public func run(_ console: any Console) async -> Int32 {
     let status: JSONValue
-    do { status = try await DaemonClient.json("Status") } catch {
+    do { status = try await DaemonClient.json(BridgeServiceNames.Method.status) } catch {
       console.err("beaconbridge: \(error.description)\n")
       return ExitStatus.failure
     }
@@ -129,15 +129,20 @@ public struct TripCommand: BridgeCommand {
     do {
       switch action {
       case .start:
-        console.out(try await DaemonClient.json("TripStart", [.string(tripId)]).compactText + "\n")
+        console.out(
+          try await DaemonClient.json(BridgeServiceNames.Method.tripStart, [.string(tripId)]).compactText
+            + "\n")
       case .end:
-        console.out(try await DaemonClient.json("TripEnd", [.string(tripId)]).compactText + "\n")
+        console.out(
+          try await DaemonClient.json(BridgeServiceNames.Method.tripEnd, [.string(tripId)]).compactText + "\n"
+        )
       case .retry:
-        let result = try await DaemonClient.json("TripRetry", [.string(tripId)])
+        let result = try await DaemonClient.json(BridgeServiceNames.Method.tripRetry, [.string(tripId)])
         console.out(result.compactText + "\n")
         if !(result["failed"]?.arrayValue ?? []).isEmpty { return ExitStatus.failure }
       case .assign:
-        _ = try await DaemonClient.call("TripAssign", [.string(tripId), .string(deviceId ?? "")])
+        _ = try await DaemonClient.call(
+          BridgeServiceNames.Method.tripAssign, [.string(tripId), .string(deviceId ?? "")])
         console.out(
           JSONValue.object(["tripId": .string(tripId), "deviceId": .string(deviceId ?? "")]).compactText
             + "\n")
@@ -159,7 +164,8 @@ public struct TripCommand: BridgeCommand {
             return ExitStatus.failure
           }
         }
-        let reply = try await DaemonClient.call("TripEvents", [.string(tripId), .string(text)])
+        let reply = try await DaemonClient.call(
+          BridgeServiceNames.Method.tripEvents, [.string(tripId), .string(text)])
         let accepted = reply.first?.uint32 ?? 0
         console.out(
           JSONValue.object(["tripId": .string(tripId), "accepted": .int(Int64(accepted))]).compactText + "\n")

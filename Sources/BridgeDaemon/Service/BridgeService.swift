@@ -11,6 +11,33 @@ public enum BridgeServiceNames {
   public static let path: ObjectPath = "/org/beaconbridge"
   public static let interface: InterfaceName = "org.beaconbridge.Bridge1"
   public static let errorPrefix = "org.beaconbridge.Error."
+
+  /// The methods of Bridge1, named once for the service and the CLI (docs/dbus-api.md).
+  public enum Method {
+    public static let status: MemberName = "Status"
+    public static let pairings: MemberName = "Pairings"
+    public static let recentLogs: MemberName = "RecentLogs"
+    public static let pair: MemberName = "Pair"
+    public static let unpair: MemberName = "Unpair"
+    public static let tripStart: MemberName = "TripStart"
+    public static let tripEvents: MemberName = "TripEvents"
+    public static let tripEnd: MemberName = "TripEnd"
+    public static let tripRetry: MemberName = "TripRetry"
+    public static let tripAssign: MemberName = "TripAssign"
+    public static let gzoneRefresh: MemberName = "GZoneRefresh"
+    /// Every method, as the introspection data lists them.
+    public static let all = [
+      status, pairings, recentLogs, pair, unpair, tripStart, tripEvents, tripEnd, tripRetry, tripAssign,
+      gzoneRefresh,
+    ]
+  }
+
+  /// The signals of Bridge1.
+  public enum SignalName {
+    public static let activeBeaconChanged: MemberName = "ActiveBeaconChanged"
+    public static let tripTagged: MemberName = "TripTagged"
+    public static let gzoneEvent: MemberName = "GZoneEvent"
+  }
 }
 
 /// What the bridge and the G-Zone poller announce as D-Bus signals. They are made before the
@@ -55,7 +82,7 @@ final class BridgeService: Service {
     self.connection = connection
     self.announcements = announcements
     object = try connection.export(BridgeServiceNames.path) { [bridge, store, context, host, logger] call in
-      if call.member == "RecentLogs" {
+      if call.member == BridgeServiceNames.Method.recentLogs {
         return .success([.string(JSONValue.array(logger.recent.map { .string($0) }).compactText)])
       }
       return await Self.handle(call, bridge: bridge, store: store, state: context, host: host)
@@ -77,11 +104,13 @@ final class BridgeService: Service {
     switch event {
     case .activeBeaconChanged(let active):
       try? connection.emit(
-        path: BridgeServiceNames.path, interface: BridgeServiceNames.interface, member: "ActiveBeaconChanged",
+        path: BridgeServiceNames.path, interface: BridgeServiceNames.interface,
+        member: BridgeServiceNames.SignalName.activeBeaconChanged,
         [.string(active?.deviceId ?? "")])
     case .tripTagged(let tripId, let resolution):
       try? connection.emit(
-        path: BridgeServiceNames.path, interface: BridgeServiceNames.interface, member: "TripTagged",
+        path: BridgeServiceNames.path, interface: BridgeServiceNames.interface,
+        member: BridgeServiceNames.SignalName.tripTagged,
         [.string(tripId), .string(resolution.deviceId ?? ""), .string(resolution.reason)])
     default:
       break
@@ -91,7 +120,8 @@ final class BridgeService: Service {
   /// Announces a G-Zone change as `GZoneEvent(s type, s json)`.
   private func signal(gzone event: GZoneEvent) {
     try? connection.emit(
-      path: BridgeServiceNames.path, interface: BridgeServiceNames.interface, member: "GZoneEvent",
+      path: BridgeServiceNames.path, interface: BridgeServiceNames.interface,
+      member: BridgeServiceNames.SignalName.gzoneEvent,
       [.string(event.type), .string(event.jsonText)])
   }
 
@@ -135,14 +165,14 @@ final class BridgeService: Service {
     func string(_ i: Int) -> String? { i < args.count ? args[i].string : nil }
     func int(_ i: Int) -> Int? { i < args.count ? args[i].int : nil }
     do {
-      switch call.member.rawValue {
-      case "Status":
+      switch call.member {
+      case BridgeServiceNames.Method.status:
         let outbox = try? await store.outboxSummary()
         let json = await bridge.status.json(scan: state.scan, outbox: outbox)
         return .success([.string(json.compactText)])
-      case "Pairings":
+      case BridgeServiceNames.Method.pairings:
         return .success([.string(JSONValue.array(try await store.pairings().map(\.json)).compactText)])
-      case "Pair":
+      case BridgeServiceNames.Method.pair:
         guard let uuidText = string(0), let major = int(1), let minor = int(2), let deviceText = string(3)
         else {
           return invalidArgs("Pair takes (s uuid, i major, i minor, s deviceId, s label); -1 = any")
@@ -165,7 +195,7 @@ final class BridgeService: Service {
         try await store.pair(pairing)
         try await reloadPairings(store: store, state: state, bridge: bridge)
         return .success([])
-      case "Unpair":
+      case BridgeServiceNames.Method.unpair:
         let deviceId: DeviceID
         switch Argument.deviceID(string(0), "Unpair takes (s deviceId)") {
         case .success(let id): deviceId = id
@@ -174,7 +204,7 @@ final class BridgeService: Service {
         let removed = try await store.unpair(deviceId: deviceId.rawValue)
         try await reloadPairings(store: store, state: state, bridge: bridge)
         return .success([.uint32(UInt32(removed))])
-      case "TripStart":
+      case BridgeServiceNames.Method.tripStart:
         let tripId: TripID
         switch Argument.tripID(string(0), "TripStart takes (s tripId)") {
         case .success(let id): tripId = id
@@ -182,7 +212,7 @@ final class BridgeService: Service {
         }
         try await bridge.tripStart(tripId)
         return .success([.string(await tripJSON(bridge, tripId.rawValue).compactText)])
-      case "TripEvents":
+      case BridgeServiceNames.Method.tripEvents:
         let signature = "TripEvents takes (s tripId, s eventsJSONArray)"
         let tripId: TripID
         switch Argument.tripID(string(0), signature) {
@@ -194,7 +224,7 @@ final class BridgeService: Service {
         do { events = try parseEvents(text) } catch { return invalidArgs("\(error)") }
         try await bridge.tripEvents(tripId, events: events)
         return .success([.uint32(UInt32(events.count))])
-      case "TripEnd":
+      case BridgeServiceNames.Method.tripEnd:
         let tripId: TripID
         switch Argument.tripID(string(0), "TripEnd takes (s tripId)") {
         case .success(let id): tripId = id
@@ -204,7 +234,7 @@ final class BridgeService: Service {
         try await bridge.tripEnd(tripId)
         let after = await tripJSON(bridge, tripId.rawValue)
         return .success([.string((after == .null ? before : after).compactText)])
-      case "TripRetry":
+      case BridgeServiceNames.Method.tripRetry:
         // Dead letters go straight to the upload layer again (`Store.retryDeadLetters`).
         var trip: String?
         if let text = string(0), !text.isEmpty {
@@ -215,7 +245,7 @@ final class BridgeService: Service {
         }
         let retried = try await store.retryDeadLetters(tripId: trip, post: host.postTripEventBatch)
         return .success([.string(retried.json.compactText)])
-      case "TripAssign":
+      case BridgeServiceNames.Method.tripAssign:
         let signature = "TripAssign takes (s tripId, s deviceId)"
         let tripId: TripID
         let deviceId: DeviceID
@@ -229,7 +259,7 @@ final class BridgeService: Service {
         }
         try await bridge.assign(tripId, deviceId: deviceId)
         return .success([])
-      case "GZoneRefresh":
+      case BridgeServiceNames.Method.gzoneRefresh:
         guard let gzone = state.gzone else {
           return error("NotConfigured", GZonePollerError.notConfigured.description)
         }
