@@ -56,20 +56,11 @@ public struct ScanCommand: BridgeCommand {
     return try ScanCommand(&arguments)
   }
 
-  /// The source for the chosen backend.
+  /// The source for the chosen backend; its progress lines go to stderr.
   func makeSource(_ console: any Console, keep: @escaping @Sendable (BluetoothAddress) -> Bool)
     -> any AdvertisementSource
   {
-    switch backend {
-    case .bluez:
-      var options = BlueZAdvertisementSource.Options()
-      options.keep = keep
-      return BlueZAdvertisementSource(bus: .system, adapter: adapter?.name, options: options) { line in
-        console.err("beaconbridge: \(line)\n")
-      }
-    case .hci:
-      return HCIAdvertisementSource(configuration: HCIScanConfiguration(adapter: adapter?.index ?? 0))
-    }
+    backend.makeSource(adapter: adapter, keep: keep) { console.err("beaconbridge: \($0)\n") }
   }
 
   public func run(_ console: any Console) async -> Int32 {
@@ -82,12 +73,10 @@ public struct ScanCommand: BridgeCommand {
     }
     let view = ScanView(console: console, live: console.isTerminal && !json, json: json)
     // Paired beacons' addresses are never pruned from BlueZ's cache.
-    let paired = PairingSet(pairings)
-    let pairedAddresses = Mutex<Set<BluetoothAddress>>([])
+    let paired = PairedBeacons()
+    paired.update(pairings)
     let bridge = BeaconBridge(host: ScanHost(configuration: configuration, console: console)) { event in
-      if case .beaconEntered(let beacon) = event.event, paired.pairing(for: beacon.id) != nil {
-        pairedAddresses.withLock { _ = $0.insert(beacon.address) }
-      }
+      if case .beaconEntered(let beacon) = event.event { paired.entered(beacon) }
       view.record(event)
     }
     await bridge.setPairings(pairings)
@@ -95,7 +84,7 @@ public struct ScanCommand: BridgeCommand {
       console.err("beaconbridge: \(error)\n")
       return ExitStatus.failure
     }
-    let source = makeSource(console) { address in pairedAddresses.withLock { $0.contains(address) } }
+    let source = makeSource(console) { paired.contains($0) }
     if !json { console.err("beaconbridge: scanning with \(source.description)\n") }
     let stop = StopSignal()
     let duration = self.duration

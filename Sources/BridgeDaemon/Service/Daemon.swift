@@ -121,7 +121,10 @@ public struct Daemon: Sendable {
 
     var scan = ScanService(
       makeSource: { onWaiting in
-        Self.makeSource(settings.current.daemon, logger: logger, paired: paired, onWaiting: onWaiting)
+        let config = settings.current.daemon
+        return config.backend.makeSource(
+          adapter: config.adapter, keep: { paired.contains($0) }, waitForHardware: true, onWaiting: onWaiting
+        ) { logger.log(.info, $0) }
       },
       consume: { try await bridge.consume(source: $0) },
       report: { condition in
@@ -170,24 +173,6 @@ public struct Daemon: Sendable {
     if let source = scanStatus.source { await source.finished(within: .seconds(5)) }
     logger.log(.info, "stopped")
     return outcome
-  }
-
-  static func makeSource(
-    _ config: DaemonConfiguration, logger: DaemonLogger, paired: PairedBeacons,
-    onWaiting: @escaping @Sendable (String?) -> Void
-  ) -> any AdvertisementSource {
-    switch config.backend {
-    case .bluez:
-      var options = BlueZAdvertisementSource.Options()
-      options.keep = { paired.contains($0) }
-      options.waitForHardware = true
-      options.onWaiting = onWaiting
-      return BlueZAdvertisementSource(bus: .system, adapter: config.adapter?.name, options: options) { line in
-        logger.log(.info, line)
-      }
-    case .hci:
-      return HCIAdvertisementSource(configuration: HCIScanConfiguration(adapter: config.adapter?.index ?? 0))
-    }
   }
 
   /// The journal lines for the bridge's events.

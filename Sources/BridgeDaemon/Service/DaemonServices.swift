@@ -91,20 +91,3 @@ final class ScanStatus: Sendable {
   func set(_ condition: ScanCondition) { state.withLock { $0.condition = condition } }
   func started(_ source: any AdvertisementSource) { state.withLock { $0.source = source } }
 }
-
-/// The pairings, and the addresses paired beacons were heard at: BlueZ never prunes those
-/// devices from its cache (`BlueZAdvertisementSource.Options.keep`).
-final class PairedBeacons: Sendable {
-  private let state = Mutex<(pairings: PairingSet, addresses: Set<BluetoothAddress>)>((PairingSet(), []))
-
-  func update(_ pairings: [Pairing]) { state.withLock { $0.pairings = PairingSet(pairings) } }
-
-  func contains(_ address: BluetoothAddress) -> Bool { state.withLock { $0.addresses.contains(address) } }
-
-  /// Notes where a paired beacon was heard.
-  func entered(_ beacon: TrackedBeacon) {
-    state.withLock { s in
-      if s.pairings.pairing(for: beacon.id) != nil { s.addresses.insert(beacon.address) }
-    }
-  }
-}
