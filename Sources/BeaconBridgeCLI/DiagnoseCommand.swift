@@ -112,13 +112,11 @@ public struct DiagnoseCommand: BridgeCommand {
       }
       if let summary = try? await opened.outboxSummary() {
         let dead = (try? await opened.deadLetters()) ?? []
-        let json = JSONValue.object([
-          "undelivered": .int(Int64(summary.undelivered)), "deadLetters": .int(Int64(summary.deadLetters)),
-          "unresolvedTrips": .int(Int64(summary.unresolvedTrips)), "limit": .int(Int64(summary.limit)),
-          "oldestAgeSeconds": summary.oldestAge.map { .double($0.rounded()) } ?? .null,
-          "deadLetterReasons": .array(
-            dead.map { .object(["key": .string($0.batch.idempotencyKey), "reason": .string($0.reason)]) }),
-        ])
+        var fields: [String: JSONValue] = [:]
+        if case .object(let counts) = summary.json { fields = counts }
+        fields["deadLetterReasons"] = .array(
+          dead.map { .object(["key": .string($0.batch.idempotencyKey), "reason": .string($0.reason)]) })
+        let json = JSONValue.object(fields)
         entries.append(
           Entry(
             name: "outbox.json", why: "outbox and dead-letter counts, oldest item's age",

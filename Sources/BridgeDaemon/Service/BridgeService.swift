@@ -304,12 +304,7 @@ final class BridgeService: Service {
   }
 
   static func tripJSON(_ bridge: BeaconBridge, _ tripId: String) async -> JSONValue {
-    guard let trip = await bridge.status.trips.first(where: { $0.tripId == tripId }) else { return .null }
-    return .object([
-      "tripId": .string(trip.tripId), "deviceId": trip.resolution.deviceId.map { .string($0) } ?? .null,
-      "resolution": .string(trip.resolution.reason), "heldBatches": .int(Int64(trip.heldBatches)),
-      "ended": .bool(trip.endedAt != nil),
-    ])
+    await bridge.status.trips.first(where: { $0.tripId == tripId })?.json ?? .null
   }
 
   static let introspection = """

@@ -10,25 +10,34 @@ extension BridgeStatus {
       "scan": scan.json,
       "beaconsInRange": .array(beaconsInRange.map(\.statusJSON)),
       "activeBeacon": active.map(\.statusJSON) ?? .null,
-      "trips": .array(
-        trips.map { trip in
-          .object([
-            "tripId": .string(trip.tripId), "ended": .bool(trip.endedAt != nil),
-            "deviceId": trip.resolution.deviceId.map { .string($0) } ?? .null,
-            "resolution": .string(trip.resolution.reason), "heldBatches": .int(Int64(trip.heldBatches)),
-          ])
-        }),
+      "trips": .array(trips.map(\.json)),
       "outboundBatches": .int(Int64(outboundBatches)),
       "pairings": .int(Int64(pairings.count)),
     ]
-    if let outbox {
-      fields["outbox"] = .object([
-        "undelivered": .int(Int64(outbox.undelivered)), "deadLetters": .int(Int64(outbox.deadLetters)),
-        "unresolvedTrips": .int(Int64(outbox.unresolvedTrips)), "limit": .int(Int64(outbox.limit)),
-        "oldestAgeSeconds": outbox.oldestAge.map { .double($0.rounded()) } ?? .null,
-      ])
-    }
+    if let outbox { fields["outbox"] = outbox.json }
     return .object(fields)
+  }
+}
+
+extension BridgeStatus.Trip {
+  /// One trip, as `status` lists it and the trip calls answer.
+  public var json: JSONValue {
+    .object([
+      "tripId": .string(tripId), "ended": .bool(endedAt != nil),
+      "deviceId": resolution.deviceId.map { .string($0) } ?? .null,
+      "resolution": .string(resolution.reason), "heldBatches": .int(Int64(heldBatches)),
+    ])
+  }
+}
+
+extension OutboxSummary {
+  /// The outbox's counts, as `status` and the support bundle show them.
+  public var json: JSONValue {
+    .object([
+      "undelivered": .int(Int64(undelivered)), "deadLetters": .int(Int64(deadLetters)),
+      "unresolvedTrips": .int(Int64(unresolvedTrips)), "limit": .int(Int64(limit)),
+      "oldestAgeSeconds": oldestAge.map { .double($0.rounded()) } ?? .null,
+    ])
   }
 }
 
