@@ -86,10 +86,9 @@ public struct ScanCommand: BridgeCommand {
     }
     let source = makeSource(console) { paired.contains($0) }
     if !json { console.err("beaconbridge: scanning with \(source.description)\n") }
-    let stop = StopSignal()
     let duration = self.duration
     let outcome = await Self.scan(
-      bridge: bridge, source: source, until: { await stop.wait(duration: duration) }
+      bridge: bridge, source: source, until: { await StopSignal.wait(duration: duration) }
     ) {
       guard view.live else { return }
       while !Task.isCancelled {
@@ -166,28 +165,9 @@ struct ScanHost: ScopeHost {
 }
 
 /// Ctrl-C (SIGINT) or SIGTERM, or a duration running out.
-final class StopSignal: Sendable {
-  func wait(duration: Double?) async {
-    let signals = AsyncStream<Void> { continuation in
-      /// Dispatch's signal sources are thread-safe but not marked Sendable.
-      final class Sources: @unchecked Sendable {
-        let all: [any DispatchSourceSignal]
-        init(_ all: [any DispatchSourceSignal]) { self.all = all }
-      }
-      let sources = Sources(
-        [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
-          signal(number, SIG_IGN)
-          let source = DispatchSource.makeSignalSource(signal: number)
-          source.setEventHandler { continuation.yield() }
-          source.resume()
-          return source
-        })
-      continuation.onTermination = { _ in
-        for source in sources.all { source.cancel() }
-        signal(SIGINT, SIG_DFL)
-        signal(SIGTERM, SIG_DFL)
-      }
-    }
+enum StopSignal {
+  static func wait(duration: Double?) async {
+    let signals = SignalStream.make([SIGINT, SIGTERM])
     await withTaskGroup(of: Void.self) { group in
       group.addTask {
         for await _ in signals { return }
