@@ -110,7 +110,9 @@ public final class BlueZAdvertisementSource: AdvertisementSource {
     do {
       try await session.begin()
     } catch {
-      await session.end()
+      // Cleanup must not inherit cancellation (the consumer stopping during `begin`), or its
+      // calls would fail at once.
+      await Task { await session.end() }.value
       throw error
     }
     let (stream, continuation) = AsyncThrowingStream.makeStream(of: [SourceEvent].self)

@@ -38,6 +38,8 @@ final class DiscoverySession: @unchecked Sendable {
   /// The adapter discovery last ran on, kept across a bluetoothd restart for reconciliation.
   private var lastAdapter: ObjectPath?
   private var discovering = false
+  /// The adapter a StartDiscovery was sent to and not yet answered.
+  private var discoveryRequested: ObjectPath?
   private var bluezOwner: BusName?
   private(set) var failure: (any Error)?
   private var lastPrune = ContinuousClock.now
@@ -193,13 +195,16 @@ final class DiscoverySession: @unchecked Sendable {
     }
     monitorApp?.unexport()
     monitorApp = nil
-    if discovering, let adapter {
+    // A StartDiscovery still awaiting its reply (the consumer stopped during `begin`) may have
+    // started discovery all the same: stop it too.
+    if let target = discovering ? adapter : discoveryRequested {
       do {
-        _ = try await adapterCall(adapter, BlueZ.Method.stopDiscovery)
+        _ = try await adapterCall(target, BlueZ.Method.stopDiscovery)
       } catch {
-        log("bluez: StopDiscovery on \(adapter.lastComponent) failed: \(error)")
+        log("bluez: StopDiscovery on \(target.lastComponent) failed: \(error)")
       }
       discovering = false
+      discoveryRequested = nil
     }
     connection.close()
   }
@@ -514,6 +519,7 @@ final class DiscoverySession: @unchecked Sendable {
     while true {
       do {
         _ = try await adapterCall(path, BlueZ.Method.setDiscoveryFilter, [filter])
+        discoveryRequested = path
         _ = try await adapterCall(path, BlueZ.Method.startDiscovery)
       } catch let error as DBusError where error.name == .bluezInProgress {
         if try await adapterDiscovering(path) == false {
@@ -533,6 +539,7 @@ final class DiscoverySession: @unchecked Sendable {
     adapter = path
     lastAdapter = path
     discovering = true
+    discoveryRequested = nil
     reportMode(.activeDiscovery)
     options.onWaiting(nil)
     log("bluez: discovery started on \(path.lastComponent) (le, duplicate data)")

@@ -38,6 +38,25 @@ struct ScanCommandTests {
     return (process, out, err)
   }
 
+  @Test func ctrlCStopsTheScanAndPutsTheRadioBack() async throws {
+    let fixture = try await BlueZFixture.start()
+    defer { fixture.stop() }
+    try await fixture.addAdapter("hci0")
+    let (process, _, err) = try launch(["scan", "--json"], bus: fixture.bus.address)
+    let deadline = ContinuousClock.now.advanced(by: .seconds(20))
+    while try await !fixture.adapterCalls("hci0").contains("StartDiscovery"), ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(50))
+    }
+    // At once: the scan may still be starting (StartDiscovery sent, its reply on the way).
+    kill(process.processIdentifier, SIGINT)
+    #expect(await waitForExit(process, seconds: 10), "SIGINT did not stop the scan")
+    let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    #expect(process.terminationReason == .exit && process.terminationStatus == 0, "stderr: \(stderr)")
+    #expect(
+      try await eventually(.seconds(10)) { try await fixture.adapterCalls("hci0").contains("StopDiscovery") },
+      "stderr: \(stderr)")
+  }
+
   @Test func scanJSONListsTheAdvertisedBeacon() async throws {
     let fixture = try await BlueZFixture.start()
     defer { fixture.stop() }
