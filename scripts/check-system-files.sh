@@ -252,10 +252,10 @@ mkdir -p "$ids/etc"
 for f in passwd group shadow gshadow; do cp -p "/etc/$f" "$ids/etc/$f"; done
 printf 'u bbop - "beaconbridge test operator" /nonexistent /usr/sbin/nologin\nm bbop beaconbridge\n' >"$T/bbop.conf"
 if systemd-sysusers --root="$ids" "$repo/systemd/beaconbridge.sysusers" "$T/bbop.conf" >"$T/sysusers.log" 2>&1 &&
-  grep -q '^beaconbridge:x:[0-9]*:[0-9]*:.*:/var/lib/beaconbridge:/usr/sbin/nologin$' "$ids/etc/passwd" &&
+  grep -q '^beaconbridge:x:[0-9]*:[0-9]*:.*:/nonexistent:/usr/sbin/nologin$' "$ids/etc/passwd" &&
   grep -q '^beaconbridge:x:' "$ids/etc/group" &&
   grep -Eq '^bluetooth:x:[0-9]+:(.*,)?beaconbridge(,|$)' "$ids/etc/group"; then
-  pass "sysusers: user and group beaconbridge, member of bluetooth"
+  pass "sysusers: user and group beaconbridge (home /nonexistent), member of bluetooth"
 else
   fail "sysusers:"$'\n'"$(cat "$T/sysusers.log")"
 fi
