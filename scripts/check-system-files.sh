@@ -196,7 +196,10 @@ fi
 installed=(usr/bin/beaconbridge usr/lib/systemd/system/beaconbridge.service
   usr/lib/udev/rules.d/90-beaconbridge.rules usr/lib/sysusers.d/beaconbridge.conf
   usr/share/dbus-1/system.d/org.beaconbridge.conf usr/share/beaconbridge/beaconbridge-hci.conf
-  etc/beaconbridge/beaconbridge.conf)
+  etc/beaconbridge/beaconbridge.conf
+  usr/share/man/man1/beaconbridge.1.gz usr/share/man/man5/beaconbridge.conf.5.gz
+  usr/share/man/man7/beaconbridge-dbus.7.gz usr/share/bash-completion/completions/beaconbridge
+  usr/share/zsh/vendor-completions/_beaconbridge usr/share/fish/vendor_completions.d/beaconbridge.fish)
 missing=()
 for f in "${installed[@]}"; do [ -f "$root/$f" ] || missing+=("$f"); done
 if [ ${#missing[@]} -eq 0 ]; then pass "make install put all ${#installed[@]} files in place"; else fail "make install missed: ${missing[*]}"; fi
@@ -325,7 +328,42 @@ before=$(grep -c 'policy:' "$results")
 unshare -m "$0" --policy-test "$T" "$root/usr/bin/beaconbridge"
 [ "$(grep -c 'policy:' "$results")" -gt "$before" ] || fail "policy: the test did not run (unshare -m?)"
 
-# 7. The .deb.
+# 7. The man pages and the completions, as installed.
+for page in "$root"/usr/share/man/man?/beaconbridge*.gz; do
+  name=${page#"$root"/usr/share/man/}
+  warnings=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l -Tutf8 -Z "$page" 2>&1 >/dev/null)
+  warnings+=$(zcat "$page" | groff -ww -z -man 2>&1)
+  text=$(LC_ALL=C.UTF-8 MANWIDTH=80 man -l "$page" 2>/dev/null)
+  if [ -z "$warnings" ] && grep -q '^NAME' <<<"$text" && [ "$(wc -l <<<"$text")" -gt 30 ] &&
+    gzip -l "$page" >/dev/null; then
+    pass "man: $name renders without warnings (man --warnings, groff -ww; $(wc -l <<<"$text") lines)"
+  else
+    fail "man: $name:"$'\n'"$warnings"
+  fi
+done
+# `man beaconbridge` finds the pages by name under the installed MANPATH.
+if [ "$(MANPATH="$root/usr/share/man" man -w beaconbridge beaconbridge.conf beaconbridge-dbus 2>&1 | wc -l)" = 3 ]; then
+  pass "man: man -w finds beaconbridge(1), beaconbridge.conf(5) and beaconbridge-dbus(7) by name"
+else
+  fail "man: man -w: $(MANPATH="$root/usr/share/man" man -w beaconbridge beaconbridge.conf beaconbridge-dbus 2>&1)"
+fi
+page1=$(LC_ALL=C.UTF-8 MANWIDTH=200 man -l "$root/usr/share/man/man1/beaconbridge.1.gz" 2>/dev/null)
+miss=()
+for command in $("$root/usr/bin/beaconbridge" --help | sed -n '/^COMMANDS:/,/^$/s/^  \([a-z]*\) .*/\1/p'); do
+  grep -q "^   $command\$" <<<"$page1" || miss+=("$command")
+  for option in $("$root/usr/bin/beaconbridge" "$command" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+    sed -n "/^   $command\$/,/^   [a-z]*\$/p" <<<"$page1" | grep -q -- "$option" || miss+=("$command $option")
+  done
+done
+if [ ${#miss[@]} -eq 0 ]; then
+  pass "man: beaconbridge(1) has every command of --help, each with every option its --help names"
+else
+  fail "man: beaconbridge(1) lacks: ${miss[*]}"
+fi
+scripts/check-completions.sh "$root" 2>&1 | tee -a "$results"
+grep -q '^PASS  completion' "$results" || fail "completion: scripts/check-completions.sh did not run"
+
+# 8. The .deb.
 if make --no-print-directory deb >"$T/deb.log" 2>&1; then
   pass "make deb: $(tail -1 "$T/deb.log")"
 else
