@@ -388,11 +388,30 @@ if [ -n "$deb" ]; then
   else
     fail "deb: conffiles is '$conffiles'"
   fi
+  scripts=$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./postinst ./prerm ./postrm)
   if grep -q ' postinst ' <<<"$info" && grep -q ' prerm ' <<<"$info" && grep -q ' postrm ' <<<"$info" &&
-    dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./postinst | grep -q 'systemd-sysusers beaconbridge.conf'; then
-    pass "deb: postinst (sysusers, udev, daemon-reload), prerm, postrm"
+    grep -q 'systemd-sysusers .*beaconbridge.conf' <<<"$scripts" &&
+    grep -q "deb-systemd-helper enable 'beaconbridge.service'" <<<"$scripts" &&
+    grep -q "deb-systemd-invoke stop 'beaconbridge.service'" <<<"$scripts" &&
+    grep -q "deb-systemd-helper purge 'beaconbridge.service'" <<<"$scripts" &&
+    ! grep -E '^\s*systemctl' <<<"$scripts" | grep -qv daemon-reload; then
+    pass "deb: postinst (sysusers, enable, start), prerm (stop), postrm (purge) through deb-systemd-helper/-invoke"
   else
-    fail "deb: maintainer scripts missing"
+    fail "deb: maintainer scripts missing or calling systemctl"
+  fi
+  for f in usr/share/doc/beaconbridge/copyright usr/share/doc/beaconbridge/changelog.gz; do
+    grep -q " \./$f\$" <<<"$contents" || fail "deb: no /$f"
+  done
+  if dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/beaconbridge/copyright | head -1 |
+    grep -q '^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/'; then
+    pass "deb: a machine-readable copyright and changelog.gz in /usr/share/doc/beaconbridge"
+  else
+    fail "deb: the copyright file is not DEP-5"
+  fi
+  if grep -q '^lintian: no errors, no warnings' "$T/deb.log"; then
+    pass "deb: lintian reports no error and no warning"
+  else
+    fail "deb: lintian:"$'\n'"$(sed -n '/^lintian /,$p' "$T/deb.log")"
   fi
   if dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/bin/beaconbridge >"$T/deb-bin" && chmod +x "$T/deb-bin" &&
     ! ldd "$T/deb-bin" | grep -q /opt/swift; then
