@@ -53,6 +53,8 @@ install -d -m 0755 "$doc"
 sed "s|@MAINTAINER@|$maintainer|" packaging/deb/copyright >"$doc/copyright"
 sed "s|@MAINTAINER@|$maintainer|" packaging/deb/changelog | gzip -9n >"$doc/changelog.gz"
 chmod 0644 "$doc/copyright" "$doc/changelog.gz"
+# lintian overrides, each with its reason (packaging/deb/lintian-overrides).
+install -D -m 0644 packaging/deb/lintian-overrides "$stage/usr/share/lintian/overrides/beaconbridge"
 
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@SIZE@/$size/" \

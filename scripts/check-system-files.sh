@@ -408,6 +408,39 @@ if [ -n "$deb" ]; then
   else
     fail "deb: the copyright file is not DEP-5"
   fi
+  # The maintainer scripts for real, in a DPKG_ROOT (deb-systemd-helper and systemd-sysusers
+  # honour it; nothing on this host changes): install, remove, reinstall, purge.
+  R=$T/dpkg-root
+  mkdir -p "$R" "$T/ctrl"
+  dpkg-deb -x "$deb" "$R" && dpkg-deb -e "$deb" "$T/ctrl"
+  link=$R/etc/systemd/system/multi-user.target.wants/beaconbridge.service
+  steps=()
+  run_script() { DPKG_ROOT=$R DPKG_MAINTSCRIPT_PACKAGE=beaconbridge DPKG_MAINTSCRIPT_NAME=$1 sh -e "$T/ctrl/$1" "${@:2}" >>"$T/scripts.log" 2>&1 || steps+=("$1 ${*:2} failed"); }
+  run_script postinst configure ""
+  grep -q '^beaconbridge:x:.*:/nonexistent:' "$R/etc/passwd" 2>/dev/null || steps+=("install: no user")
+  [ -L "$link" ] && [ -f "$R$(readlink "$link")" ] || steps+=("install: not enabled ($(readlink "$link"))")
+  mkdir -p "$R/var/lib/beaconbridge" && echo pairings >"$R/var/lib/beaconbridge/beaconbridge.sqlite"
+  run_script prerm remove
+  (cd "$R" && dpkg-deb -c "$deb" | awk '{print $6}' | grep -v '/$' | grep -v '^\./etc/' | sed 's|^\./||' | xargs rm -f)
+  run_script postrm remove
+  [ -L "$link" ] && [ ! -e "$R$(readlink "$link")" ] || steps+=("remove: the enablement link should stay, dangling")
+  [ -f "$R/var/lib/beaconbridge/beaconbridge.sqlite" ] || steps+=("remove: the state went")
+  dpkg-deb -x "$deb" "$R"
+  run_script postinst configure "" # from config-files, as after remove
+  [ -L "$link" ] && [ -f "$R$(readlink "$link")" ] || steps+=("reinstall: not enabled again")
+  (cd "$R" && dpkg-deb -c "$deb" | awk '{print $6}' | grep -v '/$' | sed 's|^\./||' | xargs rm -f)
+  run_script postrm remove
+  run_script postrm purge
+  [ ! -e "$link" ] && [ ! -L "$link" ] || steps+=("purge: the enablement link stayed")
+  [ ! -e "$R/var/lib/beaconbridge" ] || steps+=("purge: /var/lib/beaconbridge stayed")
+  [ ! -e "$R/etc/beaconbridge" ] || steps+=("purge: /etc/beaconbridge stayed")
+  ! find "$R/var/lib/systemd" -name '*beaconbridge*' 2>/dev/null | grep -q . ||
+    steps+=("purge: deb-systemd-helper state stayed: $(find "$R/var/lib/systemd" -name '*beaconbridge*')")
+  if [ ${#steps[@]} -eq 0 ]; then
+    pass "deb: maintainer scripts in a DPKG_ROOT: install enables, remove keeps state and a dangling link, reinstall re-enables, purge removes link, state and /etc/beaconbridge"
+  else
+    fail "deb: maintainer scripts: ${steps[*]}"$'\n'"$(sed 's/^/      /' "$T/scripts.log")"
+  fi
   if grep -q '^lintian: no errors, no warnings' "$T/deb.log"; then
     pass "deb: lintian reports no error and no warning"
   else
