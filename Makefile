@@ -146,7 +146,7 @@ install: release install-files
 install-files:
 	@test -x $(RELEASE_BIN) || { echo "no $(RELEASE_BIN): run make release" >&2; exit 1; }
 	install -D -m 0755 $(RELEASE_BIN) $(DESTDIR)$(BINDIR)/beaconbridge
-	strip $(DESTDIR)$(BINDIR)/beaconbridge
+	strip --remove-section=.comment --remove-section=.note $(DESTDIR)$(BINDIR)/beaconbridge
 	install -d -m 0755 $(DESTDIR)$(UNITDIR)
 	sed 's|/usr/bin/beaconbridge|$(BINDIR)/beaconbridge|' systemd/beaconbridge.service \
 	  > $(DESTDIR)$(UNITDIR)/beaconbridge.service
