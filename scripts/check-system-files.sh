@@ -411,8 +411,9 @@ if [ -n "$deb" ]; then
   # The maintainer scripts for real, in a DPKG_ROOT (deb-systemd-helper and systemd-sysusers
   # honour it; nothing on this host changes): install, remove, reinstall, purge.
   R=$T/dpkg-root
+  debpath=$(realpath "$deb")
   mkdir -p "$R" "$T/ctrl"
-  dpkg-deb -x "$deb" "$R" && dpkg-deb -e "$deb" "$T/ctrl"
+  dpkg-deb -x "$debpath" "$R" && dpkg-deb -e "$debpath" "$T/ctrl"
   link=$R/etc/systemd/system/multi-user.target.wants/beaconbridge.service
   steps=()
   run_script() { DPKG_ROOT=$R DPKG_MAINTSCRIPT_PACKAGE=beaconbridge DPKG_MAINTSCRIPT_NAME=$1 sh -e "$T/ctrl/$1" "${@:2}" >>"$T/scripts.log" 2>&1 || steps+=("$1 ${*:2} failed"); }
@@ -421,14 +422,14 @@ if [ -n "$deb" ]; then
   [ -L "$link" ] && [ -f "$R$(readlink "$link")" ] || steps+=("install: not enabled ($(readlink "$link"))")
   mkdir -p "$R/var/lib/beaconbridge" && echo pairings >"$R/var/lib/beaconbridge/beaconbridge.sqlite"
   run_script prerm remove
-  (cd "$R" && dpkg-deb -c "$deb" | awk '{print $6}' | grep -v '/$' | grep -v '^\./etc/' | sed 's|^\./||' | xargs rm -f)
+  (cd "$R" && dpkg-deb -c "$debpath" | awk '{print $6}' | grep -v '/$' | grep -v '^\./etc/' | sed 's|^\./||' | xargs rm -f)
   run_script postrm remove
   [ -L "$link" ] && [ ! -e "$R$(readlink "$link")" ] || steps+=("remove: the enablement link should stay, dangling")
   [ -f "$R/var/lib/beaconbridge/beaconbridge.sqlite" ] || steps+=("remove: the state went")
-  dpkg-deb -x "$deb" "$R"
+  dpkg-deb -x "$debpath" "$R"
   run_script postinst configure "" # from config-files, as after remove
   [ -L "$link" ] && [ -f "$R$(readlink "$link")" ] || steps+=("reinstall: not enabled again")
-  (cd "$R" && dpkg-deb -c "$deb" | awk '{print $6}' | grep -v '/$' | sed 's|^\./||' | xargs rm -f)
+  (cd "$R" && dpkg-deb -c "$debpath" | awk '{print $6}' | grep -v '/$' | sed 's|^\./||' | xargs rm -f)
   run_script postrm remove
   run_script postrm purge
   [ ! -e "$link" ] && [ ! -L "$link" ] || steps+=("purge: the enablement link stayed")
