@@ -110,7 +110,19 @@ public enum Completions {
 
   /// Text safe inside a zsh `_arguments` description or a fish -d '…'.
   static func describe(_ text: String) -> String {
-    let first = text.split(separator: ".", maxSplits: 1).first.map(String.init) ?? text
+    // The first sentence (".tar.gz" and "e.g." are not its end).
+    var first = text
+    var from = text.startIndex
+    while let end = text.range(of: ". ", range: from..<text.endIndex) {
+      let before = text[..<end.lowerBound]
+      if before.hasSuffix("e.g") || before.hasSuffix("i.e") {
+        from = end.upperBound
+        continue
+      }
+      first = String(before)
+      break
+    }
+    if first.hasSuffix(".") { first.removeLast() }
     let cleaned = first.filter { !"[]:'\\\"`$".contains($0) }
     return cleaned.count > 70 ? String(cleaned.prefix(67)) + "..." : cleaned
   }
