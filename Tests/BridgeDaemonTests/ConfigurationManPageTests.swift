@@ -12,7 +12,10 @@ import Testing
     .appendingPathComponent("man/beaconbridge.conf.5.md").path
 
   /// (section, key) → the default cell, from the page's tables.
-  func rows() throws -> [String: String] {
+  func rows() throws -> [String: String] { try cells(column: 1) }
+
+  /// (section, key) → the cell of one column (1: default, 2: range).
+  func cells(column: Int) throws -> [String: String] {
     var section = ""
     var out: [String: String] = [:]
     for line in try String(contentsOfFile: Self.path, encoding: .utf8).split(separator: "\n") {
@@ -20,7 +23,7 @@ import Testing
         section = String(line.dropFirst(4).dropLast())
       } else if line.hasPrefix("| `") {
         let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
-        out[section + "." + cells[0].replacingOccurrences(of: "`", with: "")] = cells[1]
+        out[section + "." + cells[0].replacingOccurrences(of: "`", with: "")] = cells[column]
       }
     }
     return out
@@ -55,6 +58,25 @@ import Testing
     }
     for key in rows.keys where Self.expected[key] == nil {
       Issue.record("beaconbridge.conf(5) documents \(key), which the parser does not take")
+    }
+  }
+
+  /// Every number key's range is the one the parser enforces.
+  @Test func everyNumberStatesItsRange() throws {
+    let ranges = try cells(column: 2)
+    var rules: [(String, SettingNumber)] = BridgeConfiguration.keys.compactMap { key in
+      key.number.map { (BridgeConfiguration.section(of: key.name) + "." + key.name, $0) }
+    }
+    rules += [
+      ("Upload.Timeout", DaemonConfiguration.timeoutRule),
+      ("Outbox.MaxBatches", DaemonConfiguration.maxBatchesRule),
+    ]
+    for (key, rule) in rules {
+      let cell = ranges[key] ?? "missing"
+      #expect(
+        cell == rule.rangeText || cell.hasPrefix(rule.rangeText + ",") || cell.hasSuffix(" " + rule.rangeText)
+          || cell.contains(" \(rule.rangeText),"),
+        "beaconbridge.conf(5): \(key) says \(cell), the parser takes \(rule.rangeText)")
     }
   }
 
