@@ -105,7 +105,10 @@ fuzz-hci-short:
 # unit, the udev rule, the sysusers.d entry, the D-Bus policy, the HCI drop-in (as a file to copy)
 # and the commented default configuration (never over an existing one). Without DESTDIR it also
 # creates the user and reloads udev and systemd, as the .deb's postinst does.
-# `make deb` builds build/beaconbridge_<version>_<arch>.deb with dpkg-deb.
+# It also installs the man pages beaconbridge(1), beaconbridge.conf(5), beaconbridge-dbus(7) and
+# the bash, zsh and fish completions.
+# `make deb` builds build/beaconbridge_<version>_<arch>.deb with dpkg-deb, then runs lintian:
+# an error or a warning fails it.
 # `make test-system-files` checks all of it (scripts/check-system-files.sh).
 PREFIX ?= /usr
 SYSCONFDIR ?= /etc
@@ -115,6 +118,10 @@ UDEVRULESDIR = $(PREFIX)/lib/udev/rules.d
 SYSUSERSDIR = $(PREFIX)/lib/sysusers.d
 DBUSPOLICYDIR = $(PREFIX)/share/dbus-1/system.d
 PKGDATADIR = $(PREFIX)/share/beaconbridge
+MANDIR = $(PREFIX)/share/man
+BASHCOMPDIR = $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR = $(PREFIX)/share/zsh/vendor-completions
+FISHCOMPDIR = $(PREFIX)/share/fish/vendor_completions.d
 RELEASE_BIN := .build/release/beaconbridge
 VERSION := $(shell sed -n 's/.*static let version = "\(.*\)".*/\1/p' Sources/BeaconBridgeCLI/CLI.swift)
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
@@ -139,7 +146,7 @@ install: release install-files
 install-files:
 	@test -x $(RELEASE_BIN) || { echo "no $(RELEASE_BIN): run make release" >&2; exit 1; }
 	install -D -m 0755 $(RELEASE_BIN) $(DESTDIR)$(BINDIR)/beaconbridge
-	strip $(DESTDIR)$(BINDIR)/beaconbridge
+	strip --remove-section=.comment --remove-section=.note $(DESTDIR)$(BINDIR)/beaconbridge
 	install -d -m 0755 $(DESTDIR)$(UNITDIR)
 	sed 's|/usr/bin/beaconbridge|$(BINDIR)/beaconbridge|' systemd/beaconbridge.service \
 	  > $(DESTDIR)$(UNITDIR)/beaconbridge.service
@@ -149,6 +156,22 @@ install-files:
 	install -D -m 0644 dbus/org.beaconbridge.conf $(DESTDIR)$(DBUSPOLICYDIR)/org.beaconbridge.conf
 	install -D -m 0644 systemd/beaconbridge-hci.conf $(DESTDIR)$(PKGDATADIR)/beaconbridge-hci.conf
 	install -D -m 0644 etc/beaconbridge.conf $(DESTDIR)$(PKGDATADIR)/beaconbridge.conf.default
+	@# The man pages (gzip -9n, as dh_compress) and completions: beaconbridge(1) and the
+	@# completions from the binary's command table, the others from their Markdown.
+	install -d -m 0755 $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
+	  $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	set -o pipefail; $(RELEASE_BIN) help --man | gzip -9n >$(DESTDIR)$(MANDIR)/man1/beaconbridge.1.gz
+	set -o pipefail; /usr/bin/python3 scripts/md2man.py man/beaconbridge.conf.5.md beaconbridge.conf 5 \
+	  "beaconbridge $(VERSION)" "configuration of the beaconbridge daemon" | gzip -9n \
+	  >$(DESTDIR)$(MANDIR)/man5/beaconbridge.conf.5.gz
+	set -o pipefail; /usr/bin/python3 scripts/md2man.py docs/dbus-api.md beaconbridge-dbus 7 \
+	  "beaconbridge $(VERSION)" "the beaconbridge daemon's D-Bus API" | gzip -9n \
+	  >$(DESTDIR)$(MANDIR)/man7/beaconbridge-dbus.7.gz
+	$(RELEASE_BIN) help --completion bash >$(DESTDIR)$(BASHCOMPDIR)/beaconbridge
+	$(RELEASE_BIN) help --completion zsh >$(DESTDIR)$(ZSHCOMPDIR)/_beaconbridge
+	$(RELEASE_BIN) help --completion fish >$(DESTDIR)$(FISHCOMPDIR)/beaconbridge.fish
+	chmod 0644 $(DESTDIR)$(MANDIR)/man?/beaconbridge*.gz $(DESTDIR)$(BASHCOMPDIR)/beaconbridge \
+	  $(DESTDIR)$(ZSHCOMPDIR)/_beaconbridge $(DESTDIR)$(FISHCOMPDIR)/beaconbridge.fish
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/beaconbridge/beaconbridge.conf ]; then \
 	  echo "keeping $(DESTDIR)$(SYSCONFDIR)/beaconbridge/beaconbridge.conf (the default is in $(PKGDATADIR))"; \
 	else \
@@ -156,10 +179,12 @@ install-files:
 	fi
 
 deb: release
+	@scripts/install-deps.sh package
 	scripts/build-deb.sh $(VERSION) $(DEB_ARCH) $(DEB)
 
 test-system-files: release
 	@scripts/install-deps.sh system
+	@scripts/install-deps.sh package
 	scripts/check-system-files.sh
 
 # --- The VM tier (issue 6, DESIGN §6 tier 4). A separate block so merges stay easy. ------------

@@ -1,10 +1,22 @@
 #!/usr/bin/env bash
 # Builds the .deb from the release binary: scripts/build-deb.sh VERSION ARCH OUT.deb
 # (`make deb` runs it after `make release`). The tree is `make install-files` into a fresh
-# staging root, plus packaging/deb/ (control, maintainer scripts) and conffiles.
+# staging root (binary, system files, man pages, completions), plus packaging/deb/ (control,
+# maintainer scripts, the DEP-5 copyright and the changelog) and conffiles. Then lintian: any
+# error or warning fails the build.
+#
+# The Maintainer field (and the changelog's trailer) is $DEB_MAINTAINER, or the default below.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=$1 arch=$2 out=$3
+maintainer=${DEB_MAINTAINER:-"beaconbridge maintainers <beaconbridge@users.noreply.github.com>"}
+
+# A native package: the changelog's newest entry must be this version.
+top=$(sed -n '1s/^beaconbridge (\([^)]*\)).*/\1/p' packaging/deb/changelog)
+if [ "$top" != "$version" ]; then
+  echo "build-deb: packaging/deb/changelog starts at '$top', not $version: add an entry" >&2
+  exit 1
+fi
 
 stage=build/deb-root
 rm -rf "$stage"
@@ -18,8 +30,10 @@ if ldd "$bin" | grep -q /opt/swift; then
   exit 1
 fi
 
-# Depends: the packages the bus, BlueZ and every directly linked library come from.
-depends=(bluez dbus libdbus-1-3 libsqlite3-0 libbluetooth3)
+# Depends: the packages the bus, BlueZ and every directly linked library come from, what the
+# maintainer scripts run (systemd-sysusers, deb-systemd-helper/-invoke), as debhelper adds them.
+depends=(bluez dbus libdbus-1-3 libsqlite3-0 libbluetooth3 "systemd | systemd-standalone-sysusers | systemd-sysusers"
+  "init-system-helpers (>= 1.54~)")
 while read -r lib; do
   path=$(ldd "$bin" | awk -v l="$lib" '$1 == l { print $3 }')
   [ -n "$path" ] || path=$(ldd "$bin" | awk -v l="$lib" '$1 ~ l { print $1 }')
@@ -32,11 +46,31 @@ while read -r lib; do
 done < <(readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 depends_line=$(printf '%s\n' "${depends[@]}" | awk '!seen[$0]++' | paste -sd, | sed 's/,/, /g')
 
+# /usr/share/doc/beaconbridge: the machine-readable copyright and the changelog (a native
+# package's is changelog.gz), compressed as dh_compress does.
+doc="$stage/usr/share/doc/beaconbridge"
+install -d -m 0755 "$doc"
+sed "s|@MAINTAINER@|$maintainer|" packaging/deb/copyright >"$doc/copyright"
+sed "s|@MAINTAINER@|$maintainer|" packaging/deb/changelog | gzip -9n >"$doc/changelog.gz"
+chmod 0644 "$doc/copyright" "$doc/changelog.gz"
+
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@SIZE@/$size/" \
-  -e "s/@DEPENDS@/$depends_line/" packaging/deb/control.in >"$stage/DEBIAN/control"
+  -e "s/@DEPENDS@/$depends_line/" -e "s|@MAINTAINER@|$maintainer|" packaging/deb/control.in >"$stage/DEBIAN/control"
 install -m 0755 packaging/deb/postinst packaging/deb/prerm packaging/deb/postrm "$stage/DEBIAN/"
+# md5sums, as dh_md5sums writes it.
+(cd "$stage" && find . -path ./DEBIAN -prune -o -type f -print | sed 's|^\./||' | LC_ALL=C sort |
+  xargs md5sum) >"$stage/DEBIAN/md5sums"
+chmod 0644 "$stage/DEBIAN/md5sums"
 (cd "$stage" && find etc -type f | sed 's|^|/|') >"$stage/DEBIAN/conffiles"
 
 dpkg-deb --root-owner-group -Zxz --build "$stage" "$out" >/dev/null
+
+# --fail-on error,warning: an error or a warning fails `make deb`. Info tags are printed too.
+echo "lintian $out:"
+if ! lintian --fail-on error,warning --display-info --tag-display-limit 0 "$out"; then
+  echo "build-deb: lintian reported errors or warnings (above)" >&2
+  exit 1
+fi
+echo "lintian: no errors, no warnings"
 echo "built $out ($(du -h "$out" | cut -f1); installed $((size / 1024)) MiB)"

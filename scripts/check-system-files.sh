@@ -196,7 +196,10 @@ fi
 installed=(usr/bin/beaconbridge usr/lib/systemd/system/beaconbridge.service
   usr/lib/udev/rules.d/90-beaconbridge.rules usr/lib/sysusers.d/beaconbridge.conf
   usr/share/dbus-1/system.d/org.beaconbridge.conf usr/share/beaconbridge/beaconbridge-hci.conf
-  etc/beaconbridge/beaconbridge.conf)
+  etc/beaconbridge/beaconbridge.conf
+  usr/share/man/man1/beaconbridge.1.gz usr/share/man/man5/beaconbridge.conf.5.gz
+  usr/share/man/man7/beaconbridge-dbus.7.gz usr/share/bash-completion/completions/beaconbridge
+  usr/share/zsh/vendor-completions/_beaconbridge usr/share/fish/vendor_completions.d/beaconbridge.fish)
 missing=()
 for f in "${installed[@]}"; do [ -f "$root/$f" ] || missing+=("$f"); done
 if [ ${#missing[@]} -eq 0 ]; then pass "make install put all ${#installed[@]} files in place"; else fail "make install missed: ${missing[*]}"; fi
@@ -252,10 +255,10 @@ mkdir -p "$ids/etc"
 for f in passwd group shadow gshadow; do cp -p "/etc/$f" "$ids/etc/$f"; done
 printf 'u bbop - "beaconbridge test operator" /nonexistent /usr/sbin/nologin\nm bbop beaconbridge\n' >"$T/bbop.conf"
 if systemd-sysusers --root="$ids" "$repo/systemd/beaconbridge.sysusers" "$T/bbop.conf" >"$T/sysusers.log" 2>&1 &&
-  grep -q '^beaconbridge:x:[0-9]*:[0-9]*:.*:/var/lib/beaconbridge:/usr/sbin/nologin$' "$ids/etc/passwd" &&
+  grep -q '^beaconbridge:x:[0-9]*:[0-9]*:.*:/nonexistent:/usr/sbin/nologin$' "$ids/etc/passwd" &&
   grep -q '^beaconbridge:x:' "$ids/etc/group" &&
   grep -Eq '^bluetooth:x:[0-9]+:(.*,)?beaconbridge(,|$)' "$ids/etc/group"; then
-  pass "sysusers: user and group beaconbridge, member of bluetooth"
+  pass "sysusers: user and group beaconbridge (home /nonexistent), member of bluetooth"
 else
   fail "sysusers:"$'\n'"$(cat "$T/sysusers.log")"
 fi
@@ -325,7 +328,42 @@ before=$(grep -c 'policy:' "$results")
 unshare -m "$0" --policy-test "$T" "$root/usr/bin/beaconbridge"
 [ "$(grep -c 'policy:' "$results")" -gt "$before" ] || fail "policy: the test did not run (unshare -m?)"
 
-# 7. The .deb.
+# 7. The man pages and the completions, as installed.
+for page in "$root"/usr/share/man/man?/beaconbridge*.gz; do
+  name=${page#"$root"/usr/share/man/}
+  warnings=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l -Tutf8 -Z "$page" 2>&1 >/dev/null)
+  warnings+=$(zcat "$page" | groff -ww -z -man 2>&1)
+  text=$(LC_ALL=C.UTF-8 MANWIDTH=80 man -l "$page" 2>/dev/null)
+  if [ -z "$warnings" ] && grep -q '^NAME' <<<"$text" && [ "$(wc -l <<<"$text")" -gt 30 ] &&
+    gzip -l "$page" >/dev/null; then
+    pass "man: $name renders without warnings (man --warnings, groff -ww; $(wc -l <<<"$text") lines)"
+  else
+    fail "man: $name:"$'\n'"$warnings"
+  fi
+done
+# `man beaconbridge` finds the pages by name under the installed MANPATH.
+if [ "$(MANPATH="$root/usr/share/man" man -w beaconbridge beaconbridge.conf beaconbridge-dbus 2>&1 | wc -l)" = 3 ]; then
+  pass "man: man -w finds beaconbridge(1), beaconbridge.conf(5) and beaconbridge-dbus(7) by name"
+else
+  fail "man: man -w: $(MANPATH="$root/usr/share/man" man -w beaconbridge beaconbridge.conf beaconbridge-dbus 2>&1)"
+fi
+page1=$(LC_ALL=C.UTF-8 MANWIDTH=200 man -l "$root/usr/share/man/man1/beaconbridge.1.gz" 2>/dev/null)
+miss=()
+for command in $("$root/usr/bin/beaconbridge" --help | sed -n '/^COMMANDS:/,/^$/s/^  \([a-z]*\) .*/\1/p'); do
+  grep -q "^   $command\$" <<<"$page1" || miss+=("$command")
+  for option in $("$root/usr/bin/beaconbridge" "$command" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+    sed -n "/^   $command\$/,/^   [a-z]*\$/p" <<<"$page1" | grep -q -- "$option" || miss+=("$command $option")
+  done
+done
+if [ ${#miss[@]} -eq 0 ]; then
+  pass "man: beaconbridge(1) has every command of --help, each with every option its --help names"
+else
+  fail "man: beaconbridge(1) lacks: ${miss[*]}"
+fi
+scripts/check-completions.sh "$root" 2>&1 | tee -a "$results"
+grep -q '^PASS  completion' "$results" || fail "completion: scripts/check-completions.sh did not run"
+
+# 8. The .deb.
 if make --no-print-directory deb >"$T/deb.log" 2>&1; then
   pass "make deb: $(tail -1 "$T/deb.log")"
 else
@@ -350,11 +388,64 @@ if [ -n "$deb" ]; then
   else
     fail "deb: conffiles is '$conffiles'"
   fi
+  scripts=$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./postinst ./prerm ./postrm)
   if grep -q ' postinst ' <<<"$info" && grep -q ' prerm ' <<<"$info" && grep -q ' postrm ' <<<"$info" &&
-    dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./postinst | grep -q 'systemd-sysusers beaconbridge.conf'; then
-    pass "deb: postinst (sysusers, udev, daemon-reload), prerm, postrm"
+    grep -q 'systemd-sysusers .*beaconbridge.conf' <<<"$scripts" &&
+    grep -q "deb-systemd-helper enable 'beaconbridge.service'" <<<"$scripts" &&
+    grep -q "deb-systemd-invoke stop 'beaconbridge.service'" <<<"$scripts" &&
+    grep -q "deb-systemd-helper purge 'beaconbridge.service'" <<<"$scripts" &&
+    ! grep -E '^\s*systemctl' <<<"$scripts" | grep -qv daemon-reload; then
+    pass "deb: postinst (sysusers, enable, start), prerm (stop), postrm (purge) through deb-systemd-helper/-invoke"
   else
-    fail "deb: maintainer scripts missing"
+    fail "deb: maintainer scripts missing or calling systemctl"
+  fi
+  for f in usr/share/doc/beaconbridge/copyright usr/share/doc/beaconbridge/changelog.gz; do
+    grep -q " \./$f\$" <<<"$contents" || fail "deb: no /$f"
+  done
+  if dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/beaconbridge/copyright | head -1 |
+    grep -q '^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/'; then
+    pass "deb: a machine-readable copyright and changelog.gz in /usr/share/doc/beaconbridge"
+  else
+    fail "deb: the copyright file is not DEP-5"
+  fi
+  # The maintainer scripts for real, in a DPKG_ROOT (deb-systemd-helper and systemd-sysusers
+  # honour it; nothing on this host changes): install, remove, reinstall, purge.
+  R=$T/dpkg-root
+  debpath=$(realpath "$deb")
+  mkdir -p "$R" "$T/ctrl"
+  dpkg-deb -x "$debpath" "$R" && dpkg-deb -e "$debpath" "$T/ctrl"
+  link=$R/etc/systemd/system/multi-user.target.wants/beaconbridge.service
+  steps=()
+  run_script() { DPKG_ROOT=$R DPKG_MAINTSCRIPT_PACKAGE=beaconbridge DPKG_MAINTSCRIPT_NAME=$1 sh -e "$T/ctrl/$1" "${@:2}" >>"$T/scripts.log" 2>&1 || steps+=("$1 ${*:2} failed"); }
+  run_script postinst configure ""
+  grep -q '^beaconbridge:x:.*:/nonexistent:' "$R/etc/passwd" 2>/dev/null || steps+=("install: no user")
+  [ -L "$link" ] && [ -f "$R$(readlink "$link")" ] || steps+=("install: not enabled ($(readlink "$link"))")
+  mkdir -p "$R/var/lib/beaconbridge" && echo pairings >"$R/var/lib/beaconbridge/beaconbridge.sqlite"
+  run_script prerm remove
+  (cd "$R" && dpkg-deb -c "$debpath" | awk '{print $6}' | grep -v '/$' | grep -v '^\./etc/' | sed 's|^\./||' | xargs rm -f)
+  run_script postrm remove
+  [ -L "$link" ] && [ ! -e "$R$(readlink "$link")" ] || steps+=("remove: the enablement link should stay, dangling")
+  [ -f "$R/var/lib/beaconbridge/beaconbridge.sqlite" ] || steps+=("remove: the state went")
+  dpkg-deb -x "$debpath" "$R"
+  run_script postinst configure "" # from config-files, as after remove
+  [ -L "$link" ] && [ -f "$R$(readlink "$link")" ] || steps+=("reinstall: not enabled again")
+  (cd "$R" && dpkg-deb -c "$debpath" | awk '{print $6}' | grep -v '/$' | sed 's|^\./||' | xargs rm -f)
+  run_script postrm remove
+  run_script postrm purge
+  [ ! -e "$link" ] && [ ! -L "$link" ] || steps+=("purge: the enablement link stayed")
+  [ ! -e "$R/var/lib/beaconbridge" ] || steps+=("purge: /var/lib/beaconbridge stayed")
+  [ ! -e "$R/etc/beaconbridge" ] || steps+=("purge: /etc/beaconbridge stayed")
+  ! find "$R/var/lib/systemd" -name '*beaconbridge*' 2>/dev/null | grep -q . ||
+    steps+=("purge: deb-systemd-helper state stayed: $(find "$R/var/lib/systemd" -name '*beaconbridge*')")
+  if [ ${#steps[@]} -eq 0 ]; then
+    pass "deb: maintainer scripts in a DPKG_ROOT: install enables, remove keeps state and a dangling link, reinstall re-enables, purge removes link, state and /etc/beaconbridge"
+  else
+    fail "deb: maintainer scripts: ${steps[*]}"$'\n'"$(sed 's/^/      /' "$T/scripts.log")"
+  fi
+  if grep -q '^lintian: no errors, no warnings' "$T/deb.log"; then
+    pass "deb: lintian reports no error and no warning"
+  else
+    fail "deb: lintian:"$'\n'"$(sed -n '/^lintian /,$p' "$T/deb.log")"
   fi
   if dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/bin/beaconbridge >"$T/deb-bin" && chmod +x "$T/deb-bin" &&
     ! ldd "$T/deb-bin" | grep -q /opt/swift; then

@@ -57,6 +57,15 @@ public enum CLI {
     guard let first = argv.first else { return .help(mainHelp) }
     switch first {
     case "--help", "-h", "help":
+      // Hidden, for packaging: the man page and the shell completions, from this table.
+      if first == "help", argv.count == 2, argv[1] == "--man" { return .help(ManPage.page) }
+      if first == "help", argv.count == 3, argv[1] == "--completion" {
+        guard let script = Completions.script(for: argv[2]) else {
+          throw UsageError(
+            "--completion takes \(Completions.shells.joined(separator: ", ")), not \"\(argv[2])\"")
+        }
+        return .help(script)
+      }
       if argv.count > 1, let command = commands.first(where: { $0.name == argv[1] }) {
         return .help(help(for: command))
       }

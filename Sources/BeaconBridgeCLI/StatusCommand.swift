@@ -95,6 +95,11 @@ public struct TripCommand: BridgeCommand {
 
     Prints the trip's state as JSON. Exits 1 when the daemon refuses (unknown trip, outbox full,
     not armed) or is not running.
+
+    OPTIONS:
+      --trip-id ID     The trip (every action but retry needs it; retry without it: all trips).
+      --device-id X    assign: the device ID to tag the trip with.
+      --json           Accepted for symmetry with other commands; output is always JSON.
     """
 
   enum Action: String, Sendable { case start, events, end, assign, retry }

@@ -35,6 +35,9 @@ struct GZoneEndToEndTests {
     daemon.arguments = ["run", "--config", config, "--state-dir", dir]
     var environment = ProcessInfo.processInfo.environment
     environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus
+    // A home of its own, to see what the daemon writes there (nothing but Foundation's empty
+    // cookie-store folder: no URL cache; StatelessSession).
+    environment["HOME"] = dir + "/home"
     environment.removeValue(forKey: "JOURNAL_STREAM")
     environment.removeValue(forKey: "NOTIFY_SOCKET")
     daemon.environment = environment
@@ -60,6 +63,7 @@ struct GZoneEndToEndTests {
     .path
     let served = dir + "/served"
     try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+    try FileManager.default.createDirectory(atPath: dir + "/home", withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
     try serve("load1", into: served)
     let backend = try FakeBackend(["--serve-dir", served, "--token", "gz"])
@@ -109,6 +113,10 @@ struct GZoneEndToEndTests {
     #expect(log().contains("G-Zone levelUp: {\"type\":\"levelUp\""))
     let again = try cli.cli(["gzone", "refresh"], bus: bus, dir: dir)
     #expect(again.stdout == "No changes.\n", "\(again.stderr)")
+    // Three loads over HTTP and no URL cache on disk (URLSession.shared kept one in ~/.cache).
+    let home = try FileManager.default.contentsOfDirectory(atPath: dir + "/home")
+    #expect(!home.contains(".cache"), "the daemon wrote \(home) into its home")
+    #expect(!FileManager.default.fileExists(atPath: dir + "/.cache"))
 
     // Restart on the same store: the interval load at start-up diffs against the stored load.
     await stop(daemon)

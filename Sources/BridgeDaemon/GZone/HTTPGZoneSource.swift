@@ -100,7 +100,7 @@ public struct HTTPGZoneSource: GZoneSource {
     let once = Once()
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
-        let task = URLSession.shared.dataTask(with: request) { data, response, error in
+        let task = StatelessSession.shared.dataTask(with: request) { data, response, error in
           if let response {
             once.finish(.success((data ?? Data(), response)))
           } else {

@@ -109,7 +109,7 @@ public struct HTTPUploader: Sendable {
     }
     return try await withCheckedThrowingContinuation { continuation in
       let once = Once(continuation)
-      let task = URLSession.shared.dataTask(with: request) { _, response, error in
+      let task = StatelessSession.shared.dataTask(with: request) { _, response, error in
         if let response {
           once.finish(.success(response))
         } else {
