@@ -53,7 +53,14 @@ def main():
 
         def do_POST(self):
             length = int(self.headers.get("Content-Length", "0"))
-            body = self.rfile.read(length).decode("utf-8", "replace")
+            raw = self.rfile.read(length)
+            if len(raw) < length:
+                # The client went away mid-body (killed while sending): as any real server, treat
+                # it as no request at all rather than a delivered one.
+                self.record("truncated", raw.decode("utf-8", "replace"))
+                self.close_connection = True
+                return
+            body = raw.decode("utf-8", "replace")
             with lock:
                 step = script.pop(0) if script else None
                 roll = rng.random()
