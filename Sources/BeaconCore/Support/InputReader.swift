@@ -9,8 +9,15 @@
 /// Why an input could not be read, as one plain sentence naming it ("cannot read standard
 /// input: it is closed", "cannot read /tmp: it is a directory").
 public struct InputError: Error, Hashable, Sendable, CustomStringConvertible {
-  public var description: String
-  public init(_ description: String) { self.description = description }
+  /// "standard input" or the path.
+  public var subject: String
+  /// Why, in plain words: "it is closed", "permission denied".
+  public var reason: String
+  public init(_ subject: String, _ reason: String) {
+    self.subject = subject
+    self.reason = reason
+  }
+  public var description: String { "cannot read \(subject): \(reason)" }
 }
 
 /// Reads an input (a file, or `-` for standard input) with open(2) and read(2), up to a size
@@ -27,17 +34,17 @@ public final class InputReader {
   public init(path: String) throws(InputError) {
     if path == "-" {
       guard !StandardStreams.wasClosed(STDIN_FILENO) else {
-        throw InputError("cannot read standard input: it is closed")
+        throw InputError("standard input", "it is closed")
       }
       name = "standard input"
       fd = STDIN_FILENO
       owned = false
     } else {
-      guard !path.isEmpty else { throw InputError("cannot read a file with an empty name") }
+      guard !path.isEmpty else { throw InputError("\"\"", "the file name is empty") }
       name = path
       var descriptor: Int32
       repeat { descriptor = open(path, O_RDONLY | O_CLOEXEC) } while descriptor < 0 && errno == EINTR
-      guard descriptor >= 0 else { throw InputError("cannot read \(path): \(Self.reason(errno))") }
+      guard descriptor >= 0 else { throw InputError(path, Self.reason(errno)) }
       fd = descriptor
       owned = true
     }
@@ -45,11 +52,11 @@ public final class InputReader {
     guard fstat(fd, &info) == 0 else {
       let code = errno
       if owned { close(fd) }
-      throw InputError("cannot read \(name): \(Self.reason(code))")
+      throw InputError(name, Self.reason(code))
     }
     if (info.st_mode & S_IFMT) == S_IFDIR {
       if owned { close(fd) }
-      throw InputError("cannot read \(name): it is a directory")
+      throw InputError(name, "it is a directory")
     }
   }
 
@@ -82,7 +89,7 @@ public final class InputReader {
   }
 
   private func tooLarge(_ limit: Int) -> InputError {
-    InputError("cannot read \(name): it is larger than the \(Self.size(limit)) limit")
+    InputError(name, "it is larger than the \(Self.size(limit)) limit")
   }
 
   private func fill(_ bytes: inout [UInt8], upTo count: Int) throws(InputError) {
@@ -103,7 +110,7 @@ public final class InputReader {
           // A non-blocking descriptor inherited from the caller: wait until it is readable.
           var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
           _ = poll(&poller, 1, -1)
-        default: throw InputError("cannot read \(name): \(Self.reason(code))")
+        default: throw InputError(name, Self.reason(code))
         }
       }
     }
