@@ -76,7 +76,7 @@ public struct ReplayCommand: BridgeCommand {
       let input = try InputReader(path: file)
       var bytes = try input.read(upTo: BTSnoopCapture.headerLength)
       _ = try BTSnoopCapture.header(bytes)
-      bytes += try input.readToEnd(limit: InputLimits.capture - bytes.count)
+      bytes += try input.readToEnd(limit: InputLimits.capture)
       replay = try CaptureReplay(bytes: bytes, controller: adapter)
     } catch let error as InputError {
       console.err("beaconbridge: replay: \(error.description)\n")

@@ -29,6 +29,8 @@ public final class InputReader {
   public let name: String
   private let fd: Int32
   private let owned: Bool
+  /// Bytes read so far.
+  private var consumed = 0
 
   /// Opens `path`; `-` is standard input.
   public init(path: String) throws(InputError) {
@@ -75,7 +77,8 @@ public final class InputReader {
     return bytes
   }
 
-  /// Reads what is left, refusing more than `limit` bytes.
+  /// Reads what is left, refusing an input of more than `limit` bytes in all (those read
+  /// before count).
   public func readToEnd(limit: Int) throws(InputError) -> [UInt8] {
     var info = stat()
     if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int(info.st_size) > limit {
@@ -83,8 +86,8 @@ public final class InputReader {
     }
     var bytes: [UInt8] = []
     // One byte past the limit tells "exactly the limit" from "more".
-    try fill(&bytes, upTo: limit + 1)
-    guard bytes.count <= limit else { throw tooLarge(limit) }
+    try fill(&bytes, upTo: max(0, limit + 1 - consumed))
+    guard consumed <= limit else { throw tooLarge(limit) }
     return bytes
   }
 
@@ -100,6 +103,7 @@ public final class InputReader {
       let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, want) }
       if n > 0 {
         bytes.append(contentsOf: buffer[0..<n])
+        consumed += n
       } else if n == 0 {
         return
       } else {
