@@ -21,9 +21,9 @@ public struct ReplayCommand: BridgeCommand {
 
     Prints the beacons found (identity, sightings, RSSI) and the enter, exit and active beacon
     events. With --json, prints one JSON object per line, as 'simulate' does. Malformed HCI
-    events are skipped with a warning on stderr; a file that is not a btsnoop capture, is
-    truncated, is larger than \(InputReader.size(InputLimits.capture)) or has a record more than
-    \(Int(Scenario.maximumSeconds)) s after the first exits 1 with one error.
+    events are skipped with a warning on stderr. A file that is not a btsnoop capture, is
+    truncated, is larger than 32 MiB or has a record more than 1000000000 s
+    after the first exits 1 with one error.
 
     OPTIONS:
       --json                     JSON lines, as 'simulate' prints them.

@@ -17,9 +17,9 @@ public struct SimulateCommand: BridgeCommand {
     tripTagged, batchHeld, batchPosted, tripEnded, and rejected for malformed advertisements or
     refused trip calls.
 
-    A scenario file that cannot be read, or is larger than \(InputReader.size(InputLimits.json)),
-    exits 1 with one error naming the problem. Event times are at most \(Int(Scenario.maximumSeconds))
-    seconds (about 31 years).
+    Reads at most 16 MiB; event times are at most 1000000000 s (about 31
+    years). A scenario file that cannot be read, is larger or is not a scenario exits 1 with one
+    error naming the problem.
 
     OPTIONS:
       --json    Accepted for symmetry with other commands; output is always JSON lines.
@@ -56,10 +56,11 @@ public struct SimulateCommand: BridgeCommand {
   }
 }
 
-/// The size caps of what the CLI reads, stated in each command's --help.
-enum InputLimits {
+/// The size caps of what the CLI reads. Each command's --help states its cap in words, and
+/// IOBoundaryTests checks that the words match these.
+public enum InputLimits {
   /// A scenario file (`simulate`) and a trip events batch (`trip events`).
-  static let json = 16 << 20
+  public static let json = 16 << 20
   /// A btsnoop capture (`replay`).
-  static let capture = 32 << 20
+  public static let capture = 32 << 20
 }

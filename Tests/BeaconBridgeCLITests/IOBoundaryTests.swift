@@ -182,6 +182,18 @@ struct IOBoundaryTests {
     Self.expectClean(capture, saying: "it is larger than the 32 MiB limit", "replay of a 32 MiB + 1 file")
   }
 
+  /// Each command's --help states its cap, and the words match the constant.
+  @Test func helpStatesTheCaps() {
+    let json = InputReader.size(InputLimits.json)
+    let capture = InputReader.size(InputLimits.capture)
+    #expect(json == "16 MiB" && capture == "32 MiB")
+    #expect(CLI.help(for: SimulateCommand.self).contains("at most \(json)"))
+    #expect(CLI.help(for: TripCommand.self).contains("at most \(json)"))
+    #expect(CLI.help(for: ReplayCommand.self).contains("larger than \(capture)"))
+    // DirectoryGZoneSource.maximumFileSize, 16 MiB.
+    #expect(CLI.help(for: GZoneCommand.self).contains("larger than 16 MiB"))
+  }
+
   @Test func aFIFOIsReadAsAStream() throws {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent(
       "bb-io-fifo-\(UUID().uuidString)"
