@@ -151,6 +151,11 @@ struct IOBoundaryTests {
     (["simulate", "/nonexistent/scenario.json"], "cannot read /nonexistent/scenario.json: no such file"),
     (["replay", "/etc/hostname/x"], "a part of the path is not a directory"),
     (["gzone", "status", "/"], "no such file"),
+    (["run", "--config", "/"], "configuration: /: cannot read it: it is a directory"),
+    (
+      ["run", "--config", "/dev/zero"],
+      "configuration: /dev/zero: cannot read it: it is larger than the 1 MiB limit"
+    ),
   ])
   func badFiles(arguments: [String], words: String) throws {
     Self.expectClean(try Self.run(arguments), saying: words, arguments.joined(separator: " "))
@@ -211,6 +216,26 @@ struct IOBoundaryTests {
     let run = try Self.run(["simulate", path], timeout: 30)
     #expect(run.status == 0, "stderr: \(run.stderr)")
     #expect(run.stdout.contains("\"type\""))
+  }
+
+  /// A configuration FIFO is read as a stream too (as root it got "You don't have permission").
+  @Test func aConfigurationFIFOIsRead() throws {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "bb-io-conf-\(UUID().uuidString)"
+    )
+    .path
+    #expect(mkfifo(path, 0o600) == 0)
+    defer { unlink(path) }
+    let writer = Thread {
+      let fd = open(path, O_WRONLY)
+      guard fd >= 0 else { return }
+      let text = "[General]\nbackend = hci\n"
+      _ = text.withCString { write(fd, $0, strlen($0)) }
+      close(fd)
+    }
+    writer.start()
+    let run = try Self.run(["doctor", "--config", path, "--json"], timeout: 30)
+    #expect(run.stdout.contains("is valid (backend hci)"), "stdout: \(run.stdout) stderr: \(run.stderr)")
   }
 
   @Test func anUnreadableFileIsPermissionDenied() throws {
