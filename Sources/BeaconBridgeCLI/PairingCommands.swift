@@ -8,6 +8,8 @@ struct StoreOptions: Sendable {
 
   init(_ arguments: inout Arguments) throws(UsageError) {
     stateDir = try arguments.option("--state-dir")
+    // An empty path would silently mean the default directory: refused instead.
+    if stateDir?.isEmpty == true { throw UsageError("--state-dir needs a directory, not an empty path") }
   }
 
   var directory: String {
@@ -23,10 +25,8 @@ struct StoreOptions: Sendable {
     do {
       return try Store(directory: directory)
     } catch {
+      // The message names the cause and the fix (StateDirectoryError, StoreError).
       console.err("beaconbridge: \(error.description)\n")
-      if error.code == .cannotCreateDirectory {
-        console.err("Run as root or a member of the beaconbridge group, or pass --state-dir.\n")
-      }
       return nil
     }
   }

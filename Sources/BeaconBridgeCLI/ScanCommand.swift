@@ -165,35 +165,8 @@ public struct ScanCommand: BridgeCommand {
   }
 
   /// What went wrong, and what to do about it.
-  static func explain(_ error: any Error) -> String {
-    if let error = error as? BlueZError {
-      switch error.code {
-      case .bluezUnavailable:
-        return
-          "bluetoothd is not running (no org.bluez on the system bus). Start it with 'systemctl start bluetooth', or scan without it: --backend hci"
-      case .noAdapter:
-        return "no Bluetooth adapter found. Plug one in, or check 'btmgmt info' and 'rfkill list'"
-      case .adapterNotFound:
-        return "\(error.message). List the adapters with 'btmgmt info'"
-      default:
-        if error.message.contains("AccessDenied")
-          || error.underlying?.name.rawValue.contains("AccessDenied") == true
-        {
-          return
-            "access denied by the D-Bus policy (\(error.message)). Run as root or as a member of the bluetooth group"
-        }
-        return "bluez: \(error.message)"
-      }
-    }
-    if let error = error as? DBusError {
-      if error.name.rawValue.contains("AccessDenied") {
-        return
-          "access denied by the D-Bus policy (\(error.message)). Run as root or as a member of the bluetooth group"
-      }
-      return "cannot reach the system bus (\(error.name.rawValue): \(error.message)). Is dbus running?"
-    }
-    return String(describing: error)
-  }
+  static func explain(_ error: any Error) -> String { ScanAdvice.explain(error) }
+
 }
 
 /// The scan's host: no trips, logs to stderr.

@@ -26,8 +26,11 @@ public struct StatusCommand: BridgeCommand {
       console.err("beaconbridge: \(error.description)\n")
       return ExitStatus.failure
     }
+    // The daemon's state holds no secrets today; what it prints still goes through the one
+    // redaction function, so a URL in a future field or a reason cannot leak.
+    let redactor = Redactor()
     if json {
-      console.out(status.compactText + "\n")
+      console.out(redactor.redact(status.compactText) + "\n")
       return ExitStatus.success
     }
     var out = "Scanning:      \(status["scanning"]?.stringValue ?? "no")\n"
@@ -59,7 +62,7 @@ public struct StatusCommand: BridgeCommand {
       out +=
         "\(outbox["deadLetters"]?.intValue ?? 0) dead letters, \(outbox["unresolvedTrips"]?.intValue ?? 0) unresolved trips\n"
     }
-    console.out(out)
+    console.out(redactor.redact(out))
     return ExitStatus.success
   }
 }

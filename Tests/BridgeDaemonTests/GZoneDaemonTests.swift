@@ -6,6 +6,10 @@ import GZone
 import Synchronization
 import Testing
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The daemon's G-Zone parts: the `[GZone]` section, the HTTP source against a real loopback
 /// server, and the poller over a real store (restart does not replay).
 @Suite(.serialized) struct GZoneDaemonTests {
@@ -69,7 +73,7 @@ import Testing
     let path = FileManager.default.temporaryDirectory.appendingPathComponent(
       "gzone-token-\(UUID().uuidString)"
     ).path
-    try (token + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+    try writeTokenFile(token + "\n", to: path)
     return path
   }
 
@@ -119,6 +123,41 @@ import Testing
       )
       .load()
     } throws: { error in (error as? GZoneError)?.message == "HTTP 401" }
+  }
+
+  /// The token-file rule holds for G-Zone too: a world-readable token is not sent, no request
+  /// is made, and the error names the file and the fix.
+  @Test func aWorldReadableTokenIsNotSent() async throws {
+    let backend = try FakeBackend(["--serve-dir", Self.fixtures.appendingPathComponent("load1").path])
+    let token = try tokenFile("g-secret")
+    defer { try? FileManager.default.removeItem(atPath: token) }
+    #expect(chmod(token, 0o644) == 0)
+    await #expect {
+      try await HTTPGZoneSource(
+        configuration: Self.configuration(base: backend.base), fallbackTokenFile: token
+      )
+      .load()
+    } throws: { error in
+      let message = (error as? GZoneError)?.description ?? ""
+      return message.contains("not requested") && message.contains(token) && message.contains("mode 0644")
+        && message.contains("chmod 0640")
+    }
+    #expect(backend.received().isEmpty)
+  }
+
+  /// Errors name the URL without its credentials or secret parameters.
+  @Test func errorsNameTheURLRedacted() async throws {
+    let backend = try FakeBackend(["--serve-dir", Self.fixtures.appendingPathComponent("bad-json").path])
+    var config = Self.configuration(base: backend.base)
+    let withSecrets = backend.base.replacingOccurrences(of: "://", with: "://gz:gz-pass-9@")
+    config.urls[.player] = "\(withSecrets)/players/{unitId}/player.json?sig=g-sig-1"
+    await #expect {
+      try await HTTPGZoneSource(configuration: config).load()
+    } throws: { error in
+      let text = (error as? GZoneError)?.description ?? ""
+      return !text.contains("gz-pass-9") && !text.contains("g-sig-1") && text.contains("<redacted>@")
+        && text.contains("sig=<redacted>")
+    }
   }
 
   @Test func aMalformedPayloadOverHTTPNamesItsURL() async throws {

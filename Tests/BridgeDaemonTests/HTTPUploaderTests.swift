@@ -4,6 +4,10 @@ import BridgeDaemon
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The uploader against a real HTTP server on loopback that injects failures.
 @Suite(.serialized) struct HTTPUploaderTests {
   static let snapshot = BeaconSnapshot(
@@ -25,7 +29,7 @@ import Testing
   @Test func postsTheDocumentedRequest() async throws {
     let token = FileManager.default.temporaryDirectory.appendingPathComponent("token-\(UUID().uuidString)")
       .path
-    try "s3cret\n".write(toFile: token, atomically: true, encoding: .utf8)
+    try writeTokenFile("s3cret\n", to: token)
     defer { try? FileManager.default.removeItem(atPath: token) }
     let backend = try FakeBackend(["--token", "s3cret"])
     try await HTTPUploader(url: backend.url, tokenFile: token).post(batch(4))
@@ -43,6 +47,39 @@ import Testing
     #expect(events.count == 2)
     #expect(events[0]["g"] == .double(0.4))
     #expect(events[1]["type"]?.stringValue == "futureType")
+  }
+
+  /// A token file others can read, an empty one or a directory: nothing is sent, and the error
+  /// names the file, what is wrong and the fix (retryable: the batch waits until it is fixed).
+  @Test(arguments: [
+    ("s3cret\n", 0o644 as mode_t, "can be read by every user (mode 0644)"),
+    ("", 0o600 as mode_t, "is empty"),
+    ("s3cret\n", 0o606 as mode_t, "can be written by every user (mode 0606)"),
+  ])
+  func tokenFileRuleRefusesTheUpload(text: String, mode: mode_t, phrase: String) async throws {
+    let token = try writeTokenFile(text, to: scratchPath("token"))
+    defer { try? FileManager.default.removeItem(atPath: token) }
+    #expect(chmod(token, mode) == 0)
+    let backend = try FakeBackend(["--token", "s3cret"])
+    do {
+      try await HTTPUploader(url: backend.url, tokenFile: token).post(batch(1))
+      Issue.record("posted with a refused token file")
+    } catch let failure as RetryablePostFailure {
+      #expect(failure.reason.contains(token) && failure.reason.contains(phrase), "\(failure.reason)")
+      #expect(failure.reason.contains("not sent"))
+      if mode & 0o007 != 0 { #expect(failure.reason.contains("chmod 0640 \(token)")) }
+    }
+    #expect(backend.received().isEmpty)
+  }
+
+  @Test func tokenDirectoryRefusesTheUpload() async throws {
+    let token = try scratchDirectory("token-dir")
+    defer { try? FileManager.default.removeItem(atPath: token) }
+    let backend = try FakeBackend([])
+    await #expect(throws: RetryablePostFailure.self) {
+      try await HTTPUploader(url: backend.url, tokenFile: token).post(batch(1))
+    }
+    #expect(backend.received().isEmpty)
   }
 
   @Test(arguments: [

@@ -146,24 +146,33 @@ public actor BeaconBridge {
   }
 
   /// Consumes a source until it ends or the task is cancelled, ticking deadlines meanwhile.
-  /// Presence needs no sub-second latency, so deadlines are checked at least once a second and
-  /// otherwise when due.
   public func run(source: some AdvertisementSource) async throws {
-    let stream = try await source.eventBatches()
-    log(.info, "scanning with \(source.description)")
     try await withThrowingTaskGroup(of: Void.self) { group in
-      group.addTask { try await self.consume(stream) }
-      group.addTask {
-        while !Task.isCancelled {
-          let now = await self.now
-          let due = await self.nextDeadline ?? now + 1
-          try await self.clock.sleep(min(max(due, now), now + 1))
-          await self.tick()
-        }
-      }
+      group.addTask { try await self.consume(source: source) }
+      group.addTask { try await self.runDeadlines() }
       // The source ending ends the run.
       try await group.next()
       group.cancelAll()
+    }
+  }
+
+  /// Consumes a source until it ends, fails or the task is cancelled. Deadlines are not ticked
+  /// here: the daemon runs `runDeadlines()` on its own, so that trips keep their deadlines while
+  /// no source runs (no adapter, bluetoothd stopped).
+  public func consume(source: some AdvertisementSource) async throws {
+    let stream = try await source.eventBatches()
+    log(.info, "scanning with \(source.description)")
+    try await consume(stream)
+  }
+
+  /// Ticks deadlines until the task is cancelled. Presence needs no sub-second latency, so
+  /// deadlines are checked at least once a second and otherwise when due.
+  public func runDeadlines() async throws {
+    while !Task.isCancelled {
+      let now = self.now
+      let due = nextDeadline ?? now + 1
+      try await clock.sleep(min(max(due, now), now + 1))
+      await tick()
     }
   }
 

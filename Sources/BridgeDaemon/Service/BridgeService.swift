@@ -80,7 +80,7 @@ final class BridgeService: Sendable {
       switch call.member.rawValue {
       case "Status":
         let outbox = try? await store.outboxSummary()
-        let json = await bridge.status.json(scanning: state.scanning, outbox: outbox)
+        let json = await bridge.status.json(scan: state.scan, outbox: outbox)
         return .success([.string(json.compactText)])
       case "Pairings":
         return .success([.string(JSONValue.array(try await store.pairings().map(\.json)).compactText)])

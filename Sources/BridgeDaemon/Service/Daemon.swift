@@ -13,7 +13,8 @@ import Synchronization
 /// `beaconbridge run`: configuration, store, scanning, the bridge, and the systemd protocol.
 ///
 /// Start-up order: read the configuration (refuse to start on any problem, at `file:line`), open
-/// the store, arm the bridge (which restores the outbox), start scanning, then `READY=1`.
+/// the store, arm the bridge (which restores the outbox), own the bus name, then `READY=1`; then
+/// scan, waiting for an adapter or bluetoothd if there is none yet (`ScanService`).
 /// SIGTERM stops gracefully with status 0; SIGHUP re-reads the configuration and keeps the old
 /// one if the new one is bad. Pairings changed by `beaconbridge pair` while it runs are picked up
 /// within two seconds (SQLite's `data_version`).
@@ -56,6 +57,7 @@ public struct Daemon: Sendable {
       logger.log(.error, "configuration: \(error.description); not starting")
       return 1
     }
+    logger.learnSecrets(of: config)
     let store: Store
     do { store = try Store(directory: stateDirectory) } catch {
       logger.log(.error, "\(error.description); not starting")
@@ -111,40 +113,34 @@ public struct Daemon: Sendable {
       return 1
     }
     defer { bus.close() }
+    // Ready once the API is served: the name is owned, the store is open and trips are accepted.
+    // Scanning may still wait for an adapter or bluetoothd (as bluetoothd itself starts without
+    // a controller); STATUS= and `doctor` say what it waits for.
+    notifier.notify("READY=1")
+    logger.log(.notice, "ready: serving \(BridgeServiceNames.busName) on the system bus")
 
     let signals = SignalStream.make([SIGTERM, SIGINT, SIGHUP])
     let outcome: Int32 = await withTaskGroup(of: Int32?.self) { group in
       // Scanning, restarted with backoff while the backend is unavailable.
       group.addTask {
-        var delay: Double = 1
-        var announced = false
-        while !Task.isCancelled {
-          let source = Self.makeSource(settings.current.daemon, logger: logger, state: state)
-          state.setSource(source)
-          do {
-            let stream = try await source.eventBatches()
-            delay = 1
-            notifier.notify("READY=1")
-            if !announced {
-              logger.log(.notice, "scanning with \(source.description); ready")
-              announced = true
-            } else {
-              logger.log(.notice, "scanning again with \(source.description)")
-            }
-            state.setScanning(source.description)
-            try await bridge.run(source: StartedSource(stream: stream, description: source.description))
-            logger.log(.warning, "the scan ended; restarting it")
-          } catch is CancellationError {
-            return nil
-          } catch {
-            if Task.isCancelled { return nil }
-            state.setScanning(nil)
-            logger.log(.warning, "cannot scan: \(Self.explain(error)); retrying in \(Int(delay)) s")
-            notifier.notify("STATUS=not scanning: \(Self.explain(error))")
-          }
-          try? await Task.sleep(for: .seconds(delay))
-          delay = min(delay * 2, 30)
-        }
+        let scan = ScanService(
+          makeSource: { onWaiting in
+            Self.makeSource(settings.current.daemon, logger: logger, state: state, onWaiting: onWaiting)
+          },
+          consume: { try await bridge.consume(source: $0) },
+          report: { condition in
+            state.setScan(condition)
+            notifier.notify("STATUS=\(Self.statusLine(nil, scan: condition))")
+          },
+          log: { logger.log($0, $1) },
+          explain: { ScanAdvice.explain($0, for: .service) },
+          clock: ContinuousClock())
+        await scan.run(started: { state.setSource($0) })
+        return nil
+      }
+      // Trip deadlines (late window, hold, retries) run whether or not a source scans.
+      group.addTask {
+        try? await bridge.runDeadlines()
         return nil
       }
       // The watchdog: WATCHDOG=1 at half of WATCHDOG_USEC.
@@ -176,7 +172,7 @@ public struct Daemon: Sendable {
           }
           let current = await bridge.status
           if release.shouldRelease(tracked: current.beaconsInRange.count) { MallocTuning.returnFreedMemory() }
-          let status = Self.statusLine(current, scanning: state.scanning)
+          let status = Self.statusLine(current, scan: state.scan)
           if status != lastStatus {
             notifier.notify("STATUS=\(status)")
             lastStatus = status
@@ -196,6 +192,7 @@ public struct Daemon: Sendable {
             notifier.notify("RELOADING=1")
             do {
               let fresh = try loadConfiguration()
+              logger.learnSecrets(of: fresh)
               settings.update(fresh)
               await store.setOutboxLimit(fresh.outboxMaxBatches)
               try await bridge.reload()
@@ -222,13 +219,16 @@ public struct Daemon: Sendable {
     return outcome
   }
 
-  static func makeSource(_ config: DaemonConfiguration, logger: DaemonLogger, state: DaemonState)
-    -> any AdvertisementSource
-  {
+  static func makeSource(
+    _ config: DaemonConfiguration, logger: DaemonLogger, state: DaemonState,
+    onWaiting: @escaping @Sendable (String?) -> Void
+  ) -> any AdvertisementSource {
     switch config.backend {
     case .bluez:
       var options = BlueZAdvertisementSource.Options()
       options.keep = { state.isPairedAddress($0) }
+      options.waitForHardware = true
+      options.onWaiting = onWaiting
       return BlueZAdvertisementSource(bus: .system, adapter: config.adapter, options: options) { line in
         logger.log(.info, line)
       }
@@ -238,13 +238,11 @@ public struct Daemon: Sendable {
     }
   }
 
-  static func explain(_ error: any Error) -> String {
-    if let error = error as? BlueZError { return error.message }
-    return String(describing: error)
-  }
-
-  static func statusLine(_ status: BridgeStatus, scanning: String?) -> String {
-    var parts = [scanning.map { "scanning (\($0))" } ?? "not scanning"]
+  /// The `STATUS=` line: what scanning does, then (once the bridge runs) beacons, the active
+  /// beacon and the backlog.
+  static func statusLine(_ status: BridgeStatus?, scan: ScanCondition) -> String {
+    var parts = [scan.summary]
+    guard let status else { return parts[0] }
     parts.append("\(status.beaconsInRange.count) beacon(s) in range")
     parts.append("active: \(status.active?.deviceId ?? "none")")
     let held = status.trips.reduce(0) { $0 + $1.heldBatches }
@@ -270,7 +268,7 @@ final class DaemonSettings: Sendable {
 /// What the daemon's tasks share: whether it scans, and paired beacons' addresses.
 final class DaemonState: Sendable {
   private struct State {
-    var scanning: String?
+    var scan = ScanCondition.starting
     var source: (any AdvertisementSource)?
     var service: BridgeService?
     var gzone: GZonePoller?
@@ -290,8 +288,8 @@ final class DaemonState: Sendable {
 
   func setPairings(_ pairings: [Pairing]) { state.withLock { $0.pairings = PairingSet(pairings) } }
 
-  var scanning: String? { state.withLock { $0.scanning } }
-  func setScanning(_ description: String?) { state.withLock { $0.scanning = description } }
+  var scan: ScanCondition { state.withLock { $0.scan } }
+  func setScan(_ condition: ScanCondition) { state.withLock { $0.scan = condition } }
   func isPairedAddress(_ address: BluetoothAddress) -> Bool { state.withLock { $0.paired.contains(address) } }
 
   func observe(_ event: TimedBridgeEvent, logger: DaemonLogger) {
