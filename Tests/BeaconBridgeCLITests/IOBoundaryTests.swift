@@ -293,6 +293,24 @@ struct IOBoundaryTests {
     Self.expectClean(run, saying: "record 2: its timestamp is more than 1000000000 s", "extreme timestamp")
   }
 
+  /// The scenario fuzzer's corpus (seeds, and any crasher it ever found) as regression inputs:
+  /// each decodes or is refused with a ScenarioError, and a decoded one plays to its end.
+  @Test func scenarioFuzzCorpus() async throws {
+    let folder = Self.root.appendingPathComponent("Fuzz/scenario/corpus")
+    let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+    #expect(names.count >= 4)
+    for name in names {
+      let data = try Data(contentsOf: folder.appendingPathComponent(name))
+      do {
+        let scenario = try Scenario.decode(data)
+        #expect(scenario.end <= Scenario.maximumSeconds, "\(name)")
+        try await ScenarioRunner(scenario: scenario).run(emit: { _ in })
+      } catch let error as ScenarioError {
+        #expect(!error.description.isEmpty)
+      }
+    }
+  }
+
   @Test func theVirtualClockNeverTraps() {
     let clock = VirtualClock()
     clock.set(seconds: 5)
