@@ -1,10 +1,11 @@
 import BeaconCore
 import BeaconTestSupport
-import BridgeDaemon
 import Foundation
 import GZone
 import Synchronization
 import Testing
+
+@testable import BridgeDaemon
 
 #if canImport(Glibc)
   import Glibc
@@ -251,13 +252,23 @@ import Testing
     let poller = poller(try Store(directory: dir), box)
     _ = try await poller.refresh(reason: "baseline")
     box.folder.withLock { $0 = "load2" }
-    for _ in 0..<5 { poller.tripUploaded() }
+    // Five uploads, all scheduled before the reload runs (what `tripUploaded` does on its task).
+    for _ in 0..<5 { await poller.scheduleAfterUpload() }
     let deadline = ContinuousClock.now + .seconds(10)
     while box.events.withLock({ $0.count }) < 8, ContinuousClock.now < deadline {
       try await Task.sleep(for: .milliseconds(20))
     }
-    try await Task.sleep(for: .milliseconds(200))
     #expect(box.events.withLock { $0.count } == 8)
-    #expect(box.lines.withLock { $0 }.contains { $0.contains("(trip uploaded)") })
+    // A second reload would have been scheduled with the others; there is exactly one.
+    #expect(box.lines.withLock { $0 }.filter { $0.contains("(trip uploaded)") }.count == 1)
+    // The public entry point schedules the same reload.
+    poller.tripUploaded()
+    let again = ContinuousClock.now + .seconds(10)
+    while box.lines.withLock({ $0 }).filter({ $0.contains("(trip uploaded)") }).count < 2,
+      ContinuousClock.now < again
+    {
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    #expect(box.lines.withLock { $0 }.filter { $0.contains("(trip uploaded)") }.count == 2)
   }
 }

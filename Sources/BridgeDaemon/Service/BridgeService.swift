@@ -13,32 +13,67 @@ public enum BridgeServiceNames {
   public static let errorPrefix = "org.beaconbridge.Error."
 }
 
-/// Serves `org.beaconbridge.Bridge1` for a running bridge.
-final class BridgeService: Sendable {
+/// What the bridge and the G-Zone poller announce as D-Bus signals. They are made before the
+/// D-Bus service exists, so they queue here until it runs.
+struct Announcements: Sendable {
+  enum Item: Sendable {
+    case bridge(BridgeEvent)
+    case gzone(GZoneEvent)
+  }
+
+  let stream: AsyncStream<Item>
+  private let continuation: AsyncStream<Item>.Continuation
+
+  init() {
+    // Announcements are signals for listeners, not data: past this many unsent, the oldest go.
+    (stream, continuation) = AsyncStream.makeStream(of: Item.self, bufferingPolicy: .bufferingNewest(1024))
+  }
+
+  func yield(_ item: Item) { continuation.yield(item) }
+}
+
+/// What the D-Bus API reads besides the bridge and the store.
+struct BridgeServiceContext: Sendable {
+  let scanStatus: ScanStatus
+  let paired: PairedBeacons
+  let gzone: GZonePoller?
+
+  var scan: ScanCondition { scanStatus.condition }
+  func setPairings(_ pairings: [Pairing]) { paired.update(pairings) }
+}
+
+/// Serves `org.beaconbridge.Bridge1` for a running bridge, and sends its signals.
+final class BridgeService: Service {
   let connection: Connection
-  let bridge: BeaconBridge
-  let store: Store
-  let state: DaemonState
+  let announcements: Announcements
   private let object: ExportedObject
 
   init(
-    connection: Connection, bridge: BeaconBridge, store: Store, state: DaemonState, host: any ScopeHost,
-    logger: DaemonLogger
+    connection: Connection, bridge: BeaconBridge, store: Store, context: BridgeServiceContext,
+    host: any ScopeHost, logger: DaemonLogger, announcements: Announcements
   ) throws {
     self.connection = connection
-    self.bridge = bridge
-    self.store = store
-    self.state = state
-    object = try connection.export(BridgeServiceNames.path) { [bridge, store, state, host, logger] call in
+    self.announcements = announcements
+    object = try connection.export(BridgeServiceNames.path) { [bridge, store, context, host, logger] call in
       if call.member == "RecentLogs" {
         return .success([.string(JSONValue.array(logger.recent.map { .string($0) }).compactText)])
       }
-      return await Self.handle(call, bridge: bridge, store: store, state: state, host: host)
+      return await Self.handle(call, bridge: bridge, store: store, state: context, host: host)
+    }
+  }
+
+  /// Sends the announcements as signals until cancelled.
+  func run() async {
+    for await item in announcements.stream {
+      switch item {
+      case .bridge(let event): signal(event)
+      case .gzone(let event): signal(gzone: event)
+      }
     }
   }
 
   /// Announces an event as a signal.
-  func signal(_ event: BridgeEvent) {
+  private func signal(_ event: BridgeEvent) {
     switch event {
     case .activeBeaconChanged(let active):
       try? connection.emit(
@@ -54,7 +89,7 @@ final class BridgeService: Sendable {
   }
 
   /// Announces a G-Zone change as `GZoneEvent(s type, s json)`.
-  func signal(gzone event: GZoneEvent) {
+  private func signal(gzone event: GZoneEvent) {
     try? connection.emit(
       path: BridgeServiceNames.path, interface: BridgeServiceNames.interface, member: "GZoneEvent",
       [.string(event.type), .string(event.jsonText)])
@@ -65,7 +100,7 @@ final class BridgeService: Sendable {
   }
 
   static func handle(
-    _ call: MethodCall, bridge: BeaconBridge, store: Store, state: DaemonState, host: any ScopeHost
+    _ call: MethodCall, bridge: BeaconBridge, store: Store, state: BridgeServiceContext, host: any ScopeHost
   ) async -> MethodResult {
     if call.interface?.rawValue == "org.freedesktop.DBus.Introspectable", call.member == "Introspect" {
       return .success([.string(introspection)])
@@ -173,7 +208,7 @@ final class BridgeService: Sendable {
   }
 
   /// After Pair/Unpair: the store is the truth; the selector and the pruning filter follow it.
-  static func reloadPairings(store: Store, state: DaemonState, bridge: BeaconBridge) async throws {
+  static func reloadPairings(store: Store, state: BridgeServiceContext, bridge: BeaconBridge) async throws {
     let all = try await store.pairings()
     state.setPairings(all)
     await bridge.setPairings(all)

@@ -67,20 +67,22 @@ public struct Daemon: Sendable {
 
     let settings = DaemonSettings(config)
     let host = DaemonHost(settings: settings, logger: logger)
-    let state = DaemonState()
+    let announcements = Announcements()
+    let scanStatus = ScanStatus()
+    let paired = PairedBeacons()
     // G-Zone: poll-and-diff into journal lines and D-Bus signals (docs/gzone.md).
     let gzone = GZonePoller(
       store: store, settings: { (settings.current.daemon.gzone, settings.current.daemon.tokenFile) },
-      log: { logger.log($0, $1) }, emit: { state.service?.signal(gzone: $0) })
-    state.setGZone(gzone)
+      log: { logger.log($0, $1) }, emit: { announcements.yield(.gzone($0)) })
     let bridge = BeaconBridge(host: host, journal: store) { event in
-      state.observe(event, logger: logger)
-      state.service?.signal(event.event)
+      Self.log(event.event, to: logger)
+      if case .beaconEntered(let beacon) = event.event { paired.entered(beacon) }
+      announcements.yield(.bridge(event.event))
       if case .batchPosted = event.event { gzone.tripUploaded() }
     }
     do {
       let pairings = try await store.pairings()
-      state.setPairings(pairings)
+      paired.update(pairings)
       await bridge.setPairings(pairings)
     } catch {
       logger.log(.error, "\(error.description); not starting")
@@ -93,6 +95,7 @@ public struct Daemon: Sendable {
 
     // The D-Bus API: own the name before saying READY=1.
     let bus: Connection
+    let api: BridgeService
     do {
       bus = try Connection(.system)
       let reply = try await bus.requestName(BridgeServiceNames.busName)
@@ -102,9 +105,10 @@ public struct Daemon: Sendable {
           "another beaconbridge daemon owns \(BridgeServiceNames.busName) on the system bus; not starting")
         return 1
       }
-      state.setService(
-        try BridgeService(
-          connection: bus, bridge: bridge, store: store, state: state, host: host, logger: logger))
+      api = try BridgeService(
+        connection: bus, bridge: bridge, store: store,
+        context: BridgeServiceContext(scanStatus: scanStatus, paired: paired, gzone: gzone), host: host,
+        logger: logger, announcements: announcements)
     } catch {
       logger.log(
         .error,
@@ -119,114 +123,67 @@ public struct Daemon: Sendable {
     notifier.notify("READY=1")
     logger.log(.notice, "ready: serving \(BridgeServiceNames.busName) on the system bus")
 
-    let signals = SignalStream.make([SIGTERM, SIGINT, SIGHUP])
-    let outcome: Int32 = await withTaskGroup(of: Int32?.self) { group in
-      // Scanning, restarted with backoff while the backend is unavailable.
-      group.addTask {
-        let scan = ScanService(
-          makeSource: { onWaiting in
-            Self.makeSource(settings.current.daemon, logger: logger, state: state, onWaiting: onWaiting)
-          },
-          consume: { try await bridge.consume(source: $0) },
-          report: { condition in
-            state.setScan(condition)
-            notifier.notify("STATUS=\(Self.statusLine(nil, scan: condition))")
-          },
-          log: { logger.log($0, $1) },
-          explain: { ScanAdvice.explain($0, for: .service) },
-          clock: ContinuousClock())
-        await scan.run(started: { state.setSource($0) })
-        return nil
-      }
-      // Trip deadlines (late window, hold, retries) run whether or not a source scans.
-      group.addTask {
-        try? await bridge.runDeadlines()
-        return nil
-      }
-      // The watchdog: WATCHDOG=1 at half of WATCHDOG_USEC.
-      if let interval = notifier.watchdogInterval {
-        group.addTask {
-          while !Task.isCancelled {
-            notifier.notify("WATCHDOG=1")
-            try? await Task.sleep(for: interval)
-          }
-          return nil
+    var scan = ScanService(
+      makeSource: { onWaiting in
+        Self.makeSource(settings.current.daemon, logger: logger, paired: paired, onWaiting: onWaiting)
+      },
+      consume: { try await bridge.consume(source: $0) },
+      report: { condition in
+        scanStatus.set(condition)
+        notifier.notify("STATUS=\(StatusReporter.line(nil, scan: condition))")
+      },
+      log: { logger.log($0, $1) },
+      explain: { ScanAdvice.explain($0, for: .service) },
+      clock: ContinuousClock())
+    scan.started = { scanStatus.started($0) }
+    var services: [any Service] = [
+      api, scan, DeadlineService(bridge: bridge),
+      PairingWatcher(store: store, bridge: bridge, paired: paired, logger: logger),
+      StatusReporter(bridge: bridge, scan: scanStatus, notifier: notifier), gzone,
+    ]
+    if let interval = notifier.watchdogInterval {
+      services.append(WatchdogService(notifier: notifier, interval: interval))
+    }
+    let group = ServiceGroup(
+      services: services, signals: SignalStream.make([SIGTERM, SIGINT, SIGHUP]),
+      reload: {
+        notifier.notify("RELOADING=1")
+        do {
+          let fresh = try loadConfiguration()
+          logger.learnSecrets(of: fresh)
+          settings.update(fresh)
+          await store.setOutboxLimit(fresh.outboxMaxBatches)
+          try await bridge.reload()
+          logger.log(.notice, "configuration reloaded from \(configPath)")
+        } catch {
+          logger.log(.error, "configuration not reloaded, the old one stays: \(error)")
         }
-      }
-      // Pairings written by `beaconbridge pair` while we run, and STATUS= lines.
-      group.addTask {
-        var version = try? await store.dataVersion()
-        var lastStatus = ""
-        // Many beacons gone at once (a flood expiring or reported lost): hand glibc's freed pages
-        // back, or the daemon would stay at its peak size.
-        var release = PeakShrink()
-        while !Task.isCancelled {
-          try? await Task.sleep(for: .seconds(2))
-          if let now = try? await store.dataVersion(), now != version {
-            version = now
-            if let pairings = try? await store.pairings(), pairings != (await bridge.status.pairings) {
-              state.setPairings(pairings)
-              await bridge.setPairings(pairings)
-              logger.log(.notice, "pairings changed: \(pairings.count) pairing(s)")
-            }
-          }
-          let current = await bridge.status
-          if release.shouldRelease(tracked: current.beaconsInRange.count) { MallocTuning.returnFreedMemory() }
-          let status = Self.statusLine(current, scan: state.scan)
-          if status != lastStatus {
-            notifier.notify("STATUS=\(status)")
-            lastStatus = status
-          }
-        }
-        return nil
-      }
-      // The G-Zone poller's interval loop (idle while no [GZone] is configured).
-      group.addTask {
-        await gzone.run()
-        return nil
-      }
-      // Signals.
-      group.addTask {
-        for await number in signals {
-          if number == SIGHUP {
-            notifier.notify("RELOADING=1")
-            do {
-              let fresh = try loadConfiguration()
-              logger.learnSecrets(of: fresh)
-              settings.update(fresh)
-              await store.setOutboxLimit(fresh.outboxMaxBatches)
-              try await bridge.reload()
-              logger.log(.notice, "configuration reloaded from \(configPath)")
-            } catch {
-              logger.log(.error, "configuration not reloaded, the old one stays: \(error)")
-            }
-            notifier.notify("READY=1")
-          } else {
-            logger.log(.notice, "stopping (signal \(number))")
-            notifier.notify("STOPPING=1")
-            return 0
-          }
-        }
-        return 0
-      }
-      let status = await group.next() ?? 0
-      group.cancelAll()
-      return status ?? 0
+        notifier.notify("READY=1")
+      })
+    var outcome: Int32 = 0
+    switch await group.run() {
+    case .signal(let number):
+      logger.log(.notice, "stopping (signal \(number))")
+      notifier.notify("STOPPING=1")
+    case .serviceEnded(let name, let error):
+      logger.log(.error, "\(name) stopped\(error.map { ": \($0)" } ?? ""); stopping")
+      notifier.notify("STOPPING=1")
+      outcome = 1
     }
     // Put the radio back (StopDiscovery, or the controller's scan state) before exiting.
-    if let source = state.source { await source.finished(within: .seconds(5)) }
+    if let source = scanStatus.source { await source.finished(within: .seconds(5)) }
     logger.log(.info, "stopped")
     return outcome
   }
 
   static func makeSource(
-    _ config: DaemonConfiguration, logger: DaemonLogger, state: DaemonState,
+    _ config: DaemonConfiguration, logger: DaemonLogger, paired: PairedBeacons,
     onWaiting: @escaping @Sendable (String?) -> Void
   ) -> any AdvertisementSource {
     switch config.backend {
     case .bluez:
       var options = BlueZAdvertisementSource.Options()
-      options.keep = { state.isPairedAddress($0) }
+      options.keep = { paired.contains($0) }
       options.waitForHardware = true
       options.onWaiting = onWaiting
       return BlueZAdvertisementSource(bus: .system, adapter: config.adapter, options: options) { line in
@@ -238,16 +195,21 @@ public struct Daemon: Sendable {
     }
   }
 
-  /// The `STATUS=` line: what scanning does, then (once the bridge runs) beacons, the active
-  /// beacon and the backlog.
-  static func statusLine(_ status: BridgeStatus?, scan: ScanCondition) -> String {
-    var parts = [scan.summary]
-    guard let status else { return parts[0] }
-    parts.append("\(status.beaconsInRange.count) beacon(s) in range")
-    parts.append("active: \(status.active?.deviceId ?? "none")")
-    let held = status.trips.reduce(0) { $0 + $1.heldBatches }
-    parts.append("\(status.outboundBatches + held) batch(es) waiting")
-    return parts.joined(separator: "; ")
+  /// The journal lines for the bridge's events.
+  static func log(_ event: BridgeEvent, to logger: DaemonLogger) {
+    switch event {
+    case .activeBeaconChanged(let active):
+      logger.log(.notice, "active beacon: \(active.map { "\($0.deviceId) (\($0.id))" } ?? "none")")
+    case .tripTagged(let tripId, let resolution):
+      logger.log(
+        .notice, "trip \(tripId) tagged \(resolution.deviceId ?? "unresolved") (\(resolution.reason))")
+    case .batchDeadLettered(let batch, let reason):
+      logger.log(.error, "trip \(batch.tripId) batch \(batch.sequence) refused by the backend: \(reason)")
+    case .beaconEntered(let beacon):
+      logger.log(.debug, "beacon entered: \(beacon.id) at \(beacon.address)")
+    default:
+      break
+    }
   }
 }
 
@@ -263,53 +225,6 @@ final class DaemonSettings: Sendable {
     }
   }
   func update(_ config: DaemonConfiguration) { value.withLock { $0 = config } }
-}
-
-/// What the daemon's tasks share: whether it scans, and paired beacons' addresses.
-final class DaemonState: Sendable {
-  private struct State {
-    var scan = ScanCondition.starting
-    var source: (any AdvertisementSource)?
-    var service: BridgeService?
-    var gzone: GZonePoller?
-    var pairings = PairingSet()
-    /// Addresses of paired beacons heard so far: never pruned from BlueZ's cache.
-    var paired: Set<BluetoothAddress> = []
-  }
-
-  private let state = Mutex(State())
-
-  var source: (any AdvertisementSource)? { state.withLock { $0.source } }
-  func setSource(_ source: any AdvertisementSource) { state.withLock { $0.source = source } }
-  var service: BridgeService? { state.withLock { $0.service } }
-  func setService(_ service: BridgeService) { state.withLock { $0.service = service } }
-  var gzone: GZonePoller? { state.withLock { $0.gzone } }
-  func setGZone(_ poller: GZonePoller) { state.withLock { $0.gzone = poller } }
-
-  func setPairings(_ pairings: [Pairing]) { state.withLock { $0.pairings = PairingSet(pairings) } }
-
-  var scan: ScanCondition { state.withLock { $0.scan } }
-  func setScan(_ condition: ScanCondition) { state.withLock { $0.scan = condition } }
-  func isPairedAddress(_ address: BluetoothAddress) -> Bool { state.withLock { $0.paired.contains(address) } }
-
-  func observe(_ event: TimedBridgeEvent, logger: DaemonLogger) {
-    switch event.event {
-    case .activeBeaconChanged(let active):
-      logger.log(.notice, "active beacon: \(active.map { "\($0.deviceId) (\($0.id))" } ?? "none")")
-    case .tripTagged(let tripId, let resolution):
-      logger.log(
-        .notice, "trip \(tripId) tagged \(resolution.deviceId ?? "unresolved") (\(resolution.reason))")
-    case .batchDeadLettered(let batch, let reason):
-      logger.log(.error, "trip \(batch.tripId) batch \(batch.sequence) refused by the backend: \(reason)")
-    case .beaconEntered(let beacon):
-      state.withLock { s in
-        if s.pairings.pairing(for: beacon.id) != nil { s.paired.insert(beacon.address) }
-      }
-      logger.log(.debug, "beacon entered: \(beacon.id) at \(beacon.address)")
-    default:
-      break
-    }
-  }
 }
 
 /// The daemon's ScopeHost: beacon mode, logs to the journal, uploads over HTTP.

@@ -48,7 +48,7 @@ public enum ScanCondition: Sendable, Hashable {
 /// that fails as it starts and one that fails a moment after handing over its stream (the HCI
 /// source reports a refused command through its stream) are backed off alike, so a scan that
 /// cannot work never logs once a second.
-struct ScanService<C: Clock>: Sendable where C.Duration == Duration {
+struct ScanService<C: Clock>: Service where C.Duration == Duration {
   /// Makes a source; it calls the given closure with what it waits for, or nil once it scans.
   var makeSource: @Sendable (_ onWaiting: @escaping @Sendable (String?) -> Void) -> any AdvertisementSource
   /// Feeds a started source to the bridge until it ends.
@@ -60,9 +60,11 @@ struct ScanService<C: Clock>: Sendable where C.Duration == Duration {
   var initialDelay: Duration = .seconds(1)
   var maximumDelay: Duration = .seconds(30)
   var healthyRun: Duration = .seconds(60)
+  /// Told of each source as it is made, so that its cleanup can be awaited at exit.
+  var started: @Sendable (any AdvertisementSource) -> Void = { _ in }
 
-  /// Runs until cancelled; returns the last source so that its cleanup can be awaited.
-  func run(started: @Sendable (any AdvertisementSource) -> Void = { _ in }) async {
+  /// Runs until cancelled.
+  func run() async {
     var delay = initialDelay
     var announced = false
     while !Task.isCancelled {
