@@ -23,7 +23,7 @@ demo: build
 	$(BIN) demo
 
 # Every tier the README promises. A tier that cannot run fails here; none is skipped.
-test: lint scenarios fuzz-short fuzz-hci-short leakcheck test-unit test-system-files test-vm
+test: lint scenarios fuzz-short fuzz-hci-short fuzz-input-short test-io leakcheck test-unit test-system-files test-vm
 	@echo "make test: all tiers passed"
 
 # The suites that start daemons, mocks and HTTP servers as processes run one at a time after the
@@ -222,3 +222,29 @@ bench:
 	  --bench .build/release/BeaconBench --emitter .build/bench/bench-emitter \
 	  --python $(BENCH_VENV)/bin/python --bleak-script Benchmarks/bleak_consumer.py \
 	  --out docs/PERFORMANCE.md --repeats $(BENCH_REPEATS) $(BENCH_ARGS)
+
+# --- Input and output boundaries (issue 14). A separate block so merges stay easy. --------------
+# `make test-io` runs every subcommand (read from the CLI's command table) with stdin closed,
+# stdout to /dev/full, to a closed pipe and closed, and fails unless each exits 1-128 with one
+# plain line on stderr, in time (scripts/check-io-boundaries.py).
+# `make fuzz-input` fuzzes the scenario reader, the configuration keyfile parser and the G-Zone
+# payload loader for FUZZ_INPUT_SECONDS each (FUZZ_RUNS=N: stop after N executions);
+# `make test` runs them briefly. Crashers go into Fuzz/<target>/corpus.
+FUZZ_INPUT_SECONDS ?= 60
+FUZZ_INPUT_TEST_SECONDS ?= 10
+.PHONY: test-io fuzz-input fuzz-input-short
+
+test-io: build
+	scripts/check-io-boundaries.py $(BIN)
+
+fuzz-input:
+	@scripts/install-deps.sh test
+	Fuzz/run-hci.sh scenario $(FUZZ_INPUT_SECONDS)
+	Fuzz/run-hci.sh keyfile $(FUZZ_INPUT_SECONDS)
+	Fuzz/run-hci.sh gzone-payload $(FUZZ_INPUT_SECONDS)
+
+fuzz-input-short:
+	@scripts/install-deps.sh test
+	Fuzz/run-hci.sh scenario $(FUZZ_INPUT_TEST_SECONDS)
+	Fuzz/run-hci.sh keyfile $(FUZZ_INPUT_TEST_SECONDS)
+	Fuzz/run-hci.sh gzone-payload $(FUZZ_INPUT_TEST_SECONDS)

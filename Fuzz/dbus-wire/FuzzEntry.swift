@@ -65,8 +65,9 @@ func walk(_ signature: [UInt8], _ index: inout Int, _ body: inout WireReader, de
       index += 1
       return body.bytes() != nil
     }
-    let alignment = [UInt8(ascii: "{"), UInt8(ascii: "("), UInt8(ascii: "x"), UInt8(ascii: "t"), UInt8(ascii: "d")]
-      .contains(element) ? 8 : 4
+    let alignment =
+      [UInt8(ascii: "{"), UInt8(ascii: "("), UInt8(ascii: "x"), UInt8(ascii: "t"), UInt8(ascii: "d")]
+        .contains(element) ? 8 : 4
     guard let end = body.beginArray(elementAlignment: alignment) else { return false }
     let elementStart = index
     var elementEnd = index
@@ -74,7 +75,9 @@ func walk(_ signature: [UInt8], _ index: inout Int, _ body: inout WireReader, de
     while body.position < end {
       elementEnd = elementStart
       let before = body.position
-      guard walk(signature, &elementEnd, &body, depth: depth + 1), body.position > before else { return false }
+      guard walk(signature, &elementEnd, &body, depth: depth + 1), body.position > before else {
+        return false
+      }
       rounds += 1
       precondition(rounds <= 1 << 27)
     }

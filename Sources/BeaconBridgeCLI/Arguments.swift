@@ -24,12 +24,13 @@ public struct Arguments: Sendable {
     return true
   }
 
-  /// The value of `--name VALUE` or `--name=VALUE`, if given.
+  /// The value of `--name VALUE` or `--name=VALUE`, if given. An empty value is a usage error
+  /// for every option (`--state-dir ""` must not mean the default directory).
   public mutating func option(_ name: String) throws(UsageError) -> String? {
     if let index = items.firstIndex(where: { $0.hasPrefix(name + "=") }) {
       let value = String(items[index].dropFirst(name.count + 1))
       items.remove(at: index)
-      guard !value.isEmpty else { throw UsageError("\(name) needs a value") }
+      guard !value.isEmpty else { throw UsageError("\(name) needs a value, not an empty string") }
       return value
     }
     guard let index = items.firstIndex(of: name) else { return nil }
@@ -38,6 +39,7 @@ public struct Arguments: Sendable {
     }
     let value = items[index + 1]
     items.removeSubrange(index...(index + 1))
+    guard !value.isEmpty else { throw UsageError("\(name) needs a value, not an empty string") }
     return value
   }
 
@@ -59,7 +61,9 @@ public struct Arguments: Sendable {
     guard let index = items.firstIndex(where: { !$0.hasPrefix("--") || $0 == "-" }) else {
       throw UsageError("missing \(name)")
     }
-    return items.remove(at: index)
+    let value = items.remove(at: index)
+    guard !value.isEmpty else { throw UsageError("\(name) must not be an empty string") }
+    return value
   }
 
   /// Refuses anything not consumed.

@@ -1,3 +1,4 @@
+import BeaconCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -19,26 +20,53 @@ public protocol Console: Sendable {
 public struct StandardConsole: Console {
   public init() {}
 
-  public func out(_ text: String) { Self.write(text, to: STDOUT_FILENO) }
+  /// Every stdout write of the program goes through here. A write that fails (a closed pipe,
+  /// a full disk, /dev/full) ends the program at once with exit 1 and one line on stderr, as
+  /// coreutils do: output that did not arrive is never a success. (main ignores SIGPIPE, so a
+  /// closed pipe is EPIPE here rather than a silent death by signal.)
+  public func out(_ text: String) {
+    if let code = StandardStreams.wasClosed(STDOUT_FILENO) ? EBADF : Self.write(text, to: STDOUT_FILENO) {
+      Self.write("beaconbridge: cannot write to standard output: \(Self.reason(code))\n", to: STDERR_FILENO)
+      // _exit: nothing is buffered, and no other thread's atexit work can hang the exit.
+      _exit(ExitStatus.failure)
+    }
+  }
 
+  /// A failed stderr write has nowhere to be reported; the exit status still tells.
   public func err(_ text: String) { Self.write(text, to: STDERR_FILENO) }
 
   /// Unbuffered, whole-string writes: lines reach a pipe as soon as they are made, and a short
-  /// write or EINTR is retried. A closed pipe (EPIPE) drops the output rather than crashing.
-  static func write(_ text: String, to fd: Int32) {
+  /// write or EINTR is retried. Returns the errno of a failed write, nil when all was written.
+  @discardableResult
+  static func write(_ text: String, to fd: Int32) -> Int32? {
     var text = text
-    text.withUTF8 { buffer in
+    return text.withUTF8 { buffer -> Int32? in
+      guard let base = buffer.baseAddress else { return nil }
       var offset = 0
       while offset < buffer.count {
-        let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+        let n = Glibc.write(fd, base + offset, buffer.count - offset)
         if n > 0 {
           offset += n
         } else if n < 0 && errno == EINTR {
           continue
         } else {
-          return
+          return n < 0 ? errno : EIO
         }
       }
+      return nil
+    }
+  }
+
+  /// A write's errno in plain words.
+  static func reason(_ code: Int32) -> String {
+    switch code {
+    case EPIPE: return "the reading end of the pipe is closed"
+    case ENOSPC: return "no space left on the device"
+    case EBADF: return "it is closed"
+    case EIO: return "an input/output error"
+    case EFBIG: return "the file is too large"
+    case EDQUOT: return "the disk quota is exceeded"
+    default: return String(cString: strerror(code)).lowercased()
     }
   }
 

@@ -69,7 +69,9 @@ public struct DiagnoseCommand: BridgeCommand {
     )
     .loadConfiguration()
     var redactor = configuration.map { Redactor(configuration: $0) } ?? Redactor()
-    if let text = try? String(contentsOfFile: configFile, encoding: .utf8) {
+    if let bytes = try? InputReader.read(configFile, limit: DaemonConfiguration.maximumFileSize),
+      let text = String(validating: bytes, as: UTF8.self)
+    {
       entries.append(
         Entry(
           name: "beaconbridge.conf",
@@ -181,7 +183,8 @@ public struct DiagnoseCommand: BridgeCommand {
     let pid = process.processIdentifier
     let killer = DispatchWorkItem { kill(pid, SIGKILL) }
     DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
-    let data = out.fileHandleForReading.readDataToEndOfFile()
+    // The throwing read: readDataToEndOfFile() traps on a read error.
+    let data = (try? out.fileHandleForReading.readToEnd()) ?? Data()
     process.waitUntilExit()
     killer.cancel()
     return String(decoding: data, as: UTF8.self)

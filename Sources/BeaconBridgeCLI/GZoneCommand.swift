@@ -30,7 +30,9 @@ public struct GZoneCommand: BridgeCommand {
       --json    status: one JSON object; diff and refresh: one JSON object per event, each with
                 "type".
 
-    A payload that is missing, not JSON or of the wrong shape is an error naming the file; exit 1.
+    A payload that is missing, larger than 16 MiB, not JSON or of the wrong shape is an error
+    naming the file; exit 1. JSON output is always
+    valid JSON: a derived number that overflows (no finite value) prints as null.
     """
 
   enum Action: String, Sendable { case status, diff, refresh }

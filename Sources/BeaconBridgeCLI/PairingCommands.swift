@@ -7,9 +7,8 @@ struct StoreOptions: Sendable {
   var stateDir: String?
 
   init(_ arguments: inout Arguments) throws(UsageError) {
+    // An empty path would silently mean the default directory: Arguments.option refuses it.
     stateDir = try arguments.option("--state-dir")
-    // An empty path would silently mean the default directory: refused instead.
-    if stateDir?.isEmpty == true { throw UsageError("--state-dir needs a directory, not an empty path") }
   }
 
   var directory: String {

@@ -21,8 +21,9 @@ public struct ReplayCommand: BridgeCommand {
 
     Prints the beacons found (identity, sightings, RSSI) and the enter, exit and active beacon
     events. With --json, prints one JSON object per line, as 'simulate' does. Malformed HCI
-    events are skipped with a warning on stderr; a file that is not a btsnoop capture, or is
-    truncated, exits 1 with one error.
+    events are skipped with a warning on stderr. A file that is not a btsnoop capture, is
+    truncated, is larger than 32 MiB or has a record more than 1000000000 s
+    after the first exits 1 with one error.
 
     OPTIONS:
       --json                     JSON lines, as 'simulate' prints them.
@@ -63,8 +64,15 @@ public struct ReplayCommand: BridgeCommand {
   public func run(_ console: any Console) async -> Int32 {
     let replay: CaptureReplay
     do {
-      let data = try ScenarioFile.read(file)
-      replay = try CaptureReplay(bytes: [UInt8](data), controller: adapter)
+      // The header first: what is not a capture (/dev/zero, a text file) is refused at once.
+      let input = try InputReader(path: file)
+      var bytes = try input.read(upTo: BTSnoopCapture.headerLength)
+      _ = try BTSnoopCapture.header(bytes)
+      bytes += try input.readToEnd(limit: InputLimits.capture)
+      replay = try CaptureReplay(bytes: bytes, controller: adapter)
+    } catch let error as InputError {
+      console.err("beaconbridge: replay: \(error.description)\n")
+      return ExitStatus.failure
     } catch {
       console.err("beaconbridge: replay \(file): \(error)\n")
       return ExitStatus.failure

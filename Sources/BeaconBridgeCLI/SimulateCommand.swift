@@ -17,7 +17,9 @@ public struct SimulateCommand: BridgeCommand {
     tripTagged, batchHeld, batchPosted, tripEnded, and rejected for malformed advertisements or
     refused trip calls.
 
-    A scenario file that cannot be read exits 1 with one error naming the problem.
+    Reads at most 16 MiB; event times are at most 1000000000 s (about 31
+    years). A scenario file that cannot be read, is larger or is not a scenario exits 1 with one
+    error naming the problem.
 
     OPTIONS:
       --json    Accepted for symmetry with other commands; output is always JSON lines.
@@ -31,9 +33,14 @@ public struct SimulateCommand: BridgeCommand {
   }
 
   public func run(_ console: any Console) async -> Int32 {
+    let bytes: [UInt8]
+    do { bytes = try InputReader.read(file, limit: InputLimits.json) } catch {
+      console.err("beaconbridge: simulate: \(error.description)\n")
+      return ExitStatus.failure
+    }
     let scenario: Scenario
     do {
-      scenario = try Scenario.decode(try ScenarioFile.read(file))
+      scenario = try Scenario.decode(Data(bytes))
     } catch {
       console.err("beaconbridge: scenario \(file): \(error)\n")
       return ExitStatus.failure
@@ -49,16 +56,11 @@ public struct SimulateCommand: BridgeCommand {
   }
 }
 
-enum ScenarioFile {
-  struct ReadError: Error, CustomStringConvertible {
-    var description: String
-  }
-
-  static func read(_ path: String) throws -> Data {
-    if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
-    guard FileManager.default.fileExists(atPath: path) else { throw ReadError(description: "no such file") }
-    do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-      throw ReadError(description: "cannot read it (\(error.localizedDescription))")
-    }
-  }
+/// The size caps of what the CLI reads. Each command's --help states its cap in words, and
+/// IOBoundaryTests checks that the words match these.
+public enum InputLimits {
+  /// A scenario file (`simulate`) and a trip events batch (`trip events`).
+  public static let json = 16 << 20
+  /// A btsnoop capture (`replay`).
+  public static let capture = 32 << 20
 }

@@ -83,7 +83,8 @@ public struct TripCommand: BridgeCommand {
 
       start    Starts a trip; the daemon snapshots the active beacon for its device ID.
       events   Hands over one batch: a JSON array of event objects, each with a string "type"
-               (every field is kept). Returns once the batch is committed to the outbox.
+               (every field is kept), from FILE or stdin ('-'), at most 16 MiB. Returns once
+               the batch is committed to the outbox.
       end      Ends the trip. A trip no beacon resolved is held (or takes the fallback).
       assign   Tags a held, unresolved trip with a device ID by hand.
       retry    Sends the dead letters again (batches the backend refused for good), of one
@@ -153,8 +154,8 @@ public struct TripCommand: BridgeCommand {
             + "\n")
       case .events:
         let data: Data
-        do { data = try ScenarioFile.read(file ?? "-") } catch {
-          console.err("beaconbridge: events \(file ?? "-"): \(error)\n")
+        do { data = Data(try InputReader.read(file ?? "-", limit: InputLimits.json)) } catch {
+          console.err("beaconbridge: trip events: \(error.description)\n")
           return ExitStatus.failure
         }
         let text = String(decoding: data, as: UTF8.self)

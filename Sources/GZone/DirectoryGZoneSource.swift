@@ -1,3 +1,4 @@
+import BeaconCore
 import Foundation
 
 /// The payload folder of DESIGN §4: `experience-levels.json`, `player.json`,
@@ -25,9 +26,11 @@ public struct DirectoryGZoneSource: GZoneSource {
       throw GZoneError(.unreadable, origin: path, "no such file")
     }
     guard !isDirectory.boolValue else { throw GZoneError(.unreadable, origin: path, "a folder, not a file") }
-    guard let data = FileManager.default.contents(atPath: path) else {
-      throw GZoneError(.unreadable, origin: path, "cannot read it (permissions?)")
+    do { return Data(try InputReader.read(path, limit: Self.maximumFileSize)) } catch {
+      throw GZoneError(.unreadable, origin: path, "cannot read it: \(error.reason)")
     }
-    return data
   }
+
+  /// A payload file larger than this is refused unread (16 MiB).
+  public static let maximumFileSize = 16 << 20
 }

@@ -10,8 +10,20 @@ public struct CaptureReplay: Sendable {
 
   /// Reads a capture. `controller` picks `hciN` in a monitor capture; nil takes the first
   /// controller that reports advertisements.
+  /// Throws too for a record whose time is more than `Scenario.maximumSeconds` after the first
+  /// record (an extreme timestamp): checked here, before any time becomes a clock's integer.
   public init(bytes: [UInt8], controller: UInt16? = nil) throws(BTSnoopError) {
     capture = try BTSnoopCapture(bytes: bytes)
+    if let start = capture.records.first?.timestamp {
+      let limit = UInt64(Scenario.maximumSeconds) * 1_000_000
+      for (i, record) in capture.records.enumerated()
+      where record.timestamp > start && record.timestamp - start > limit {
+        throw BTSnoopError(
+          .malformedRecord,
+          "record \(i + 1): its timestamp is more than \(Int(Scenario.maximumSeconds)) s (about 31 years) after the first record's"
+        )
+      }
+    }
     reports = CaptureReports(capture: capture, controller: controller)
   }
 

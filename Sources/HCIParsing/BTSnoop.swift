@@ -49,9 +49,9 @@ public struct BTSnoopCapture: Sendable {
     /// Microseconds between btsnoop's epoch (0 AD) and the Unix epoch (BlueZ btsnoop.c).
     public static let unixEpochOffset: UInt64 = 0x00dc_ddb3_0f2f_8000
 
-    /// The timestamp as microseconds since 1970, or nil for a time before 1970.
+    /// The timestamp as microseconds since 1970, or nil for a time before 1970 (or past 2⁶³ µs).
     public var unixMicroseconds: Int64? {
-      timestamp >= Self.unixEpochOffset ? Int64(timestamp - Self.unixEpochOffset) : nil
+      timestamp >= Self.unixEpochOffset ? Int64(exactly: timestamp - Self.unixEpochOffset) : nil
     }
   }
 
@@ -73,23 +73,11 @@ public struct BTSnoopCapture: Sendable {
   /// Reads a whole capture. Throws on the first problem: not a btsnoop file, a version or
   /// datalink this reader does not handle, or a record cut short.
   public init(bytes: [UInt8]) throws(BTSnoopError) {
+    let header = try Self.header(bytes)
+    version = header.version
+    datalink = header.datalink
     var reader = ByteReader(bytes[...])
-    guard let magic = reader.bytes(8), Array(magic) == Self.magic else {
-      throw BTSnoopError(.notBTSnoop, "the file does not start with the btsnoop magic \"btsnoop\\0\"")
-    }
-    guard let version = reader.u32be(), let datalink = reader.u32be() else {
-      throw BTSnoopError(.truncatedHeader, "the file ends inside its 16-byte header (\(bytes.count) bytes)")
-    }
-    guard version == 1 else {
-      throw BTSnoopError(.unsupportedVersion, "btsnoop version \(version); only version 1 exists")
-    }
-    self.version = version
-    self.datalink = Datalink(rawValue: datalink)
-    guard self.datalink == .monitor || self.datalink == .hciUART else {
-      throw BTSnoopError(
-        .unsupportedDatalink,
-        "datalink \(datalink); this reader handles 2001 (Linux monitor, btmon -w) and 1002 (HCI UART H4)")
-    }
+    _ = reader.bytes(Self.headerLength)
     var records: [Record] = []
     while reader.remaining > 0 {
       let at = reader.position
@@ -118,6 +106,28 @@ public struct BTSnoopCapture: Sendable {
           data: Array(data)))
     }
     self.records = records
+  }
+
+  /// Checks the 16-byte header (the first bytes of a file; more may follow): the magic, the
+  /// version and a datalink this reader handles. `replay` checks it before reading the rest, so
+  /// that what is not a capture is refused at once.
+  public static func header(_ bytes: [UInt8]) throws(BTSnoopError) -> (version: UInt32, datalink: Datalink) {
+    var reader = ByteReader(bytes[...])
+    guard let magic = reader.bytes(8), Array(magic) == Self.magic else {
+      throw BTSnoopError(.notBTSnoop, "the file does not start with the btsnoop magic \"btsnoop\\0\"")
+    }
+    guard let version = reader.u32be(), let datalink = reader.u32be() else {
+      throw BTSnoopError(.truncatedHeader, "the file ends inside its 16-byte header (\(bytes.count) bytes)")
+    }
+    guard version == 1 else {
+      throw BTSnoopError(.unsupportedVersion, "btsnoop version \(version); only version 1 exists")
+    }
+    guard datalink == Datalink.monitor.rawValue || datalink == Datalink.hciUART.rawValue else {
+      throw BTSnoopError(
+        .unsupportedDatalink,
+        "datalink \(datalink); this reader handles 2001 (Linux monitor, btmon -w) and 1002 (HCI UART H4)")
+    }
+    return (version, Datalink(rawValue: datalink))
   }
 
   /// The file's bytes: the inverse of `init(bytes:)`. Tests and tools build captures with it.

@@ -1,4 +1,5 @@
 import BeaconBridgeCLI
+import BeaconCore
 import BridgeDaemon
 
 #if canImport(Glibc)
@@ -7,6 +8,8 @@ import BridgeDaemon
   import Musl
 #endif
 
+// First: a closed stdin/stdout/stderr must not lend its number to the next open(2).
+StandardStreams.claim()
 MallocTuning.useOneArena()
 signal(SIGPIPE, SIG_IGN)
 let status = await CLI.main(Array(CommandLine.arguments.dropFirst()))

@@ -271,7 +271,7 @@ struct FileBoundaryTests {
   func anEmptyStateDirectoryIsAUsageError(_ argv: [String]) throws {
     let result = try run(argv)
     #expect(result.status == 64)
-    #expect(result.stderr.contains("--state-dir needs a directory"), "\(result.stderr)")
+    #expect(result.stderr.contains("--state-dir needs a value, not an empty string"), "\(result.stderr)")
   }
 
   @Test func readOnlyAndPermissionDeniedStateDirectories() throws {

@@ -52,7 +52,7 @@ import Testing
     ),
     (
       ["pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--device-id", ""],
-      "--device-id: device ID \"\" is empty"
+      "--device-id needs a value, not an empty string"
     ),
     (["unpair"], "unpair needs --device-id"),
     (["pairs", "extra"], "unexpected argument"),

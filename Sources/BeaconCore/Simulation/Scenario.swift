@@ -48,6 +48,10 @@ public struct Scenario: Sendable {
 
   public init() {}
 
+  /// The latest time an event or the duration may name: 10⁹ s, about 31 years. Far below what
+  /// the virtual clock holds (2⁶³ ns, 292 years), so deadlines after the last event fit too.
+  public static let maximumSeconds: Double = 1_000_000_000
+
   /// When the scenario ends.
   public var end: Double { max(duration ?? 0, entries.last?.at ?? 0) }
 }
@@ -107,8 +111,8 @@ extension Scenario {
     }
     .map(\.element)
     if let duration = object["duration"] {
-      guard let d = duration.doubleValue, d >= 0, d.isFinite else {
-        throw ScenarioError("duration must be a number ≥ 0")
+      guard let d = duration.doubleValue, d >= 0, d <= maximumSeconds else {
+        throw ScenarioError("duration must be a number of seconds from 0 to \(Int(maximumSeconds))")
       }
       scenario.duration = d
     }
@@ -130,8 +134,8 @@ extension Scenario {
   private static func entry(_ value: JSONValue, at path: String) throws(ScenarioError) -> Entry {
     guard let object = value.objectValue else { throw ScenarioError("\(path) must be an object") }
     guard let atValue = object["at"] else { throw ScenarioError("\(path) has no \"at\" time") }
-    guard let at = atValue.doubleValue, at >= 0, at.isFinite else {
-      throw ScenarioError("\(path).at must be a number of seconds ≥ 0")
+    guard let at = atValue.doubleValue, at >= 0, at <= maximumSeconds else {
+      throw ScenarioError("\(path).at must be a number of seconds from 0 to \(Int(maximumSeconds))")
     }
     let actions = object.keys.filter { $0 != "at" }.sorted()
     guard actions.count == 1, let name = actions.first, let body = object[name] else {

@@ -89,9 +89,20 @@ public final class VirtualClock: Clock, Sendable {
     advance(to: now.advanced(by: duration))
   }
 
-  /// Sets time to `seconds` after the clock's origin.
+  /// Sets time to `seconds` after the clock's origin. Callers range-check their times
+  /// (`Scenario.maximumSeconds`); a time past what the clock holds (2⁶³ ns) stops at its end
+  /// rather than trapping, and NaN or a negative time leaves the clock where it is.
   public func set(seconds: Double) {
-    advance(to: Instant(offset: .nanoseconds(Int64((seconds * 1e9).rounded()))))
+    advance(to: Instant(offset: Self.offset(seconds: seconds)))
+  }
+
+  /// `seconds` as nanoseconds, clamped to 0…(2⁶³ − 1024) ns: checked before the conversion.
+  static func offset(seconds: Double) -> Duration {
+    let nanoseconds = (seconds * 1e9).rounded()
+    guard nanoseconds > 0 else { return .zero }  // also NaN
+    // The largest Double below 2⁶³: Int64(_:) of anything larger traps.
+    let largest = Double(Int64.max).nextDown
+    return .nanoseconds(Int64(min(nanoseconds, largest)))
   }
 
   /// Waits until at least `count` tasks sleep on this clock.

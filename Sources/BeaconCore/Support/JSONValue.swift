@@ -179,6 +179,10 @@ public enum JSONWriter {
 
   /// Numbers print in their shortest form; integral values print without a fraction, and values
   /// are rounded to microseconds' precision so that virtual-time sums (0.1 + 0.2) print stably.
+  ///
+  /// JSON has no infinity or NaN: a non-finite number prints as `null`, the one rule for every
+  /// JSON this program writes (docs/ARCHITECTURE.md). Values too large to round (past 1e302)
+  /// print as they are, so rounding never makes one infinite.
   public static func writeNumber(_ d: Double, to out: inout String) {
     guard d.isFinite else {
       out += "null"

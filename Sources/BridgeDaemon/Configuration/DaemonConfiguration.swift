@@ -16,6 +16,8 @@ public enum ScanBackend: String, Hashable, Sendable, CaseIterable {
 /// `file:line`, and the daemon refuses to start rather than guess.
 public struct DaemonConfiguration: Hashable, Sendable {
   public static let defaultPath = "/etc/beaconbridge/beaconbridge.conf"
+  /// A larger file is refused unread (1 MiB; the shipped one is under 4 KiB).
+  public static let maximumFileSize = 1 << 20
 
   public var bridge = BridgeConfiguration()
   public var backend: ScanBackend = .bluez

@@ -38,8 +38,12 @@ public struct Daemon: Sendable {
       if configPathIsExplicit { throw KeyFileError(file: configPath, line: 0, message: "no such file") }
       return DaemonConfiguration()
     }
-    guard let text = try? String(contentsOfFile: configPath, encoding: .utf8) else {
-      throw KeyFileError(file: configPath, line: 0, message: "cannot read it (permissions, or not UTF-8)")
+    let bytes: [UInt8]
+    do { bytes = try InputReader.read(configPath, limit: DaemonConfiguration.maximumFileSize) } catch {
+      throw KeyFileError(file: configPath, line: 0, message: "cannot read it: \(error.reason)")
+    }
+    guard let text = String(validating: bytes, as: UTF8.self) else {
+      throw KeyFileError(file: configPath, line: 0, message: "cannot read it: it is not UTF-8 text")
     }
     return try DaemonConfiguration.parse(text, file: configPath)
   }

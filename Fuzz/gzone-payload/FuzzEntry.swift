@@ -1,0 +1,43 @@
+// libFuzzer entry for the G-Zone payload loader: each of the four payloads from any bytes
+// (GZoneLoad.parse), and the stored-load form (one object holding all four) through the whole
+// derivation: state, its JSON, and the diff from an empty load. Output JSON must parse back
+// (no "inf"). Compiled with Sources/BeaconCore and Sources/GZone by Fuzz/run-hci.sh.
+import Foundation
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzGZonePayload(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
+  let data = Data(bytes: start, count: count)
+  // One parse per input (JSON decoding dominates the cost): bytes that are not JSON go through
+  // the loader's error path (its diagnosis) for one payload; JSON is checked against all four.
+  guard let json = try? JSONValue.parse(data) else {
+    let payload = GZonePayload.allCases[count % GZonePayload.allCases.count]
+    _ = try? GZoneLoad.parse(data, as: payload, origin: payload.fileName)
+    return 0
+  }
+  for payload in GZonePayload.allCases {
+    _ = try? GZoneLoad.validate(json, as: payload, origin: payload.fileName)
+  }
+  for (key, value) in json.objectValue ?? [:] {
+    if let payload = GZonePayload(rawValue: key) {
+      _ = try? GZoneLoad.validate(value, as: payload, origin: key)
+    }
+  }
+  guard let load = try? GZoneLoad(json: json, origin: "fuzz") else { return 0 }
+  let state = GZoneState(load)
+  check(state.jsonText)
+  let empty = try? GZoneLoad(
+    experienceLevels: .array([]), player: .object(["experience": .int(0)]), availableGames: .array([]),
+    gameRounds: .array([]))
+  if let empty {
+    for event in GZoneDiff.events(from: empty, to: load) + GZoneDiff.events(from: load, to: empty) {
+      check(event.jsonText)
+      _ = event.summary
+    }
+  }
+  precondition(GZoneDiff.events(from: load, to: load).isEmpty, "a load differs from itself")
+  return 0
+}
+
+private func check(_ text: String) {
+  precondition((try? JSONValue.parse(Data(text.utf8))) != nil, "output is not JSON: \(text.prefix(200))")
+}

@@ -1,0 +1,171 @@
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// Why an input could not be read, as one plain sentence naming it ("cannot read standard
+/// input: it is closed", "cannot read /tmp: it is a directory").
+public struct InputError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// "standard input" or the path.
+  public var subject: String
+  /// Why, in plain words: "it is closed", "permission denied".
+  public var reason: String
+  public init(_ subject: String, _ reason: String) {
+    self.subject = subject
+    self.reason = reason
+  }
+  public var description: String { "cannot read \(subject): \(reason)" }
+}
+
+/// Reads an input (a file, or `-` for standard input) with open(2) and read(2), up to a size
+/// limit, so that no input can trap (Foundation's `readDataToEndOfFile()` traps on a closed or
+/// directory stdin) or grow the process without bound (`/dev/zero`). A FIFO or a character
+/// device is read as a stream until its end; errno becomes plain words.
+public final class InputReader {
+  /// `standard input`, or the path.
+  public let name: String
+  private let fd: Int32
+  private let owned: Bool
+  /// Bytes read so far.
+  private var consumed = 0
+
+  /// Opens `path`; `-` is standard input.
+  public init(path: String) throws(InputError) {
+    if path == "-" {
+      guard !StandardStreams.wasClosed(STDIN_FILENO) else {
+        throw InputError("standard input", "it is closed")
+      }
+      name = "standard input"
+      fd = STDIN_FILENO
+      owned = false
+    } else {
+      guard !path.isEmpty else { throw InputError("\"\"", "the file name is empty") }
+      name = path
+      var descriptor: Int32
+      repeat { descriptor = open(path, O_RDONLY | O_CLOEXEC) } while descriptor < 0 && errno == EINTR
+      guard descriptor >= 0 else { throw InputError(path, Self.reason(errno)) }
+      fd = descriptor
+      owned = true
+    }
+    var info = stat()
+    guard fstat(fd, &info) == 0 else {
+      let code = errno
+      if owned { close(fd) }
+      throw InputError(name, Self.reason(code))
+    }
+    if (info.st_mode & S_IFMT) == S_IFDIR {
+      if owned { close(fd) }
+      throw InputError(name, "it is a directory")
+    }
+  }
+
+  deinit { if owned { close(fd) } }
+
+  /// Reads the whole input. Throws once more than `limit` bytes arrive (a regular file larger
+  /// than `limit` is refused before it is read).
+  public static func read(_ path: String, limit: Int) throws(InputError) -> [UInt8] {
+    try InputReader(path: path).readToEnd(limit: limit)
+  }
+
+  /// Reads up to `count` bytes: fewer only at the end of the input.
+  public func read(upTo count: Int) throws(InputError) -> [UInt8] {
+    var bytes: [UInt8] = []
+    try fill(&bytes, upTo: count)
+    return bytes
+  }
+
+  /// Reads what is left, refusing an input of more than `limit` bytes in all (those read
+  /// before count).
+  public func readToEnd(limit: Int) throws(InputError) -> [UInt8] {
+    var info = stat()
+    if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int(info.st_size) > limit {
+      throw tooLarge(limit)
+    }
+    var bytes: [UInt8] = []
+    // One byte past the limit tells "exactly the limit" from "more".
+    try fill(&bytes, upTo: max(0, limit + 1 - consumed))
+    guard consumed <= limit else { throw tooLarge(limit) }
+    return bytes
+  }
+
+  private func tooLarge(_ limit: Int) -> InputError {
+    InputError(name, "it is larger than the \(Self.size(limit)) limit")
+  }
+
+  private func fill(_ bytes: inout [UInt8], upTo count: Int) throws(InputError) {
+    let chunk = 64 * 1024
+    var buffer = [UInt8](repeating: 0, count: chunk)
+    while bytes.count < count {
+      let want = min(chunk, count - bytes.count)
+      let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, want) }
+      if n > 0 {
+        bytes.append(contentsOf: buffer[0..<n])
+        consumed += n
+      } else if n == 0 {
+        return
+      } else {
+        let code = errno
+        switch code {
+        case EINTR: continue
+        case EAGAIN:
+          // A non-blocking descriptor inherited from the caller: wait until it is readable.
+          var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+          _ = poll(&poller, 1, -1)
+        default: throw InputError(name, Self.reason(code))
+        }
+      }
+    }
+  }
+
+  /// errno in plain words.
+  static func reason(_ code: Int32) -> String {
+    switch code {
+    case EBADF: return "it is closed"
+    case ENOENT: return "no such file"
+    case EACCES, EPERM: return "permission denied"
+    case EISDIR: return "it is a directory"
+    case ENOTDIR: return "a part of the path is not a directory"
+    case ELOOP: return "too many symbolic links in the path"
+    case ENAMETOOLONG: return "the path is too long"
+    case EIO: return "an input/output error (the disk or device failed)"
+    case ENXIO, ENODEV: return "no such device"
+    case EMFILE, ENFILE: return "too many open files"
+    default: return String(cString: strerror(code)).lowercased()
+    }
+  }
+
+  /// A byte count for messages: "16 MiB".
+  public static func size(_ bytes: Int) -> String {
+    bytes % (1 << 20) == 0
+      ? "\(bytes >> 20) MiB" : bytes % 1024 == 0 ? "\(bytes >> 10) KiB" : "\(bytes) bytes"
+  }
+}
+
+/// The three standard descriptors as the program found them.
+///
+/// A descriptor the caller closed (`<&-`, `>&-`) is a trap door: the next open(2) in the
+/// process (the dispatch runtime's epoll descriptor, a database) takes its number, and reads
+/// from "stdin" or writes to "stdout" would then reach that file. `claim()`, the first thing
+/// `main` does, puts /dev/null on each closed one and remembers it, so that reading a closed
+/// stdin or writing to a closed stdout is the plain error it should be.
+public enum StandardStreams {
+  nonisolated(unsafe) private static var closed: Set<Int32> = []
+
+  /// Call once, first, before any thread starts.
+  public static func claim() {
+    for fd in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where fcntl(fd, F_GETFD) < 0 && errno == EBADF {
+      let placeholder = open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY)
+      if placeholder >= 0 && placeholder != fd {
+        dup2(placeholder, fd)
+        close(placeholder)
+      }
+      closed.insert(fd)
+    }
+  }
+
+  /// Whether the caller started the program with `fd` closed.
+  public static func wasClosed(_ fd: Int32) -> Bool { closed.contains(fd) }
+}
