@@ -94,6 +94,11 @@ if ! grep -q '^powering off after boot 1' "$OUT/share/out/steps.txt" 2>/dev/null
   [ -s "$OUT/share/out/guest.log" ] && tail -n 20 "$OUT/share/out/guest.log" >&2
   exit 1
 fi
+if ! grep -q '^s0.install_exit 0$' "$OUT/share/out/facts.txt"; then
+  echo "test-box: FAIL: apt-get install of the .deb failed on the box:" >&2
+  cat "$OUT/share/out/s0-install.txt" >&2
+  exit 1
+fi
 boot2_started=$(date +%s)
 boot 2 "$BOOT2_LIMIT"
 boot2_seconds=$(($(date +%s) - boot2_started))
