@@ -27,7 +27,7 @@ DEB=${1:?usage: scripts/test-box.sh PATH.deb}
 OUT=$ROOT/.build/box-out
 CACHE=${BEACONBRIDGE_BOX_CACHE:-/var/cache/beaconbridge-test}
 BOOT1_LIMIT=420
-BOOT2_LIMIT=1200
+BOOT2_LIMIT=1500
 
 if [ "${BEACONBRIDGE_SKIP_BOX:-}" = 1 ]; then
   cat >&2 <<'WARN'

@@ -300,13 +300,15 @@ fact s8.stopped_scanning "$(scanning && echo 0 || echo 1)"
 show s8-gone-show.txt
 sleep 20 # long enough for a doubling retry delay to grow past 5 s
 fact s8.active_while_gone "$(active && echo 1 || echo 0)"
+fact s8.btvirt_restart_usec "$(mono_usec)"
 start_btvirt
-wait_for 40 adapter_powered hci0
+# Both controllers are registered with mgmt: the adapter is back (bluetoothd powers it next).
 adapter_back=$(now)
 fact s8.adapter_back_usec "$(mono_usec)"
+wait_for 40 adapter_powered hci0
 fact s8.adapter_powered "$(adapter_powered hci0 && echo 1 || echo 0)"
 wait_for 60 active_and_scanning
-# Polled (an upper bound); check.py prefers the journal's "scanning" line when there is one.
+# Polled, an upper bound; check.py takes the journal's line when there is one.
 fact s8.seconds_to_resume "$(since "$adapter_back")"
 show s8-show.txt
 journal_since "$c" >"$OUT/s8-journal.txt"
