@@ -28,7 +28,7 @@ test: lint scenarios fuzz-short fuzz-hci-short leakcheck test-unit test-system-f
 
 # The suites that start daemons, mocks and HTTP servers as processes run one at a time after the
 # rest, so that a two-core machine does not starve their timing.
-PROCESS_SUITES := GZoneEndToEndTests|DaemonEndToEndTests|CrashTests|OfflineDrainTests|DiagnoseTests|DeadLetterTests|ScanCommandTests|PairNearestTests
+PROCESS_SUITES := GZoneEndToEndTests|DaemonEndToEndTests|DaemonWithoutHardwareTests|CrashTests|OfflineDrainTests|DiagnoseTests|DeadLetterTests|ScanCommandTests|PairNearestTests|IdentifierDoorTests
 test-unit:
 	@scripts/install-deps.sh test
 	$(SWIFT) build $(SWIFTFLAGS) --build-tests

@@ -303,11 +303,12 @@ class Notify:
         while not self.messages.empty():
             self.messages.get_nowait()
 
-    def wait(self, text, limit=60):
+    def wait(self, text, limit=60, prefix=False):
         deadline = time.monotonic() + limit
         while True:
             at, message = self.messages.get(timeout=max(0.0, deadline - time.monotonic()))
-            if text in message.split("\n"):
+            lines = message.split("\n")
+            if any(line.startswith(text) for line in lines) if prefix else text in lines:
                 return at
 
 
@@ -323,6 +324,8 @@ def start_daemon(args, bus, directory, notify):
         [args.beaconbridge, "run", "--config", config, "--state-dir", directory], env=env,
         stdout=subprocess.DEVNULL, stderr=open(os.path.join(directory, "daemon.log"), "a"))
     ready = notify.wait("READY=1")
+    # READY=1 comes once the API is served; the load must wait until discovery runs too.
+    notify.wait("STATUS=scanning", prefix=True)
     return daemon, ready - started
 
 

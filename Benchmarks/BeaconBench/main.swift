@@ -147,7 +147,7 @@ while monotonic() < dwellEnd {
 for run in 0..<repeats {
   var samples: [Double] = []
   for trip in 0..<2000 {
-    let id = "bench-\(run)-\(trip)"
+    let id = try TripID("bench-\(run)-\(trip)")
     let start = monotonic()
     try await bridge.tripStart(id)
     samples.append(host.snapshotAt.withLock { $0 } - start)

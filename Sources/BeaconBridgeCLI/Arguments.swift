@@ -1,3 +1,5 @@
+import BeaconCore
+
 /// A usage error: wrong arguments. Exits 64 (EX_USAGE) with the message and a hint on stderr.
 public struct UsageError: Error, Hashable, Sendable, CustomStringConvertible {
   public var description: String
@@ -43,7 +45,7 @@ public struct Arguments: Sendable {
   public mutating func number(_ name: String, in range: ClosedRange<Double>) throws(UsageError) -> Double? {
     guard let text = try option(name) else { return nil }
     guard let value = Double(text), value.isFinite else {
-      throw UsageError("\(name) must be a number, not \"\(text)\"")
+      throw UsageError("\(name) must be a number, not \(text.quotedForMessage)")
     }
     guard range.contains(value) else {
       throw UsageError(
@@ -63,11 +65,26 @@ public struct Arguments: Sendable {
   /// Refuses anything not consumed.
   public func finish() throws(UsageError) {
     guard let first = items.first else { return }
-    if first.hasPrefix("-") && first != "-" { throw UsageError("unknown option \(first) for '\(command)'") }
-    throw UsageError("unexpected argument \"\(first)\" for '\(command)'")
+    if first.hasPrefix("-") && first != "-" {
+      throw UsageError("unknown option \(first.escapingControlCharacters) for '\(command)'")
+    }
+    throw UsageError("unexpected argument \(first.quotedForMessage) for '\(command)'")
   }
 
   static func format(_ value: Double) -> String {
     value == value.rounded() ? String(Int(value)) : String(value)
+  }
+}
+
+extension Arguments {
+  /// An option whose value is an identifier, built by its validated type (`TripID`, `DeviceID`,
+  /// `HCIDeviceID`): the type's refusal becomes a usage error that names the option.
+  public mutating func option<T: ValidatedIdentifier>(_ name: String, as type: T.Type) throws(UsageError)
+    -> T?
+  {
+    guard let text = try option(name) else { return nil }
+    do throws(IdentifierError) { return try T(text) } catch {
+      throw UsageError("\(name): \(error.description)")
+    }
   }
 }

@@ -42,7 +42,7 @@ public struct DiagnoseCommand: BridgeCommand {
     configPath = try arguments.option("--config")
     store = try StoreOptions(&arguments)
     if let export, !(export.hasSuffix(".tar.gz") || export.hasSuffix(".tgz")) {
-      throw UsageError("--export must name a .tar.gz file, not \"\(export)\"")
+      throw UsageError("--export must name a .tar.gz file, not \(export.quotedForMessage)")
     }
   }
 
@@ -60,19 +60,15 @@ public struct DiagnoseCommand: BridgeCommand {
     let environment = ProcessInfo.processInfo.environment
     let stateDirectory = store.directory
     let configFile = configPath ?? DaemonConfiguration.defaultPath
-    var redactor = Redactor()
     var entries: [Entry] = []
 
-    // Configuration first: it teaches the redactor the secrets.
+    // Configuration first: it teaches the redactor the secrets (URL credentials and secret
+    // parameters, the token files' contents).
     let configuration = try? Daemon(
       configPath: configPath, stateDirectory: stateDirectory, environment: environment
     )
     .loadConfiguration()
-    if let tokenFile = configuration?.tokenFile,
-      let token = try? String(contentsOfFile: tokenFile, encoding: .utf8)
-    {
-      redactor.add(token)
-    }
+    var redactor = configuration.map { Redactor(configuration: $0) } ?? Redactor()
     if let text = try? String(contentsOfFile: configFile, encoding: .utf8) {
       entries.append(
         Entry(
@@ -85,8 +81,6 @@ public struct DiagnoseCommand: BridgeCommand {
           name: "beaconbridge.conf", why: "the configuration",
           missing: "\(configFile) is absent or unreadable (defaults apply)"))
     }
-    if let url = configuration?.uploadURL { _ = redactor.redactURL(url) }
-
     let facts = await DoctorCommand.gather(configPath: configPath, stateDirectory: stateDirectory)
     let report = Doctor.evaluate(facts)
     entries.append(
@@ -148,16 +142,17 @@ public struct DiagnoseCommand: BridgeCommand {
     entries.append(await Self.logs(lines: lines))
     if let capture { entries.append(Self.btmon(seconds: capture)) }
 
-    // Everything written goes through the redactor, logs included.
+    // Everything written goes through the one redaction function, logs included.
     for i in entries.indices {
       if let data = entries[i].content, entries[i].name.hasSuffix(".btsnoop") == false {
-        entries[i].content = Data(redactor.scrub(String(decoding: data, as: UTF8.self)).utf8)
+        entries[i].content = Data(redactor.redact(String(decoding: data, as: UTF8.self)).utf8)
       }
+      entries[i].missing = entries[i].missing.map(redactor.redact)
     }
     do {
       try Self.write(entries, stamp: stamp, to: output)
     } catch {
-      console.err("beaconbridge: cannot write \(output): \(error)\n")
+      console.err("beaconbridge: \(redactor.redact(error.description))\n")
       return ExitStatus.failure
     }
     let missing = entries.filter { $0.missing != nil }.count
@@ -281,17 +276,33 @@ public struct DiagnoseCommand: BridgeCommand {
     return Entry(name: "btmon.btsnoop", why: "\(Int(seconds)) s of HCI traffic (btmon -w)", content: data)
   }
 
-  /// Writes the files and the manifest into a folder, then `tar -czf`.
-  static func write(_ entries: [Entry], stamp: String, to output: String) throws {
-    let staging = FileManager.default.temporaryDirectory.appendingPathComponent(
-      "bb-diag-\(getpid())-\(stamp)")
+  /// Writes the files and the manifest into a private folder, packs it with `tar -czf -`, and
+  /// writes the archive with `ExportFile` (a temporary file renamed into place).
+  static func write(_ entries: [Entry], stamp: String, to output: String) throws(ExportError) {
+    try ExportFile.write(try bundle(entries, stamp: stamp, output: output), to: output)
+  }
+
+  static func bundle(_ entries: [Entry], stamp: String, output: String) throws(ExportError) -> Data {
+    let temporary = FileManager.default.temporaryDirectory.path
+    var template = Array("\(temporary)/bb-diag-XXXXXX".utf8CString)
+    guard let made = mkdtemp(&template) else {
+      throw ExportError(
+        path: output, problem: "cannot make a staging folder in \(temporary) (\(ExportFile.words(errno)))",
+        fix: "free space there, or set TMPDIR to a writable directory")
+    }
+    let staging = String(cString: made)
+    defer { try? FileManager.default.removeItem(atPath: staging) }
     let folder = "beaconbridge-diagnostics-\(stamp)"
-    let root = staging.appendingPathComponent(folder)
-    try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: staging) }
+    let root = staging + "/" + folder
+    guard mkdir(root, 0o700) == 0 else {
+      throw ExportError(
+        path: output, problem: "cannot make a staging folder in \(staging) (\(ExportFile.words(errno)))",
+        fix: "free space there, or set TMPDIR to a writable directory")
+    }
     var manifest = "beaconbridge diagnostics bundle, \(stamp) UTC\n\nFILES\n"
-    for entry in entries where entry.content != nil {
-      try entry.content!.write(to: root.appendingPathComponent(entry.name))
+    for entry in entries {
+      guard let content = entry.content else { continue }
+      try ExportFile.write(content, to: root + "/" + entry.name)
       manifest += "  \(entry.name.padding(toLength: 18)) \(entry.why)\n"
     }
     let missing = entries.filter { $0.missing != nil }
@@ -299,25 +310,30 @@ public struct DiagnoseCommand: BridgeCommand {
     manifest +=
       missing.isEmpty
       ? "  (nothing)\n"
-      : missing.map { "  \($0.name.padding(toLength: 18)) \($0.why): \($0.missing!)\n" }.joined()
+      : missing.map { "  \($0.name.padding(toLength: 18)) \($0.why): \($0.missing ?? "")\n" }.joined()
     manifest +=
       "\nSecrets (tokens, passwords, URL credentials) are redacted; token files are never included.\n"
-    try Data(manifest.utf8).write(to: root.appendingPathComponent("MANIFEST.txt"))
-    let absolute = output.hasPrefix("/") ? output : FileManager.default.currentDirectoryPath + "/" + output
+    try ExportFile.write(Data(manifest.utf8), to: root + "/MANIFEST.txt")
     let tar = Process()
     tar.executableURL = URL(fileURLWithPath: "/bin/tar")
-    tar.arguments = ["-czf", absolute, "-C", staging.path, folder]
+    tar.arguments = ["-czf", "-", "-C", staging, folder]
+    let out = Pipe()
     let err = Pipe()
+    tar.standardOutput = out
     tar.standardError = err
-    try tar.run()
-    tar.waitUntilExit()
-    guard tar.terminationStatus == 0 else {
-      throw CocoaError(
-        .fileWriteUnknown,
-        userInfo: [
-          NSLocalizedDescriptionKey: String(
-            decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        ])
+    do { try tar.run() } catch {
+      throw ExportError(
+        path: output, problem: "/bin/tar cannot be run", fix: "install tar (apt-get install tar)")
     }
+    // stdout first: tar blocks once the pipe is full.
+    let archive = (try? out.fileHandleForReading.readToEnd()) ?? Data()
+    let message = String(decoding: (try? err.fileHandleForReading.readToEnd()) ?? Data(), as: UTF8.self)
+    tar.waitUntilExit()
+    guard tar.terminationStatus == 0, !archive.isEmpty else {
+      throw ExportError(
+        path: output, problem: "tar failed: \(message.split(separator: "\n").joined(separator: "; "))",
+        fix: "check the free space in \(temporary)")
+    }
+    return archive
   }
 }

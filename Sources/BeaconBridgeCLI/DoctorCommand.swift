@@ -38,6 +38,7 @@ public struct DoctorCommand: BridgeCommand {
 
   public func run(_ console: any Console) async -> Int32 {
     let facts = await Self.gather(configPath: configPath, stateDirectory: store.directory)
+    // Doctor.evaluate redacts every check (URL credentials, secret parameters, tokens).
     let report = Doctor.evaluate(facts)
     console.out(json ? report.json.compactText + "\n" : report.text)
     return report.exitStatus
@@ -49,17 +50,8 @@ public struct DoctorCommand: BridgeCommand {
     let configuration: Result<DaemonConfiguration, KeyFileError>
     do { configuration = .success(try daemon.loadConfiguration()) } catch { configuration = .failure(error) }
 
-    var problem: String?
-    do {
-      try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
-      let probe = (stateDirectory as NSString).appendingPathComponent(".doctor-\(getpid())")
-      guard FileManager.default.createFile(atPath: probe, contents: Data("x".utf8)) else {
-        throw CocoaError(.fileWriteNoPermission)
-      }
-      try FileManager.default.removeItem(atPath: probe)
-    } catch {
-      problem = "not writable (\(error.localizedDescription))"
-    }
+    var problem: StateDirectoryError?
+    do { try StateDirectory.prepare(stateDirectory) } catch { problem = error }
 
     var store: Result<(check: String, outbox: OutboxSummary), StoreError>?
     if problem == nil {
@@ -92,16 +84,24 @@ public struct DoctorCommand: BridgeCommand {
       status = .failure(DoctorFacts.DaemonUnavailable(error.description))
     }
 
-    var tokenReadable: Bool?
-    if let file = (try? configuration.get())?.tokenFile {
-      tokenReadable = FileManager.default.isReadableFile(atPath: file)
+    var tokenFiles: [DoctorFacts.TokenFileCheck] = []
+    var redactor = Redactor()
+    if let config = try? configuration.get() {
+      if let file = config.tokenFile {
+        tokenFiles.append(.init(key: "[Upload] TokenFile", path: file, problem: TokenFile.check(file)))
+      }
+      if config.gzone.isEnabled, let file = config.gzone.tokenFile, file != config.tokenFile {
+        tokenFiles.append(.init(key: "[GZone] TokenFile", path: file, problem: TokenFile.check(file)))
+      }
+      redactor = Redactor(configuration: config)
     }
 
     var facts = DoctorFacts(
       configPath: configPath ?? DaemonConfiguration.defaultPath, configuration: configuration,
-      stateDirectory: stateDirectory, stateDirectoryProblem: problem, store: store, freeBytes: free,
-      bluez: bluez,
-      daemon: status, tokenReadable: tokenReadable, isRoot: geteuid() == 0)
+      stateDirectory: stateDirectory, stateDirectoryProblem: problem.map { String($0.problem) }, store: store,
+      freeBytes: free, bluez: bluez, daemon: status, tokenFiles: tokenFiles, isRoot: geteuid() == 0)
+    facts.stateDirectoryFix = problem?.fix
+    facts.redactor = redactor
     facts.configExists = FileManager.default.fileExists(atPath: daemon.configPath)
     return facts
   }

@@ -13,7 +13,7 @@ enum NearestBeacon {
   /// Two beacons closer than this are too close to call.
   static let margin = 3.0
 
-  static func choose(wait: Double, backend: ScanBackend, adapter: String?, console: any Console) async
+  static func choose(wait: Double, backend: ScanBackend, adapter: HCIDeviceID?, console: any Console) async
     -> BeaconIdentity?
   {
     var candidates: [Candidate]
@@ -74,7 +74,8 @@ enum NearestBeacon {
     }
   }
 
-  static func scan(wait: Double, backend: ScanBackend, adapter: String?, console: any Console) async throws
+  static func scan(wait: Double, backend: ScanBackend, adapter: HCIDeviceID?, console: any Console)
+    async throws
     -> [Candidate]
   {
     var configuration = BridgeConfiguration()

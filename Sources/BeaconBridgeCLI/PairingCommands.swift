@@ -8,6 +8,8 @@ struct StoreOptions: Sendable {
 
   init(_ arguments: inout Arguments) throws(UsageError) {
     stateDir = try arguments.option("--state-dir")
+    // An empty path would silently mean the default directory: refused instead.
+    if stateDir?.isEmpty == true { throw UsageError("--state-dir needs a directory, not an empty path") }
   }
 
   var directory: String {
@@ -23,10 +25,8 @@ struct StoreOptions: Sendable {
     do {
       return try Store(directory: directory)
     } catch {
+      // The message names the cause and the fix (StateDirectoryError, StoreError).
       console.err("beaconbridge: \(error.description)\n")
-      if error.code == .cannotCreateDirectory {
-        console.err("Run as root or a member of the beaconbridge group, or pass --state-dir.\n")
-      }
       return nil
     }
   }
@@ -55,8 +55,9 @@ public struct PairCommand: BridgeCommand {
       --uuid UUID      The iBeacon proximity UUID, e.g. E2C56DB5-DFFB-48D2-B060-D0F5A71096E0.
       --major M        0 to 65535.
       --minor N        0 to 65535 (needs --major).
-      --device-id ID   The device ID trips are tagged with.
-      --label TEXT     A name for people, e.g. "van 7".
+      --device-id ID   The device ID trips are tagged with: 1 to 128 bytes of printable text,
+                       no control characters, no space at either end.
+      --label TEXT     A name for people, e.g. "van 7" (the device ID's text rule).
       --nearest        Pair the strongest beacon in range instead: listens for --wait seconds
                        (default 10; through the daemon when it runs, else by scanning with
                        --backend/--adapter), shows which beacon it chose and why, and refuses
@@ -69,7 +70,7 @@ public struct PairCommand: BridgeCommand {
   var store: StoreOptions
   var json: Bool
   /// `--nearest`: how long to listen, and with what.
-  var nearest: (wait: Double, backend: ScanBackend, adapter: String?)?
+  var nearest: (wait: Double, backend: ScanBackend, adapter: HCIDeviceID?)?
 
   public init(_ arguments: inout Arguments) throws(UsageError) {
     json = arguments.flag("--json")
@@ -78,38 +79,36 @@ public struct PairCommand: BridgeCommand {
       let wait = try arguments.number("--wait", in: 1...600) ?? 10
       let backendText = try arguments.option("--backend") ?? "bluez"
       guard let backend = ScanBackend(rawValue: backendText) else {
-        throw UsageError("--backend must be bluez or hci, not \"\(backendText)\"")
+        throw UsageError("--backend must be bluez or hci, not \(backendText.quotedForMessage)")
       }
-      let adapter = try arguments.option("--adapter")
-      guard let deviceId = try arguments.option("--device-id") else {
+      let adapter = try arguments.option("--adapter", as: HCIDeviceID.self)
+      guard let deviceId = try arguments.option("--device-id", as: DeviceID.self) else {
         throw UsageError("pair needs --device-id")
       }
       nearest = (wait, backend, adapter)
-      // A placeholder identity until the scan picks one; validated for the device ID now.
+      // A placeholder identity until the scan picks one.
       pairing = Pairing(
-        uuid: UUID(), major: 0, minor: 0, deviceId: deviceId, label: try arguments.option("--label"))
-      do { try pairing.validate() } catch { throw UsageError(error.description) }
+        uuid: UUID(), major: 0, minor: 0, deviceId: deviceId.rawValue, label: try Self.label(&arguments))
       return
     }
     guard let uuidText = try arguments.option("--uuid") else { throw UsageError("pair needs --uuid") }
-    guard let uuid = UUID(uuidString: uuidText) else {
-      throw UsageError("--uuid \"\(uuidText)\" is not a UUID like E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
+    let majorText = try arguments.option("--major")
+    let minorText = try arguments.option("--minor")
+    let identity: PairingIdentity
+    do { identity = try PairingIdentity(uuid: uuidText, major: majorText, minor: minorText) } catch {
+      throw UsageError("\(error.field == "UUID" ? "--uuid" : "--\(error.field)"): \(error.description)")
     }
-    func part(_ name: String) throws(UsageError) -> UInt16? {
-      guard let text = try arguments.option(name) else { return nil }
-      guard let n = UInt16(text) else {
-        throw UsageError("\(name) must be a whole number from 0 to 65535, not \"\(text)\"")
-      }
-      return n
-    }
-    let major = try part("--major")
-    let minor = try part("--minor")
-    guard let deviceId = try arguments.option("--device-id") else {
+    guard let deviceId = try arguments.option("--device-id", as: DeviceID.self) else {
       throw UsageError("pair needs --device-id")
     }
-    pairing = Pairing(
-      uuid: uuid, major: major, minor: minor, deviceId: deviceId, label: try arguments.option("--label"))
-    do { try pairing.validate() } catch { throw UsageError(error.description) }
+    pairing = Pairing(identity: identity, deviceId: deviceId, label: try Self.label(&arguments))
+  }
+
+  /// `--label TEXT`, checked by the label rule.
+  static func label(_ arguments: inout Arguments) throws(UsageError) -> String? {
+    guard let text = try arguments.option("--label") else { return nil }
+    do { try PairingLabel.check(text) } catch { throw UsageError("--label: \(error.description)") }
+    return text
   }
 
   public func run(_ console: any Console) async -> Int32 {
@@ -175,8 +174,10 @@ public struct UnpairCommand: BridgeCommand {
   public init(_ arguments: inout Arguments) throws(UsageError) {
     json = arguments.flag("--json")
     store = try StoreOptions(&arguments)
-    guard let id = try arguments.option("--device-id") else { throw UsageError("unpair needs --device-id") }
-    deviceId = id
+    guard let id = try arguments.option("--device-id", as: DeviceID.self) else {
+      throw UsageError("unpair needs --device-id")
+    }
+    deviceId = id.rawValue
   }
 
   public func run(_ console: any Console) async -> Int32 {

@@ -39,13 +39,7 @@ public struct ReplayCommand: BridgeCommand {
 
   public init(_ arguments: inout Arguments) throws(UsageError) {
     json = arguments.flag("--json")
-    if let text = try arguments.option("--adapter") {
-      let digits = text.hasPrefix("hci") ? String(text.dropFirst(3)) : text
-      guard let index = UInt16(digits) else {
-        throw UsageError("--adapter must be hciN, like hci0, not \"\(text)\"")
-      }
-      adapter = index
-    }
+    adapter = try arguments.option("--adapter", as: HCIDeviceID.self)?.index
     pairings = []
     while let text = try arguments.option("--pair") { pairings.append(try Self.pairing(text)) }
     file = try arguments.positional("capture FILE")
@@ -54,18 +48,16 @@ public struct ReplayCommand: BridgeCommand {
   static func pairing(_ text: String) throws(UsageError) -> Pairing {
     let halves = text.split(separator: "=", maxSplits: 1).map(String.init)
     let parts = halves.first?.split(separator: ":", omittingEmptySubsequences: false).map(String.init) ?? []
-    guard halves.count == 2, (1...3).contains(parts.count), let uuid = UUID(uuidString: parts[0]) else {
-      throw UsageError("--pair must be UUID[:MAJOR[:MINOR]]=DEVICE_ID, not \"\(text)\"")
+    guard halves.count == 2, (1...3).contains(parts.count) else {
+      throw UsageError("--pair must be UUID[:MAJOR[:MINOR]]=DEVICE_ID, not \(text.quotedForMessage)")
     }
-    var numbers: [UInt16] = []
-    for part in parts.dropFirst() {
-      guard let n = UInt16(part) else { throw UsageError("--pair: \"\(part)\" is not a number 0…65535") }
-      numbers.append(n)
+    do {
+      let identity = try PairingIdentity(
+        uuid: parts[0], major: parts.count > 1 ? parts[1] : nil, minor: parts.count > 2 ? parts[2] : nil)
+      return Pairing(identity: identity, deviceId: try DeviceID(halves[1]))
+    } catch {
+      throw UsageError("--pair: \(error.description)")
     }
-    let pairing = Pairing(
-      uuid: uuid, major: numbers.first, minor: numbers.count > 1 ? numbers[1] : nil, deviceId: halves[1])
-    do { try pairing.validate() } catch { throw UsageError("--pair: \(error.description)") }
-    return pairing
   }
 
   public func run(_ console: any Console) async -> Int32 {

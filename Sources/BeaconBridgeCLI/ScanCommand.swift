@@ -24,7 +24,8 @@ public struct ScanCommand: BridgeCommand {
     OPTIONS:
       --duration S      Stop after S seconds (default: until interrupted).
       --backend B       bluez (default) or hci.
-      --adapter hciN    The adapter (default: the first powered one; hci0 for --backend hci).
+      --adapter hciN    The adapter, hci0 to hci9999 (default: the first powered one; hci0 for
+                        --backend hci).
     \(StoreOptions.help)
       --json            One JSON object per line: beaconEntered, beaconExited and
                         activeBeaconChanged, with uuid, major and minor for iBeacons.
@@ -32,7 +33,7 @@ public struct ScanCommand: BridgeCommand {
 
   public var duration: Double?
   public var backend: ScanBackend
-  public var adapter: String?
+  public var adapter: HCIDeviceID?
   public var json: Bool
   var store: StoreOptions
 
@@ -41,22 +42,17 @@ public struct ScanCommand: BridgeCommand {
     duration = try arguments.number("--duration", in: 0.1...31_536_000)
     let backendText = try arguments.option("--backend") ?? "bluez"
     guard let backend = ScanBackend(rawValue: backendText) else {
-      throw UsageError("--backend must be bluez or hci, not \"\(backendText)\"")
+      throw UsageError("--backend must be bluez or hci, not \(backendText.quotedForMessage)")
     }
     self.backend = backend
-    if let text = try arguments.option("--adapter") {
-      guard text.hasPrefix("hci"), UInt16(text.dropFirst(3)) != nil else {
-        throw UsageError("--adapter must look like hci0, not \"\(text)\"")
-      }
-      adapter = text
-    }
+    adapter = try arguments.option("--adapter", as: HCIDeviceID.self)
     store = try StoreOptions(&arguments)
   }
 
   /// A scan configured for `pair --nearest`.
-  static func parseForNearest(backend: ScanBackend, adapter: String?) throws -> ScanCommand {
+  static func parseForNearest(backend: ScanBackend, adapter: HCIDeviceID?) throws -> ScanCommand {
     var arguments = Arguments(
-      ["--backend", backend.rawValue] + (adapter.map { ["--adapter", $0] } ?? []), command: "pair")
+      ["--backend", backend.rawValue] + (adapter.map { ["--adapter", $0.name] } ?? []), command: "pair")
     return try ScanCommand(&arguments)
   }
 
@@ -68,12 +64,11 @@ public struct ScanCommand: BridgeCommand {
     case .bluez:
       var options = BlueZAdvertisementSource.Options()
       options.keep = keep
-      return BlueZAdvertisementSource(bus: .system, adapter: adapter, options: options) { line in
+      return BlueZAdvertisementSource(bus: .system, adapter: adapter?.name, options: options) { line in
         console.err("beaconbridge: \(line)\n")
       }
     case .hci:
-      let index = adapter.flatMap { UInt16($0.dropFirst(3)) } ?? 0
-      return HCIAdvertisementSource(configuration: HCIScanConfiguration(adapter: index))
+      return HCIAdvertisementSource(configuration: HCIScanConfiguration(adapter: adapter?.index ?? 0))
     }
   }
 
@@ -165,35 +160,8 @@ public struct ScanCommand: BridgeCommand {
   }
 
   /// What went wrong, and what to do about it.
-  static func explain(_ error: any Error) -> String {
-    if let error = error as? BlueZError {
-      switch error.code {
-      case .bluezUnavailable:
-        return
-          "bluetoothd is not running (no org.bluez on the system bus). Start it with 'systemctl start bluetooth', or scan without it: --backend hci"
-      case .noAdapter:
-        return "no Bluetooth adapter found. Plug one in, or check 'btmgmt info' and 'rfkill list'"
-      case .adapterNotFound:
-        return "\(error.message). List the adapters with 'btmgmt info'"
-      default:
-        if error.message.contains("AccessDenied")
-          || error.underlying?.name.rawValue.contains("AccessDenied") == true
-        {
-          return
-            "access denied by the D-Bus policy (\(error.message)). Run as root or as a member of the bluetooth group"
-        }
-        return "bluez: \(error.message)"
-      }
-    }
-    if let error = error as? DBusError {
-      if error.name.rawValue.contains("AccessDenied") {
-        return
-          "access denied by the D-Bus policy (\(error.message)). Run as root or as a member of the bluetooth group"
-      }
-      return "cannot reach the system bus (\(error.name.rawValue): \(error.message)). Is dbus running?"
-    }
-    return String(describing: error)
-  }
+  static func explain(_ error: any Error) -> String { ScanAdvice.explain(error) }
+
 }
 
 /// The scan's host: no trips, logs to stderr.

@@ -26,8 +26,11 @@ public struct StatusCommand: BridgeCommand {
       console.err("beaconbridge: \(error.description)\n")
       return ExitStatus.failure
     }
+    // The daemon's state holds no secrets today; what it prints still goes through the one
+    // redaction function, so a URL in a future field or a reason cannot leak.
+    let redactor = Redactor()
     if json {
-      console.out(status.compactText + "\n")
+      console.out(redactor.redact(status.compactText) + "\n")
       return ExitStatus.success
     }
     var out = "Scanning:      \(status["scanning"]?.stringValue ?? "no")\n"
@@ -59,7 +62,7 @@ public struct StatusCommand: BridgeCommand {
       out +=
         "\(outbox["deadLetters"]?.intValue ?? 0) dead letters, \(outbox["unresolvedTrips"]?.intValue ?? 0) unresolved trips\n"
     }
-    console.out(out)
+    console.out(redactor.redact(out))
     return ExitStatus.success
   }
 }
@@ -86,6 +89,10 @@ public struct TripCommand: BridgeCommand {
       retry    Sends the dead letters again (batches the backend refused for good), of one
                trip or all; a 2xx removes them.
 
+    A trip ID is 1 to 128 visible ASCII characters (letters, digits, punctuation; no spaces): it
+    becomes the upload's Idempotency-Key. A device ID is 1 to 128 bytes of printable text. Any
+    other value is refused with exit 64 before anything is sent.
+
     Prints the trip's state as JSON. Exits 1 when the daemon refuses (unknown trip, outbox full,
     not armed) or is not running.
     """
@@ -103,17 +110,17 @@ public struct TripCommand: BridgeCommand {
       throw UsageError("unknown trip action '\(word)' (start, events, end, assign or retry)")
     }
     self.action = action
-    let tripId = try arguments.option("--trip-id")
+    let tripId = try arguments.option("--trip-id", as: TripID.self)
     guard tripId != nil || action == .retry else { throw UsageError("trip \(word) needs --trip-id") }
-    self.tripId = tripId ?? ""
+    self.tripId = tripId?.rawValue ?? ""
     _ = arguments.flag("--json")
     switch action {
     case .events: file = try arguments.positional("events FILE (or - for stdin)")
     case .assign:
-      guard let id = try arguments.option("--device-id") else {
+      guard let id = try arguments.option("--device-id", as: DeviceID.self) else {
         throw UsageError("trip assign needs --device-id")
       }
-      deviceId = id
+      deviceId = id.rawValue
     default: break
     }
   }

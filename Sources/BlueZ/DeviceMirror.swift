@@ -106,15 +106,10 @@ struct DeviceKey: Hashable, Sendable {
     self.address = address
   }
 
+  /// The adapter's kernel index when its path segment is `hciN` (`HCIDeviceID`'s rule), else a
+  /// hash of the segment.
   static func adapterID(_ name: ArraySlice<UInt8>) -> UInt64 {
-    if name.count > 3, name.count <= 12, name.starts(with: "hci".utf8) {
-      var number: UInt64 = 0
-      for byte in name.dropFirst(3) {
-        guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return hashed(name) }
-        number = number * 10 + UInt64(byte - UInt8(ascii: "0"))
-      }
-      return number
-    }
+    if let id = HCIDeviceID(utf8: name) { return UInt64(id.index) }
     return hashed(name)
   }
 
@@ -139,14 +134,10 @@ struct DeviceKey: Hashable, Sendable {
       bytes[devStart + 2] == UInt8(ascii: "e"), bytes[devStart + 3] == UInt8(ascii: "v"),
       bytes[devStart + 4] == UInt8(ascii: "_")
     else { return nil }
-    var number: UInt64 = 0
-    var index = prefix.count
-    guard index < devStart, devStart - index <= 9 else { return nil }
-    while index < devStart {
-      let byte = bytes[index]
-      guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
-      number = number * 10 + UInt64(byte - UInt8(ascii: "0"))
-      index += 1
+    // "hciN" by the one adapter rule, so this key equals the generic path's `adapterID`.
+    guard prefix.count < devStart, let adapter = HCIDeviceID(utf8: bytes[(prefix.count - 3)..<devStart])
+    else {
+      return nil
     }
     var value: UInt64 = 0
     for pair in 0..<6 {
@@ -156,7 +147,7 @@ struct DeviceKey: Hashable, Sendable {
       value = value << 8 | UInt64(high << 4 | low)
     }
     guard let address = BluetoothAddress(uint48: value) else { return nil }
-    self.init(adapter: number, address: address)
+    self.init(adapter: UInt64(adapter.index), address: address)
   }
 
   private static func hex(_ byte: UInt8) -> UInt8? {

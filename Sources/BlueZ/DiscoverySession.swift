@@ -98,19 +98,33 @@ final class DiscoverySession: @unchecked Sendable {
     do {
       bluezOwner = try await connection.nameOwner(of: BlueZ.service)
     } catch let error as DBusError where error.name == .nameHasNoOwner {
-      throw BlueZError(.bluezUnavailable, "org.bluez is not on \(connection.address): is bluetoothd running?")
+      guard options.waitForHardware else {
+        throw BlueZError(
+          .bluezUnavailable, "org.bluez is not on \(connection.address): is bluetoothd running?")
+      }
+      // NameOwnerChanged brings it back (`resync`).
+      log("bluez: org.bluez is not on the bus (bluetoothd is not running); waiting for it")
+      options.onWaiting("waiting for bluetoothd (not running)")
+      return
     }
     (tree, devices) = try await managedObjects()
-    guard !tree.adapters.isEmpty else { throw BlueZError(.noAdapter, "BlueZ has no Bluetooth adapter") }
+    guard !tree.adapters.isEmpty || options.waitForHardware else {
+      throw BlueZError(.noAdapter, "BlueZ has no Bluetooth adapter")
+    }
     guard let chosen = tree.selectAdapter(named: adapterName) else {
-      if let adapterName {
+      if let adapterName, !options.waitForHardware {
         throw BlueZError(
           .adapterNotFound,
           "no adapter \(adapterName); BlueZ has \(tree.adapters.map(\.lastComponent).joined(separator: ", "))"
         )
       }
-      // Adapters exist but none is powered: wait for one (PropertiesChanged Powered).
-      log("bluez: no powered adapter yet; waiting")
+      // No (such) adapter, or none powered: `run` starts discovery when one appears or is
+      // powered (InterfacesAdded, PropertiesChanged Powered).
+      log("bluez: no usable adapter yet; waiting")
+      options.onWaiting(
+        tree.adapters.isEmpty
+          ? "waiting for an adapter (BlueZ has none)"
+          : adapterName.map { "waiting for adapter \($0)" } ?? "waiting for an adapter to be powered on")
       return
     }
     try await startScanning(on: chosen)
@@ -249,6 +263,7 @@ final class DiscoverySession: @unchecked Sendable {
     lastAdapter = path
     monitorAdapter = path
     reportMode(.passiveMonitor)
+    options.onWaiting(nil)
     log("bluez: passive iBeacon monitor registered on \(path.lastComponent)")
   }
 
@@ -260,6 +275,7 @@ final class DiscoverySession: @unchecked Sendable {
       guard signal.body.count == 3, let new = signal.body[2].string else { return }
       if new.isEmpty {
         log("bluez: org.bluez left the bus (bluetoothd stopped); waiting for it to return")
+        options.onWaiting("waiting for bluetoothd (it stopped)")
         bluezOwner = nil
         adapter = nil
         monitorAdapter = nil
@@ -302,6 +318,7 @@ final class DiscoverySession: @unchecked Sendable {
       }
       if removed[BlueZ.adapterInterface] != nil, path == adapter {
         log("bluez: adapter \(path.lastComponent) was removed; waiting for an adapter")
+        options.onWaiting("waiting for an adapter (\(path.lastComponent) was removed)")
         // BlueZ may not remove the devices first (python-dbusmock's RemoveAdapter does not).
         let gone = devices.filter { ObjectTree.device($0.value.path, isOf: path) }
         for (key, record) in gone.sorted(by: { $0.value.path < $1.value.path }) {
@@ -343,6 +360,7 @@ final class DiscoverySession: @unchecked Sendable {
       if interface == BlueZ.adapterInterface.rawValue, let powered = changes[BlueZ.Property.powered]?.bool {
         if signal.path == adapter, !powered {
           log("bluez: adapter \(signal.path.lastComponent) was powered off; waiting for power")
+          options.onWaiting("waiting for power (\(signal.path.lastComponent) was powered off)")
           adapter = nil
           monitorAdapter = nil
           discovering = false
@@ -447,6 +465,7 @@ final class DiscoverySession: @unchecked Sendable {
         }
         guard let chosen = tree.selectAdapter(named: adapterName) else {
           log("bluez: no usable adapter after the restart; waiting for one")
+          options.onWaiting("waiting for an adapter (none usable after bluetoothd restarted)")
           return
         }
         try await startScanning(on: chosen)
@@ -454,6 +473,7 @@ final class DiscoverySession: @unchecked Sendable {
       } catch {
         if ContinuousClock.now >= deadline {
           log("bluez: could not resume discovery: \(error); waiting for the next change")
+          options.onWaiting("waiting for the next change (could not resume discovery: \(error))")
           return
         }
         try? await Task.sleep(for: .milliseconds(200))
@@ -505,6 +525,7 @@ final class DiscoverySession: @unchecked Sendable {
         log("bluez: discovery on \(path.lastComponent) already in progress")
       } catch let error as DBusError where error.name == .bluezNotReady {
         log("bluez: adapter \(path.lastComponent) is not ready (\(error.message)); waiting for power")
+        options.onWaiting("waiting for power (\(path.lastComponent) is not ready)")
         return
       }
       break
@@ -513,6 +534,7 @@ final class DiscoverySession: @unchecked Sendable {
     lastAdapter = path
     discovering = true
     reportMode(.activeDiscovery)
+    options.onWaiting(nil)
     log("bluez: discovery started on \(path.lastComponent) (le, duplicate data)")
   }
 

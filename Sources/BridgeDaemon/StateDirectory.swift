@@ -1,3 +1,9 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Where the daemon keeps its store (DESIGN §4): `--state-dir`, else `BEACONBRIDGE_STATE_DIR`,
 /// else systemd's `STATE_DIRECTORY`, else `/var/lib/beaconbridge`.
 public enum StateDirectory {
@@ -11,5 +17,101 @@ public enum StateDirectory {
       return String(first)
     }
     return defaultPath
+  }
+}
+
+/// Why the state directory cannot be used, and the fix: one sentence each for a path that is
+/// not a directory, a missing or non-directory parent, a permission denied, a read-only or full
+/// file system.
+public struct StateDirectoryError: Error, Hashable, Sendable, CustomStringConvertible {
+  public var path: String
+  public var problem: String
+  public var fix: String
+
+  public var description: String { "the state directory \(path) \(problem); to fix: \(fix)" }
+}
+
+extension StateDirectory {
+  /// Creates the directory (and its missing parents, as `mkdir -p`), then checks that this
+  /// process can create files in it.
+  public static func prepare(_ path: String) throws(StateDirectoryError) {
+    let absolute = path.hasPrefix("/")
+    var built = absolute ? "" : "."
+    for component in path.split(separator: "/") {
+      built += "/" + component
+      var info = stat()
+      if stat(built, &info) == 0 {
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+          throw built == normalized(path)
+            ? StateDirectoryError(
+              path: path, problem: "is \(kind(info.st_mode)), not a directory",
+              fix: "move it aside, or pass --state-dir with a directory")
+            : StateDirectoryError(
+              path: path,
+              problem: "cannot be created: its parent \(built) is \(kind(info.st_mode)), not a directory",
+              fix: "correct the path, or pass --state-dir with a directory")
+        }
+        continue
+      }
+      let statError = errno
+      guard statError == ENOENT else { throw failure(path, at: built, errno: statError) }
+      if mkdir(built, 0o750) != 0, errno != EEXIST { throw failure(path, at: built, errno: errno) }
+    }
+    // Writable means: this user may create files in it (the store and its -wal and -shm).
+    if access(path, W_OK | X_OK) != 0 { throw failure(path, at: path, errno: errno) }
+  }
+
+  static func normalized(_ path: String) -> String {
+    (path.hasPrefix("/") ? "/" : "./") + path.split(separator: "/").joined(separator: "/")
+  }
+
+  static func failure(_ path: String, at component: String, errno code: Int32) -> StateDirectoryError {
+    let which = component == normalized(path) || component == path ? "" : " (at \(component))"
+    switch code {
+    case EACCES, EPERM:
+      var owner = ""
+      var info = stat()
+      let exists = stat(path, &info) == 0
+      if exists {
+        owner =
+          ", owned by \(userName(info.st_uid)):\(TokenFile.groupName(info.st_gid)) with mode "
+          + String(info.st_mode & 0o7777, radix: 8).leftPadded(to: 4)
+      }
+      let what = exists ? "is not writable by" : "cannot be created by"
+      return StateDirectoryError(
+        path: path, problem: "\(what) \(userName(geteuid())): permission denied\(which)\(owner)",
+        fix:
+          "run as root or as a member of the beaconbridge group, or pass --state-dir with a directory you own"
+      )
+    case EROFS:
+      return StateDirectoryError(
+        path: path, problem: "is on a read-only file system\(which)",
+        fix: "pass --state-dir with a directory on a writable file system")
+    case ENOSPC, EDQUOT:
+      return StateDirectoryError(
+        path: path, problem: "cannot be created: no space left on the device\(which)", fix: "free space on it"
+      )
+    case ENOTDIR:
+      return StateDirectoryError(
+        path: path, problem: "cannot be created: a part of its path is not a directory\(which)",
+        fix: "correct the path, or pass --state-dir with a directory")
+    case ENOENT:
+      return StateDirectoryError(
+        path: path, problem: "cannot be created: its parent does not exist\(which)",
+        fix: "create the parent directory first, or pass --state-dir with a directory")
+    default:
+      return StateDirectoryError(
+        path: path, problem: "cannot be used: \(TokenFile.words(code))\(which)",
+        fix: "pass --state-dir with another directory")
+    }
+  }
+
+  static func kind(_ mode: mode_t) -> String {
+    mode & S_IFMT == S_IFREG ? "a file" : TokenFile.kind(mode)
+  }
+
+  static func userName(_ uid: uid_t) -> String {
+    if let user = getpwuid(uid), let name = user.pointee.pw_name { return String(cString: name) }
+    return "uid \(uid)"
   }
 }

@@ -1,4 +1,5 @@
 import BeaconBridgeCLI
+import BeaconCore
 import BridgeDaemon
 import Testing
 
@@ -15,7 +16,7 @@ import Testing
         as? ScanCommand)
     #expect(scan.duration == 5)
     #expect(scan.backend == .hci)
-    #expect(scan.adapter == "hci1")
+    #expect(scan.adapter?.name == "hci1")
     #expect(scan.json)
     let plain = try #require(try command(["scan"]) as? ScanCommand)
     #expect(plain.duration == nil)
@@ -43,7 +44,7 @@ import Testing
 
   @Test(arguments: [
     (["scan", "--backend", "carrier-pigeon"], "--backend must be bluez or hci"),
-    (["scan", "--adapter", "wlan0"], "--adapter must look like hci0"),
+    (["scan", "--adapter", "wlan0"], "--adapter: adapter \"wlan0\" is not valid; an adapter is hci"),
     (["scan", "--duration", "-1"], "--duration must be between"),
     (["trip"], "missing action"),
     (["trip", "fly", "--trip-id", "t"], "unknown trip action 'fly'"),

@@ -44,15 +44,15 @@ import Testing
     (["pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"], "pair needs --device-id"),
     (
       ["pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--major", "70000", "--device-id", "X"],
-      "--major must be a whole number"
+      "--major: major \"70000\" must be a whole number from 0 to 65535"
     ),
     (
       ["pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--minor", "1", "--device-id", "X"],
-      "a minor needs a major"
+      "--minor: minor \"1\" needs a major"
     ),
     (
       ["pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--device-id", ""],
-      "device ID must not be empty"
+      "--device-id: device ID \"\" is empty"
     ),
     (["unpair"], "unpair needs --device-id"),
     (["pairs", "extra"], "unexpected argument"),

@@ -160,9 +160,12 @@ import Testing
 
   @Test(arguments: [
     (["replay"], "missing capture FILE"),
-    (["replay", "a", "--adapter", "usb0"], "--adapter must be hciN"),
+    (["replay", "a", "--adapter", "usb0"], "--adapter: adapter \"usb0\" is not valid"),
     (["replay", "a", "--pair", "nonsense"], "--pair must be"),
-    (["replay", "a", "--pair", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0:x=ID"], "is not a number"),
+    (
+      ["replay", "a", "--pair", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0:x=ID"],
+      "--pair: major \"x\" must be a whole number from 0 to 65535"
+    ),
   ])
   func usageErrors(argv: [String], message: String) async {
     let result = await Self.run(argv)

@@ -134,12 +134,15 @@ import Testing
       "{\"events\": [{\"at\": 1, \"advertisement\": {\"address\": \"C0:FF:EE:00:00:01\", \"rssi\": \"loud\"}}]}",
       "rssi must be a whole number"
     ),
-    ("{\"config\": {\"exitTimeout\": \"soon\"}, \"events\": []}", "exitTimeout must be a number"),
+    (
+      "{\"config\": {\"exitTimeout\": \"soon\"}, \"events\": []}",
+      "exitTimeout \"soon\" is not a plain decimal number; set a number of seconds"
+    ),
     ("{\"config\": {\"warpFactor\": 9}, \"events\": []}", "unknown setting \"warpFactor\""),
     ("{\"config\": {\"unresolvedPolicy\": \"fallback\"}, \"events\": []}", "needs a fallbackDeviceId"),
     (
       "{\"pairings\": [{\"uuid\": \"x\", \"deviceId\": \"A\"}], \"events\": []}",
-      "pairings[0].uuid must be a UUID"
+      "pairings[0]: UUID \"x\" is not a UUID"
     ),
     (
       "{\"events\": [{\"at\": 1, \"tripEvents\": {\"tripId\": \"t\", \"events\": [{\"at\": 2}]}}]}",
@@ -157,6 +160,59 @@ import Testing
     #expect(output.text.isEmpty)
     #expect(output.stderr.contains(message), "stderr was: \(output.stderr)")
     #expect(output.stderr.split(separator: "\n").count == 1)
+  }
+
+  /// An event whose identifier breaks its rule is a `rejected` line with the reason, at its time;
+  /// the rest of the scenario plays on.
+  @Test(arguments: [
+    (
+      #"{"at": 1, "tripStart": {"tripId": "t\r\nforged"}}"#,
+      #"events[0].tripStart.tripId: trip ID "t\r\nforged" contains the control or invisible character U+000D"#
+    ),
+    (#"{"at": 1, "tripStart": {"tripId": ""}}"#, #"events[0].tripStart.tripId: trip ID "" is empty"#),
+    (
+      #"{"at": 1, "tripEnd": {"tripId": "a b"}}"#, #"events[0].tripEnd.tripId: trip ID "a b" contains U+0020"#
+    ),
+    (
+      #"{"at": 1, "tripEvents": {"tripId": "t\u0000", "events": []}}"#,
+      #"events[0].tripEvents.tripId: trip ID "t\0" contains"#
+    ),
+    (
+      #"{"at": 1, "tripAssign": {"tripId": "t1", "deviceId": "X\u2028Y"}}"#,
+      #"events[0].tripAssign.deviceId: device ID "X\u{2028}Y" contains the control or invisible character U+2028"#
+    ),
+    (
+      #"{"at": 1, "unpair": {"deviceId": " X"}}"#,
+      #"events[0].unpair.deviceId: device ID " X" starts or ends with a space"#
+    ),
+    (
+      #"{"at": 1, "pair": {"uuid": "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "major": 70000, "deviceId": "X"}}"#,
+      #"events[0].pair: major "70000" must be a whole number from 0 to 65535"#
+    ),
+    (
+      #"{"at": 1, "pair": {"uuid": "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "major": 1, "minor": -7, "deviceId": "X"}}"#,
+      #"events[0].pair: minor "-7" must be a whole number from 0 to 65535"#
+    ),
+  ])
+  func badIdentifiersAreRejectedLines(event: String, detail: String) async throws {
+    let json = """
+      {"config": {"unresolvedPolicy": "fallback", "fallbackDeviceId": "DEPOT"}, "events": [\(event),
+        {"at": 2, "tripStart": {"tripId": "ok-1"}}, {"at": 3, "tripEnd": {"tripId": "ok-1"}}]}
+      """
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("ids-\(UUID().uuidString).json")
+      .path
+    try Data(json.utf8).write(to: URL(fileURLWithPath: path))
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let output = try await Self.simulate(path: path)
+    #expect(output.status == 0, "\(output.stderr)")
+    let rejected = output.of("rejected")
+    #expect(rejected.count == 1, "\(output.text)")
+    #expect(rejected.first?["at"]?.doubleValue == 1)
+    #expect(rejected.first?["reason"]?.stringValue == "invalidIdentifier")
+    #expect(rejected.first?["detail"]?.stringValue?.hasPrefix(detail) == true, "\(output.text)")
+    // Nothing forged: every output line is one JSON object, and the good trip still ran.
+    #expect(output.text.split(separator: "\n").count == output.lines.count)
+    #expect(output.of("tripStarted").compactMap { $0["tripId"]?.stringValue } == ["ok-1"])
   }
 
   @Test func missingFileIsAFailureNotACrash() async throws {

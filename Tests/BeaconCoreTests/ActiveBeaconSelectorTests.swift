@@ -153,7 +153,7 @@ import Testing
     Pairing(uuid: Fixtures.fleet, major: 1, minor: 1, deviceId: "bad\nid"),
   ])
   func invalidPairingsAreRefused(pairing: Pairing) {
-    #expect(throws: PairingError.self) { try pairing.validate() }
+    #expect(throws: IdentifierError.self) { try pairing.validate() }
   }
 
   @Test func unpairingTheActiveBeaconDropsIt() async throws {

@@ -104,9 +104,7 @@ import Testing
     for t in 0...2 {
       adapter.emit(.sighting(Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: -60)))
       // Each sighting is ingested at its own virtual second before the clock moves on.
-      while await bridge.status.beaconsInRange.first?.sightings != t + 1 {
-        try await Task.sleep(for: .microseconds(200))
-      }
+      try await until { await bridge.status.beaconsInRange.first?.sightings == t + 1 }
       // The timer loop sleeps at most a second at a time; step it one second.
       await clock.waitForSleepers(count: 1)
       clock.advance(by: .seconds(1))
@@ -116,7 +114,7 @@ import Testing
       await clock.waitForSleepers(count: 1)
       clock.advance(by: .seconds(1))
     }
-    while log.count("activeBeaconChanged") < 2 { try await Task.sleep(for: .microseconds(200)) }
+    try await until { log.count("activeBeaconChanged") >= 2 }
     #expect(
       log.types().filter { $0 != "rejected" } == [
         "beaconEntered", "activeBeaconChanged", "beaconExited", "activeBeaconChanged",
@@ -129,15 +127,24 @@ import Testing
   @Test func reloadRefusesABadConfigurationAndKeepsTheOld() async throws {
     let host = RecordingHost()
     let bridge = BeaconBridge(host: host, clock: TestClock())
+    var old = BridgeConfiguration()
+    old.trips.lateWindow = 10
+    host.setConfiguration(old)
     try await bridge.start()
     var bad = BridgeConfiguration()
     bad.selector.dwellSightings = 0
+    bad.trips.lateWindow = 40
     host.setConfiguration(bad)
     await #expect(throws: BridgeError.self) { try await bridge.reload() }
+    // The old late window (10 s) still rules a trip started now, not the refused one's 40 s.
+    try await bridge.tripStart("t1")
+    #expect(await bridge.nextDeadline == Timestamp(seconds: 10))
     var good = BridgeConfiguration()
     good.trips.lateWindow = 5
     host.setConfiguration(good)
     try await bridge.reload()
+    try await bridge.tripStart("t2")
+    #expect(await bridge.nextDeadline == Timestamp(seconds: 5))
   }
 
   @Test func configurationKeysRoundTripAndRejectBadValues() throws {
@@ -153,5 +160,12 @@ import Testing
     #expect(throws: ConfigurationError.self) { try configuration.set("dwellSightings", to: "1.5") }
     try configuration.set("exitTimeout", to: "25")
     #expect(configuration.presence.exitTimeout == 25)
+  }
+
+  /// Polls `condition` until it holds; fails the test after 10 s of real time instead of hanging.
+  private func until(_ condition: () async -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(10)
+    while await !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .microseconds(200)) }
+    try #require(await condition())
   }
 }

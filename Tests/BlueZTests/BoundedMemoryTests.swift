@@ -69,7 +69,11 @@ struct BoundedMemoryTests {
     // Over 20, the oldest are forgotten (those over, plus a tenth of the cap, per round), the kept
     // one skipped: 6 or 7 in all, depending on how the new devices fall into D-Bus batches.
     try await recorder.wait("the oldest are forgotten") { $0.lost.count >= 6 }
-    try await Task.sleep(for: .milliseconds(300))
+    // A barrier instead of a sleep: the source reports in order, so once a later signal is heard
+    // every loss from the batches before it has been reported.
+    let heard = recorder.sightings.count
+    try await fixture.advertise(paths[24], ["RSSI": .int16(-61)])
+    try await recorder.wait("a later signal is heard") { $0.sightings.count > heard }
     let lost = Set(recorder.lost)
     #expect(!lost.contains(kept))
     #expect(!lost.contains(BluetoothAddress("5A:00:00:00:00:09")!))

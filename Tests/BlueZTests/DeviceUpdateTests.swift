@@ -182,6 +182,8 @@ struct DeviceUpdateTests {
       "/org/bluez/hci0/dev_C0_FF_EE_00_00", "/org/bluez/hci0/dev_C0_FF_EE_00_00_01_02",
       "/org/bluez/usb0/dev_C0_FF_EE_00_00_01", "/org/bluez/hci0/dev_G0_FF_EE_00_00_01",
       "/org/bluez/hci0/dev_C0_FF_EE_00_00_01/service0001", "/org/bluez/hcix/dev_C0_FF_EE_00_00_01",
+      // Not hciN by HCIDeviceID's rule (a leading zero, over 9999): declined here, hashed there.
+      "/org/bluez/hci01/dev_C0_FF_EE_00_00_01", "/org/bluez/hci10000/dev_C0_FF_EE_00_00_01",
     ]
     let body: [DBusValue] = [
       .string(BlueZ.deviceInterface.rawValue), .stringVariantDictionary(["RSSI": .int16(-50)]),
@@ -191,6 +193,8 @@ struct DeviceUpdateTests {
     let items = try await Self.roundTrip(
       Array(repeating: body, count: paths.count), via: .socket, paths: paths)
     try #require(items.count == paths.count)
+    #expect(DeviceKey(path: "/org/bluez/hci01/dev_C0_FF_EE_00_00_01")?.path == nil)
+    #expect(DeviceKey(path: "/org/bluez/hci9999/dev_C0_FF_EE_00_00_01")?.adapter == 9999)
     for (path, item) in zip(paths, items) {
       switch item {
       case .decoded(let update):

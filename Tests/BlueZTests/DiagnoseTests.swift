@@ -37,6 +37,7 @@ struct DiagnoseTests {
     }
     let listing = try run(["-tzf", output]).split(separator: "\n").map(String.init)
     let unpacked = dir + "/unpacked"
+    try? FileManager.default.removeItem(atPath: unpacked)
     try FileManager.default.createDirectory(atPath: unpacked, withIntermediateDirectories: true)
     _ = try run(["-xzf", output, "-C", unpacked])
     var files: [String: String] = [:]
@@ -49,12 +50,17 @@ struct DiagnoseTests {
 
   func prepare() throws -> (dir: String, config: String) {
     let dir = try scratchDirectory("diag")
-    try "tok-9f8e7d6c5b\n".write(toFile: dir + "/token", atomically: true, encoding: .utf8)
+    try writeTokenFile("tok-9f8e7d6c5b\n", to: dir + "/token")
     let config = dir + "/beaconbridge.conf"
     try """
     [Upload]
     URL = https://fleet:pa55word-x@127.0.0.1:9/trips?token=q-secret-1&x=1
     TokenFile = \(dir)/token
+    [GZone]
+    ExperienceLevelsURL = https://gz:gz-pass-9@127.0.0.1:9/levels?sig=g-sig-1
+    PlayerURL = https://gz:gz-pass-9@127.0.0.1:9/players?sig=g-sig-1
+    AvailableGamesURL = https://gz:gz-pass-9@127.0.0.1:9/games?sig=g-sig-1
+    GameRoundsURL = https://gz:gz-pass-9@127.0.0.1:9/rounds?sig=g-sig-1
     [Trips]
     unresolvedPolicy = fallback
     fallbackDeviceId = DEPOT-1
@@ -65,7 +71,7 @@ struct DiagnoseTests {
 
   func expectNoSecrets(_ bundle: Bundle) {
     for (name, text) in bundle.files {
-      for secret in ["tok-9f8e7d6c5b", "pa55word-x", "q-secret-1"] {
+      for secret in ["tok-9f8e7d6c5b", "pa55word-x", "q-secret-1", "gz-pass-9", "g-sig-1"] {
         #expect(!text.contains(secret), "\(name) leaks \(secret)")
       }
     }
@@ -106,8 +112,8 @@ struct DiagnoseTests {
         (try? test.cli(["status"], bus: fixture.bus.address, dir: dir).status) == 0
       })
     // A trip with a batch that fails to upload (nothing listens on port 9): a decision, a log line.
-    #expect(
-      try test.cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir).status == 0)
+    let started = try test.cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir)
+    #expect(started.status == 0, "\(started.stderr)")
     // With lateWindow 0 the trip takes the fallback on the next tick: a tagging decision.
     #expect(
       try await eventually {
@@ -115,13 +121,26 @@ struct DiagnoseTests {
           Data(try test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir).stdout.utf8))
         return status["trips"]?.arrayValue?.first?["deviceId"]?.stringValue == "DEPOT-1"
       })
-    let (status, bundle) = try diagnose(bus: fixture.bus.address, dir: dir, config: config)
+    // The daemon logs the failed G-Zone load (nothing listens on port 9) with its URL, redacted;
+    // wait until that line is in the bundle.
+    var (status, bundle) = try diagnose(bus: fixture.bus.address, dir: dir, config: config)
+    // Whichever of the four requests fails first is named.
+    let gzoneLine = try Regex(
+      #"G-Zone load failed: https://<redacted>@127\.0\.0\.1:9/[a-z]+\?sig=<redacted>"#)
+    let deadline = ContinuousClock.now.advanced(by: .seconds(30))
+    while bundle.files["logs.txt"]?.contains(gzoneLine) != true, ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(500))
+      (status, bundle) = try diagnose(bus: fixture.bus.address, dir: dir, config: config)
+    }
     #expect(status == 0)
     #expect(bundle.files["status.json"]?.contains("\"scanning\"") == true)
     #expect(bundle.files["adapters.json"]?.contains("hci0") == true)
     #expect(
       bundle.files["logs.txt"]?.contains("ready") == true, "logs.txt: \(bundle.files["logs.txt"] ?? "none")")
     #expect(bundle.files["decisions.json"]?.contains("t1") == true)
+    #expect(
+      bundle.files["logs.txt"]?.contains(gzoneLine) == true,
+      "logs.txt: \(bundle.files["logs.txt"] ?? "none")")
     expectNoSecrets(bundle)
     kill(daemon.processIdentifier, SIGTERM)
     #expect(await waitForExit(daemon), "daemon did not exit in time")

@@ -63,7 +63,7 @@ struct GZoneEndToEndTests {
     defer { try? FileManager.default.removeItem(atPath: dir) }
     try serve("load1", into: served)
     let backend = try FakeBackend(["--serve-dir", served, "--token", "gz"])
-    try "gz\n".write(toFile: dir + "/token", atomically: true, encoding: .utf8)
+    try writeTokenFile("gz\n", to: dir + "/token")
     let config = dir + "/beaconbridge.conf"
     try """
     [GZone]

@@ -38,7 +38,8 @@ import Testing
       """
     let config = try DaemonConfiguration.parse(text, file: "full.conf")
     #expect(config.backend == .hci)
-    #expect(config.adapter == "hci1")
+    #expect(config.adapter?.name == "hci1")
+    #expect(config.adapter?.index == 1)
     #expect(config.bridge.presence.exitTimeout == 40)
     #expect(config.bridge.presence.rssi.filter == .arma)
     #expect(config.bridge.selector.activeHold == 45)
@@ -52,7 +53,7 @@ import Testing
 
   @Test(arguments: [
     ("exitTimeout = 3", "bad.conf:1: a setting before any [Section]"),
-    ("[Presence]\nexitTimeout = soon", "bad.conf:2: exitTimeout must be a number"),
+    ("[Presence]\nexitTimeout = soon", "bad.conf:2: exitTimeout \"soon\" is not a plain decimal number"),
     ("[Presence]\n\nwarp = 9", "bad.conf:3: unknown key warp in [Presence]"),
     ("[Warp]\nx = 1", "bad.conf:2: unknown section [Warp]"),
     ("[Presence\nexitTimeout = 3", "bad.conf:1: a section header must look like [Name]"),
@@ -63,11 +64,56 @@ import Testing
     ),
     ("[ActiveBeacon]\nexitTimeout = 3", "bad.conf:2: unknown key exitTimeout in [ActiveBeacon]"),
     ("[General]\nbackend = carrier-pigeon", "bad.conf:2: backend must be bluez or hci"),
-    ("[General]\nadapter = wlan0", "bad.conf:2: adapter must look like hci0"),
+    (
+      "[General]\nadapter = wlan0",
+      "bad.conf:2: adapter \"wlan0\" is not valid; an adapter is hci followed by"
+    ),
     ("[Upload]\nURL = ftp://x", "bad.conf:2: URL must start with http:// or https://"),
     ("[Upload]\nTokenFile = token.txt", "bad.conf:2: TokenFile must be an absolute path"),
-    ("[Outbox]\nMaxBatches = 0", "bad.conf:2: MaxBatches must be a whole number"),
+    (
+      "[Outbox]\nMaxBatches = 0",
+      "bad.conf:2: MaxBatches \"0\" is out of range; set a whole number of batches from 1"
+    ),
     ("[Trips]\nunresolvedPolicy = fallback", "bad.conf: unresolvedPolicy=fallback needs a fallbackDeviceId"),
+    // Numbers: plain decimal within each key's range, named with the range as the fix.
+    (
+      "[Presence]\nexitTimeout = 0x10",
+      "bad.conf:2: exitTimeout \"0x10\" is not a plain decimal number; set a number of seconds from 0.1 to 86400"
+    ),
+    (
+      "[Presence]\nexitTimeout = 1e308",
+      "bad.conf:2: exitTimeout \"1e308\" is out of range; set a number of seconds from 0.1 to 86400"
+    ),
+    ("[Presence]\nexitTimeout = nan", "bad.conf:2: exitTimeout \"nan\" is not a plain decimal number"),
+    ("[Presence]\nkalmanSigma = inf", "bad.conf:2: kalmanSigma \"inf\" is not a plain decimal number"),
+    (
+      "[ActiveBeacon]\nswitchMargin = -6",
+      "bad.conf:2: switchMargin \"-6\" is out of range; set a number of dB from 0 to 100"
+    ),
+    ("[Presence]\nexitTimeout = 1\u{0}0", "bad.conf:2: the line has a control character (U+0000)"),
+    (
+      "[Upload]\nTimeout = 1e308",
+      "bad.conf:2: Timeout \"1e308\" is out of range; set a number of seconds from 1 to 600"
+    ),
+    ("[Upload]\npostRetryMax = 1e308", "bad.conf:2: postRetryMax \"1e308\" is out of range"),
+    ("[Outbox]\nMaxBatches = 0x10", "bad.conf:2: MaxBatches \"0x10\" is not a plain whole number"),
+    ("[Outbox]\nMaxBatches = 1e9", "bad.conf:2: MaxBatches \"1e9\" is out of range"),
+    (
+      "[GZone]\nInterval = 1e308",
+      "bad.conf:2: Interval \"1e308\" is out of range; set a number of seconds from 10"
+    ),
+    // Identifiers: the same sentence as the CLI and D-Bus give.
+    (
+      "[Trips]\ndeviceId = x\u{202E}y",
+      "bad.conf:2: deviceId: device ID \"x\\u{202E}y\" contains the control or invisible character U+202E"
+    ),
+    (
+      "[Trips]\nfallbackDeviceId = \(String(repeating: "z", count: 129))",
+      "bad.conf:2: fallbackDeviceId: device ID \"zzz"
+    ),
+    ("[Trips]\ndeviceId = a\u{1B}[31mb", "bad.conf:2: the line has a control character (U+001B)"),
+    ("[General]\nadapter = hci01", "bad.conf:2: adapter \"hci01\" is not valid"),
+    ("[General]\nadapter = hci10000", "bad.conf:2: adapter \"hci10000\" is not valid"),
   ])
   func badFilesAreRefusedAtTheirLine(text: String, message: String) {
     #expect {
@@ -75,6 +121,19 @@ import Testing
     } throws: { error in
       let description = (error as? KeyFileError)?.description ?? ""
       return description.hasPrefix(message)
+    }
+  }
+
+  /// A bad 50 MB value costs the journal one short line: the value is quoted cut short.
+  @Test func aHugeValueIsNotEchoed() {
+    let text = "[Upload]\nURL = https://" + String(repeating: "a", count: 50_000_000) + "\n"
+    #expect {
+      _ = try DaemonConfiguration.parse(text, file: "big.conf")
+    } throws: { error in
+      let description = (error as? KeyFileError)?.description ?? ""
+      return description.hasPrefix(
+        "big.conf:2: the line is 50000014 bytes long, over 4096: \"URL = https://aaa")
+        && description.hasSuffix("…\"") && description.count < 200
     }
   }
 

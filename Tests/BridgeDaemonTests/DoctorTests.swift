@@ -22,10 +22,11 @@ import Testing
       ])),
     outbox: OutboxSummary = OutboxSummary(
       trips: 0, undelivered: 0, unresolvedTrips: 0, deadLetters: 0, limit: 100, oldestAge: nil),
-    stateProblem: String? = nil, free: UInt64 = 5_000_000_000
+    stateProblem: String? = nil, free: UInt64 = 5_000_000_000, tokenFiles: [DoctorFacts.TokenFileCheck] = [],
+    uploadURL: String = "https://backend.example/trips"
   ) -> DoctorFacts {
     var c = (try? config.get()) ?? DaemonConfiguration()
-    c.uploadURL = "https://backend.example/trips"
+    c.uploadURL = uploadURL
     let configuration: Result<DaemonConfiguration, KeyFileError> =
       switch config {
       case .success: .success(c)
@@ -35,7 +36,7 @@ import Testing
       configPath: "/etc/beaconbridge/beaconbridge.conf", configuration: configuration,
       stateDirectory: "/var/lib/x",
       stateDirectoryProblem: stateProblem, store: .success(("ok", outbox)), freeBytes: free, bluez: bluez,
-      daemon: daemon, tokenReadable: nil, isRoot: true)
+      daemon: daemon, tokenFiles: tokenFiles, isRoot: true)
   }
 
   func status(_ report: HealthReport, _ name: String) -> HealthCheck.Status? {
@@ -115,5 +116,21 @@ import Testing
     let report = Doctor.evaluate(facts())
     #expect(report.json["overall"]?.stringValue == "ok")
     #expect(report.json["checks"]?.arrayValue?.count == report.checks.count)
+  }
+
+  /// URL credentials and secret parameters never reach the report, in text or JSON, and neither
+  /// does a secret the gatherer learned (a token file's contents) wherever it appears.
+  @Test func reportIsRedacted() {
+    var f = facts(
+      daemon: .failure(.init("the daemon said: t0k-from-file is wrong")),
+      uploadURL: "https://fleet:pa55word-x@backend.example/trips?token=q-secret-1&sig=s1g-secret&x=1")
+    f.redactor = Redactor(secrets: ["t0k-from-file"])
+    let report = Doctor.evaluate(f)
+    for output in [report.text, report.json.compactText] {
+      for secret in ["pa55word-x", "q-secret-1", "s1g-secret", "t0k-from-file", "fleet:"] {
+        #expect(!output.contains(secret), "\(secret) in \(output)")
+      }
+      #expect(output.contains("https://<redacted>@backend.example/trips?token=<redacted>&sig=<redacted>&x=1"))
+    }
   }
 }

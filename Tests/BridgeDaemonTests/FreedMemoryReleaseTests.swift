@@ -25,8 +25,13 @@ import Testing
     #expect(decisions([4000, 10, 6000, 1500]) == [false, true, false, true])
   }
 
-  @Test func oneArenaAndTrimmingAreHarmless() {
-    MallocTuning.useOneArena()
-    MallocTuning.returnFreedMemory()
+  @Test func glibcTakesTheArenaSettingAndReturnsFreedPages() {
+    #expect(MallocTuning.useOneArena())
+    // 64 MiB in blocks small enough to come from the heap (not mmap), then freed: their pages are
+    // free but still mapped until trimmed.
+    var blocks: [UnsafeMutableRawPointer] = []
+    for _ in 0..<16_384 { blocks.append(UnsafeMutableRawPointer.allocate(byteCount: 4096, alignment: 16)) }
+    for block in blocks { block.deallocate() }
+    #expect(MallocTuning.returnFreedMemory())
   }
 }

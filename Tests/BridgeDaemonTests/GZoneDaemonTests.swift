@@ -1,10 +1,15 @@
 import BeaconCore
 import BeaconTestSupport
-import BridgeDaemon
 import Foundation
 import GZone
 import Synchronization
 import Testing
+
+@testable import BridgeDaemon
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// The daemon's G-Zone parts: the `[GZone]` section, the HTTP source against a real loopback
 /// server, and the poller over a real store (restart does not replay).
@@ -43,7 +48,10 @@ import Testing
 
   @Test(arguments: [
     ("[GZone]\nPlayerURL = ftp://x\n", "x.conf:2: PlayerURL must start with http:// or https://"),
-    ("[GZone]\nInterval = 1\n", "x.conf:2: Interval must be a number of seconds between 10 and 86400"),
+    (
+      "[GZone]\nInterval = 1\n",
+      "x.conf:2: Interval \"1\" is out of range; set a number of seconds from 10 to 86400"
+    ),
     ("[GZone]\nColour = red\n", "x.conf:2: unknown key Colour in [GZone]"),
     ("[GZone]\nTokenFile = token\n", "x.conf:2: TokenFile must be an absolute path"),
     (
@@ -69,7 +77,7 @@ import Testing
     let path = FileManager.default.temporaryDirectory.appendingPathComponent(
       "gzone-token-\(UUID().uuidString)"
     ).path
-    try (token + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+    try writeTokenFile(token + "\n", to: path)
     return path
   }
 
@@ -119,6 +127,41 @@ import Testing
       )
       .load()
     } throws: { error in (error as? GZoneError)?.message == "HTTP 401" }
+  }
+
+  /// The token-file rule holds for G-Zone too: a world-readable token is not sent, no request
+  /// is made, and the error names the file and the fix.
+  @Test func aWorldReadableTokenIsNotSent() async throws {
+    let backend = try FakeBackend(["--serve-dir", Self.fixtures.appendingPathComponent("load1").path])
+    let token = try tokenFile("g-secret")
+    defer { try? FileManager.default.removeItem(atPath: token) }
+    #expect(chmod(token, 0o644) == 0)
+    await #expect {
+      try await HTTPGZoneSource(
+        configuration: Self.configuration(base: backend.base), fallbackTokenFile: token
+      )
+      .load()
+    } throws: { error in
+      let message = (error as? GZoneError)?.description ?? ""
+      return message.contains("not requested") && message.contains(token) && message.contains("mode 0644")
+        && message.contains("chmod 0640")
+    }
+    #expect(backend.received().isEmpty)
+  }
+
+  /// Errors name the URL without its credentials or secret parameters.
+  @Test func errorsNameTheURLRedacted() async throws {
+    let backend = try FakeBackend(["--serve-dir", Self.fixtures.appendingPathComponent("bad-json").path])
+    var config = Self.configuration(base: backend.base)
+    let withSecrets = backend.base.replacingOccurrences(of: "://", with: "://gz:gz-pass-9@")
+    config.urls[.player] = "\(withSecrets)/players/{unitId}/player.json?sig=g-sig-1"
+    await #expect {
+      try await HTTPGZoneSource(configuration: config).load()
+    } throws: { error in
+      let text = (error as? GZoneError)?.description ?? ""
+      return !text.contains("gz-pass-9") && !text.contains("g-sig-1") && text.contains("<redacted>@")
+        && text.contains("sig=<redacted>")
+    }
   }
 
   @Test func aMalformedPayloadOverHTTPNamesItsURL() async throws {
@@ -212,13 +255,23 @@ import Testing
     let poller = poller(try Store(directory: dir), box)
     _ = try await poller.refresh(reason: "baseline")
     box.folder.withLock { $0 = "load2" }
-    for _ in 0..<5 { poller.tripUploaded() }
+    // Five uploads, all scheduled before the reload runs (what `tripUploaded` does on its task).
+    for _ in 0..<5 { await poller.scheduleAfterUpload() }
     let deadline = ContinuousClock.now + .seconds(10)
     while box.events.withLock({ $0.count }) < 8, ContinuousClock.now < deadline {
       try await Task.sleep(for: .milliseconds(20))
     }
-    try await Task.sleep(for: .milliseconds(200))
     #expect(box.events.withLock { $0.count } == 8)
-    #expect(box.lines.withLock { $0 }.contains { $0.contains("(trip uploaded)") })
+    // A second reload would have been scheduled with the others; there is exactly one.
+    #expect(box.lines.withLock { $0 }.filter { $0.contains("(trip uploaded)") }.count == 1)
+    // The public entry point schedules the same reload.
+    poller.tripUploaded()
+    let again = ContinuousClock.now + .seconds(10)
+    while box.lines.withLock({ $0 }).filter({ $0.contains("(trip uploaded)") }).count < 2,
+      ContinuousClock.now < again
+    {
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    #expect(box.lines.withLock { $0 }.filter { $0.contains("(trip uploaded)") }.count == 2)
   }
 }

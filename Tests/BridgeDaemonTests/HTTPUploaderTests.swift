@@ -4,6 +4,10 @@ import BridgeDaemon
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The uploader against a real HTTP server on loopback that injects failures.
 @Suite(.serialized) struct HTTPUploaderTests {
   static let snapshot = BeaconSnapshot(
@@ -25,7 +29,7 @@ import Testing
   @Test func postsTheDocumentedRequest() async throws {
     let token = FileManager.default.temporaryDirectory.appendingPathComponent("token-\(UUID().uuidString)")
       .path
-    try "s3cret\n".write(toFile: token, atomically: true, encoding: .utf8)
+    try writeTokenFile("s3cret\n", to: token)
     defer { try? FileManager.default.removeItem(atPath: token) }
     let backend = try FakeBackend(["--token", "s3cret"])
     try await HTTPUploader(url: backend.url, tokenFile: token).post(batch(4))
@@ -43,6 +47,39 @@ import Testing
     #expect(events.count == 2)
     #expect(events[0]["g"] == .double(0.4))
     #expect(events[1]["type"]?.stringValue == "futureType")
+  }
+
+  /// A token file others can read, an empty one or a directory: nothing is sent, and the error
+  /// names the file, what is wrong and the fix (retryable: the batch waits until it is fixed).
+  @Test(arguments: [
+    ("s3cret\n", 0o644 as mode_t, "can be read by every user (mode 0644)"),
+    ("", 0o600 as mode_t, "is empty"),
+    ("s3cret\n", 0o606 as mode_t, "can be written by every user (mode 0606)"),
+  ])
+  func tokenFileRuleRefusesTheUpload(text: String, mode: mode_t, phrase: String) async throws {
+    let token = try writeTokenFile(text, to: scratchPath("token"))
+    defer { try? FileManager.default.removeItem(atPath: token) }
+    #expect(chmod(token, mode) == 0)
+    let backend = try FakeBackend(["--token", "s3cret"])
+    do {
+      try await HTTPUploader(url: backend.url, tokenFile: token).post(batch(1))
+      Issue.record("posted with a refused token file")
+    } catch let failure as RetryablePostFailure {
+      #expect(failure.reason.contains(token) && failure.reason.contains(phrase), "\(failure.reason)")
+      #expect(failure.reason.contains("not sent"))
+      if mode & 0o007 != 0 { #expect(failure.reason.contains("chmod 0640 \(token)")) }
+    }
+    #expect(backend.received().isEmpty)
+  }
+
+  @Test func tokenDirectoryRefusesTheUpload() async throws {
+    let token = try scratchDirectory("token-dir")
+    defer { try? FileManager.default.removeItem(atPath: token) }
+    let backend = try FakeBackend([])
+    await #expect(throws: RetryablePostFailure.self) {
+      try await HTTPUploader(url: backend.url, tokenFile: token).post(batch(1))
+    }
+    #expect(backend.received().isEmpty)
   }
 
   @Test(arguments: [
@@ -80,6 +117,64 @@ import Testing
       try await HTTPUploader(url: URL(string: "http://127.0.0.1:9/trips")!, tokenFile: nil, timeout: 5).post(
         batch(0))
     }
+  }
+
+  /// Every upload carries its Idempotency-Key, or is not sent: a batch whose trip ID breaks the
+  /// rule (one stored before the rule, with a CR/LF) is refused as permanent, so the bridge
+  /// makes it a dead letter with the reason, and the backend never sees it.
+  @Test(arguments: ["t\r\n1", "t\nIdempotency-Key: forged", "", "trip 1", "t\u{0}"])
+  func aBatchWithoutAKeyIsNotSent(trip: String) async throws {
+    let backend = try FakeBackend()
+    let uploader = HTTPUploader(url: backend.url, tokenFile: nil, timeout: 5)
+    do {
+      try await uploader.post(batch(2, trip: trip))
+      Issue.record("a batch for trip \(trip.debugDescription) was sent")
+    } catch let failure as PermanentPostFailure {
+      #expect(
+        failure.reason.hasPrefix("not sent: no Idempotency-Key can be made from it: trip ID "), "\(failure)")
+    }
+    // The server records in arrival order: a good batch after the refused one is the only request.
+    try await uploader.post(batch(3, trip: "t-ok"))
+    #expect(backend.received().map(\.key) == ["t-ok#3"])
+  }
+
+  /// An outbox written before the trip ID rule may hold a batch whose trip ID has a CR/LF: after
+  /// a restart the bridge restores it, the uploader refuses to send it without its key, and it
+  /// becomes a dead letter with the reason; the backend sees nothing.
+  @Test func anOldBatchWithABadTripIDBecomesADeadLetter() async throws {
+    struct Host: ScopeHost {
+      let uploader: HTTPUploader
+      var configuration: BridgeConfiguration { BridgeConfiguration() }
+      func log(_ record: LogRecord) {}
+      func postTripEventBatch(_ batch: TaggedTripBatch) async throws { try await uploader.post(batch) }
+    }
+    let dir = try scratchDirectory("ids-dead")
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let bad = "t\r\nforged"
+    do {
+      let old = try Store(directory: dir)
+      try await old.recordTripStarted(bad)
+      try await old.recordBatch(
+        TripEventBatch(
+          tripId: bad, sequence: 0, events: [Fixtures.event("braking", at: 1)], receivedAt: .zero))
+      try await old.recordResolution(bad, .assigned(deviceId: "UNIT-1"), beaconMode: false)
+    }
+    let backend = try FakeBackend()
+    let store = try Store(directory: dir)
+    let host = Host(uploader: HTTPUploader(url: backend.url, tokenFile: nil, timeout: 5))
+    let bridge = BeaconBridge(host: host, journal: store)
+    try await bridge.start()
+    let deadline = ContinuousClock.now.advanced(by: .seconds(30))
+    while try await store.deadLetters().isEmpty, ContinuousClock.now < deadline {
+      await bridge.tick()
+      try await Task.sleep(for: .milliseconds(10))
+    }
+    let dead = try await store.deadLetters()
+    #expect(dead.count == 1)
+    #expect(dead.first?.batch.tripId == bad)
+    #expect(
+      dead.first?.reason.hasPrefix("not sent: no Idempotency-Key can be made from it: trip ID ") == true)
+    #expect(backend.received().isEmpty)
   }
 
   /// Through the bridge: a flaky backend gets every batch, in order, exactly once after

@@ -52,6 +52,18 @@ import Testing
     #expect(listed.count == expected.count, "etc/beaconbridge.conf lists settings that do not exist")
   }
 
+  /// Every number setting states the range the daemon enforces, on the line above it.
+  @Test func everyNumberStatesItsRange() throws {
+    let lines = try shipped().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    let rules =
+      BridgeConfiguration.keys.compactMap { key in key.number.map { (key.name, $0) } }
+      + [("Timeout", DaemonConfiguration.timeoutRule), ("MaxBatches", DaemonConfiguration.maxBatchesRule)]
+    for (name, rule) in rules {
+      let index = try #require(lines.firstIndex { $0.hasPrefix("#\(name) =") }, "\(name)")
+      #expect(lines[index - 1] == "# Range: \(rule.rangeText).", "\(name)")
+    }
+  }
+
   /// The values in the comments are the real defaults: uncommented, they change nothing.
   @Test func theListedValuesAreTheDefaults() throws {
     let text = try shipped()

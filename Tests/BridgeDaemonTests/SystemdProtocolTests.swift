@@ -12,6 +12,13 @@ import Testing
     #expect(!DaemonLogger(environment: ["JOURNAL_STREAM": "garbage"]).toJournal)
   }
 
+  /// A value with a CR/LF cannot forge a journal line: one record is one line.
+  @Test func aLogRecordIsOneLine() {
+    let logger = DaemonLogger(environment: [:])
+    logger.log(.error, "trip t\r\n<3>forged \u{1B}[2J")
+    #expect(logger.recent.last == #"error: trip t\r\n<3>forged \u{1B}[2J"#)
+  }
+
   @Test func watchdogIntervalIsHalfOfWatchdogUsec() {
     let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": "/run/x", "WATCHDOG_USEC": "30000000"])
     #expect(notifier.watchdogInterval == .seconds(15))

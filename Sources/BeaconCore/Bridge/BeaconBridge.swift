@@ -146,31 +146,41 @@ public actor BeaconBridge {
   }
 
   /// Consumes a source until it ends or the task is cancelled, ticking deadlines meanwhile.
-  /// Presence needs no sub-second latency, so deadlines are checked at least once a second and
-  /// otherwise when due.
   public func run(source: some AdvertisementSource) async throws {
-    let stream = try await source.eventBatches()
-    log(.info, "scanning with \(source.description)")
     try await withThrowingTaskGroup(of: Void.self) { group in
-      group.addTask { try await self.consume(stream) }
-      group.addTask {
-        while !Task.isCancelled {
-          let now = await self.now
-          let due = await self.nextDeadline ?? now + 1
-          try await self.clock.sleep(min(max(due, now), now + 1))
-          await self.tick()
-        }
-      }
+      group.addTask { try await self.consume(source: source) }
+      group.addTask { try await self.runDeadlines() }
       // The source ending ends the run.
       try await group.next()
       group.cancelAll()
     }
   }
 
+  /// Consumes a source until it ends, fails or the task is cancelled. Deadlines are not ticked
+  /// here: the daemon runs `runDeadlines()` on its own, so that trips keep their deadlines while
+  /// no source runs (no adapter, bluetoothd stopped).
+  public func consume(source: some AdvertisementSource) async throws {
+    let stream = try await source.eventBatches()
+    log(.info, "scanning with \(source.description)")
+    try await consume(stream)
+  }
+
+  /// Ticks deadlines until the task is cancelled. Presence needs no sub-second latency, so
+  /// deadlines are checked at least once a second and otherwise when due.
+  public func runDeadlines() async throws {
+    while !Task.isCancelled {
+      let now = self.now
+      let due = nextDeadline ?? now + 1
+      try await clock.sleep(min(max(due, now), now + 1))
+      await tick()
+    }
+  }
+
   // MARK: Trips
 
   /// Starts a trip and calls the host's beacon hook, which snapshots the active beacon.
-  public func tripStart(_ tripId: String) async throws(BridgeError) {
+  public func tripStart(_ id: TripID) async throws(BridgeError) {
+    let tripId = id.rawValue
     try requireArmed()
     let steps: [BeaconPipeline.Step]
     do { steps = try pipeline.startTrip(tripId, at: now) } catch {
@@ -200,7 +210,8 @@ public actor BeaconBridge {
 
   /// Hands over one batch of trip events. It is tagged and posted when the trip has its device ID,
   /// and held in order until then.
-  public func tripEvents(_ tripId: String, events: [TripEvent]) async throws(BridgeError) {
+  public func tripEvents(_ id: TripID, events: [TripEvent]) async throws(BridgeError) {
+    let tripId = id.rawValue
     try requireArmed()
     let batch: TripEventBatch
     do { batch = try pipeline.numberBatch(tripId, events: events, at: now) } catch {
@@ -217,7 +228,8 @@ public actor BeaconBridge {
     await perform(steps)
   }
 
-  public func tripEnd(_ tripId: String) async throws(BridgeError) {
+  public func tripEnd(_ id: TripID) async throws(BridgeError) {
+    let tripId = id.rawValue
     try requireArmed()
     let steps: [BeaconPipeline.Step]
     do { steps = try pipeline.endTrip(tripId, at: now) } catch { throw BridgeError(.trip, error.description) }
@@ -226,10 +238,11 @@ public actor BeaconBridge {
   }
 
   /// Tags a held, unresolved trip with a device ID by hand.
-  public func assign(_ tripId: String, deviceId: String) async throws(BridgeError) {
+  public func assign(_ id: TripID, deviceId: DeviceID) async throws(BridgeError) {
+    let tripId = id.rawValue
     try requireArmed()
     let steps: [BeaconPipeline.Step]
-    do { steps = try pipeline.assign(tripId, deviceId: deviceId, at: now) } catch {
+    do { steps = try pipeline.assign(tripId, deviceId: deviceId.rawValue, at: now) } catch {
       throw BridgeError(.trip, error.description)
     }
     await perform(steps)

@@ -22,77 +22,109 @@ public struct BridgeConfiguration: Hashable, Sendable {
   public struct Key: Sendable {
     public let name: String
     public let summary: String
+    /// The range of a number setting (nil for words and device IDs).
+    public let number: SettingNumber?
+    /// A number setting's current value, for `problems()`.
+    let numberValue: (@Sendable (BridgeConfiguration) -> Double)?
     let get: @Sendable (BridgeConfiguration) -> String
     let set: @Sendable (inout BridgeConfiguration, String) throws(ConfigurationError) -> Void
   }
 
   /// The settings, in documentation order.
   public static let keys: [Key] = [
-    seconds("exitTimeout", "a beacon exits after this long unseen", \.presence.exitTimeout),
-    fraction(
+    number(
+      "exitTimeout", "a beacon exits after this long unseen", \.presence.exitTimeout, 0.1...86_400,
+      unit: "seconds"),
+    number(
       "exitMissProbability", "a lossy beacon exits once silence this unlikely has passed",
-      \.presence.exitMissProbability),
-    seconds(
-      "exitTimeoutMax", "a beacon exits at the latest after this long unseen", \.presence.exitTimeoutMax),
-    seconds(
-      "activeHold", "the active beacon is held this long after its last sighting", \.selector.activeHold),
+      \.presence.exitMissProbability, 1e-12...0.5, unit: ""),
+    number(
+      "exitTimeoutMax", "a beacon exits at the latest after this long unseen", \.presence.exitTimeoutMax,
+      0.1...86_400, unit: "seconds"),
+    number(
+      "activeHold", "the active beacon is held this long after its last sighting", \.selector.activeHold,
+      0...86_400, unit: "seconds"),
     count(
       "dwellSightings", "sightings a paired beacon needs before it can become active",
-      \.selector.dwellSightings),
-    seconds("dwellSeconds", "time span those sightings must cover", \.selector.dwellSeconds),
-    decibels("switchMargin", "dB stronger another candidate must be to take over", \.selector.switchMargin),
-    seconds("switchSustain", "how long it must stay that much stronger", \.selector.switchSustain),
-    seconds(
-      "lateWindow", "how long after trip start a beacon may still resolve the trip", \.trips.lateWindow),
+      \.selector.dwellSightings, 1...1000),
+    number(
+      "dwellSeconds", "time span those sightings must cover", \.selector.dwellSeconds, 0...3600,
+      unit: "seconds"),
+    number(
+      "switchMargin", "dB stronger another candidate must be to take over", \.selector.switchMargin, 0...100,
+      unit: "dB"),
+    number(
+      "switchSustain", "how long it must stay that much stronger", \.selector.switchSustain, 0...3600,
+      unit: "seconds"),
+    number(
+      "lateWindow", "how long after trip start a beacon may still resolve the trip", \.trips.lateWindow,
+      0...86_400, unit: "seconds"),
     Key(
       name: "unresolvedPolicy", summary: "hold or fallback: what happens to a trip no beacon resolved",
-      get: { $0.trips.unresolvedPolicy.rawValue },
+      number: nil, numberValue: nil, get: { $0.trips.unresolvedPolicy.rawValue },
       set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
         guard let policy = UnresolvedPolicy(rawValue: text) else {
-          throw ConfigurationError("unresolvedPolicy must be hold or fallback, not \"\(text)\"")
+          throw ConfigurationError("unresolvedPolicy must be hold or fallback, not \(text.quotedForMessage)")
         }
         config.trips.unresolvedPolicy = policy
       }),
-    optionalText(
+    deviceID(
       "fallbackDeviceId", "the device ID unresolved trips take under unresolvedPolicy=fallback",
       \.trips.fallbackDeviceId),
-    optionalText(
+    deviceID(
       "deviceId", "smart mode: the device ID trips take when the host takes no beacon snapshot",
       \.trips.configuredDeviceId),
     Key(
-      name: "rssiFilter", summary: "kalman, runningAverage or arma",
+      name: "rssiFilter", summary: "kalman, runningAverage or arma", number: nil, numberValue: nil,
       get: { $0.presence.rssi.filter.rawValue },
       set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
         guard let kind = RSSIFilterKind(rawValue: text) else {
-          throw ConfigurationError("rssiFilter must be kalman, runningAverage or arma, not \"\(text)\"")
+          throw ConfigurationError(
+            "rssiFilter must be kalman, runningAverage or arma, not \(text.quotedForMessage)")
         }
         config.presence.rssi.filter = kind
       }),
-    decibels("kalmanSigma", "Kalman measurement noise σ, dB", \.presence.rssi.kalmanMeasurementSigma),
-    decibels(
+    number(
+      "kalmanSigma", "Kalman measurement noise σ, dB", \.presence.rssi.kalmanMeasurementSigma, 0.01...100,
+      unit: "dB"),
+    number(
       "kalmanProcessNoise", "Kalman process noise, dB² per second",
-      \.presence.rssi.kalmanProcessNoisePerSecond),
-    seconds(
+      \.presence.rssi.kalmanProcessNoisePerSecond, 0...10_000, unit: ""),
+    number(
       "kalmanInterval", "the reading interval the Kalman noise stands for, seconds",
-      \.presence.rssi.kalmanReferenceInterval),
-    seconds("runningAverageWindow", "running-average window, seconds", \.presence.rssi.runningAverageWindow),
-    fraction(
+      \.presence.rssi.kalmanReferenceInterval, 0.001...3600, unit: "seconds"),
+    number(
+      "runningAverageWindow", "running-average window, seconds", \.presence.rssi.runningAverageWindow,
+      0...3600, unit: "seconds"),
+    number(
       "runningAverageTrim", "fraction trimmed at each end of the running average",
-      \.presence.rssi.runningAverageTrim),
-    fraction("armaCoefficient", "ARMA coefficient c", \.presence.rssi.armaCoefficient),
-    seconds("armaInterval", "the interval one ARMA step stands for", \.presence.rssi.armaReferenceInterval),
-    decibels(
-      "distanceA", "curve-fit coefficient A (AltBeacon default 0.42093)", \.presence.distance.coefficientA),
-    decibels(
-      "distanceB", "curve-fit coefficient B (AltBeacon default 6.9476)", \.presence.distance.coefficientB),
-    decibels(
-      "distanceC", "curve-fit coefficient C (AltBeacon default 0.54992)", \.presence.distance.coefficientC),
-    seconds(
-      "immediateDistance", "metres under which a beacon is immediate", \.presence.distance.immediateWithin),
-    seconds("nearDistance", "metres under which a beacon is near", \.presence.distance.nearWithin),
-    seconds("postRetryInitial", "first retry delay after an upload failure", \.postRetryInitial),
-    seconds("postRetryMax", "longest retry delay", \.postRetryMax),
-    fraction("postRetryJitter", "each retry delay is spread by ± this fraction", \.postRetryJitter),
+      \.presence.rssi.runningAverageTrim, 0...0.49, unit: ""),
+    number("armaCoefficient", "ARMA coefficient c", \.presence.rssi.armaCoefficient, 0.001...1, unit: ""),
+    number(
+      "armaInterval", "the interval one ARMA step stands for", \.presence.rssi.armaReferenceInterval,
+      0.001...3600, unit: "seconds"),
+    number(
+      "distanceA", "curve-fit coefficient A (AltBeacon default 0.42093)", \.presence.distance.coefficientA,
+      -100...100, unit: ""),
+    number(
+      "distanceB", "curve-fit coefficient B (AltBeacon default 6.9476)", \.presence.distance.coefficientB,
+      -100...100, unit: ""),
+    number(
+      "distanceC", "curve-fit coefficient C (AltBeacon default 0.54992)", \.presence.distance.coefficientC,
+      -100...100, unit: ""),
+    number(
+      "immediateDistance", "metres under which a beacon is immediate", \.presence.distance.immediateWithin,
+      0...1000, unit: "metres"),
+    number(
+      "nearDistance", "metres under which a beacon is near", \.presence.distance.nearWithin, 0...1000,
+      unit: "metres"),
+    number(
+      "postRetryInitial", "first retry delay after an upload failure", \.postRetryInitial, 0.001...86_400,
+      unit: "seconds"),
+    number("postRetryMax", "longest retry delay", \.postRetryMax, 0.001...86_400, unit: "seconds"),
+    number(
+      "postRetryJitter", "each retry delay is spread by ± this fraction", \.postRetryJitter, 0...0.9, unit: ""
+    ),
   ]
 
   public static func key(named name: String) -> Key? { keys.first { $0.name == name } }
@@ -118,88 +150,76 @@ public struct BridgeConfiguration: Hashable, Sendable {
 
   public func value(of name: String) -> String? { Self.key(named: name)?.get(self) }
 
-  /// Every problem with the values together, or nothing. The bridge refuses to arm on any.
+  /// Every problem with the values together, or nothing. The bridge refuses to arm on any. Each
+  /// number is checked against its key's range (the same `SettingNumber` the file and a scenario's
+  /// `config` are read with, for values set in code); then the rules between keys.
   public func problems() -> [String] {
     var out: [String] = []
-    if presence.exitTimeout <= 0 { out.append("exitTimeout must be above 0") }
+    for key in Self.keys {
+      if let rule = key.number, let value = key.numberValue?(self),
+        let problem = rule.problem(key.name, value)
+      {
+        out.append(problem)
+      }
+    }
     if presence.exitTimeoutMax < presence.exitTimeout {
       out.append("exitTimeoutMax must be at least exitTimeout")
     }
-    if !(presence.exitMissProbability > 0 && presence.exitMissProbability < 1) {
-      out.append("exitMissProbability must be between 0 and 1")
-    }
-    if selector.activeHold < 0 { out.append("activeHold must not be negative") }
-    if selector.dwellSightings < 1 { out.append("dwellSightings must be at least 1") }
-    if trips.lateWindow < 0 { out.append("lateWindow must not be negative") }
     if trips.unresolvedPolicy == .fallback, (trips.fallbackDeviceId ?? "").isEmpty {
       out.append("unresolvedPolicy=fallback needs a fallbackDeviceId")
     }
-    if presence.rssi.kalmanMeasurementSigma <= 0 { out.append("kalmanSigma must be above 0") }
-    if presence.rssi.kalmanReferenceInterval <= 0 { out.append("kalmanInterval must be above 0") }
-    if !(0..<0.5).contains(presence.rssi.runningAverageTrim) {
-      out.append("runningAverageTrim must be in [0, 0.5)")
-    }
-    if !(0...1).contains(presence.rssi.armaCoefficient) || presence.rssi.armaCoefficient == 0 {
-      out.append("armaCoefficient must be in (0, 1]")
+    for (name, id) in [("fallbackDeviceId", trips.fallbackDeviceId), ("deviceId", trips.configuredDeviceId)] {
+      if let id { do { _ = try DeviceID(id) } catch { out.append("\(name): \(error)") } }
     }
     if presence.distance.immediateWithin >= presence.distance.nearWithin {
       out.append("immediateDistance must be below nearDistance")
     }
-    if postRetryInitial <= 0 || postRetryMax < postRetryInitial {
-      out.append("postRetryInitial must be above 0 and at most postRetryMax")
-    }
-    if !(0...0.9).contains(postRetryJitter) { out.append("postRetryJitter must be between 0 and 0.9") }
+    if postRetryMax < postRetryInitial { out.append("postRetryInitial must be at most postRetryMax") }
     return out
   }
 
   private static func number(
     _ name: String, _ summary: String, _ path: WritableKeyPath<BridgeConfiguration, Double> & Sendable,
-    unit: String, min: Double
+    _ range: ClosedRange<Double>, unit: String
   ) -> Key {
-    Key(
-      name: name, summary: summary, get: { formatNumber($0[keyPath: path]) },
+    let rule = SettingNumber(range, unit: unit)
+    return Key(
+      name: name, summary: summary, number: rule, numberValue: { $0[keyPath: path] },
+      get: { formatNumber($0[keyPath: path]) },
       set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
-        guard let value = Double(text.trimmedWhitespace), value.isFinite else {
-          throw ConfigurationError("\(name) must be a number (\(unit)), not \"\(text)\"")
-        }
-        guard value >= min else { throw ConfigurationError("\(name) must be at least \(min), not \(text)") }
-        config[keyPath: path] = value
+        config[keyPath: path] = try rule.parse(name, text)
       })
   }
-
-  private static func seconds(
-    _ name: String, _ summary: String, _ path: WritableKeyPath<BridgeConfiguration, Double> & Sendable
-  ) -> Key { number(name, summary, path, unit: "seconds", min: 0) }
-
-  private static func decibels(
-    _ name: String, _ summary: String, _ path: WritableKeyPath<BridgeConfiguration, Double> & Sendable
-  ) -> Key { number(name, summary, path, unit: "a decimal", min: -.greatestFiniteMagnitude) }
-
-  private static func fraction(
-    _ name: String, _ summary: String, _ path: WritableKeyPath<BridgeConfiguration, Double> & Sendable
-  ) -> Key { number(name, summary, path, unit: "a fraction", min: 0) }
 
   private static func count(
-    _ name: String, _ summary: String, _ path: WritableKeyPath<BridgeConfiguration, Int> & Sendable
+    _ name: String, _ summary: String, _ path: WritableKeyPath<BridgeConfiguration, Int> & Sendable,
+    _ range: ClosedRange<Double>
   ) -> Key {
-    Key(
-      name: name, summary: summary, get: { String($0[keyPath: path]) },
+    let rule = SettingNumber(range, unit: "", whole: true)
+    return Key(
+      name: name, summary: summary, number: rule, numberValue: { Double($0[keyPath: path]) },
+      get: { String($0[keyPath: path]) },
       set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
-        guard let value = Int(text.trimmedWhitespace), value >= 0 else {
-          throw ConfigurationError("\(name) must be a whole number, not \"\(text)\"")
-        }
-        config[keyPath: path] = value
+        config[keyPath: path] = Int(try rule.parse(name, text))
       })
   }
 
-  private static func optionalText(
+  /// A device ID setting: empty means unset; anything else must be a valid `DeviceID`.
+  private static func deviceID(
     _ name: String, _ summary: String, _ path: WritableKeyPath<BridgeConfiguration, String?> & Sendable
   ) -> Key {
     Key(
-      name: name, summary: summary, get: { $0[keyPath: path] ?? "" },
+      name: name, summary: summary, number: nil, numberValue: nil, get: { $0[keyPath: path] ?? "" },
       set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
-        let trimmed = text.trimmedWhitespace
-        config[keyPath: path] = trimmed.isEmpty ? nil : trimmed
+        guard !text.isEmpty else {
+          config[keyPath: path] = nil
+          return
+        }
+        let id: DeviceID
+        do throws(IdentifierError) { id = try DeviceID(text) } catch {
+          throw ConfigurationError("\(name): \(error.description)")
+        }
+        config[keyPath: path] = id.rawValue
       })
   }
 }

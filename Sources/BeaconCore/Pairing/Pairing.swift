@@ -29,23 +29,20 @@ public struct Pairing: Hashable, Sendable, Codable {
   /// How specific the pattern is; the most specific pairing wins.
   public var specificity: Int { (major == nil ? 0 : 2) + (minor == nil ? 0 : 1) }
 
-  /// Checks the fields a user typed.
-  public func validate() throws(PairingError) {
-    let trimmed = deviceId.trimmedWhitespace
-    guard !trimmed.isEmpty else { throw PairingError("device ID must not be empty") }
-    guard deviceId.count <= 128 else { throw PairingError("device ID is longer than 128 characters") }
-    guard deviceId.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
-      throw PairingError("device ID contains control characters")
-    }
-    if major == nil, minor != nil {
-      throw PairingError("a minor needs a major (a wildcard major with a fixed minor is ambiguous)")
-    }
+  /// A pairing from validated parts: the one way the doors (CLI, D-Bus, scenario) build one.
+  public init(identity: PairingIdentity, deviceId: DeviceID, label: String? = nil) {
+    self.init(
+      uuid: identity.uuid, major: identity.major, minor: identity.minor, deviceId: deviceId.rawValue,
+      label: label)
   }
-}
 
-public struct PairingError: Error, Hashable, Sendable, CustomStringConvertible {
-  public var description: String
-  public init(_ description: String) { self.description = description }
+  /// Checks every field by the identifier types' rules (a pairing read back from the store or
+  /// built in code): the device ID, the label, and a minor only with a major.
+  public func validate() throws(IdentifierError) {
+    _ = try DeviceID(deviceId)
+    if let label { try PairingLabel.check(label) }
+    _ = try PairingIdentity(uuid: uuid, major: major.map(Int.init), minor: minor.map(Int.init))
+  }
 }
 
 /// The set of pairings, with lookup by beacon identity.

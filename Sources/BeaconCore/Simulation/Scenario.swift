@@ -13,12 +13,15 @@ public struct Scenario: Sendable {
     case advertisement(address: BluetoothAddress, rssi: Int?, payload: Payload)
     /// The backend reports a device gone (BlueZ InterfacesRemoved).
     case lost(BluetoothAddress)
-    case tripStart(tripId: String)
-    case tripEvents(tripId: String, events: [TripEvent])
-    case tripEnd(tripId: String)
-    case tripAssign(tripId: String, deviceId: String)
+    case tripStart(tripId: TripID)
+    case tripEvents(tripId: TripID, events: [TripEvent])
+    case tripEnd(tripId: TripID)
+    case tripAssign(tripId: TripID, deviceId: DeviceID)
     case pair(Pairing)
-    case unpair(deviceId: String)
+    case unpair(deviceId: DeviceID)
+    /// An event whose trip ID, device ID or beacon identity breaks its rule (`path` says which
+    /// field): played as a `rejected` line with the reason, as the daemon would refuse the call.
+    case refused(path: String, IdentifierError)
   }
 
   public enum Payload: Sendable {
@@ -143,18 +146,24 @@ extension Scenario {
       return Entry(at: at, action: try advertisement(fields, at: where_))
     case "lost":
       return Entry(at: at, action: .lost(try address(fields, at: where_)))
-    case "tripStart":
-      return Entry(at: at, action: .tripStart(tripId: try string(fields, "tripId", at: where_)))
-    case "tripEnd":
-      return Entry(at: at, action: .tripEnd(tripId: try string(fields, "tripId", at: where_)))
+    case "tripStart", "tripEnd":
+      let trip = try string(fields, "tripId", at: where_)
+      do {
+        let id = try TripID(trip)
+        return Entry(at: at, action: name == "tripStart" ? .tripStart(tripId: id) : .tripEnd(tripId: id))
+      } catch { return Entry(at: at, action: .refused(path: "\(where_).tripId", error)) }
     case "tripAssign":
-      return Entry(
-        at: at,
-        action: .tripAssign(
-          tripId: try string(fields, "tripId", at: where_),
-          deviceId: try string(fields, "deviceId", at: where_)))
+      let trip = try string(fields, "tripId", at: where_)
+      let device = try string(fields, "deviceId", at: where_)
+      let tripId: TripID
+      do { tripId = try TripID(trip) } catch {
+        return Entry(at: at, action: .refused(path: "\(where_).tripId", error))
+      }
+      do { return Entry(at: at, action: .tripAssign(tripId: tripId, deviceId: try DeviceID(device))) } catch {
+        return Entry(at: at, action: .refused(path: "\(where_).deviceId", error))
+      }
     case "tripEvents":
-      let tripId = try string(fields, "tripId", at: where_)
+      let tripText = try string(fields, "tripId", at: where_)
       guard let list = fields["events"]?.arrayValue else {
         throw ScenarioError("\(where_).events must be an array")
       }
@@ -164,11 +173,19 @@ extension Scenario {
           throw ScenarioError("\(where_).events[\(i)]: \(error.description)")
         }
       }
-      return Entry(at: at, action: .tripEvents(tripId: tripId, events: events))
+      do { return Entry(at: at, action: .tripEvents(tripId: try TripID(tripText), events: events)) } catch {
+        return Entry(at: at, action: .refused(path: "\(where_).tripId", error))
+      }
     case "pair":
-      return Entry(at: at, action: .pair(try pairing(body, at: where_)))
+      switch try pairingResult(body, at: where_) {
+      case .success(let pairing): return Entry(at: at, action: .pair(pairing))
+      case .failure(let error): return Entry(at: at, action: .refused(path: where_, error))
+      }
     case "unpair":
-      return Entry(at: at, action: .unpair(deviceId: try string(fields, "deviceId", at: where_)))
+      let device = try string(fields, "deviceId", at: where_)
+      do { return Entry(at: at, action: .unpair(deviceId: try DeviceID(device))) } catch {
+        return Entry(at: at, action: .refused(path: "\(where_).deviceId", error))
+      }
     default:
       throw ScenarioError("\(path) has an unknown action \"\(name)\"")
     }
@@ -258,29 +275,50 @@ extension Scenario {
     -> String
   {
     guard let value = fields[key] else { throw ScenarioError("\(path).\(key) is missing") }
-    guard let text = value.stringValue, !text.isEmpty else {
-      throw ScenarioError("\(path).\(key) must be a non-empty string")
-    }
+    guard let text = value.stringValue else { throw ScenarioError("\(path).\(key) must be a string") }
     return text
   }
 
+  /// A top-level pairing: any problem is an error in the file.
   static func pairing(_ value: JSONValue, at path: String) throws(ScenarioError) -> Pairing {
+    switch try pairingResult(value, at: path) {
+    case .success(let pairing): return pairing
+    case .failure(let error): throw ScenarioError("\(path): \(error.description)")
+    }
+  }
+
+  /// A pairing object: a malformed object throws; values that break the identifier rules (UUID,
+  /// major/minor range, device ID, label) come back as the failure.
+  static func pairingResult(_ value: JSONValue, at path: String) throws(ScenarioError)
+    -> Result<Pairing, IdentifierError>
+  {
     guard let o = value.objectValue else { throw ScenarioError("\(path) must be an object") }
-    guard let uuidText = o["uuid"]?.stringValue, let uuid = UUID(uuidString: uuidText) else {
-      throw ScenarioError("\(path).uuid must be a UUID like E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
-    }
-    func part(_ key: String) throws(ScenarioError) -> UInt16? {
+    guard let uuidText = o["uuid"]?.stringValue else { throw ScenarioError("\(path).uuid must be a string") }
+    func part(_ key: String) throws(ScenarioError) -> Int? {
       guard let v = o[key], v != .null else { return nil }
-      guard let n = v.intValue, (0...0xFFFF).contains(n) else {
-        throw ScenarioError("\(path).\(key) must be 0…65535")
-      }
-      return UInt16(n)
+      guard let n = v.intValue else { throw ScenarioError("\(path).\(key) must be a whole number or null") }
+      // Far outside 0…65535 still reads as out of range, not as a wildcard.
+      return Int(clamping: n)
     }
-    let pairing = Pairing(
-      uuid: uuid, major: try part("major"), minor: try part("minor"),
-      deviceId: try string(o, "deviceId", at: path),
-      label: o["label"]?.stringValue)
-    do { try pairing.validate() } catch { throw ScenarioError("\(path): \(error.description)") }
-    return pairing
+    let major = try part("major")
+    let minor = try part("minor")
+    let deviceText = try string(o, "deviceId", at: path)
+    var label: String?
+    if let l = o["label"], l != .null {
+      guard let text = l.stringValue else { throw ScenarioError("\(path).label must be a string") }
+      label = text
+    }
+    do throws(IdentifierError) {
+      guard let uuid = UUID(uuidString: uuidText) else {
+        throw IdentifierError(
+          field: "UUID", value: uuidText, rule: "is not a UUID like E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
+      }
+      let identity = try PairingIdentity(uuid: uuid, major: major, minor: minor)
+      let device = try DeviceID(deviceText)
+      if let label { try PairingLabel.check(label) }
+      return .success(Pairing(identity: identity, deviceId: device, label: label))
+    } catch {
+      return .failure(error)
+    }
   }
 }

@@ -111,8 +111,13 @@ public struct ScenarioRunner: Sendable {
         await bridge.setPairings(pairings.pairings)
       case .unpair(let deviceId):
         var pairings = PairingSet(await bridge.status.pairings)
-        pairings.remove(deviceId: deviceId)
+        pairings.remove(deviceId: deviceId.rawValue)
         await bridge.setPairings(pairings.pairings)
+      case .refused(let path, let error):
+        report(
+          ScenarioLine(
+            at: entry.at, type: "rejected",
+            fields: [("reason", .string("invalidIdentifier")), ("detail", .string("\(path): \(error)"))]))
       }
     } catch {
       report(

@@ -184,7 +184,8 @@ public enum JSONWriter {
       out += "null"
       return
     }
-    let rounded = (d * 1_000_000).rounded() / 1_000_000
+    // Beyond 1e15 there is no fraction left to round, and d * 1e6 could overflow to inf.
+    let rounded = abs(d) < 1e15 ? (d * 1_000_000).rounded() / 1_000_000 : d
     if rounded == rounded.rounded(), abs(rounded) < 9e15 {
       out += String(Int64(rounded))
     } else {

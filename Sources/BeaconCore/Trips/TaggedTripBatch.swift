@@ -120,6 +120,18 @@ public struct TaggedTripBatch: Hashable, Sendable {
   public var events: [TripEvent] { batch.events }
   public var beacon: BeaconSnapshot? { resolution.snapshot }
 
-  /// A stable key for this batch, so the upload layer can de-duplicate retries.
+  /// A stable key for this batch, so the upload layer can de-duplicate retries. For display; the
+  /// upload sends `validatedIdempotencyKey()`.
   public var idempotencyKey: String { "\(batch.tripId)#\(batch.sequence)" }
+
+  /// `<tripId>#<sequence>` from validated parts: the trip ID by `TripID`'s rule (visible ASCII, so
+  /// an HTTP header carries it unchanged) and a sequence ≥ 0. A batch read back from an outbox
+  /// written before the rule existed may fail; it must then not be sent.
+  public func validatedIdempotencyKey() throws(IdentifierError) -> String {
+    let trip = try TripID(batch.tripId)
+    guard batch.sequence >= 0 else {
+      throw IdentifierError(field: "batch sequence", value: String(batch.sequence), rule: "must be 0 or more")
+    }
+    return "\(trip.rawValue)#\(batch.sequence)"
+  }
 }

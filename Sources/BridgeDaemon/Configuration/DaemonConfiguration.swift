@@ -19,8 +19,8 @@ public struct DaemonConfiguration: Hashable, Sendable {
 
   public var bridge = BridgeConfiguration()
   public var backend: ScanBackend = .bluez
-  /// `hciN`, or nil for the first powered adapter.
-  public var adapter: String?
+  /// The adapter, or nil for the first powered adapter.
+  public var adapter: HCIDeviceID?
   public var uploadURL: String?
   public var tokenFile: String?
   /// Seconds one upload request may take before it counts as failed (and is retried).
@@ -31,6 +31,11 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public var gzone = GZoneConfiguration()
 
   public init() {}
+
+  /// `[Upload] Timeout`: seconds.
+  public static let timeoutRule = SettingNumber(1...600, unit: "seconds")
+  /// `[Outbox] MaxBatches`.
+  public static let maxBatchesRule = SettingNumber(1...10_000_000, unit: "batches", whole: true)
 
   /// The daemon's own keys, by section.
   static let ownKeys: [String: [String]] = [
@@ -55,30 +60,31 @@ public struct DaemonConfiguration: Hashable, Sendable {
       switch (entry.section, entry.key) {
       case ("General", "backend"):
         guard let backend = ScanBackend(rawValue: entry.value) else {
-          throw fail("backend must be bluez or hci, not \"\(entry.value)\"")
+          throw fail("backend must be bluez or hci, not \(entry.value.quotedForMessage)")
         }
         config.backend = backend
       case ("General", "adapter"):
-        guard entry.value.hasPrefix("hci"), Int(entry.value.dropFirst(3)) != nil else {
-          throw fail("adapter must look like hci0, not \"\(entry.value)\"")
+        guard !entry.value.isEmpty else {
+          config.adapter = nil
+          continue
         }
-        config.adapter = entry.value
+        do { config.adapter = try HCIDeviceID(entry.value) } catch { throw fail(error.description) }
       case ("Upload", "URL"):
         guard entry.value.hasPrefix("http://") || entry.value.hasPrefix("https://") else {
           throw fail("URL must start with http:// or https://")
         }
         config.uploadURL = entry.value
       case ("Upload", "Timeout"):
-        guard let seconds = Double(entry.value), seconds >= 1, seconds <= 600 else {
-          throw fail("Timeout must be a number of seconds from 1 to 600")
+        do { config.uploadTimeout = try Self.timeoutRule.parse("Timeout", entry.value) } catch {
+          throw fail(error.description)
         }
-        config.uploadTimeout = seconds
       case ("Upload", "TokenFile"):
         guard entry.value.hasPrefix("/") else { throw fail("TokenFile must be an absolute path") }
         config.tokenFile = entry.value
       case ("Outbox", "MaxBatches"):
-        guard let n = Int(entry.value), n >= 1 else { throw fail("MaxBatches must be a whole number ≥ 1") }
-        config.outboxMaxBatches = n
+        do { config.outboxMaxBatches = Int(try Self.maxBatchesRule.parse("MaxBatches", entry.value)) } catch {
+          throw fail(error.description)
+        }
       case ("GZone", _):
         do { try config.gzone.set(entry.key, to: entry.value) } catch { throw fail(error.message) }
       default:

@@ -1,3 +1,4 @@
+import BeaconCore
 import Foundation
 import GZone
 
@@ -59,12 +60,9 @@ public struct GZoneConfiguration: Hashable, Sendable {
       guard value.hasPrefix("/") else { throw GZoneConfigurationError("TokenFile must be an absolute path") }
       tokenFile = value
     case "Interval", "AfterUploadDelay":
-      guard let seconds = Double(value), seconds.isFinite, seconds >= (key == "Interval" ? 10 : 0),
-        seconds <= 86_400
-      else {
-        throw GZoneConfigurationError(
-          "\(key) must be a number of seconds between \(key == "Interval" ? 10 : 0) and 86400")
-      }
+      let rule = SettingNumber(key == "Interval" ? 10...86_400 : 0...86_400, unit: "seconds")
+      let seconds: Double
+      do { seconds = try rule.parse(key, value) } catch { throw GZoneConfigurationError(error.description) }
       if key == "Interval" { interval = seconds } else { afterUploadDelay = seconds }
     default:
       throw GZoneConfigurationError(

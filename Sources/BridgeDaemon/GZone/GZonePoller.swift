@@ -123,7 +123,8 @@ public actor GZonePoller {
     Task { await self.scheduleAfterUpload() }
   }
 
-  private func scheduleAfterUpload() {
+  /// Schedules one reload after `afterUploadDelay`; uploads meanwhile share it.
+  func scheduleAfterUpload() {
     let current = settings().gzone
     guard current.isEnabled, !uploadReloadPending else { return }
     uploadReloadPending = true
@@ -140,3 +141,6 @@ public actor GZonePoller {
     }
   }
 }
+
+/// The interval loop runs as one of the daemon's services (idle while no [GZone] is configured).
+extension GZonePoller: Service {}

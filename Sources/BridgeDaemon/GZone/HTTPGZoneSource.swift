@@ -10,7 +10,7 @@ import GZone
 /// `tokenFile` on every load (a rotated token needs no restart), and a hard deadline per request.
 ///
 /// A status other than 2xx, a network error or a timeout fails that request, and so the load;
-/// errors name the URL (never the token).
+/// errors name the URL, redacted (never the token, credentials or secret parameters).
 public struct HTTPGZoneSource: GZoneSource {
   public var configuration: GZoneConfiguration
   /// The token file when `[GZone]` names none (`[Upload] TokenFile`).
@@ -23,8 +23,9 @@ public struct HTTPGZoneSource: GZoneSource {
     self.timeout = timeout
   }
 
+  /// The payload's URL as errors name it: redacted (no credentials, no secret parameters).
   public func origin(of payload: GZonePayload) -> String {
-    configuration.url(for: payload) ?? "[GZone] \(payload.rawValue)"
+    configuration.url(for: payload).map { Redactor().redact($0) } ?? "[GZone] \(payload.rawValue)"
   }
 
   public func fetch(_ payload: GZonePayload) async throws -> Data {
@@ -37,11 +38,8 @@ public struct HTTPGZoneSource: GZoneSource {
     request.setValue("application/json", forHTTPHeaderField: "Accept")
     if let tokenFile = configuration.tokenFile ?? fallbackTokenFile {
       let token: String
-      do {
-        token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(
-          in: .whitespacesAndNewlines)
-      } catch {
-        throw GZoneError(.unreadable, origin: origin, "cannot read the token file \(tokenFile)")
+      do { token = try TokenFile.read(tokenFile) } catch {
+        throw GZoneError(.unreadable, origin: origin, "not requested: \(error.description)")
       }
       request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
     }
@@ -106,7 +104,7 @@ public struct HTTPGZoneSource: GZoneSource {
           if let response {
             once.finish(.success((data ?? Data(), response)))
           } else {
-            let reason = error?.localizedDescription ?? "no response"
+            let reason = Redactor().redact(error?.localizedDescription ?? "no response")
             once.finish(.failure(GZoneError(.unreadable, origin: origin, "network error: \(reason)")))
           }
         }

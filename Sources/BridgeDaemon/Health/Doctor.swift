@@ -47,17 +47,35 @@ public struct DoctorFacts: Sendable {
   public var stateDirectory: String
   /// nil when writable; otherwise why not.
   public var stateDirectoryProblem: String?
+  /// What fixes `stateDirectoryProblem` (`StateDirectoryError.fix`).
+  public var stateDirectoryFix: String?
   public var store: Result<(check: String, outbox: OutboxSummary), StoreError>?
   public var freeBytes: UInt64?
   /// nil when the backend is HCI (bluetoothd is not needed).
   public var bluez: BlueZProbe.Result?
   /// The daemon's `Status`, or why it could not be had.
   public var daemon: Result<JSONValue, DaemonUnavailable>
-  /// For `[Upload] TokenFile`: nil when none is set, else whether it can be read.
-  public var tokenReadable: Bool?
+  /// The token files the configuration names (`[Upload]`, `[GZone]`), each with what
+  /// `TokenFile.check` found: nil when it would be used, else why it is refused.
+  public var tokenFiles: [TokenFileCheck]
   public var isRoot: Bool
   /// Whether the configuration file exists (a missing default file means the defaults).
   public var configExists = true
+  /// Secrets to keep out of the report beyond those in the configuration's URLs (the gatherer
+  /// adds the token files' contents).
+  public var redactor = Redactor()
+
+  public struct TokenFileCheck: Sendable {
+    /// `[Upload] TokenFile` or `[GZone] TokenFile`.
+    public var key: String
+    public var path: String
+    public var problem: TokenFileError?
+    public init(key: String, path: String, problem: TokenFileError?) {
+      self.key = key
+      self.path = path
+      self.problem = problem
+    }
+  }
 
   public struct DaemonUnavailable: Error, Sendable {
     public var reason: String
@@ -68,7 +86,7 @@ public struct DoctorFacts: Sendable {
     configPath: String, configuration: Result<DaemonConfiguration, KeyFileError>, stateDirectory: String,
     stateDirectoryProblem: String?, store: Result<(check: String, outbox: OutboxSummary), StoreError>?,
     freeBytes: UInt64?, bluez: BlueZProbe.Result?, daemon: Result<JSONValue, DaemonUnavailable>,
-    tokenReadable: Bool?,
+    tokenFiles: [TokenFileCheck],
     isRoot: Bool
   ) {
     self.configPath = configPath
@@ -79,7 +97,7 @@ public struct DoctorFacts: Sendable {
     self.freeBytes = freeBytes
     self.bluez = bluez
     self.daemon = daemon
-    self.tokenReadable = tokenReadable
+    self.tokenFiles = tokenFiles
     self.isRoot = isRoot
   }
 }
@@ -144,8 +162,8 @@ public enum Doctor {
     if let problem = facts.stateDirectoryProblem {
       checks.append(
         HealthCheck(
-          .permissions, "state directory", .critical, "\(facts.stateDirectory): \(problem)",
-          fix: "run as root or the beaconbridge user, or pass --state-dir"))
+          .permissions, "state directory", .critical, "\(facts.stateDirectory) \(problem)",
+          fix: facts.stateDirectoryFix ?? "run as root or the beaconbridge user, or pass --state-dir"))
     } else {
       checks.append(HealthCheck(.permissions, "state directory", .ok, "\(facts.stateDirectory) is writable"))
     }
@@ -184,7 +202,7 @@ public enum Doctor {
               : "start it: systemctl start bluetooth (or use backend = hci)"))
       case .running(_, let adapters):
         checks.append(HealthCheck(.bluetooth, "bluetoothd", .ok, "org.bluez is on the system bus"))
-        let wanted = config?.adapter
+        let wanted = config?.adapter?.name
         let chosen = adapters.first { wanted == nil ? $0.powered : $0.name == wanted } ?? adapters.first
         if let adapter = chosen {
           let name = "\(adapter.name)\(adapter.address.map { " (\($0))" } ?? "")"
@@ -223,10 +241,17 @@ public enum Doctor {
             fix: beacons > 0
               ? nil : "no advertisements are arriving: check that the beacon is powered and in range"))
       } else {
+        // What the daemon says it waits for (docs/dbus-api.md, `scan`), with the fix it names.
+        let scan = status["scan"]
+        let detail = scan?["detail"]?.stringValue
+        let waiting = scan?["state"]?.stringValue == "waiting"
         checks.append(
           HealthCheck(
-            .bluetooth, "scanning", .critical, "the daemon runs but does not scan",
-            fix: "see journalctl -u beaconbridge"))
+            .bluetooth, "scanning", .critical,
+            detail.map { "the daemon runs but does not scan: \($0)" } ?? "the daemon runs but does not scan",
+            fix: waiting && detail?.contains("adapter") == true
+              ? "plug in a Bluetooth adapter (or power it: btmgmt power on); scanning starts by itself"
+              : "see journalctl -u beaconbridge"))
       }
       if let active = status["activeBeacon"], active != .null {
         checks.append(
@@ -276,12 +301,18 @@ public enum Doctor {
             .upload, "backend URL", .warning, "no [Upload] URL: batches wait in the outbox",
             fix: "set [Upload] URL in \(facts.configPath)"))
       }
-      if let readable = facts.tokenReadable, let file = c.tokenFile {
+    }
+    for token in facts.tokenFiles {
+      if let problem = token.problem {
         checks.append(
           HealthCheck(
-            .upload, "token file", readable ? .ok : .critical,
-            readable ? "\(file) is readable" : "\(file) cannot be read",
-            fix: "create it, readable by the beaconbridge user only (mode 0640)"))
+            .upload, "token file", .critical,
+            "\(token.key): \(token.path) \(problem.problem); nothing is sent",
+            fix: problem.fix))
+      } else {
+        checks.append(
+          HealthCheck(
+            .upload, "token file", .ok, "\(token.key): \(token.path) is a private, non-empty regular file"))
       }
     }
     if case .success(let result)? = facts.store {
@@ -309,6 +340,11 @@ public enum Doctor {
             fix: "beaconbridge trip assign --trip-id ID --device-id X"))
       }
     }
-    return HealthReport(checks: checks)
+    // Every detail and recommendation goes through the one redaction function.
+    var redactor = facts.redactor
+    if let config {
+      for secret in Redactor(configuration: config, readingTokenFiles: false).secrets { redactor.add(secret) }
+    }
+    return HealthReport(checks: checks).redacted(by: redactor)
   }
 }

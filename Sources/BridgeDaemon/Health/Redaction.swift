@@ -1,9 +1,16 @@
-/// Keeps secrets out of support bundles.
+import BeaconCore
+
+/// Keeps secrets out of everything beaconbridge prints or writes: `doctor` (text and JSON),
+/// `status`, the daemon's log lines, error messages and the support bundle all go through
+/// `redact(_:)`, the one redaction function.
 ///
-/// Configuration lines whose key names a secret (token, password, secret, key, credential) lose
-/// their value; URLs lose their user info and secret-looking query values; and every known secret
-/// value (the token file's contents, passwords found above) is scrubbed from every text in the
-/// bundle, wherever it appears (logs included).
+/// - Every URL in a text loses its user info (`https://user:pass@host` → `https://<redacted>@host`)
+///   and the values of secret-looking query and fragment parameters (`token`, `sig`, `key`,
+///   `password`, `auth`, … → `token=<redacted>`).
+/// - Every known secret is scrubbed wherever it appears: the passwords and parameter values
+///   removed from URLs, secret configuration values, and the token files' contents
+///   (`init(configuration:)` learns them all).
+/// - Configuration files (`redactConfiguration`) also lose the values of secret keys.
 public struct Redactor: Sendable {
   public private(set) var secrets: [String] = []
   public static let mark = "<redacted>"
@@ -12,10 +19,37 @@ public struct Redactor: Sendable {
     for secret in secrets { add(secret) }
   }
 
+  /// Learns every secret in a configuration: the credentials and secret parameters of the
+  /// `[Upload]` and `[GZone]` URLs, and, when `readingTokenFiles`, the token files' contents
+  /// (read whatever their mode: a token in a badly protected file must not leak either).
+  public init(configuration: DaemonConfiguration, readingTokenFiles: Bool = true) {
+    var urls = [configuration.uploadURL].compactMap { $0 }
+    urls += configuration.gzone.urls.values
+    urls += GZonePayloadURLs.all(configuration.gzone)
+    for url in urls { _ = redactURL(url) }
+    guard readingTokenFiles else { return }
+    for file in Set([configuration.tokenFile, configuration.gzone.tokenFile].compactMap { $0 }) {
+      if let token = TokenFile.readForRedaction(file) { add(token) }
+    }
+  }
+
   public mutating func add(_ secret: String) {
     let trimmed = secret.trimmedWhitespace.filter { $0 != "\n" && $0 != "\r" }
-    // Very short values would scrub ordinary words; a real token is longer.
-    if trimmed.count >= 4, !secrets.contains(trimmed) { secrets.append(trimmed) }
+    // Very short values would scrub ordinary words; a real token is longer. A number or a JSON
+    // word (`auth=true`) is not scrubbed elsewhere either: it would break JSON and counts (the
+    // URL it came from is still redacted).
+    guard trimmed.count >= 4, !secrets.contains(trimmed) else { return }
+    guard !trimmed.allSatisfy(\.isNumber), !["true", "false", "null"].contains(trimmed.lowercased()) else {
+      return
+    }
+    secrets.append(trimmed)
+  }
+
+  /// The one redaction function: every URL in `text` redacted, then every known secret.
+  public func redact(_ text: String) -> String {
+    var learning = self
+    let urlsRedacted = learning.redactURLs(in: text)
+    return learning.scrub(urlsRedacted)
   }
 
   static func isSecretKey(_ key: String) -> Bool {
@@ -24,6 +58,14 @@ public struct Redactor: Sendable {
       lower.contains($0)
     }
       && !lower.hasSuffix("file")
+  }
+
+  /// A URL parameter whose value is a secret: the configuration's secret words, plus the names
+  /// signed and keyed URLs use (`sig`, `signature`, `key`, `auth`, `session`, `code`).
+  static func isSecretParameter(_ key: String) -> Bool {
+    let lower = key.lowercased()
+    if isSecretKey(lower) || lower.hasSuffix("key") || lower == "code" || lower == "pwd" { return true }
+    return ["sig", "auth", "session", "api-key"].contains { lower.contains($0) }
   }
 
   /// A configuration file, line by line; learns the secrets it removes.
@@ -41,35 +83,81 @@ public struct Redactor: Sendable {
         add(value)
         out.append("\(key) = \(Self.mark)")
       } else {
-        out.append("\(key) = \(redactURL(value))")
+        out.append("\(key) = \(redactURLs(in: value))")
       }
     }
     return scrub(out.joined(separator: "\n"))
   }
 
-  /// `https://user:pass@host/path?token=x` → `https://<redacted>@host/path?token=<redacted>`.
-  public mutating func redactURL(_ text: String) -> String {
-    guard let scheme = text.range(of: "://") else { return text }
-    var result = text
-    let afterScheme = result[scheme.upperBound...]
-    let hostEnd = afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? result.endIndex
-    if let at = result[scheme.upperBound..<hostEnd].lastIndex(of: "@") {
-      let userInfo = String(result[scheme.upperBound..<at])
-      if let colon = userInfo.firstIndex(of: ":") { add(String(userInfo[userInfo.index(after: colon)...])) }
-      result.replaceSubrange(scheme.upperBound..<at, with: Self.mark)
-    }
-    if let question = result.firstIndex(of: "?") {
-      let query = result[result.index(after: question)...].split(separator: "&").map { pair -> String in
-        let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-        guard parts.count == 2, Self.isSecretKey(parts[0]) || parts[0].lowercased() == "key" else {
-          return String(pair)
-        }
-        add(parts[1])
-        return "\(parts[0])=\(Self.mark)"
+  /// Every `scheme://…` in a text, up to the first space, quote or angle bracket, redacted by
+  /// `redactURL`.
+  mutating func redactURLs(in text: String) -> String {
+    var out = ""
+    var rest = text[...]
+    while let separator = rest.range(of: "://") {
+      var start = separator.lowerBound
+      while start > rest.startIndex {
+        let before = rest.index(before: start)
+        let c = rest[before]
+        guard c.isASCII, c.isLetter || c.isNumber || c == "+" || c == "-" || c == "." else { break }
+        start = before
       }
-      result = String(result[...question]) + query.joined(separator: "&")
+      let end = rest[separator.upperBound...].firstIndex(where: Self.endsURL) ?? rest.endIndex
+      out += rest[..<start]
+      out += redactURL(String(rest[start..<end]))
+      rest = rest[end...]
     }
-    return result
+    out += rest
+    return out
+  }
+
+  static func endsURL(_ c: Character) -> Bool {
+    c.isWhitespace || "\"'<>\\`)]".contains(c) || c.unicodeScalars.contains { $0.value < 0x20 }
+  }
+
+  /// `https://user:pass@host/path?token=x#sig=y` →
+  /// `https://<redacted>@host/path?token=<redacted>#sig=<redacted>`; learns what it removes.
+  public mutating func redactURL(_ url: String) -> String {
+    guard let scheme = url.range(of: "://") else { return url }
+    let rest = url[scheme.upperBound...]
+    let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+    var authority = String(rest[..<authorityEnd])
+    if let at = authority.lastIndex(of: "@") {
+      let userInfo = authority[..<at]
+      // `user:password`, or a bare token as the user (`https://TOKEN@host`).
+      if let colon = userInfo.firstIndex(of: ":") {
+        add(String(userInfo[userInfo.index(after: colon)...]))
+      } else {
+        add(String(userInfo))
+      }
+      authority = Self.mark + authority[at...]
+    }
+    let tail = rest[authorityEnd...]
+    guard let parameters = tail.firstIndex(where: { $0 == "?" || $0 == "#" }) else {
+      return String(url[..<scheme.upperBound]) + authority + tail
+    }
+    var out = String(url[..<scheme.upperBound]) + authority + tail[..<parameters]
+    // key=value pairs after `?` and `#`, separated by `&` or `;`.
+    var pair = ""
+    func flush() {
+      if let equals = pair.firstIndex(of: "="), Self.isSecretParameter(String(pair[..<equals])) {
+        add(String(pair[pair.index(after: equals)...]))
+        out += String(pair[...equals]) + Self.mark
+      } else {
+        out += pair
+      }
+      pair = ""
+    }
+    for c in tail[parameters...] {
+      if c == "?" || c == "#" || c == "&" || c == ";" {
+        flush()
+        out.append(c)
+      } else {
+        pair.append(c)
+      }
+    }
+    flush()
+    return out
   }
 
   /// Replaces every known secret, wherever it appears.
@@ -79,6 +167,25 @@ public struct Redactor: Sendable {
       out = out.replacingAll(secret, with: Self.mark)
     }
     return out
+  }
+}
+
+/// The `[GZone]` URLs with their placeholders filled in (as they are requested and logged).
+enum GZonePayloadURLs {
+  static func all(_ configuration: GZoneConfiguration) -> [String] {
+    GZoneConfiguration.urlKeys.compactMap { configuration.url(for: $0.payload) }
+  }
+}
+
+extension HealthReport {
+  /// The same report with every detail and recommendation through `redactor`.
+  public func redacted(by redactor: Redactor) -> HealthReport {
+    var copy = self
+    for i in copy.checks.indices {
+      copy.checks[i].detail = redactor.redact(copy.checks[i].detail)
+      copy.checks[i].recommendation = copy.checks[i].recommendation.map(redactor.redact)
+    }
+    return copy
   }
 }
 

@@ -13,32 +13,67 @@ public enum BridgeServiceNames {
   public static let errorPrefix = "org.beaconbridge.Error."
 }
 
-/// Serves `org.beaconbridge.Bridge1` for a running bridge.
-final class BridgeService: Sendable {
+/// What the bridge and the G-Zone poller announce as D-Bus signals. They are made before the
+/// D-Bus service exists, so they queue here until it runs.
+struct Announcements: Sendable {
+  enum Item: Sendable {
+    case bridge(BridgeEvent)
+    case gzone(GZoneEvent)
+  }
+
+  let stream: AsyncStream<Item>
+  private let continuation: AsyncStream<Item>.Continuation
+
+  init() {
+    // Announcements are signals for listeners, not data: past this many unsent, the oldest go.
+    (stream, continuation) = AsyncStream.makeStream(of: Item.self, bufferingPolicy: .bufferingNewest(1024))
+  }
+
+  func yield(_ item: Item) { continuation.yield(item) }
+}
+
+/// What the D-Bus API reads besides the bridge and the store.
+struct BridgeServiceContext: Sendable {
+  let scanStatus: ScanStatus
+  let paired: PairedBeacons
+  let gzone: GZonePoller?
+
+  var scan: ScanCondition { scanStatus.condition }
+  func setPairings(_ pairings: [Pairing]) { paired.update(pairings) }
+}
+
+/// Serves `org.beaconbridge.Bridge1` for a running bridge, and sends its signals.
+final class BridgeService: Service {
   let connection: Connection
-  let bridge: BeaconBridge
-  let store: Store
-  let state: DaemonState
+  let announcements: Announcements
   private let object: ExportedObject
 
   init(
-    connection: Connection, bridge: BeaconBridge, store: Store, state: DaemonState, host: any ScopeHost,
-    logger: DaemonLogger
+    connection: Connection, bridge: BeaconBridge, store: Store, context: BridgeServiceContext,
+    host: any ScopeHost, logger: DaemonLogger, announcements: Announcements
   ) throws {
     self.connection = connection
-    self.bridge = bridge
-    self.store = store
-    self.state = state
-    object = try connection.export(BridgeServiceNames.path) { [bridge, store, state, host, logger] call in
+    self.announcements = announcements
+    object = try connection.export(BridgeServiceNames.path) { [bridge, store, context, host, logger] call in
       if call.member == "RecentLogs" {
         return .success([.string(JSONValue.array(logger.recent.map { .string($0) }).compactText)])
       }
-      return await Self.handle(call, bridge: bridge, store: store, state: state, host: host)
+      return await Self.handle(call, bridge: bridge, store: store, state: context, host: host)
+    }
+  }
+
+  /// Sends the announcements as signals until cancelled.
+  func run() async {
+    for await item in announcements.stream {
+      switch item {
+      case .bridge(let event): signal(event)
+      case .gzone(let event): signal(gzone: event)
+      }
     }
   }
 
   /// Announces an event as a signal.
-  func signal(_ event: BridgeEvent) {
+  private func signal(_ event: BridgeEvent) {
     switch event {
     case .activeBeaconChanged(let active):
       try? connection.emit(
@@ -54,7 +89,7 @@ final class BridgeService: Sendable {
   }
 
   /// Announces a G-Zone change as `GZoneEvent(s type, s json)`.
-  func signal(gzone event: GZoneEvent) {
+  private func signal(gzone event: GZoneEvent) {
     try? connection.emit(
       path: BridgeServiceNames.path, interface: BridgeServiceNames.interface, member: "GZoneEvent",
       [.string(event.type), .string(event.jsonText)])
@@ -64,8 +99,31 @@ final class BridgeService: Sendable {
     .failure(DBusError(ErrorName(BridgeServiceNames.errorPrefix + name), message))
   }
 
+  /// A call whose arguments are wrong: the standard `org.freedesktop.DBus.Error.InvalidArgs`, with
+  /// the sentence the CLI would print for the same value (the identifier types' messages).
+  static func invalidArgs(_ message: String) -> MethodResult {
+    .failure(DBusError(.invalidArgs, message))
+  }
+
+  /// Identifiers from a call's arguments, each built once by its validated type.
+  enum Argument {
+    static func tripID(_ text: String?, _ signature: String) -> Result<TripID, DBusError> {
+      guard let text else { return .failure(DBusError(.invalidArgs, signature)) }
+      do { return .success(try TripID(text)) } catch {
+        return .failure(DBusError(.invalidArgs, error.description))
+      }
+    }
+
+    static func deviceID(_ text: String?, _ signature: String) -> Result<DeviceID, DBusError> {
+      guard let text else { return .failure(DBusError(.invalidArgs, signature)) }
+      do { return .success(try DeviceID(text)) } catch {
+        return .failure(DBusError(.invalidArgs, error.description))
+      }
+    }
+  }
+
   static func handle(
-    _ call: MethodCall, bridge: BeaconBridge, store: Store, state: DaemonState, host: any ScopeHost
+    _ call: MethodCall, bridge: BeaconBridge, store: Store, state: BridgeServiceContext, host: any ScopeHost
   ) async -> MethodResult {
     if call.interface?.rawValue == "org.freedesktop.DBus.Introspectable", call.member == "Introspect" {
       return .success([.string(introspection)])
@@ -80,51 +138,81 @@ final class BridgeService: Sendable {
       switch call.member.rawValue {
       case "Status":
         let outbox = try? await store.outboxSummary()
-        let json = await bridge.status.json(scanning: state.scanning, outbox: outbox)
+        let json = await bridge.status.json(scan: state.scan, outbox: outbox)
         return .success([.string(json.compactText)])
       case "Pairings":
         return .success([.string(JSONValue.array(try await store.pairings().map(\.json)).compactText)])
       case "Pair":
-        guard let uuidText = string(0), let uuid = UUID(uuidString: uuidText), let major = int(1),
-          let minor = int(2),
-          let deviceId = string(3)
+        guard let uuidText = string(0), let major = int(1), let minor = int(2), let deviceText = string(3)
         else {
-          return error("InvalidArgs", "Pair takes (s uuid, i major, i minor, s deviceId, s label); -1 = any")
+          return invalidArgs("Pair takes (s uuid, i major, i minor, s deviceId, s label); -1 = any")
         }
-        let pairing = Pairing(
-          uuid: uuid, major: major < 0 ? nil : UInt16(clamping: major),
-          minor: minor < 0 ? nil : UInt16(clamping: minor),
-          deviceId: deviceId, label: string(4).flatMap { $0.isEmpty ? nil : $0 })
-        do { try pairing.validate() } catch { return Self.error("InvalidArgs", error.description) }
+        let pairing: Pairing
+        do {
+          // -1 is the wire's "any"; every other number must be 0…65535: never clamped.
+          guard let uuid = UUID(uuidString: uuidText) else {
+            throw IdentifierError(
+              field: "UUID", value: uuidText, rule: "is not a UUID like E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
+          }
+          let identity = try PairingIdentity(
+            uuid: uuid, major: major == -1 ? nil : major, minor: minor == -1 ? nil : minor)
+          let label = string(4).flatMap { $0.isEmpty ? nil : $0 }
+          if let label { try PairingLabel.check(label) }
+          pairing = Pairing(identity: identity, deviceId: try DeviceID(deviceText), label: label)
+        } catch let error as IdentifierError {
+          return invalidArgs(error.description)
+        }
         try await store.pair(pairing)
         try await reloadPairings(store: store, state: state, bridge: bridge)
         return .success([])
       case "Unpair":
-        guard let deviceId = string(0) else { return error("InvalidArgs", "Unpair takes (s deviceId)") }
-        let removed = try await store.unpair(deviceId: deviceId)
+        let deviceId: DeviceID
+        switch Argument.deviceID(string(0), "Unpair takes (s deviceId)") {
+        case .success(let id): deviceId = id
+        case .failure(let error): return .failure(error)
+        }
+        let removed = try await store.unpair(deviceId: deviceId.rawValue)
         try await reloadPairings(store: store, state: state, bridge: bridge)
         return .success([.uint32(UInt32(removed))])
       case "TripStart":
-        guard let tripId = string(0) else { return error("InvalidArgs", "TripStart takes (s tripId)") }
-        try await bridge.tripStart(tripId)
-        return .success([.string(await tripJSON(bridge, tripId).compactText)])
-      case "TripEvents":
-        guard let tripId = string(0), let text = string(1) else {
-          return error("InvalidArgs", "TripEvents takes (s tripId, s eventsJSONArray)")
+        let tripId: TripID
+        switch Argument.tripID(string(0), "TripStart takes (s tripId)") {
+        case .success(let id): tripId = id
+        case .failure(let error): return .failure(error)
         }
+        try await bridge.tripStart(tripId)
+        return .success([.string(await tripJSON(bridge, tripId.rawValue).compactText)])
+      case "TripEvents":
+        let signature = "TripEvents takes (s tripId, s eventsJSONArray)"
+        let tripId: TripID
+        switch Argument.tripID(string(0), signature) {
+        case .success(let id): tripId = id
+        case .failure(let error): return .failure(error)
+        }
+        guard let text = string(1) else { return invalidArgs(signature) }
         let events: [TripEvent]
-        do { events = try parseEvents(text) } catch { return Self.error("InvalidArgs", "\(error)") }
+        do { events = try parseEvents(text) } catch { return invalidArgs("\(error)") }
         try await bridge.tripEvents(tripId, events: events)
         return .success([.uint32(UInt32(events.count))])
       case "TripEnd":
-        guard let tripId = string(0) else { return error("InvalidArgs", "TripEnd takes (s tripId)") }
-        let before = await tripJSON(bridge, tripId)
+        let tripId: TripID
+        switch Argument.tripID(string(0), "TripEnd takes (s tripId)") {
+        case .success(let id): tripId = id
+        case .failure(let error): return .failure(error)
+        }
+        let before = await tripJSON(bridge, tripId.rawValue)
         try await bridge.tripEnd(tripId)
-        let after = await tripJSON(bridge, tripId)
+        let after = await tripJSON(bridge, tripId.rawValue)
         return .success([.string((after == .null ? before : after).compactText)])
       case "TripRetry":
         // Dead letters go straight to the upload layer again; a 2xx deletes them.
-        let trip = string(0).flatMap { $0.isEmpty ? nil : $0 }
+        var trip: String?
+        if let text = string(0), !text.isEmpty {
+          switch Argument.tripID(text, "TripRetry takes (s tripId)") {
+          case .success(let id): trip = id.rawValue
+          case .failure(let error): return .failure(error)
+          }
+        }
         var delivered = 0
         var failed: [JSONValue] = []
         for (batch, _) in try await store.deadLetters(tripId: trip) {
@@ -141,8 +229,16 @@ final class BridgeService: Sendable {
         let result = JSONValue.object(["delivered": .int(Int64(delivered)), "failed": .array(failed)])
         return .success([.string(result.compactText)])
       case "TripAssign":
-        guard let tripId = string(0), let deviceId = string(1) else {
-          return error("InvalidArgs", "TripAssign takes (s tripId, s deviceId)")
+        let signature = "TripAssign takes (s tripId, s deviceId)"
+        let tripId: TripID
+        let deviceId: DeviceID
+        switch Argument.tripID(string(0), signature) {
+        case .success(let id): tripId = id
+        case .failure(let error): return .failure(error)
+        }
+        switch Argument.deviceID(string(1), signature) {
+        case .success(let id): deviceId = id
+        case .failure(let error): return .failure(error)
         }
         try await bridge.assign(tripId, deviceId: deviceId)
         return .success([])
@@ -173,7 +269,7 @@ final class BridgeService: Sendable {
   }
 
   /// After Pair/Unpair: the store is the truth; the selector and the pruning filter follow it.
-  static func reloadPairings(store: Store, state: DaemonState, bridge: BeaconBridge) async throws {
+  static func reloadPairings(store: Store, state: BridgeServiceContext, bridge: BeaconBridge) async throws {
     let all = try await store.pairings()
     state.setPairings(all)
     await bridge.setPairings(all)

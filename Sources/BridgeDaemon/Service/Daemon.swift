@@ -13,7 +13,8 @@ import Synchronization
 /// `beaconbridge run`: configuration, store, scanning, the bridge, and the systemd protocol.
 ///
 /// Start-up order: read the configuration (refuse to start on any problem, at `file:line`), open
-/// the store, arm the bridge (which restores the outbox), start scanning, then `READY=1`.
+/// the store, arm the bridge (which restores the outbox), own the bus name, then `READY=1`; then
+/// scan, waiting for an adapter or bluetoothd if there is none yet (`ScanService`).
 /// SIGTERM stops gracefully with status 0; SIGHUP re-reads the configuration and keeps the old
 /// one if the new one is bad. Pairings changed by `beaconbridge pair` while it runs are picked up
 /// within two seconds (SQLite's `data_version`).
@@ -52,6 +53,7 @@ public struct Daemon: Sendable {
       logger.log(.error, "configuration: \(error.description); not starting")
       return 1
     }
+    logger.learnSecrets(of: config)
     let store: Store
     do { store = try Store(directory: stateDirectory) } catch {
       logger.log(.error, "\(error.description); not starting")
@@ -61,20 +63,22 @@ public struct Daemon: Sendable {
 
     let settings = DaemonSettings(config)
     let host = DaemonHost(settings: settings, logger: logger)
-    let state = DaemonState()
+    let announcements = Announcements()
+    let scanStatus = ScanStatus()
+    let paired = PairedBeacons()
     // G-Zone: poll-and-diff into journal lines and D-Bus signals (docs/gzone.md).
     let gzone = GZonePoller(
       store: store, settings: { (settings.current.daemon.gzone, settings.current.daemon.tokenFile) },
-      log: { logger.log($0, $1) }, emit: { state.service?.signal(gzone: $0) })
-    state.setGZone(gzone)
+      log: { logger.log($0, $1) }, emit: { announcements.yield(.gzone($0)) })
     let bridge = BeaconBridge(host: host, journal: store) { event in
-      state.observe(event, logger: logger)
-      state.service?.signal(event.event)
+      Self.log(event.event, to: logger)
+      if case .beaconEntered(let beacon) = event.event { paired.entered(beacon) }
+      announcements.yield(.bridge(event.event))
       if case .batchPosted = event.event { gzone.tripUploaded() }
     }
     do {
       let pairings = try await store.pairings()
-      state.setPairings(pairings)
+      paired.update(pairings)
       await bridge.setPairings(pairings)
     } catch {
       logger.log(.error, "\(error.description); not starting")
@@ -87,6 +91,7 @@ public struct Daemon: Sendable {
 
     // The D-Bus API: own the name before saying READY=1.
     let bus: Connection
+    let api: BridgeService
     do {
       bus = try Connection(.system)
       let reply = try await bus.requestName(BridgeServiceNames.busName)
@@ -96,9 +101,10 @@ public struct Daemon: Sendable {
           "another beaconbridge daemon owns \(BridgeServiceNames.busName) on the system bus; not starting")
         return 1
       }
-      state.setService(
-        try BridgeService(
-          connection: bus, bridge: bridge, store: store, state: state, host: host, logger: logger))
+      api = try BridgeService(
+        connection: bus, bridge: bridge, store: store,
+        context: BridgeServiceContext(scanStatus: scanStatus, paired: paired, gzone: gzone), host: host,
+        logger: logger, announcements: announcements)
     } catch {
       logger.log(
         .error,
@@ -107,145 +113,98 @@ public struct Daemon: Sendable {
       return 1
     }
     defer { bus.close() }
+    // Ready once the API is served: the name is owned, the store is open and trips are accepted.
+    // Scanning may still wait for an adapter or bluetoothd (as bluetoothd itself starts without
+    // a controller); STATUS= and `doctor` say what it waits for.
+    notifier.notify("READY=1")
+    logger.log(.notice, "ready: serving \(BridgeServiceNames.busName) on the system bus")
 
-    let signals = SignalStream.make([SIGTERM, SIGINT, SIGHUP])
-    let outcome: Int32 = await withTaskGroup(of: Int32?.self) { group in
-      // Scanning, restarted with backoff while the backend is unavailable.
-      group.addTask {
-        var delay: Double = 1
-        var announced = false
-        while !Task.isCancelled {
-          let source = Self.makeSource(settings.current.daemon, logger: logger, state: state)
-          state.setSource(source)
-          do {
-            let stream = try await source.eventBatches()
-            delay = 1
-            notifier.notify("READY=1")
-            if !announced {
-              logger.log(.notice, "scanning with \(source.description); ready")
-              announced = true
-            } else {
-              logger.log(.notice, "scanning again with \(source.description)")
-            }
-            state.setScanning(source.description)
-            try await bridge.run(source: StartedSource(stream: stream, description: source.description))
-            logger.log(.warning, "the scan ended; restarting it")
-          } catch is CancellationError {
-            return nil
-          } catch {
-            if Task.isCancelled { return nil }
-            state.setScanning(nil)
-            logger.log(.warning, "cannot scan: \(Self.explain(error)); retrying in \(Int(delay)) s")
-            notifier.notify("STATUS=not scanning: \(Self.explain(error))")
-          }
-          try? await Task.sleep(for: .seconds(delay))
-          delay = min(delay * 2, 30)
+    var scan = ScanService(
+      makeSource: { onWaiting in
+        Self.makeSource(settings.current.daemon, logger: logger, paired: paired, onWaiting: onWaiting)
+      },
+      consume: { try await bridge.consume(source: $0) },
+      report: { condition in
+        scanStatus.set(condition)
+        notifier.notify("STATUS=\(StatusReporter.line(nil, scan: condition))")
+      },
+      log: { logger.log($0, $1) },
+      explain: { ScanAdvice.explain($0, for: .service) },
+      clock: ContinuousClock())
+    scan.started = { scanStatus.started($0) }
+    var services: [any Service] = [
+      api, scan, DeadlineService(bridge: bridge),
+      PairingWatcher(store: store, bridge: bridge, paired: paired, logger: logger),
+      StatusReporter(bridge: bridge, scan: scanStatus, notifier: notifier), gzone,
+    ]
+    if let interval = notifier.watchdogInterval {
+      services.append(WatchdogService(notifier: notifier, interval: interval))
+    }
+    let group = ServiceGroup(
+      services: services, signals: SignalStream.make([SIGTERM, SIGINT, SIGHUP]),
+      reload: {
+        notifier.notify("RELOADING=1")
+        do {
+          let fresh = try loadConfiguration()
+          logger.learnSecrets(of: fresh)
+          settings.update(fresh)
+          await store.setOutboxLimit(fresh.outboxMaxBatches)
+          try await bridge.reload()
+          logger.log(.notice, "configuration reloaded from \(configPath)")
+        } catch {
+          logger.log(.error, "configuration not reloaded, the old one stays: \(error)")
         }
-        return nil
-      }
-      // The watchdog: WATCHDOG=1 at half of WATCHDOG_USEC.
-      if let interval = notifier.watchdogInterval {
-        group.addTask {
-          while !Task.isCancelled {
-            notifier.notify("WATCHDOG=1")
-            try? await Task.sleep(for: interval)
-          }
-          return nil
-        }
-      }
-      // Pairings written by `beaconbridge pair` while we run, and STATUS= lines.
-      group.addTask {
-        var version = try? await store.dataVersion()
-        var lastStatus = ""
-        // Many beacons gone at once (a flood expiring or reported lost): hand glibc's freed pages
-        // back, or the daemon would stay at its peak size.
-        var release = PeakShrink()
-        while !Task.isCancelled {
-          try? await Task.sleep(for: .seconds(2))
-          if let now = try? await store.dataVersion(), now != version {
-            version = now
-            if let pairings = try? await store.pairings(), pairings != (await bridge.status.pairings) {
-              state.setPairings(pairings)
-              await bridge.setPairings(pairings)
-              logger.log(.notice, "pairings changed: \(pairings.count) pairing(s)")
-            }
-          }
-          let current = await bridge.status
-          if release.shouldRelease(tracked: current.beaconsInRange.count) { MallocTuning.returnFreedMemory() }
-          let status = Self.statusLine(current, scanning: state.scanning)
-          if status != lastStatus {
-            notifier.notify("STATUS=\(status)")
-            lastStatus = status
-          }
-        }
-        return nil
-      }
-      // The G-Zone poller's interval loop (idle while no [GZone] is configured).
-      group.addTask {
-        await gzone.run()
-        return nil
-      }
-      // Signals.
-      group.addTask {
-        for await number in signals {
-          if number == SIGHUP {
-            notifier.notify("RELOADING=1")
-            do {
-              let fresh = try loadConfiguration()
-              settings.update(fresh)
-              await store.setOutboxLimit(fresh.outboxMaxBatches)
-              try await bridge.reload()
-              logger.log(.notice, "configuration reloaded from \(configPath)")
-            } catch {
-              logger.log(.error, "configuration not reloaded, the old one stays: \(error)")
-            }
-            notifier.notify("READY=1")
-          } else {
-            logger.log(.notice, "stopping (signal \(number))")
-            notifier.notify("STOPPING=1")
-            return 0
-          }
-        }
-        return 0
-      }
-      let status = await group.next() ?? 0
-      group.cancelAll()
-      return status ?? 0
+        notifier.notify("READY=1")
+      })
+    var outcome: Int32 = 0
+    switch await group.run() {
+    case .signal(let number):
+      logger.log(.notice, "stopping (signal \(number))")
+      notifier.notify("STOPPING=1")
+    case .serviceEnded(let name, let error):
+      logger.log(.error, "\(name) stopped\(error.map { ": \($0)" } ?? ""); stopping")
+      notifier.notify("STOPPING=1")
+      outcome = 1
     }
     // Put the radio back (StopDiscovery, or the controller's scan state) before exiting.
-    if let source = state.source { await source.finished(within: .seconds(5)) }
+    if let source = scanStatus.source { await source.finished(within: .seconds(5)) }
     logger.log(.info, "stopped")
     return outcome
   }
 
-  static func makeSource(_ config: DaemonConfiguration, logger: DaemonLogger, state: DaemonState)
-    -> any AdvertisementSource
-  {
+  static func makeSource(
+    _ config: DaemonConfiguration, logger: DaemonLogger, paired: PairedBeacons,
+    onWaiting: @escaping @Sendable (String?) -> Void
+  ) -> any AdvertisementSource {
     switch config.backend {
     case .bluez:
       var options = BlueZAdvertisementSource.Options()
-      options.keep = { state.isPairedAddress($0) }
-      return BlueZAdvertisementSource(bus: .system, adapter: config.adapter, options: options) { line in
+      options.keep = { paired.contains($0) }
+      options.waitForHardware = true
+      options.onWaiting = onWaiting
+      return BlueZAdvertisementSource(bus: .system, adapter: config.adapter?.name, options: options) { line in
         logger.log(.info, line)
       }
     case .hci:
-      let index = config.adapter.flatMap { UInt16($0.dropFirst(3)) } ?? 0
-      return HCIAdvertisementSource(configuration: HCIScanConfiguration(adapter: index))
+      return HCIAdvertisementSource(configuration: HCIScanConfiguration(adapter: config.adapter?.index ?? 0))
     }
   }
 
-  static func explain(_ error: any Error) -> String {
-    if let error = error as? BlueZError { return error.message }
-    return String(describing: error)
-  }
-
-  static func statusLine(_ status: BridgeStatus, scanning: String?) -> String {
-    var parts = [scanning.map { "scanning (\($0))" } ?? "not scanning"]
-    parts.append("\(status.beaconsInRange.count) beacon(s) in range")
-    parts.append("active: \(status.active?.deviceId ?? "none")")
-    let held = status.trips.reduce(0) { $0 + $1.heldBatches }
-    parts.append("\(status.outboundBatches + held) batch(es) waiting")
-    return parts.joined(separator: "; ")
+  /// The journal lines for the bridge's events.
+  static func log(_ event: BridgeEvent, to logger: DaemonLogger) {
+    switch event {
+    case .activeBeaconChanged(let active):
+      logger.log(.notice, "active beacon: \(active.map { "\($0.deviceId) (\($0.id))" } ?? "none")")
+    case .tripTagged(let tripId, let resolution):
+      logger.log(
+        .notice, "trip \(tripId) tagged \(resolution.deviceId ?? "unresolved") (\(resolution.reason))")
+    case .batchDeadLettered(let batch, let reason):
+      logger.log(.error, "trip \(batch.tripId) batch \(batch.sequence) refused by the backend: \(reason)")
+    case .beaconEntered(let beacon):
+      logger.log(.debug, "beacon entered: \(beacon.id) at \(beacon.address)")
+    default:
+      break
+    }
   }
 }
 
@@ -261,53 +220,6 @@ final class DaemonSettings: Sendable {
     }
   }
   func update(_ config: DaemonConfiguration) { value.withLock { $0 = config } }
-}
-
-/// What the daemon's tasks share: whether it scans, and paired beacons' addresses.
-final class DaemonState: Sendable {
-  private struct State {
-    var scanning: String?
-    var source: (any AdvertisementSource)?
-    var service: BridgeService?
-    var gzone: GZonePoller?
-    var pairings = PairingSet()
-    /// Addresses of paired beacons heard so far: never pruned from BlueZ's cache.
-    var paired: Set<BluetoothAddress> = []
-  }
-
-  private let state = Mutex(State())
-
-  var source: (any AdvertisementSource)? { state.withLock { $0.source } }
-  func setSource(_ source: any AdvertisementSource) { state.withLock { $0.source = source } }
-  var service: BridgeService? { state.withLock { $0.service } }
-  func setService(_ service: BridgeService) { state.withLock { $0.service = service } }
-  var gzone: GZonePoller? { state.withLock { $0.gzone } }
-  func setGZone(_ poller: GZonePoller) { state.withLock { $0.gzone = poller } }
-
-  func setPairings(_ pairings: [Pairing]) { state.withLock { $0.pairings = PairingSet(pairings) } }
-
-  var scanning: String? { state.withLock { $0.scanning } }
-  func setScanning(_ description: String?) { state.withLock { $0.scanning = description } }
-  func isPairedAddress(_ address: BluetoothAddress) -> Bool { state.withLock { $0.paired.contains(address) } }
-
-  func observe(_ event: TimedBridgeEvent, logger: DaemonLogger) {
-    switch event.event {
-    case .activeBeaconChanged(let active):
-      logger.log(.notice, "active beacon: \(active.map { "\($0.deviceId) (\($0.id))" } ?? "none")")
-    case .tripTagged(let tripId, let resolution):
-      logger.log(
-        .notice, "trip \(tripId) tagged \(resolution.deviceId ?? "unresolved") (\(resolution.reason))")
-    case .batchDeadLettered(let batch, let reason):
-      logger.log(.error, "trip \(batch.tripId) batch \(batch.sequence) refused by the backend: \(reason)")
-    case .beaconEntered(let beacon):
-      state.withLock { s in
-        if s.pairings.pairing(for: beacon.id) != nil { s.paired.insert(beacon.address) }
-      }
-      logger.log(.debug, "beacon entered: \(beacon.id) at \(beacon.address)")
-    default:
-      break
-    }
-  }
 }
 
 /// The daemon's ScopeHost: beacon mode, logs to the journal, uploads over HTTP.

@@ -7,11 +7,14 @@ import Synchronization
 
 /// The daemon's log: stderr, with journald's `<N>` priority prefixes when stderr is the journal
 /// (`$JOURNAL_STREAM` names stderr's device and inode, systemd.exec(5)), plain `level: text`
-/// otherwise. It also keeps the last lines in memory for `status` and support bundles.
+/// otherwise. It also keeps the last lines in memory for `status` and support bundles. Every line
+/// goes through the `Redactor` first: URLs lose credentials and secret parameters, and the
+/// configuration's secrets (`learnSecrets(of:)`) are scrubbed.
 public final class DaemonLogger: Sendable {
   public let toJournal: Bool
   public let minimum: LogRecord.Level
   private let ring = Mutex<[String]>([])
+  private let redactor = Mutex(Redactor())
   static let ringSize = 500
 
   public init(environment: [String: String], minimum: LogRecord.Level = .info) {
@@ -33,8 +36,17 @@ public final class DaemonLogger: Sendable {
     toJournal ? "<\(level.rawValue)>\(message)" : "\(level.name): \(message)"
   }
 
-  public func log(_ level: LogRecord.Level, _ message: String) {
+  /// Learns the secrets of the configuration in use (at start and on every reload).
+  public func learnSecrets(of configuration: DaemonConfiguration) {
+    let learned = Redactor(configuration: configuration)
+    redactor.withLock { $0 = learned }
+  }
+
+  public func log(_ level: LogRecord.Level, _ text: String) {
     guard level.rawValue <= minimum.rawValue else { return }
+    // Secrets redacted, and one record one line: a value with a CR, LF or escape cannot forge a
+    // journal line.
+    let message = redactor.withLock { $0 }.redact(text).escapingControlCharacters
     var line = format(level, message) + "\n"
     ring.withLock {
       $0.append("\(level.name): \(message)")

@@ -28,12 +28,16 @@ public enum MallocTuning {
   /// (a flood of random addresses) left several megabytes behind in arenas that `malloc_trim`
   /// could only partly return. The daemon's allocation rate is far too low for the shared lock
   /// to matter. Must run before a second thread allocates (first thing in `main`).
-  public static func useOneArena() {
-    _ = mallopt?(arenaMaxParameter, 1)
+  /// Returns whether glibc took the setting.
+  @discardableResult
+  public static func useOneArena() -> Bool {
+    mallopt?(arenaMaxParameter, 1) == 1
   }
 
-  /// `malloc_trim(0)`: returns the free pages of every arena to the system.
-  public static func returnFreedMemory() {
-    _ = mallocTrim?(0)
+  /// `malloc_trim(0)`: returns the free pages of every arena to the system. Returns whether any
+  /// memory was returned.
+  @discardableResult
+  public static func returnFreedMemory() -> Bool {
+    mallocTrim?(0) == 1
   }
 }

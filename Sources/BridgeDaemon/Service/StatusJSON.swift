@@ -2,10 +2,12 @@ import BeaconCore
 
 /// JSON forms of the bridge's state, shared by the D-Bus API and `status --json`.
 extension BridgeStatus {
-  public func json(scanning: String?, outbox: OutboxSummary?) -> JSONValue {
+  /// `scanning` names the backend while it scans (null otherwise); `scan` says what it does.
+  public func json(scan: ScanCondition, outbox: OutboxSummary?) -> JSONValue {
     var fields: [String: JSONValue] = [
       "armed": .bool(armed),
-      "scanning": scanning.map { .string($0) } ?? .null,
+      "scanning": scan.scanningBackend.map { .string($0) } ?? .null,
+      "scan": scan.json,
       "beaconsInRange": .array(beaconsInRange.map(\.statusJSON)),
       "activeBeacon": active.map(\.statusJSON) ?? .null,
       "trips": .array(

@@ -10,6 +10,8 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     case corrupt
     case locked
     case newerSchema
+    /// The file at the store's path is not a beaconbridge store; it was left unchanged.
+    case foreign
     case io
   }
 
@@ -41,6 +43,10 @@ public actor Store {
   public static let fileName = "beaconbridge.sqlite"
   /// Schema versions this build can read (`PRAGMA user_version`).
   static let schemaVersion: Int64 = 3
+  /// `PRAGMA application_id`: "BBBR" in ASCII, beaconbridge's mark in the file's header
+  /// (offset 68), so that a database another program made is never written to
+  /// (`StoreOwnership`).
+  public static let applicationID: Int32 = 0x4242_4252
 
   let database: SQLiteDatabase
   public nonisolated let path: String
@@ -51,20 +57,30 @@ public actor Store {
 
   /// Opens the store in `directory`, creating both when missing.
   public init(directory: String) throws(StoreError) {
-    do {
-      try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    } catch {
-      throw StoreError(
-        .cannotCreateDirectory,
-        "cannot create the state directory \(directory): \(error.localizedDescription)")
+    do { try StateDirectory.prepare(directory) } catch {
+      throw StoreError(.cannotCreateDirectory, error.description)
     }
     let path = (directory as NSString).appendingPathComponent(Self.fileName)
     self.path = path
     database = try Self.open(path: path)
   }
 
-  /// Opens the file and brings its schema up to date.
+  /// Checks that the file is ours (before writing anything), opens it and brings its schema
+  /// up to date.
   private static func open(path: String) throws(StoreError) -> SQLiteDatabase {
+    let ownership = StoreOwnership.examine(path: path)
+    if case .foreign(let why) = ownership {
+      throw StoreError(
+        .foreign,
+        "\(path) is not a beaconbridge store (\(why)); it was left unchanged. Move it aside, or pass --state-dir with another directory"
+      )
+    }
+    if ownership == .notADatabase {
+      throw StoreError(
+        .corrupt,
+        "the store \(path) is damaged or not a database (no SQLite header); it was left as it is. Move it aside to start afresh, or keep it for support"
+      )
+    }
     do {
       let database = try SQLiteDatabase(path: path, create: true)
       try database.execute("PRAGMA journal_mode=WAL")
@@ -92,6 +108,10 @@ public actor Store {
             PRAGMA user_version = 1;
             """)
         }
+      }
+      if ownership != .ours {
+        // A new store, or one made before the id: mark it as ours.
+        try database.execute("PRAGMA application_id = \(applicationID)")
       }
       if version < 2 {
         try database.transaction { () throws(SQLiteError) in
@@ -153,12 +173,17 @@ public actor Store {
         "SELECT uuid, major, minor, device_id, label FROM pairings ORDER BY device_id, uuid, major, minor"
       )
       .compactMap { row in
-        guard let uuidText = row[0].text, let uuid = UUID(uuidString: uuidText), let deviceId = row[3].text
+        // Read back through the same types the doors use: a row another tool wrote that breaks a
+        // rule (major 70000, a device ID with a newline) is skipped, as a bad UUID always was,
+        // never truncated into a different beacon.
+        guard let uuidText = row[0].text, let uuid = UUID(uuidString: uuidText), let deviceId = row[3].text,
+          let identity = try? PairingIdentity(
+            uuid: uuid, major: row[1].integer.map { Int(clamping: $0) },
+            minor: row[2].integer.map { Int(clamping: $0) }),
+          let device = try? DeviceID(deviceId)
         else { return nil }
-        return Pairing(
-          uuid: uuid, major: row[1].integer.map { UInt16(truncatingIfNeeded: $0) },
-          minor: row[2].integer.map { UInt16(truncatingIfNeeded: $0) }, deviceId: deviceId, label: row[4].text
-        )
+        let label = row[4].text.flatMap { (try? PairingLabel.check($0)) != nil ? $0 : nil }
+        return Pairing(identity: identity, deviceId: device, label: label)
       }
     } catch {
       throw StoreError(error, path: path)

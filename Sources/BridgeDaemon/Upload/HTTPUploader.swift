@@ -7,8 +7,10 @@ import Foundation
 
 /// Posts tagged batches to the backend: the daemon's `ScopeHost.postTripEventBatch`.
 ///
-/// One POST per batch, JSON, with the batch's idempotency key in `Idempotency-Key` and a bearer
-/// token read from `TokenFile` (re-read on every request, so a rotated token needs no restart).
+/// One POST per batch, JSON, with the batch's idempotency key in `Idempotency-Key` (a batch whose
+/// key cannot be built from a valid trip ID is not sent: a dead letter with the reason) and a bearer
+/// token read from `TokenFile` by `TokenFile.read` (re-read on every request, so a rotated token
+/// needs no restart; a file that breaks the token-file rule is refused and nothing is sent).
 /// A 2xx is delivery; network errors, 5xx, 408 and 429 throw `RetryablePostFailure` (with the
 /// server's `Retry-After`); any other status throws `PermanentPostFailure`, which the bridge turns
 /// into a dead letter. See docs/upload.md.
@@ -49,18 +51,25 @@ public struct HTTPUploader: Sendable {
     var request = URLRequest(url: url, timeoutInterval: timeout)
     request.httpMethod = "POST"
     request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-    request.setValue(batch.idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
+    // Every request carries its key, or is not sent: a batch without one could be applied twice.
+    let key: String
+    do { key = try batch.validatedIdempotencyKey() } catch {
+      throw PermanentPostFailure("not sent: no Idempotency-Key can be made from it: \(error.description)")
+    }
+    request.setValue(key, forHTTPHeaderField: "Idempotency-Key")
+    guard request.value(forHTTPHeaderField: "Idempotency-Key") == key else {
+      throw PermanentPostFailure(
+        "not sent: the Idempotency-Key header \(key.quotedForMessage) could not be set")
+    }
     // A fresh connection per batch: batches are seconds apart, and a reused connection that the
     // server closed is the failure most worth avoiding.
     request.setValue("close", forHTTPHeaderField: "Connection")
     if let tokenFile {
       let token: String
-      do {
-        token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmedWhitespace
-          .trimmingCharacters(in: .newlines)
-      } catch {
-        // A missing token is an installation problem worth retrying once it is fixed.
-        throw RetryablePostFailure("cannot read the token file \(tokenFile): \(error.localizedDescription)")
+      do { token = try TokenFile.read(tokenFile) } catch {
+        // A token file that is missing or not private is an installation problem: nothing is
+        // sent, and the batch waits in the outbox until it is fixed.
+        throw RetryablePostFailure("not sent: \(error.description)")
       }
       request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
     }
@@ -104,7 +113,8 @@ public struct HTTPUploader: Sendable {
         if let response {
           once.finish(.success(response))
         } else {
-          let reason = error?.localizedDescription ?? "no response"
+          // Foundation's text may carry the URL: through the redactor.
+          let reason = Redactor().redact(error?.localizedDescription ?? "no response")
           once.finish(.failure(RetryablePostFailure("network error: \(reason)")))
         }
       }

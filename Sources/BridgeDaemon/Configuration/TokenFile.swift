@@ -1,0 +1,190 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Why a token file is refused: the file, what is wrong, and what fixes it.
+public struct TokenFileError: Error, Hashable, Sendable, CustomStringConvertible {
+  public var path: String
+  /// What is wrong, as the end of a sentence that starts with the path.
+  public var problem: String
+  public var fix: String
+
+  public var description: String { "the token file \(path) \(problem); to fix: \(fix)" }
+}
+
+/// The bearer token in `[Upload] TokenFile` (and `[GZone] TokenFile`): one reader for the
+/// uploader, the G-Zone poller, `doctor` and `diagnose`, with ssh's rule for key files.
+///
+/// The file is refused, and nothing is sent, when it is
+/// - not a regular file: a directory, a fifo, a device, a socket, or a symbolic link (it is
+///   opened with `O_NOFOLLOW`, so a link cannot be swapped in between the check and the read);
+/// - readable or writable by others (`mode & 0o007`);
+/// - readable or writable by its group, unless that group is the service's group
+///   (`beaconbridge`) or the owner's primary group (a group the owner chose);
+/// - empty (after trimming), larger than `maximumSize`, not UTF-8, or more than one line (a
+///   control character inside a token would forge an HTTP header).
+///
+/// The checks are made on the open descriptor (`fstat`), and the token is read from that same
+/// descriptor: there is no window between the check and the read. Leading and trailing
+/// whitespace and newlines are trimmed; that is the only trimming.
+public enum TokenFile {
+  /// The service's group (packaging/: the unit's `Group=`).
+  public static let serviceGroup = "beaconbridge"
+  /// A bearer token is one line; anything larger is not a token file.
+  public static let maximumSize = 64 * 1024
+
+  /// Reads the token, or says why the file is refused.
+  public static func read(_ path: String) throws(TokenFileError) -> String {
+    try read(path, enforcingMode: true)
+  }
+
+  /// Reads the token whatever the file's mode: only for teaching the redactor a secret that
+  /// must not leave in a support bundle, never for sending it.
+  public static func readForRedaction(_ path: String) -> String? {
+    try? read(path, enforcingMode: false)
+  }
+
+  /// Checks the file without keeping the token (`doctor`).
+  public static func check(_ path: String) -> TokenFileError? {
+    do {
+      _ = try read(path)
+      return nil
+    } catch { return error }
+  }
+
+  static func read(_ path: String, enforcingMode: Bool) throws(TokenFileError) -> String {
+    let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+    guard fd >= 0 else { throw openError(path, errno: errno) }
+    defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0 else {
+      throw TokenFileError(
+        path: path, problem: "cannot be examined (\(Self.words(errno)))", fix: Self.fix(path))
+    }
+    guard info.st_mode & S_IFMT == S_IFREG else {
+      throw TokenFileError(
+        path: path, problem: "is \(kind(info.st_mode)), not a regular file",
+        fix: "make it a regular file holding the token, with mode 0640, owned by root:\(serviceGroup)")
+    }
+    if enforcingMode, let problem = modeProblem(mode: info.st_mode, uid: info.st_uid, gid: info.st_gid) {
+      throw TokenFileError(path: path, problem: problem, fix: Self.fix(path))
+    }
+    guard Int(info.st_size) <= maximumSize else {
+      throw TokenFileError(
+        path: path,
+        problem: "is \(info.st_size) bytes, larger than a token (\(maximumSize / 1024) KiB at most)",
+        fix: "put only the token in it")
+    }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while bytes.count <= maximumSize {
+      let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+      if n == 0 { break }
+      if n < 0 {
+        if errno == EINTR { continue }
+        throw TokenFileError(
+          path: path, problem: "cannot be read (\(Self.words(errno)))", fix: Self.fix(path))
+      }
+      bytes += buffer[0..<n]
+    }
+    guard bytes.count <= maximumSize else {
+      throw TokenFileError(
+        path: path, problem: "is larger than a token (\(maximumSize / 1024) KiB at most)",
+        fix: "put only the token in it")
+    }
+    guard let text = String(validating: bytes, as: UTF8.self) else {
+      throw TokenFileError(path: path, problem: "is not UTF-8 text", fix: "put only the token in it, as text")
+    }
+    let token = trimmed(text)
+    guard !token.isEmpty else {
+      throw TokenFileError(path: path, problem: "is empty", fix: "write the backend's token into it")
+    }
+    guard !token.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+      throw TokenFileError(
+        path: path, problem: "holds more than one line or a control character",
+        fix: "put only the token in it, on one line")
+    }
+    return token
+  }
+
+  /// The one trimming rule: whitespace and newlines at both ends.
+  static func trimmed(_ text: String) -> String {
+    let isSpace: (Unicode.Scalar) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+    let scalars = text.unicodeScalars
+    guard let first = scalars.firstIndex(where: { !isSpace($0) }),
+      let last = scalars.lastIndex(where: { !isSpace($0) })
+    else { return "" }
+    return String(scalars[first...last])
+  }
+
+  /// The permission rule on its own, so that it is tested as a table.
+  static func modeProblem(mode: mode_t, uid: uid_t, gid: gid_t) -> String? {
+    let octal = "mode " + String(mode & 0o7777, radix: 8).leftPadded(to: 4)
+    if mode & 0o007 != 0 {
+      return "can be \(mode & 0o002 != 0 ? "written" : "read") by every user (\(octal))"
+    }
+    if mode & 0o070 != 0, !groupIsTrusted(gid, owner: uid) {
+      return
+        "can be \(mode & 0o020 != 0 ? "written" : "read") by group \(groupName(gid)), which is neither \(serviceGroup) nor the owner's group (\(octal))"
+    }
+    return nil
+  }
+
+  static func groupIsTrusted(_ gid: gid_t, owner: uid_t) -> Bool {
+    if let service = getgrnam(serviceGroup), service.pointee.gr_gid == gid { return true }
+    if let user = getpwuid(owner), user.pointee.pw_gid == gid { return true }
+    return false
+  }
+
+  static func groupName(_ gid: gid_t) -> String {
+    if let group = getgrgid(gid), let name = group.pointee.gr_name { return String(cString: name) }
+    return "\(gid)"
+  }
+
+  static func fix(_ path: String) -> String {
+    "chmod 0640 \(path) && chown root:\(serviceGroup) \(path)"
+  }
+
+  static func kind(_ mode: mode_t) -> String {
+    switch mode & S_IFMT {
+    case S_IFDIR: "a directory"
+    case S_IFIFO: "a fifo"
+    case S_IFSOCK: "a socket"
+    case S_IFCHR, S_IFBLK: "a device"
+    case S_IFLNK: "a symbolic link"
+    default: "not a regular file"
+    }
+  }
+
+  static func openError(_ path: String, errno code: Int32) -> TokenFileError {
+    switch code {
+    case ENOENT:
+      TokenFileError(
+        path: path, problem: "does not exist",
+        fix:
+          "create it with the backend's token, then chmod 0640 \(path) && chown root:\(serviceGroup) \(path)")
+    case ELOOP:
+      TokenFileError(
+        path: path, problem: "is a symbolic link, which is not followed",
+        fix: "point TokenFile at the file itself")
+    case EACCES:
+      TokenFileError(
+        path: path, problem: "cannot be read by this user (permission denied)",
+        fix: "run as root or as a member of \(serviceGroup); \(fix(path))")
+    case ENOTDIR:
+      TokenFileError(
+        path: path, problem: "is not reachable: a part of its path is not a directory",
+        fix: "correct TokenFile")
+    default:
+      TokenFileError(path: path, problem: "cannot be opened (\(words(code)))", fix: fix(path))
+    }
+  }
+
+  static func words(_ code: Int32) -> String { String(cString: strerror(code)).lowercased() }
+}
+
+extension String {
+  func leftPadded(to width: Int) -> String {
+    count >= width ? self : String(repeating: "0", count: width - count) + self
+  }
+}

@@ -1,0 +1,110 @@
+import BeaconCore
+import Synchronization
+
+// The daemon's small services and what they share. Each runs until cancelled (`Service`).
+
+/// `WATCHDOG=1` at half of `WATCHDOG_USEC`.
+struct WatchdogService: Service {
+  let notifier: SystemdNotifier
+  let interval: Duration
+
+  func run() async throws {
+    while true {
+      notifier.notify("WATCHDOG=1")
+      try await Task.sleep(for: interval)
+    }
+  }
+}
+
+/// Trip deadlines (late window, hold, post retries) on their own task, whether or not a source
+/// scans.
+struct DeadlineService: Service {
+  let bridge: BeaconBridge
+  func run() async throws { try await bridge.runDeadlines() }
+}
+
+/// Pairings written by `beaconbridge pair` without the daemon (straight into the store) are
+/// picked up within `interval`, from SQLite's `data_version`.
+struct PairingWatcher: Service {
+  let store: Store
+  let bridge: BeaconBridge
+  let paired: PairedBeacons
+  let logger: DaemonLogger
+  var interval: Duration = .seconds(2)
+
+  func run() async throws {
+    var version = try? await store.dataVersion()
+    while true {
+      try await Task.sleep(for: interval)
+      guard let now = try? await store.dataVersion(), now != version else { continue }
+      version = now
+      if let pairings = try? await store.pairings(), pairings != (await bridge.status.pairings) {
+        paired.update(pairings)
+        await bridge.setPairings(pairings)
+        logger.log(.notice, "pairings changed: \(pairings.count) pairing(s)")
+      }
+    }
+  }
+}
+
+/// `STATUS=` lines as the bridge's state changes, and freed memory handed back after many
+/// beacons left at once (a flood expiring), or the daemon would stay at its peak size.
+struct StatusReporter: Service {
+  let bridge: BeaconBridge
+  let scan: ScanStatus
+  let notifier: SystemdNotifier
+  var interval: Duration = .seconds(2)
+
+  func run() async throws {
+    var last = ""
+    var release = PeakShrink()
+    while true {
+      try await Task.sleep(for: interval)
+      let current = await bridge.status
+      if release.shouldRelease(tracked: current.beaconsInRange.count) { MallocTuning.returnFreedMemory() }
+      let line = Self.line(current, scan: scan.condition)
+      if line != last {
+        notifier.notify("STATUS=\(line)")
+        last = line
+      }
+    }
+  }
+
+  /// What scanning does, then (once the bridge runs) beacons, the active beacon and the backlog.
+  static func line(_ status: BridgeStatus?, scan: ScanCondition) -> String {
+    var parts = [scan.summary]
+    guard let status else { return parts[0] }
+    parts.append("\(status.beaconsInRange.count) beacon(s) in range")
+    parts.append("active: \(status.active?.deviceId ?? "none")")
+    let held = status.trips.reduce(0) { $0 + $1.heldBatches }
+    parts.append("\(status.outboundBatches + held) batch(es) waiting")
+    return parts.joined(separator: "; ")
+  }
+}
+
+/// What scanning does now, and the source doing it (whose cleanup the daemon awaits at exit).
+/// Written by `ScanService`; read by `StatusReporter` and the D-Bus `Status`.
+final class ScanStatus: Sendable {
+  private let state = Mutex<(condition: ScanCondition, source: (any AdvertisementSource)?)>((.starting, nil))
+  var condition: ScanCondition { state.withLock { $0.condition } }
+  var source: (any AdvertisementSource)? { state.withLock { $0.source } }
+  func set(_ condition: ScanCondition) { state.withLock { $0.condition = condition } }
+  func started(_ source: any AdvertisementSource) { state.withLock { $0.source = source } }
+}
+
+/// The pairings, and the addresses paired beacons were heard at: BlueZ never prunes those
+/// devices from its cache (`BlueZAdvertisementSource.Options.keep`).
+final class PairedBeacons: Sendable {
+  private let state = Mutex<(pairings: PairingSet, addresses: Set<BluetoothAddress>)>((PairingSet(), []))
+
+  func update(_ pairings: [Pairing]) { state.withLock { $0.pairings = PairingSet(pairings) } }
+
+  func contains(_ address: BluetoothAddress) -> Bool { state.withLock { $0.addresses.contains(address) } }
+
+  /// Notes where a paired beacon was heard.
+  func entered(_ beacon: TrackedBeacon) {
+    state.withLock { s in
+      if s.pairings.pairing(for: beacon.id) != nil { s.addresses.insert(beacon.address) }
+    }
+  }
+}

@@ -1,0 +1,135 @@
+import BeaconCore
+import Synchronization
+
+/// What the daemon's scanning is doing, for `STATUS=`, `status` and `doctor`.
+public enum ScanCondition: Sendable, Hashable {
+  /// No source has been started yet.
+  case starting
+  /// Advertisements can arrive through this backend.
+  case scanning(backend: String)
+  /// The source runs but waits for something outside it: an adapter, power, bluetoothd.
+  case waiting(backend: String, reason: String)
+  /// The source cannot run; it is tried again after the backoff.
+  case failing(reason: String, retryInSeconds: Int)
+
+  /// The backend that scans now, if any.
+  public var scanningBackend: String? {
+    if case .scanning(let backend) = self { return backend }
+    return nil
+  }
+
+  /// For `STATUS=` and the journal.
+  public var summary: String {
+    switch self {
+    case .starting: "starting"
+    case .scanning(let backend): "scanning (\(backend))"
+    case .waiting(_, let reason): "not scanning: \(reason)"
+    case .failing(let reason, let retry): "not scanning: \(reason); retrying in \(retry) s"
+    }
+  }
+
+  /// For the D-Bus `Status` (docs/dbus-api.md).
+  public var json: JSONValue {
+    switch self {
+    case .starting: .object(["state": .string("starting")])
+    case .scanning(let backend): .object(["state": .string("scanning"), "backend": .string(backend)])
+    case .waiting(let backend, let reason):
+      .object(["state": .string("waiting"), "backend": .string(backend), "detail": .string(reason)])
+    case .failing(let reason, let retry):
+      .object(["state": .string("failing"), "detail": .string(reason), "retryInSeconds": .int(Int64(retry))])
+    }
+  }
+}
+
+/// Keeps one advertisement source feeding the bridge: starts it, restarts it when it ends or
+/// fails, and reports what it is doing.
+///
+/// The backoff (1 s doubling to 30 s) is reset only by a scan that ran for `healthyRun`. A source
+/// that fails as it starts and one that fails a moment after handing over its stream (the HCI
+/// source reports a refused command through its stream) are backed off alike, so a scan that
+/// cannot work never logs once a second.
+struct ScanService<C: Clock>: Service where C.Duration == Duration {
+  /// Makes a source; it calls the given closure with what it waits for, or nil once it scans.
+  var makeSource: @Sendable (_ onWaiting: @escaping @Sendable (String?) -> Void) -> any AdvertisementSource
+  /// Feeds a started source to the bridge until it ends.
+  var consume: @Sendable (any AdvertisementSource) async throws -> Void
+  var report: @Sendable (ScanCondition) -> Void
+  var log: @Sendable (LogRecord.Level, String) -> Void
+  var explain: @Sendable (any Error) -> String
+  var clock: C
+  var initialDelay: Duration = .seconds(1)
+  var maximumDelay: Duration = .seconds(30)
+  var healthyRun: Duration = .seconds(60)
+  /// Told of each source as it is made, so that its cleanup can be awaited at exit.
+  var started: @Sendable (any AdvertisementSource) -> Void = { _ in }
+
+  /// Runs until cancelled.
+  func run() async {
+    var delay = initialDelay
+    var announced = false
+    while !Task.isCancelled {
+      let attempt = Attempt()
+      let source = makeSource { reason in attempt.waiting(reason, report: report) }
+      started(source)
+      let begun = clock.now
+      var failure: (any Error)?
+      do {
+        let stream = try await source.eventBatches()
+        attempt.begin(backend: source.description, report: report)
+        log(
+          .notice,
+          announced ? "scanning again with \(source.description)" : "scanning with \(source.description)")
+        announced = true
+        try await consume(StartedSource(stream: stream, description: source.description))
+      } catch {
+        failure = error
+      }
+      if Task.isCancelled || failure is CancellationError { return }
+      if begun.duration(to: clock.now) >= healthyRun { delay = initialDelay }
+      if let failure {
+        let reason = explain(failure)
+        log(.warning, "cannot scan: \(reason); retrying in \(delay.wholeSeconds) s")
+        report(.failing(reason: reason, retryInSeconds: delay.wholeSeconds))
+      } else {
+        log(.warning, "the scan with \(source.description) ended; restarting it in \(delay.wholeSeconds) s")
+        report(.failing(reason: "the scan ended", retryInSeconds: delay.wholeSeconds))
+      }
+      do { try await clock.sleep(for: delay) } catch { return }
+      delay = min(delay * 2, maximumDelay)
+    }
+  }
+
+  /// One source's life: what it waits for, and whether its stream has been handed over.
+  private final class Attempt: Sendable {
+    private struct State {
+      var backend: String?
+      var waiting: String?
+    }
+    private let state = Mutex(State())
+
+    func waiting(_ reason: String?, report: (ScanCondition) -> Void) {
+      let condition = state.withLock { s -> ScanCondition? in
+        s.waiting = reason
+        return s.backend.map { Self.condition(backend: $0, waiting: reason) }
+      }
+      if let condition { report(condition) }
+    }
+
+    func begin(backend: String, report: (ScanCondition) -> Void) {
+      let waiting = state.withLock { s in
+        s.backend = backend
+        return s.waiting
+      }
+      report(Self.condition(backend: backend, waiting: waiting))
+    }
+
+    private static func condition(backend: String, waiting: String?) -> ScanCondition {
+      waiting.map { .waiting(backend: backend, reason: $0) } ?? .scanning(backend: backend)
+    }
+  }
+}
+
+extension Duration {
+  /// Whole seconds, for messages.
+  var wholeSeconds: Int { Int(components.seconds) }
+}

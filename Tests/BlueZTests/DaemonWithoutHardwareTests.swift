@@ -1,0 +1,142 @@
+import BeaconCore
+import BeaconTestSupport
+import DBusTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `beaconbridge run` as systemd runs it: its NOTIFY_SOCKET read all the time, its stderr in a
+/// file.
+final class MonitoredDaemon: Sendable {
+  let process: Process
+  let notify: NotifySocket
+  let logPath: String
+  private let messages = Mutex<[String]>([])
+
+  init(config: String, stateDirectory: String, bus: String, watchdogUSec: Int? = nil) throws {
+    notify = try NotifySocket()
+    logPath = stateDirectory + "/daemon.log"
+    process = Process()
+    process.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
+    process.arguments = ["run", "--config", config, "--state-dir", stateDirectory]
+    var environment = ProcessInfo.processInfo.environment
+    environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus
+    environment["NOTIFY_SOCKET"] = notify.path
+    if let watchdogUSec { environment["WATCHDOG_USEC"] = String(watchdogUSec) }
+    environment.removeValue(forKey: "JOURNAL_STREAM")
+    process.environment = environment
+    _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+    try process.run()
+  }
+
+  deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+
+  /// Everything the daemon wrote to stderr so far.
+  var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+  /// Every NOTIFY_SOCKET datagram received so far.
+  var received: [String] {
+    messages.withLock {
+      $0 += notify.drain()
+      return $0
+    }
+  }
+
+  /// The last STATUS= text.
+  var status: String? { received.last { $0.hasPrefix("STATUS=") }.map { String($0.dropFirst(7)) } }
+
+  /// SIGTERM, then waits; true when it exited 0 in time.
+  func stop() async -> Bool {
+    kill(process.processIdentifier, SIGTERM)
+    guard await waitForExit(process) else { return false }
+    return process.terminationReason == .exit && process.terminationStatus == 0
+  }
+}
+
+/// READY without an adapter (issue 15): the daemon serves its API, trips and their deadlines as
+/// soon as its store is open, and scans once the hardware is there.
+@Suite(.timeLimit(.minutes(3)))
+struct DaemonWithoutHardwareTests {
+  let cli = DaemonEndToEndTests()
+
+  @Test func withoutBluetoothdItIsReadyAndTripDeadlinesRun() async throws {
+    // A bus with no org.bluez at all: bluetoothd is not installed or not running.
+    let bus = try PrivateBus.start()
+    defer { bus.stop() }
+    let dir = try scratchDirectory("nobluez")
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let backend = try FakeBackend([])
+    let config = dir + "/beaconbridge.conf"
+    try """
+    [Trips]
+    lateWindow = 1
+    unresolvedPolicy = fallback
+    fallbackDeviceId = UNIT-FALLBACK
+    [Upload]
+    URL = \(backend.url.absoluteString)
+    """.write(toFile: config, atomically: true, encoding: .utf8)
+    let daemon = try MonitoredDaemon(config: config, stateDirectory: dir, bus: bus.address)
+
+    #expect(try await eventually { daemon.received.contains("READY=1") }, "daemon log:\n\(daemon.log)")
+    #expect(
+      try await eventually { daemon.status?.contains("waiting for bluetoothd") == true },
+      "STATUS=\(daemon.status ?? "none"); daemon log:\n\(daemon.log)")
+    let status = try cli.cli(["status", "--json"], bus: bus.address, dir: dir)
+    #expect(status.status == 0, "\(status.stderr)")
+    let state = try JSONValue.parse(Data(status.stdout.utf8))
+    #expect(state["scanning"] == .null)
+    #expect(state["scan"]?["state"]?.stringValue == "waiting")
+
+    // A trip with no beacon: its late window (1 s) ends with no source running, and the fallback
+    // tags and uploads it before the trip ends.
+    #expect(try cli.cli(["trip", "start", "--trip-id", "t1"], bus: bus.address, dir: dir).status == 0)
+    let sent = try cli.cli(
+      ["trip", "events", "--trip-id", "t1", "-"], bus: bus.address, dir: dir, stdin: #"[{"type":"braking"}]"#)
+    #expect(sent.status == 0, "\(sent.stderr)")
+    #expect(
+      try await eventually(.seconds(20)) { backend.received().contains { $0.status == "200" } },
+      "daemon log:\n\(daemon.log)")
+    #expect(backend.received().first?.body["deviceId"]?.stringValue == "UNIT-FALLBACK")
+
+    #expect(await daemon.stop(), "daemon log:\n\(daemon.log)")
+    #expect(!daemon.log.contains("restarting it"), "a stop is not a scan that ended:\n\(daemon.log)")
+  }
+
+  @Test func withoutAnAdapterItIsReadyAndScansWhenOneAppears() async throws {
+    let fixture = try await BlueZFixture.start()
+    defer { fixture.stop() }
+    let dir = try scratchDirectory("noadapter")
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let config = dir + "/beaconbridge.conf"
+    try "".write(toFile: config, atomically: true, encoding: .utf8)
+    let daemon = try MonitoredDaemon(config: config, stateDirectory: dir, bus: fixture.bus.address)
+
+    #expect(try await eventually { daemon.received.contains("READY=1") }, "daemon log:\n\(daemon.log)")
+    #expect(
+      try await eventually { daemon.status?.contains("waiting for an adapter") == true },
+      "STATUS=\(daemon.status ?? "none"); daemon log:\n\(daemon.log)")
+    let doctor = try cli.cli(
+      ["doctor", "--json", "--config", config, "--state-dir", dir], bus: fixture.bus.address, dir: dir)
+    let checks = try JSONValue.parse(Data(doctor.stdout.utf8))["checks"]?.arrayValue ?? []
+    let scanning = try #require(checks.first { $0["name"]?.stringValue == "scanning" }, "\(doctor.stdout)")
+    #expect(scanning["status"]?.stringValue == "critical")
+    #expect(scanning["detail"]?.stringValue?.contains("waiting for an adapter") == true, "\(scanning)")
+
+    // The adapter appears (udev would have started the unit; here it already runs): discovery
+    // starts by itself, without a restart or a backoff.
+    try await fixture.addAdapter("hci0")
+    #expect(
+      try await eventually(.seconds(5)) { daemon.status?.hasPrefix("scanning (bluez") == true },
+      "STATUS=\(daemon.status ?? "none"); daemon log:\n\(daemon.log)")
+    #expect(try await fixture.adapterCalls("hci0").contains("StartDiscovery"))
+    #expect(!daemon.log.contains("cannot scan"), "daemon log:\n\(daemon.log)")
+
+    #expect(await daemon.stop(), "daemon log:\n\(daemon.log)")
+    #expect(!daemon.log.contains("restarting it"), "daemon log:\n\(daemon.log)")
+  }
+}

@@ -1,0 +1,58 @@
+import Synchronization
+import Testing
+
+@testable import BridgeDaemon
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The daemon's service group: signals become reloads or a graceful stop, and the first service
+/// to stop on its own stops the rest.
+@Suite struct ServiceGroupTests {
+  /// Runs until cancelled, counting how it ended.
+  final class Forever: Service {
+    let cancelled = Atomic<Int>(0)
+    func run() async throws {
+      do { try await Task.sleep(for: .seconds(3600)) } catch {
+        cancelled.add(1, ordering: .relaxed)
+        throw error
+      }
+    }
+  }
+
+  struct Broken: Service, Error {
+    func run() async throws { throw self }
+  }
+
+  @Test func sigtermStopsEveryServiceAndSighupReloads() async {
+    let (signals, continuation) = AsyncStream.makeStream(of: Int32.self)
+    let reloads = Atomic<Int>(0)
+    let services = [Forever(), Forever()]
+    let group = ServiceGroup(services: services, signals: signals) { reloads.add(1, ordering: .relaxed) }
+    continuation.yield(SIGHUP)
+    continuation.yield(SIGHUP)
+    continuation.yield(SIGTERM)
+    guard case .signal(let number) = await group.run() else {
+      Issue.record("the group did not stop on the signal")
+      return
+    }
+    #expect(number == SIGTERM)
+    #expect(reloads.load(ordering: .relaxed) == 2)
+    // `run` returned, so every service has stopped, each through cancellation.
+    #expect(services.map { $0.cancelled.load(ordering: .relaxed) } == [1, 1])
+  }
+
+  @Test func aFailingServiceStopsTheRest() async {
+    let (signals, _) = AsyncStream.makeStream(of: Int32.self)
+    let other = Forever()
+    let group = ServiceGroup(services: [other, Broken()], signals: signals) {}
+    guard case .serviceEnded(let name, let error) = await group.run() else {
+      Issue.record("the group did not stop on the failure")
+      return
+    }
+    #expect(name == "Broken")
+    #expect(error is Broken)
+    #expect(other.cancelled.load(ordering: .relaxed) == 1)
+  }
+}
