@@ -70,6 +70,7 @@ CONF=/etc/beaconbridge/beaconbridge.conf
 start_btvirt() {
   local attempt
   for attempt in 1 2 3; do
+    fact btvirt.last_start_usec "$(mono_usec)"
     systemd-run --quiet --unit=btvirt --collect /usr/bin/btvirt -l2
     if wait_for 20 eval '[ "$(mgmt_controllers)" -ge 2 ]'; then
       say "btvirt: 2 controllers (attempt $attempt)"
