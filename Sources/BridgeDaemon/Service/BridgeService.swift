@@ -205,7 +205,7 @@ final class BridgeService: Service {
         let after = await tripJSON(bridge, tripId.rawValue)
         return .success([.string((after == .null ? before : after).compactText)])
       case "TripRetry":
-        // Dead letters go straight to the upload layer again; a 2xx deletes them.
+        // Dead letters go straight to the upload layer again (`Store.retryDeadLetters`).
         var trip: String?
         if let text = string(0), !text.isEmpty {
           switch Argument.tripID(text, "TripRetry takes (s tripId)") {
@@ -213,21 +213,8 @@ final class BridgeService: Service {
           case .failure(let error): return .failure(error)
           }
         }
-        var delivered = 0
-        var failed: [JSONValue] = []
-        for (batch, _) in try await store.deadLetters(tripId: trip) {
-          do {
-            try await host.postTripEventBatch(batch)
-            try await store.deleteDeadLetter(tripId: batch.tripId, sequence: batch.sequence)
-            delivered += 1
-          } catch {
-            try? await store.updateDeadLetter(
-              tripId: batch.tripId, sequence: batch.sequence, reason: "\(error)")
-            failed.append(.object(["key": .string(batch.idempotencyKey), "reason": .string("\(error)")]))
-          }
-        }
-        let result = JSONValue.object(["delivered": .int(Int64(delivered)), "failed": .array(failed)])
-        return .success([.string(result.compactText)])
+        let retried = try await store.retryDeadLetters(tripId: trip, post: host.postTripEventBatch)
+        return .success([.string(retried.json.compactText)])
       case "TripAssign":
         let signature = "TripAssign takes (s tripId, s deviceId)"
         let tripId: TripID

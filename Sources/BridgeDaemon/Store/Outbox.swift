@@ -220,6 +220,25 @@ extension Store: TripJournal {
     }
   }
 
+  /// Sends dead letters (of one trip, or all) through `post` again, in order (`trip retry`): a
+  /// delivery deletes the letter, a failure keeps it with the new reason.
+  public func retryDeadLetters(
+    tripId: String?, post: @Sendable (TaggedTripBatch) async throws -> Void
+  ) async throws(StoreError) -> DeadLetterRetry {
+    var result = DeadLetterRetry()
+    for (batch, _) in try deadLetters(tripId: tripId) {
+      do {
+        try await post(batch)
+        try deleteDeadLetter(tripId: batch.tripId, sequence: batch.sequence)
+        result.delivered += 1
+      } catch {
+        try? updateDeadLetter(tripId: batch.tripId, sequence: batch.sequence, reason: "\(error)")
+        result.failed.append((batch.idempotencyKey, "\(error)"))
+      }
+    }
+    return result
+  }
+
   static var wallClock: Double { Date().timeIntervalSince1970 }
 
   private func write(_ body: () throws(SQLiteError) -> Void) throws(StoreError) {
@@ -228,5 +247,20 @@ extension Store: TripJournal {
 
   private func read<T>(_ body: () throws(SQLiteError) -> T) throws(StoreError) -> T {
     do { return try body() } catch { throw StoreError(error, path: path) }
+  }
+}
+
+/// What `Store.retryDeadLetters` did.
+public struct DeadLetterRetry: Sendable {
+  public var delivered = 0
+  /// Each batch still refused: its idempotency key and why.
+  public var failed: [(key: String, reason: String)] = []
+
+  /// `{"delivered": n, "failed": [{"key", "reason"}]}`, as `TripRetry` answers.
+  public var json: JSONValue {
+    .object([
+      "delivered": .int(Int64(delivered)),
+      "failed": .array(failed.map { .object(["key": .string($0.key), "reason": .string($0.reason)]) }),
+    ])
   }
 }
