@@ -370,6 +370,7 @@ wait_for 60 active
 fact s11.trip_exit $?
 beaconbridge pairs --json >"$OUT/s11-pairs-before.json" 2>&1
 ls -la /var/lib/beaconbridge >"$OUT/s11-state-before.txt" 2>&1
+find /var/lib/beaconbridge -ls >"$OUT/s11-state-files.txt" 2>&1
 beaconbridge status --json >"$OUT/s11-status-before.json" 2>&1
 apt-get remove -y beaconbridge >"$OUT/s11-remove.txt" 2>&1
 fact s11.remove_exit $?
