@@ -312,8 +312,14 @@ if s.need(listing is not None, "no data"):
     s.need(not re.search(r" \.(cache|local)$", listing, re.M), "the state directory holds .cache or .local")
 s.done()
 
-s = Scenario(15, "apt-get remove leaves no dangling multi-user.target.wants symlink")
-s.need(fact("s11.dangling_wants") == "0", f"dangling symlink: {fact('s11.dangling_wants')}")
+# Debian's way (dh_installsystemd's postrm, packaging/deb/postrm): remove keeps the enablement
+# link with the rest of the administrator's state, so a reinstall comes back enabled; systemd
+# ignores it meanwhile; purge removes it.
+s = Scenario(15, "apt-get remove: the kept enablement link is inert and a reinstall is enabled; purge removes it")
+s.need(fact("s11.removed_load_state") == "not-found", f"LoadState after remove: {fact('s11.removed_load_state')}")
+s.need(fact("s11.active_after_reinstall") == "1", "not active after the reinstall")
+s.need(fact("s11.purge_wants_gone") == "1", "purge left the multi-user.target.wants link")
+s.note(f"link kept after remove: {fact('s11.dangling_wants') == '1'}")
 s.done()
 
 s = Scenario(16, "`man beaconbridge` works on the box")
