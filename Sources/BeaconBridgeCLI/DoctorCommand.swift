@@ -101,6 +101,7 @@ public struct DoctorCommand: BridgeCommand {
       stateDirectory: stateDirectory, stateDirectoryProblem: problem.map { String($0.problem) }, store: store,
       freeBytes: free, bluez: bluez, daemon: status, tokenFiles: tokenFiles, isRoot: geteuid() == 0)
     facts.stateDirectoryFix = problem?.fix
+    facts.kernelAdapters = KernelAdapters.names()
     facts.redactor = redactor
     facts.configExists = FileManager.default.fileExists(atPath: daemon.configPath)
     return facts

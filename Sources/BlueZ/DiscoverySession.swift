@@ -40,6 +40,8 @@ final class DiscoverySession: @unchecked Sendable {
   private var discovering = false
   /// The adapter a StartDiscovery was sent to and not yet answered.
   private var discoveryRequested: ObjectPath?
+  /// What `reportCondition` last told: `.some(nil)` for scanning, `.none` before the first report.
+  private var reportedWaiting: String?? = .none
   private var bluezOwner: BusName?
   private(set) var failure: (any Error)?
   private var lastPrune = ContinuousClock.now
@@ -106,7 +108,7 @@ final class DiscoverySession: @unchecked Sendable {
       }
       // NameOwnerChanged brings it back (`resync`).
       log("bluez: org.bluez is not on the bus (bluetoothd is not running); waiting for it")
-      options.onWaiting("waiting for bluetoothd (not running)")
+      reportCondition()
       return
     }
     (tree, devices) = try await managedObjects()
@@ -123,13 +125,11 @@ final class DiscoverySession: @unchecked Sendable {
       // No (such) adapter, or none powered: `run` starts discovery when one appears or is
       // powered (InterfacesAdded, PropertiesChanged Powered).
       log("bluez: no usable adapter yet; waiting")
-      options.onWaiting(
-        tree.adapters.isEmpty
-          ? "waiting for an adapter (BlueZ has none)"
-          : adapterName.map { "waiting for adapter \($0)" } ?? "waiting for an adapter to be powered on")
+      reportCondition()
       return
     }
     try await startScanning(on: chosen)
+    reportCondition()
   }
 
   /// Handles signal batches and monitor calls until the consumer cancels or the bus goes away.
@@ -168,10 +168,43 @@ final class DiscoverySession: @unchecked Sendable {
       {
         try? await startScanning(on: candidate)
       }
+      reportCondition()
     }
     if !Task.isCancelled, connection.isClosed || stream != nil {
       failure = DBusError(.disconnected, "the D-Bus connection to \(connection.address) closed")
     }
+  }
+
+  /// What the scan waits for, derived from the mirror after every change, so that no path can
+  /// leave a stale "scanning" behind (an adapter that vanished while discovery was restarting).
+  /// Told to `Options.onWaiting` when it changes.
+  private func reportCondition() {
+    let waiting: String?
+    if adapter != nil, discovering || monitorAdapter != nil {
+      waiting = nil
+    } else if bluezOwner == nil {
+      // Debian starts bluetoothd only once an adapter appears (bluetooth.target): with none in
+      // the kernel, the adapter is what is missing.
+      waiting =
+        KernelAdapters.names().isEmpty
+        ? "waiting for an adapter (none on this machine; bluetoothd starts when one appears)"
+        : "waiting for bluetoothd (it is not running)"
+    } else if tree.adapters.isEmpty {
+      waiting = "waiting for an adapter (BlueZ has none)"
+    } else if let adapterName, !tree.adapters.contains(where: { $0.lastComponent == adapterName }) {
+      waiting = "waiting for adapter \(adapterName)"
+    } else if tree.selectAdapter(named: adapterName).map(isPowered) != true {
+      waiting = "waiting for an adapter to be powered on"
+    } else {
+      waiting = "waiting for discovery to start again"
+    }
+    guard waiting != reportedWaiting else { return }
+    reportedWaiting = waiting
+    options.onWaiting(waiting)
+  }
+
+  private func isPowered(_ path: ObjectPath) -> Bool {
+    tree[path, BlueZ.adapterInterface]?[BlueZ.Property.powered]?.bool == true
   }
 
   /// Removes the match rules, then stops discovery (bleak's order), then closes the connection.
@@ -268,7 +301,6 @@ final class DiscoverySession: @unchecked Sendable {
     lastAdapter = path
     monitorAdapter = path
     reportMode(.passiveMonitor)
-    options.onWaiting(nil)
     log("bluez: passive iBeacon monitor registered on \(path.lastComponent)")
   }
 
@@ -280,7 +312,6 @@ final class DiscoverySession: @unchecked Sendable {
       guard signal.body.count == 3, let new = signal.body[2].string else { return }
       if new.isEmpty {
         log("bluez: org.bluez left the bus (bluetoothd stopped); waiting for it to return")
-        options.onWaiting("waiting for bluetoothd (it stopped)")
         bluezOwner = nil
         adapter = nil
         monitorAdapter = nil
@@ -323,7 +354,6 @@ final class DiscoverySession: @unchecked Sendable {
       }
       if removed[BlueZ.adapterInterface] != nil, path == adapter {
         log("bluez: adapter \(path.lastComponent) was removed; waiting for an adapter")
-        options.onWaiting("waiting for an adapter (\(path.lastComponent) was removed)")
         // BlueZ may not remove the devices first (python-dbusmock's RemoveAdapter does not).
         let gone = devices.filter { ObjectTree.device($0.value.path, isOf: path) }
         for (key, record) in gone.sorted(by: { $0.value.path < $1.value.path }) {
@@ -365,7 +395,6 @@ final class DiscoverySession: @unchecked Sendable {
       if interface == BlueZ.adapterInterface.rawValue, let powered = changes[BlueZ.Property.powered]?.bool {
         if signal.path == adapter, !powered {
           log("bluez: adapter \(signal.path.lastComponent) was powered off; waiting for power")
-          options.onWaiting("waiting for power (\(signal.path.lastComponent) was powered off)")
           adapter = nil
           monitorAdapter = nil
           discovering = false
@@ -470,7 +499,6 @@ final class DiscoverySession: @unchecked Sendable {
         }
         guard let chosen = tree.selectAdapter(named: adapterName) else {
           log("bluez: no usable adapter after the restart; waiting for one")
-          options.onWaiting("waiting for an adapter (none usable after bluetoothd restarted)")
           return
         }
         try await startScanning(on: chosen)
@@ -478,7 +506,6 @@ final class DiscoverySession: @unchecked Sendable {
       } catch {
         if ContinuousClock.now >= deadline {
           log("bluez: could not resume discovery: \(error); waiting for the next change")
-          options.onWaiting("waiting for the next change (could not resume discovery: \(error))")
           return
         }
         try? await Task.sleep(for: .milliseconds(200))
@@ -531,7 +558,6 @@ final class DiscoverySession: @unchecked Sendable {
         log("bluez: discovery on \(path.lastComponent) already in progress")
       } catch let error as DBusError where error.name == .bluezNotReady {
         log("bluez: adapter \(path.lastComponent) is not ready (\(error.message)); waiting for power")
-        options.onWaiting("waiting for power (\(path.lastComponent) is not ready)")
         return
       }
       break
@@ -541,7 +567,6 @@ final class DiscoverySession: @unchecked Sendable {
     discovering = true
     discoveryRequested = nil
     reportMode(.activeDiscovery)
-    options.onWaiting(nil)
     log("bluez: discovery started on \(path.lastComponent) (le, duplicate data)")
   }
 

@@ -58,6 +58,19 @@ import Testing
     #expect(report.text.contains("systemctl start bluetooth"))
   }
 
+  @Test func noAdapterInTheKernelIsWhyBluetoothdIsNotRunning() {
+    var noAdapter = facts(bluez: .unavailable("org.bluez is not on the system bus"))
+    noAdapter.kernelAdapters = []
+    let report = Doctor.evaluate(noAdapter)
+    #expect(status(report, "bluetoothd") == .warning)
+    #expect(status(report, "adapter") == .critical)
+    #expect(report.text.contains("no Bluetooth adapter on this machine"))
+    // With a controller in the kernel, bluetoothd itself is the problem.
+    var stopped = facts(bluez: .unavailable("org.bluez is not on the system bus"))
+    stopped.kernelAdapters = ["hci0"]
+    #expect(status(Doctor.evaluate(stopped), "bluetoothd") == .critical)
+  }
+
   @Test func adapterOffIsCritical() {
     let off = BlueZProbe.Result.running(
       owner: ":1.1",

@@ -51,6 +51,8 @@ public struct DoctorFacts: Sendable {
   public var stateDirectoryFix: String?
   public var store: Result<(check: String, outbox: OutboxSummary), StoreError>?
   public var freeBytes: UInt64?
+  /// The controllers the kernel has (`KernelAdapters`), when looked at.
+  public var kernelAdapters: [String]?
   /// nil when the backend is HCI (bluetoothd is not needed).
   public var bluez: BlueZProbe.Result?
   /// The daemon's `Status`, or why it could not be had.
@@ -194,12 +196,25 @@ public enum Doctor {
       switch bluez {
       case .unavailable(let reason):
         let noBus = reason.contains("system bus cannot be reached")
-        checks.append(
-          HealthCheck(
-            .bluetooth, "bluetoothd", .critical, reason,
-            fix: noBus
-              ? "start dbus: systemctl start dbus"
-              : "start it: systemctl start bluetooth (or use backend = hci)"))
+        if !noBus, facts.kernelAdapters?.isEmpty == true {
+          // Debian starts bluetoothd only once an adapter appears (bluetooth.target).
+          checks.append(
+            HealthCheck(
+              .bluetooth, "bluetoothd", .warning, "\(reason); it starts when an adapter appears"))
+          checks.append(
+            HealthCheck(
+              .bluetooth, "adapter", .critical, "no Bluetooth adapter on this machine (/sys/class/bluetooth)",
+              fix:
+                "plug one in; check 'dmesg | grep -i bluetooth' and 'rfkill list'. Scanning starts by itself")
+          )
+        } else {
+          checks.append(
+            HealthCheck(
+              .bluetooth, "bluetoothd", .critical, reason,
+              fix: noBus
+                ? "start dbus: systemctl start dbus"
+                : "start it: systemctl start bluetooth (or use backend = hci)"))
+        }
       case .running(_, let adapters):
         checks.append(HealthCheck(.bluetooth, "bluetoothd", .ok, "org.bluez is on the system bus"))
         let wanted = config?.adapter?.name
