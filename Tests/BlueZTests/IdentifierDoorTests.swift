@@ -38,7 +38,7 @@ struct IdentifierDoorTests {
       ["trip", "start", "--trip-id", "t\r\n1"],
       #"--trip-id: trip ID "t\r\n1" contains the control or invisible character U+000D"#
     ),
-    (["trip", "events", "--trip-id", "", "-"], #"--trip-id: trip ID "" is empty"#),
+    (["trip", "events", "--trip-id", "", "-"], "--trip-id needs a value, not an empty string"),
     (["trip", "end", "--trip-id", String(repeating: "t", count: 129)], "--trip-id: trip ID \"ttt"),
     (["trip", "retry", "--trip-id", "a b"], #"--trip-id: trip ID "a b" contains U+0020"#),
     (
