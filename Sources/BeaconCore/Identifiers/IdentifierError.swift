@@ -24,20 +24,7 @@ extension String {
   public var escapingControlCharacters: String {
     guard unicodeScalars.contains(where: IdentifierText.isInvisible) else { return self }
     var out = ""
-    for scalar in unicodeScalars {
-      switch scalar {
-      case "\n": out += "\\n"
-      case "\r": out += "\\r"
-      case "\t": out += "\\t"
-      case "\0": out += "\\0"
-      default:
-        if IdentifierText.isInvisible(scalar) {
-          out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-        } else {
-          out.unicodeScalars.append(scalar)
-        }
-      }
-    }
+    for scalar in unicodeScalars { Self.appendEscaped(scalar, to: &out) }
     return out
   }
 
@@ -49,29 +36,34 @@ extension String {
   /// value can neither forge a log line nor fill the journal.
   public var quotedForMessage: String {
     var out = "\""
-    var count = 0
-    for scalar in unicodeScalars {
+    for (count, scalar) in unicodeScalars.enumerated() {
       if count == Self.messageQuoteLimit {
         out += "…"
         break
       }
-      count += 1
       switch scalar {
       case "\"": out += "\\\""
       case "\\": out += "\\\\"
-      case "\n": out += "\\n"
-      case "\r": out += "\\r"
-      case "\t": out += "\\t"
-      case "\0": out += "\\0"
-      default:
-        if IdentifierText.isInvisible(scalar) {
-          out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-        } else {
-          out.unicodeScalars.append(scalar)
-        }
+      default: Self.appendEscaped(scalar, to: &out)
       }
     }
     return out + "\""
+  }
+
+  /// One scalar, escaped when it cannot be shown on a line of its own.
+  private static func appendEscaped(_ scalar: Unicode.Scalar, to out: inout String) {
+    switch scalar {
+    case "\n": out += "\\n"
+    case "\r": out += "\\r"
+    case "\t": out += "\\t"
+    case "\0": out += "\\0"
+    default:
+      if IdentifierText.isInvisible(scalar) {
+        out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+      } else {
+        out.unicodeScalars.append(scalar)
+      }
+    }
   }
 }
 
