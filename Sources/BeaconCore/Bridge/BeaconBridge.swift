@@ -107,6 +107,7 @@ public actor BeaconBridge {
       throw BridgeError(.invalidConfiguration, "invalid configuration: " + problems.joined(separator: "; "))
     }
     pipeline.reconfigure(configuration)
+    wakeDeadlines()
     log(.info, "configuration reloaded")
   }
 
@@ -119,6 +120,7 @@ public actor BeaconBridge {
   /// Feeds one event from an advertisement source.
   public func ingest(_ event: SourceEvent) async {
     await perform(pipeline.ingest(event, at: now))
+    wakeDeadlines()
   }
 
   /// Reads the source on the actor, an array at a time, so that an advertisement costs neither an
@@ -129,6 +131,7 @@ public actor BeaconBridge {
         let steps = pipeline.ingest(event, at: now)
         if !steps.isEmpty { await perform(steps) }
       }
+      wakeDeadlines()
     }
   }
 
@@ -165,15 +168,47 @@ public actor BeaconBridge {
     try await consume(stream)
   }
 
-  /// Ticks deadlines until the task is cancelled. Presence needs no sub-second latency, so
-  /// deadlines are checked at least once a second and otherwise when due.
+  /// Ticks deadlines until the task is cancelled. While anything has a deadline (a beacon in
+  /// range, a pending trip, a batch to retry), they are checked when due and at least once a
+  /// second (presence needs no sub-second latency, and a sighting may bring a deadline closer
+  /// without waking this loop). With none, the loop parks until a sighting, a trip call or a
+  /// batch gives it one (`wakeDeadlines`): an idle daemon does not wake on a period.
   public func runDeadlines() async throws {
     while !Task.isCancelled {
       let now = self.now
-      let due = nextDeadline ?? now + 1
-      try await clock.sleep(min(max(due, now), now + 1))
+      if let due = nextDeadline {
+        try await clock.sleep(min(max(due, now), now + 1))
+      } else {
+        await parkUntilWoken()
+        try Task.checkCancellation()
+      }
       await tick()
     }
+  }
+
+  /// The parked deadline loop, resumed by `wakeDeadlines` or by its task's cancellation.
+  private var parkedDeadlines: CheckedContinuation<Void, Never>?
+
+  private func parkUntilWoken() async {
+    await withTaskCancellationHandler {
+      await withCheckedContinuation { continuation in
+        if Task.isCancelled { continuation.resume() } else { parkedDeadlines = continuation }
+      }
+    } onCancel: {
+      Task { await self.resumeParkedDeadlines() }
+    }
+  }
+
+  private func resumeParkedDeadlines() {
+    parkedDeadlines?.resume()
+    parkedDeadlines = nil
+  }
+
+  /// Wakes a parked deadline loop once something has a deadline. Cheap while the loop runs (one
+  /// nil check); `nextDeadline` is only computed while it is parked.
+  private func wakeDeadlines() {
+    guard parkedDeadlines != nil, nextDeadline != nil else { return }
+    resumeParkedDeadlines()
   }
 
   // MARK: Trips
@@ -283,6 +318,7 @@ public actor BeaconBridge {
       }
     }
     if posted { await drainOutbound() }
+    wakeDeadlines()
   }
 
   /// Posts queued batches in order. One drain runs at a time; batches queued meanwhile are taken

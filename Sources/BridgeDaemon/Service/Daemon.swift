@@ -17,7 +17,7 @@ import Synchronization
 /// scan, waiting for an adapter or bluetoothd if there is none yet (`ScanService`).
 /// SIGTERM stops gracefully with status 0; SIGHUP re-reads the configuration and keeps the old
 /// one if the new one is bad. Pairings changed by `beaconbridge pair` while it runs are picked up
-/// within two seconds (SQLite's `data_version`).
+/// within two seconds (SQLite's `data_version`, checked when the state directory changes).
 public struct Daemon: Sendable {
   public var configPath: String
   public var configPathIsExplicit: Bool
@@ -74,8 +74,10 @@ public struct Daemon: Sendable {
     let gzone = GZonePoller(
       store: store, settings: { (settings.current.daemon.gzone, settings.current.daemon.tokenFile) },
       log: { logger.log($0, $1) }, emit: { announcements.yield(.gzone($0)) })
+    let statusChanged = Doorbell()
     let bridge = BeaconBridge(host: host, journal: store) { event in
       Self.log(event.event, to: logger)
+      statusChanged.ring()
       if case .beaconEntered(let beacon) = event.event { paired.entered(beacon) }
       announcements.yield(.bridge(event.event))
       if case .batchPosted = event.event { gzone.tripUploaded() }
@@ -133,6 +135,7 @@ public struct Daemon: Sendable {
       consume: { try await bridge.consume(source: $0) },
       report: { condition in
         scanStatus.set(condition)
+        statusChanged.ring()
         notifier.notify("STATUS=\(StatusReporter.line(nil, scan: condition))")
       },
       log: { logger.log($0, $1) },
@@ -142,7 +145,7 @@ public struct Daemon: Sendable {
     var services: [any Service] = [
       api, scan, DeadlineService(bridge: bridge),
       PairingWatcher(store: store, bridge: bridge, paired: paired, logger: logger),
-      StatusReporter(bridge: bridge, scan: scanStatus, notifier: notifier), gzone,
+      StatusReporter(bridge: bridge, scan: scanStatus, notifier: notifier, changed: statusChanged), gzone,
     ]
     if let interval = notifier.watchdogInterval {
       services.append(WatchdogService(notifier: notifier, interval: interval))
