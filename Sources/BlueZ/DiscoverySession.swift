@@ -20,14 +20,16 @@ final class DiscoverySession: @unchecked Sendable {
   private let inputContinuation: AsyncStream<Input>.Continuation
   private var forwarder: Task<Void, Never>?
   private let monitor: Monitor
+  // Internal rather than private: the handlers in DiscoverySession+Signals.swift change the
+  // tree, the mirror, the state and the owner.
   /// BlueZ's objects other than devices (adapters, the monitor manager).
-  private var tree = ObjectTree()
+  var tree = ObjectTree()
   /// The devices (see `DeviceMirror`); its adapter follows `state`.
-  private var mirror = DeviceMirror()
+  var mirror = DeviceMirror()
   /// When the current input arrived: every sighting in a batch shares it.
-  private var now = ContinuousClock.now
+  var now = ContinuousClock.now
   /// Discovery or the monitor, and on which adapter.
-  private var state = ScanState.idle {
+  var state = ScanState.idle {
     didSet {
       mirror.adapter = state.adapter
       if let adapter = state.adapter { lastAdapter = adapter }
@@ -37,7 +39,7 @@ final class DiscoverySession: @unchecked Sendable {
   private var lastAdapter: ObjectPath?
   /// What `reportCondition` last told: `.some(nil)` for scanning, `.none` before the first report.
   private var reportedWaiting: String?? = .none
-  private var bluezOwner: BusName?
+  var bluezOwner: BusName?
   private(set) var failure: (any Error)?
   private var lastPrune = ContinuousClock.now
 
@@ -236,21 +238,6 @@ final class DiscoverySession: @unchecked Sendable {
     connection.close()
   }
 
-  // MARK: Monitor calls (passive mode)
-
-  private func handle(_ call: AdvertisementMonitor.Call, emit: (SourceEvent) -> Void) {
-    switch call {
-    case .activated:
-      log("bluez: iBeacon advertisement monitor active")
-    case .released:
-      log("bluez: BlueZ released the advertisement monitor")
-    case .deviceFound(let path):
-      if let advertisement = mirror.found(path, at: now) { emit(.sighting(advertisement)) }
-    case .deviceLost(let path):
-      if let address = mirror.address(of: path) { emit(.lost(address)) }
-    }
-  }
-
   /// Passive scanning when asked for and the adapter offers `or_patterns`; active discovery
   /// otherwise (logged).
   private func startScanning(on path: ObjectPath) async throws {
@@ -277,97 +264,6 @@ final class DiscoverySession: @unchecked Sendable {
     state = .monitoring(path)
     reportMode(.passiveMonitor)
     log("bluez: passive iBeacon monitor registered on \(path.lastComponent)")
-  }
-
-  // MARK: Signals
-
-  private func handle(_ signal: Signal, emit: (SourceEvent) -> Void, resume: inout Bool) {
-    switch (signal.interface, signal.member) {
-    case (.bus, BlueZ.SignalName.nameOwnerChanged):
-      guard signal.body.count == 3, let new = signal.body[2].string else { return }
-      if new.isEmpty {
-        log("bluez: org.bluez left the bus (bluetoothd stopped); waiting for it to return")
-        bluezOwner = nil
-        state.stop()
-      } else {
-        log("bluez: org.bluez is on the bus again as \(new); mirroring and restarting discovery")
-        bluezOwner = BusName(new)
-        resume = true
-      }
-    case (.objectManager, BlueZ.SignalName.interfacesAdded):
-      guard signal.body.count == 2, let path = signal.body[0].objectPath else { return }
-      let added = tree.interfacesAdded(at: path, signal.body[1])
-      if added.contains(BlueZ.deviceInterface), let properties = tree.take(BlueZ.deviceInterface, at: path),
-        let advertisement = mirror.added(path, properties, at: now)
-      {
-        emit(.sighting(advertisement))
-      }
-      if added.contains(BlueZ.adapterInterface), state.adapter == nil {
-        log("bluez: adapter \(path.lastComponent) appeared")
-      }
-    case (.objectManager, BlueZ.SignalName.interfacesRemoved):
-      guard signal.body.count == 2, let path = signal.body[0].objectPath, let names = signal.body[1].strings
-      else {
-        return
-      }
-      let removed = tree.interfacesRemoved(at: path, names)
-      if names.contains(BlueZ.deviceInterface.rawValue), let address = mirror.removed(path) {
-        emit(.lost(address))
-      }
-      if removed[BlueZ.adapterInterface] != nil, path == state.adapter {
-        log("bluez: adapter \(path.lastComponent) was removed; waiting for an adapter")
-        for address in mirror.removeDevices(of: path) { emit(.lost(address)) }
-        state.stop()
-      }
-    case (.properties, BlueZ.SignalName.propertiesChanged):
-      guard signal.body.count >= 2, let interface = signal.body[0].string else { return }
-      let invalidated = signal.body.count > 2 ? signal.body[2].strings ?? [] : []
-      if interface == BlueZ.deviceInterface.rawValue {
-        let changes = ObjectTree.properties(signal.body[1])
-        if let advertisement = mirror.changed(signal.path, changes, invalidated: invalidated, at: now) {
-          emit(.sighting(advertisement))
-        }
-        let problems = DeviceAdvertisement.malformed(changes)
-        if !problems.isEmpty {
-          log("bluez: ignored \(problems.joined(separator: ", ")) from \(signal.path.lastComponent)")
-        }
-        return
-      }
-      let changes = tree.propertiesChanged(
-        at: signal.path, interface: InterfaceName(interface), changed: signal.body[1],
-        invalidated: invalidated)
-      if interface == BlueZ.adapterInterface.rawValue, state == .discovering(signal.path),
-        changes[BlueZ.Property.discovering]?.bool == false
-      {
-        // Someone else (bluetoothctl, another client's StopDiscovery) ended discovery: start it
-        // again. `run` re-selects the adapter after this batch.
-        log("bluez: discovery on \(signal.path.lastComponent) was stopped by someone else; restarting it")
-        state.stop()
-      }
-      if interface == BlueZ.adapterInterface.rawValue, let powered = changes[BlueZ.Property.powered]?.bool {
-        if signal.path == state.adapter, !powered {
-          log("bluez: adapter \(signal.path.lastComponent) was powered off; waiting for power")
-          state.stop()
-        }
-        // Powered on: `run` selects it after this batch.
-      }
-    default:
-      break
-    }
-  }
-
-  /// A fast-decoded Device1 PropertiesChanged: RSSI, TxPower and ManufacturerData only.
-  private func handle(_ update: DeviceUpdate, emit: (SourceEvent) -> Void) {
-    if let advertisement = mirror.apply(update, at: now) { emit(.sighting(advertisement)) }
-  }
-
-  /// Keeps the mirror under `maxDevices` (`DeviceMirror.evict`), reporting the forgotten lost.
-  private func evict(emit: (SourceEvent) -> Void) {
-    guard let forgotten = mirror.evict(over: options.maxDevices, keep: options.keep) else { return }
-    for address in forgotten { emit(.lost(address)) }
-    log(
-      "bluez: over \(options.maxDevices) devices mirrored; forgot the \(forgotten.count) heard least recently"
-    )
   }
 
   /// After bluetoothd returns: mirror the new tree, report devices that vanished meanwhile as
