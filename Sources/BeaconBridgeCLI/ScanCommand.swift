@@ -97,7 +97,7 @@ public struct ScanCommand: BridgeCommand {
       }
     }
     if case .failure(let error) = outcome {
-      console.err("beaconbridge: \(Self.explain(error))\n")
+      console.err("beaconbridge: \(ScanAdvice.explain(error))\n")
       return ExitStatus.failure
     }
     if !json {
@@ -146,10 +146,6 @@ public struct ScanCommand: BridgeCommand {
     await source.finished(within: .seconds(5))
     return outcome
   }
-
-  /// What went wrong, and what to do about it.
-  static func explain(_ error: any Error) -> String { ScanAdvice.explain(error) }
-
 }
 
 /// The scan's host: no trips, logs to stderr.
