@@ -108,11 +108,7 @@ public struct DiagnoseCommand: BridgeCommand {
       }
       if let summary = try? await opened.outboxSummary() {
         let dead = (try? await opened.deadLetters()) ?? []
-        var fields: [String: JSONValue] = [:]
-        if case .object(let counts) = summary.json { fields = counts }
-        fields["deadLetterReasons"] = .array(
-          dead.map { .object(["key": .string($0.batch.idempotencyKey), "reason": .string($0.reason)]) })
-        let json = JSONValue.object(fields)
+        let json = summary.json(deadLetters: dead.map { ($0.batch.idempotencyKey, $0.reason) })
         entries.append(
           Entry(
             name: "outbox.json", why: "outbox and dead-letter counts, oldest item's age",
