@@ -24,7 +24,8 @@ let package = Package(
     .executableTarget(name: "beaconbridge", dependencies: ["BeaconBridgeCLI", "BridgeDaemon"]),
     // SQLite, from Debian's libsqlite3-dev.
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-    // The daemon's parts: configuration file, store, and (to come) uploader and D-Bus service.
+    // The daemon's parts: configuration file, store, uploader, G-Zone poller, health (doctor,
+    // redaction), and the services (scan, D-Bus API, watchdog) that `run` groups.
     .target(name: "BridgeDaemon", dependencies: ["BeaconCore", "CSQLite", "DBus", "BlueZ", "HCI", "GZone"]),
     // libdbus-1, through pkg-config. Only the DBus module imports it.
     .systemLibrary(
