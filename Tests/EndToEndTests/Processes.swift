@@ -34,3 +34,18 @@ func launchDaemon(config: String, stateDirectory: String, bus: String) throws ->
   try daemon.run()
   return daemon
 }
+
+/// Writes `beaconbridge.conf` in `dir` for a daemon with no beacon: trips take the fallback
+/// device ID DEPOT-7 at once, and batches go to the `[Upload]` section's `upload` lines.
+func fallbackConfiguration(in dir: String, upload: String) throws -> String {
+  let path = dir + "/beaconbridge.conf"
+  try """
+  [Trips]
+  unresolvedPolicy = fallback
+  fallbackDeviceId = DEPOT-7
+  lateWindow = 0
+  [Upload]
+  \(upload)
+  """.write(toFile: path, atomically: true, encoding: .utf8)
+  return path
+}
