@@ -21,16 +21,27 @@ func waitForExit(_ process: Process, seconds: Double = 30) async -> Bool {
   return true
 }
 
-/// Starts `beaconbridge run` on a bus, with its log discarded and no NOTIFY_SOCKET.
-func launchDaemon(config: String, stateDirectory: String, bus: String) throws -> Process {
+/// Starts `beaconbridge run` on a bus, outside systemd (no NOTIFY_SOCKET, no JOURNAL_STREAM)
+/// unless `environment` says otherwise; its stderr goes to the file `log`, or nowhere.
+func launchDaemon(
+  config: String, stateDirectory: String, bus: String, environment overrides: [String: String] = [:],
+  log: String? = nil
+) throws -> Process {
   let daemon = Process()
   daemon.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
   daemon.arguments = ["run", "--config", config, "--state-dir", stateDirectory]
   var environment = ProcessInfo.processInfo.environment
   environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus
   environment.removeValue(forKey: "NOTIFY_SOCKET")
+  environment.removeValue(forKey: "JOURNAL_STREAM")
+  environment.merge(overrides) { $1 }
   daemon.environment = environment
-  daemon.standardError = FileHandle.nullDevice
+  if let log {
+    _ = FileManager.default.createFile(atPath: log, contents: nil)
+    daemon.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+  } else {
+    daemon.standardError = FileHandle.nullDevice
+  }
   try daemon.run()
   return daemon
 }
