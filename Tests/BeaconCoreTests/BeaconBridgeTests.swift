@@ -80,7 +80,8 @@ import Testing
     #expect(await bridge.status.outboundBatches == 4)
     // Backoff: 1 s, 2 s, 4 s.
     var delays: [Double] = []
-    while host.posted.count < 4 {
+    // Bounded: a bridge that kept retrying without delivering fails here rather than hanging.
+    while host.posted.count < 4, delays.count < 10 {
       let due = try #require(await bridge.nextDeadline)
       delays.append(due.seconds)
       clock.set(seconds: due.seconds)

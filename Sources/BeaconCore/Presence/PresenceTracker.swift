@@ -155,9 +155,6 @@ public struct PresenceTracker: Sendable {
     }
   }
 
-  /// How many recent sightings the interval and loss estimate looks at.
-  static let historyLength = SightingHistory.capacity
-
   /// The beacons in range, in no particular order (every reader sorts or takes a minimum).
   private var entries: [Entry] = []
   /// Where each beacon's entry is in `entries`.
@@ -260,22 +257,6 @@ public struct PresenceTracker: Sendable {
   public var nextDeadline: Timestamp? {
     entries.lazy.map { [exitRule] in $0.beacon.lastSeen + $0.exitAfter(exitRule) }.min()
   }
-
-  /// How long silence must last before a beacon exits, from its recent sightings: the
-  /// straightforward formula over the sighting times, oldest first. `observe` gets the same
-  /// result from `SightingHistory`'s running state (a test holds them equal).
-  func exitDelay(_ recent: [Timestamp]) -> Double {
-    guard recent.count >= 3 else { return settings.exitTimeout }
-    var interval = Double.infinity
-    for (a, b) in zip(recent, recent.dropFirst()) where b - a > SightingHistory.minimumGap {
-      interval = min(interval, b - a)
-    }
-    return ExitRule(settings).delay(
-      count: recent.count, interval: interval, span: recent.last! - recent.first!)
-  }
-
-  /// The exit delay from a `SightingHistory`, as `observe` computes it.
-  func exitDelay(_ history: SightingHistory) -> Double { exitRule.delay(history) }
 
   /// Removes a beacon's entry (not its address index), moving the last entry into its place.
   private mutating func remove(_ id: BeaconID) {

@@ -31,21 +31,10 @@ public struct Daemon: Sendable {
     self.environment = environment
   }
 
-  /// Reads the configuration. A missing default file means the defaults; a missing explicit one
-  /// is an error.
-  public func loadConfiguration() throws(KeyFileError) -> DaemonConfiguration {
-    guard FileManager.default.fileExists(atPath: configPath) else {
-      if configPathIsExplicit { throw KeyFileError(file: configPath, line: 0, message: "no such file") }
-      return DaemonConfiguration()
-    }
-    let bytes: [UInt8]
-    do { bytes = try InputReader.read(configPath, limit: DaemonConfiguration.maximumFileSize) } catch {
-      throw KeyFileError(file: configPath, line: 0, message: "cannot read it: \(error.reason)")
-    }
-    guard let text = String(validating: bytes, as: UTF8.self) else {
-      throw KeyFileError(file: configPath, line: 0, message: "cannot read it: it is not UTF-8 text")
-    }
-    return try DaemonConfiguration.parse(text, file: configPath)
+  /// Reads the configuration (`DaemonConfiguration.load`): a missing default file means the
+  /// defaults; a missing explicit one is an error.
+  private func loadConfiguration() throws(KeyFileError) -> DaemonConfiguration {
+    try DaemonConfiguration.load(path: configPathIsExplicit ? configPath : nil)
   }
 
   /// Runs until SIGTERM/SIGINT; returns the exit status.

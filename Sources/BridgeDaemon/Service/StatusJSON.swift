@@ -39,6 +39,18 @@ extension OutboxSummary {
       "oldestAgeSeconds": oldestAge.map { .double($0.rounded()) } ?? .null,
     ])
   }
+
+  /// The counts and why each dead letter was refused, as the support bundle's `outbox.json`.
+  public func json(deadLetters: [(key: String, reason: String)]) -> JSONValue {
+    guard case .object(var fields) = json else { return json }
+    fields["deadLetterReasons"] = .array(deadLetters.map(Self.deadLetterJSON))
+    return .object(fields)
+  }
+
+  /// A refused batch, `{"key", "reason"}`, as `TripRetry` answers and the bundle lists it.
+  static func deadLetterJSON(key: String, reason: String) -> JSONValue {
+    .object(["key": .string(key), "reason": .string(reason)])
+  }
 }
 
 extension TrackedBeacon {

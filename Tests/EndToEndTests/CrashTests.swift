@@ -1,6 +1,7 @@
 import BeaconCore
 import BeaconTestSupport
 import BlueZ
+import BlueZTestSupport
 import DBus
 import DBusTestSupport
 import Foundation
@@ -25,18 +26,14 @@ struct CrashTests {
     let backend = try FakeBackend(["--fail-rate", "0.2", "--drop-rate", "0.1", "--seed", "11"])
     let dir = try scratchDirectory("crash")
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let config = dir + "/beaconbridge.conf"
     // No beacon in this test: trips take the fallback device ID at once.
-    try """
-    [Trips]
-    unresolvedPolicy = fallback
-    fallbackDeviceId = DEPOT-7
-    lateWindow = 0
-    [Upload]
-    URL = \(backend.url.absoluteString)
-    postRetryInitial = 0.05
-    postRetryMax = 0.5
-    """.write(toFile: config, atomically: true, encoding: .utf8)
+    let config = try fallbackConfiguration(
+      in: dir,
+      upload: """
+        URL = \(backend.url.absoluteString)
+        postRetryInitial = 0.05
+        postRetryMax = 0.5
+        """)
     let test = DaemonEndToEndTests()
 
     func startDaemon() throws -> Process {
