@@ -24,6 +24,9 @@ final class Doorbell: Sendable {
     waiter?.resume()
   }
 
+  /// A ring is kept for the next `wait()`.
+  var isRung: Bool { state.withLock { $0.rung } }
+
   /// Returns after the next ring (or at once for one that came meanwhile), or when the task is
   /// cancelled.
   func wait() async {
