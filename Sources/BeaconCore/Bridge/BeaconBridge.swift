@@ -294,7 +294,9 @@ public actor BeaconBridge {
           tripId: trip.tripId, startedAt: trip.startedAt, endedAt: trip.endedAt, resolution: trip.resolution,
           heldBatches: pipeline.tagger.heldBatches(trip.tripId).count)
       },
-      outboundBatches: outbound.count, pairings: pipeline.pairings.pairings)
+      outboundBatches: outbound.count, pairings: pipeline.pairings.pairings, now: now,
+      health: pipeline.health.health, pairedBeacons: pipeline.pairedBeacons,
+      ignoredFrames: pipeline.health.ignoredFrames)
   }
 
   // MARK: Internals
@@ -424,4 +426,54 @@ public struct BridgeStatus: Hashable, Sendable {
   public var trips: [Trip]
   public var outboundBatches: Int
   public var pairings: [Pairing]
+  /// The bridge's time when the snapshot was taken (ages are measured from it).
+  public var now: Timestamp = .zero
+  /// What beacons said about themselves (TLM, URL), by beacon.
+  public var health: [BeaconID: BeaconHealth] = [:]
+  /// Every paired beacon heard since the bridge started, with its health.
+  public var pairedBeacons: [PairedBeaconStatus] = []
+  /// Frames of known kinds that are not decoded, counted by `IgnoredFrame.kind`.
+  public var ignoredFrames: [String: Int] = [:]
+}
+
+/// One paired beacon as `status` shows it: presence, signal, and what it said about itself.
+public struct PairedBeaconStatus: Hashable, Sendable {
+  public var id: BeaconID
+  public var pairing: Pairing
+  public var inRange: Bool
+  /// The last sighting of its identity (or of its linked TLM).
+  public var lastSeen: Timestamp?
+  public var lastRSSI: Int?
+  public var smoothedRSSI: Double?
+  public var powerAt1m: Int?
+  /// Packet loss as presence estimates it (`PresenceTracker.packetLoss`); nil out of range.
+  public var packetLoss: Double?
+  public var health: BeaconHealth
+}
+
+extension BeaconPipeline {
+  /// Every paired beacon in range, departed, or with health on record, by identity.
+  public var pairedBeacons: [PairedBeaconStatus] {
+    var out: [BeaconID: PairedBeaconStatus] = [:]
+    for b in tracker.inRange {
+      guard let pairing = pairings.pairing(for: b.id) else { continue }
+      out[b.id] = PairedBeaconStatus(
+        id: b.id, pairing: pairing, inRange: true, lastSeen: b.lastSeen, lastRSSI: b.lastRSSI,
+        smoothedRSSI: b.smoothedRSSI, powerAt1m: b.powerAt1m, packetLoss: tracker.packetLoss(b.id),
+        health: health.health[b.id] ?? BeaconHealth())
+    }
+    for (id, lastSeen) in health.departedLastSeen where out[id] == nil {
+      guard let pairing = pairings.pairing(for: id) else { continue }
+      out[id] = PairedBeaconStatus(
+        id: id, pairing: pairing, inRange: false, lastSeen: lastSeen, lastRSSI: nil, smoothedRSSI: nil,
+        powerAt1m: nil, packetLoss: nil, health: health.health[id] ?? BeaconHealth())
+    }
+    for (id, entry) in health.health where out[id] == nil {
+      guard let pairing = pairings.pairing(for: id) else { continue }
+      out[id] = PairedBeaconStatus(
+        id: id, pairing: pairing, inRange: false, lastSeen: entry.telemetry?.heardAt, lastRSSI: nil,
+        smoothedRSSI: nil, powerAt1m: nil, packetLoss: nil, health: entry)
+    }
+    return out.values.sorted { $0.id < $1.id }
+  }
 }

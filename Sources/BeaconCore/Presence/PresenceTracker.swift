@@ -225,6 +225,24 @@ public struct PresenceTracker: Sendable {
     return (entries.count - 1, true)
   }
 
+  /// The beacons last heard from `address`, each heard at `since` or later, in identity order:
+  /// what a TLM or URL frame from that address is linked to.
+  func ids(heardFrom address: BluetoothAddress, since: Timestamp) -> [BeaconID] {
+    guard let ids = idsByAddress[address] else { return [] }
+    return ids.filter { id in indexByID[id].map { entries[$0].beacon.lastSeen >= since } ?? false }.sorted()
+  }
+
+  /// Packet loss as the exit rule estimates it: the share of the packets expected from the
+  /// beacon's advertising interval (its shortest recent gap) over its recent sightings that did
+  /// not arrive. nil for a beacon not in range or with fewer than 3 sightings.
+  public func packetLoss(_ id: BeaconID) -> Double? {
+    guard let index = indexByID[id] else { return nil }
+    let history = entries[index].history
+    guard history.count >= 3, history.interval.isFinite, history.interval > 0 else { return nil }
+    let expected = history.span / history.interval + 1
+    return max(0, expected - Double(history.count)) / expected
+  }
+
   /// The beacon at an index `record` returned.
   func beacon(at index: Int) -> TrackedBeacon { entries[index].tracked(settings.distance) }
 

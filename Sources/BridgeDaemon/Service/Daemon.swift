@@ -183,6 +183,10 @@ public struct Daemon: Sendable {
       logger.log(.error, "trip \(batch.tripId) batch \(batch.sequence) refused by the backend: \(reason)")
     case .beaconEntered(let beacon):
       logger.log(.debug, "beacon entered: \(beacon.id) at \(beacon.address)")
+    case .beaconHealth(let change):
+      let battery = change.health.telemetry?.batteryMillivolts.map { ", battery \($0) mV" } ?? ""
+      let level: LogRecord.Level = [.batteryRecovered, .seenAgain].contains(change.kind) ? .notice : .warning
+      logger.log(level, "paired beacon \(change.deviceId) (\(change.id)): \(change.kind.rawValue)\(battery)")
     default:
       break
     }
