@@ -136,7 +136,7 @@ import Testing
     let clock = TestClock()
     let host = RecordingHost()
     let bridge = BeaconBridge(host: host, clock: clock)
-    await bridge.setPairings([Fixtures.vanPairing])
+    // No pairing: a paired beacon that left keeps a deadline (its silence, for health).
     try await bridge.start()
     #expect(await bridge.nextDeadline == nil)
     let loop = Task { try await bridge.runDeadlines() }

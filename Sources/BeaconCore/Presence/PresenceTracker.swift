@@ -171,6 +171,9 @@ public struct PresenceTracker: Sendable {
   }
 
   /// The beacons in range, strongest first (then by identity, so the order is stable).
+  /// Whether any beacon is tracked: then every sighting may move `nextDeadline`.
+  public var isTracking: Bool { !entries.isEmpty }
+
   public var inRange: [TrackedBeacon] {
     entries.map { $0.tracked(settings.distance) }.sorted { a, b in
       switch (a.smoothedRSSI, b.smoothedRSSI) {
