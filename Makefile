@@ -23,7 +23,7 @@ demo: build
 	$(BIN) demo
 
 # Every tier the README promises. A tier that cannot run fails here; none is skipped.
-test: lint scenarios fuzz-short fuzz-hci-short fuzz-input-short test-io leakcheck test-unit test-system-files test-vm test-box
+test: lint scenarios fuzz-short fuzz-hci-short fuzz-input-short test-io leakcheck bench-check test-unit test-system-files test-vm test-box
 	@echo "make test: all tiers passed"
 
 # The suites that start daemons, mocks and HTTP servers as processes (the EndToEndTests target)
@@ -217,7 +217,7 @@ bench:
 	# As `make release` builds it (the Swift runtime linked in): the shared runtime's pages count
 	# in RSS too, about 6 MB more, so the daemon's memory is measured on what is shipped.
 	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridge
-	$(SWIFT) build -c release --product BeaconBench
+	$(SWIFT) build -c release $(SWIFTFLAGS) --product BeaconBench
 	/usr/bin/python3 Benchmarks/run.py --beaconbridge .build/release/beaconbridge \
 	  --bench .build/release/BeaconBench --emitter .build/bench/bench-emitter \
 	  --python $(BENCH_VENV)/bin/python --bleak-script Benchmarks/bleak_consumer.py \
@@ -259,3 +259,18 @@ fuzz-input-short:
 
 test-box: deb
 	scripts/test-box.sh $(DEB)
+
+# --- Instructions per advertisement (issue 19): a regression gate that a noisy machine cannot
+# fool. callgrind counts the instructions BeaconCore's parse + track and whole pipeline execute
+# per advertisement (Benchmarks/instructions.py); more than 10% over the committed baseline
+# (Benchmarks/instructions-baseline.json) fails. `make bench-baseline` rewrites the baseline.
+.PHONY: bench-check bench-baseline
+bench-check:
+	@scripts/install-deps.sh build
+	@scripts/install-deps.sh test
+	$(SWIFT) build -c release $(SWIFTFLAGS) --product BeaconBench
+	/usr/bin/python3 Benchmarks/instructions.py --bench .build/release/BeaconBench
+bench-baseline:
+	@scripts/install-deps.sh test
+	$(SWIFT) build -c release $(SWIFTFLAGS) --product BeaconBench
+	/usr/bin/python3 Benchmarks/instructions.py --bench .build/release/BeaconBench --update

@@ -32,13 +32,18 @@ func emit(_ object: [String: Any]) {
 
 var repeats = 5
 var advertisements = 2_000_000
+/// `--instructions N`: only run the two counted loops below over N advertisements, for
+/// `valgrind --tool=callgrind --toggle-collect=…` (scripts/bench-check.sh).
+var instructions: Int?
 var arguments = CommandLine.arguments.dropFirst()
 while let flag = arguments.popFirst() {
   switch flag {
   case "--repeats": repeats = Int(arguments.popFirst() ?? "") ?? repeats
   case "--advertisements": advertisements = Int(arguments.popFirst() ?? "") ?? advertisements
+  case "--instructions": instructions = Int(arguments.popFirst() ?? "")
   default:
-    FileHandle.standardError.write(Data("usage: BeaconBench [--repeats N] [--advertisements M]\n".utf8))
+    FileHandle.standardError.write(
+      Data("usage: BeaconBench [--repeats N] [--advertisements M] [--instructions N]\n".utf8))
     exit(2)
   }
 }
@@ -93,6 +98,36 @@ func rate<Item>(
     }
     return Double(advertisements) / (threadCPU() - start)
   }
+}
+
+/// Parse + track over `count` advertisements: what callgrind counts for "core" (its name is
+/// matched by `--toggle-collect=*countedParseTrack*`).
+@inline(never)
+func countedParseTrack(_ count: Int) -> Int {
+  var tracker = PresenceTracker()
+  _ = rate(ads, count) { _, ad, time in
+    for frame in BeaconFrameParser.parse(ad).frames { _ = tracker.observe(frame, from: ad, at: time) }
+  }
+  return tracker.inRange.count
+}
+
+/// The whole pipeline over `count` advertisements (`--toggle-collect=*countedPipeline*`).
+@inline(never)
+func countedPipeline(_ count: Int) -> Int {
+  let pairings = PairingSet(
+    (0..<3).map { Pairing(uuid: uuid, major: 1, minor: UInt16($0), deviceId: "UNIT-\($0)") })
+  var pipeline = BeaconPipeline(pairings: pairings)
+  var steps = 0
+  _ = rate(events, count) { i, event, time in
+    steps &+= pipeline.ingest(event, at: time).count
+    if i % 2000 == 0 { steps &+= pipeline.tick(at: time).count }
+  }
+  return steps
+}
+
+if let instructions {
+  print("{\"inRange\": \(countedParseTrack(instructions)), \"steps\": \(countedPipeline(instructions))}")
+  exit(0)
 }
 
 // 1. Core throughput.
