@@ -73,6 +73,8 @@ let package = Package(
     .testTarget(name: "HCITests", dependencies: ["HCI", "HCIParsing", "BeaconCore"], exclude: ["Fixtures"]),
     // `make bench`: BeaconCore throughput and trip-start latency, release-built. Not run by tests.
     .executableTarget(name: "BeaconBench", dependencies: ["BeaconCore"], path: "Benchmarks/BeaconBench"),
+    .executableTarget(
+      name: "DBusPathBench", dependencies: ["BeaconCore", "BlueZ", "DBus"], path: "Benchmarks/DBusPathBench"),
   ],
   swiftLanguageModes: [.v6]
 )

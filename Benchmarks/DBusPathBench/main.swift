@@ -1,0 +1,58 @@
+// `make bench-check`, D-Bus part: the daemon's scan path (SignalSocket, the Device1 fast decoder,
+// the device mirror, the BlueZ source's batches, then BeaconPipeline) in a process whose main
+// thread is not a Swift async main, so that valgrind 3.19 can run it (it dies in libdispatch's
+// `_dispatch_sigsuspend` once an async main parks; see scripts/leakcheck.sh).
+//
+//   DBusPathBench BUS_ADDRESS COUNT
+//
+// Connects to BUS_ADDRESS's org.bluez (the bench's C emitter), prints "ready" once discovery
+// runs, then consumes until COUNT sightings went through the pipeline, prints "done COUNT" and
+// exits. Benchmarks/instructions.py runs it under callgrind for two counts; the slope is the cost
+// of one advertisement.
+
+import BeaconCore
+import BlueZ
+import DBus
+import Foundation
+import Synchronization
+
+let arguments = CommandLine.arguments
+guard arguments.count == 3, let count = Int(arguments[2]), count >= 0 else {
+  FileHandle.standardError.write(Data("usage: DBusPathBench BUS_ADDRESS COUNT\n".utf8))
+  exit(2)
+}
+let address = arguments[1]
+
+/// One line on stdout, unbuffered (the driver waits for it).
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+
+let finished = DispatchSemaphore(value: 0)
+let outcome = Mutex<Int32>(0)
+
+Task.detached {
+  let source = BlueZAdvertisementSource(bus: .address(address), adapter: "hci0")
+  do {
+    let batches = try await source.eventBatches()
+    say("ready")
+    var pipeline = BeaconPipeline(pairings: PairingSet([]))
+    var sightings = 0
+    var time = 0.0
+    if count > 0 {
+      loop: for try await batch in batches {
+        for event in batch {
+          if case .sighting = event { sightings += 1 }
+          time += 0.0005
+          _ = pipeline.ingest(event, at: Timestamp(seconds: time))
+          if sightings >= count { break loop }
+        }
+      }
+    }
+    say("done \(sightings)")
+  } catch {
+    FileHandle.standardError.write(Data("DBusPathBench: \(error)\n".utf8))
+    outcome.withLock { $0 = 1 }
+  }
+  finished.signal()
+}
+finished.wait()
+exit(outcome.withLock { $0 })
