@@ -1,6 +1,10 @@
 import BeaconCore
 import DBus
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// What a scan keeps of one Device1: the fields an advertisement is made of, and those pruning
 /// needs. Typed fields instead of BlueZ's whole property dictionary, because a busy street (or a
 /// flood of random addresses) means thousands of devices: the dictionary of `DBusValue`s cost
@@ -123,11 +127,14 @@ struct DeviceKey: Hashable, Sendable {
   /// Reads `/org/bluez/hciN/dev_XX_XX_XX_XX_XX_XX` in place; nil for any other path (the generic
   /// path then handles the signal).
   init?(wirePath path: WireString) {
-    let prefix = "/org/bluez/hci".utf8
+    // memcmp against a static string: `starts(with: "…".utf8)` walked String.UTF8View's indices,
+    // about 550 instructions per signal (callgrind, make bench-check).
+    let prefix: StaticString = "/org/bluez/hci"
+    let prefixCount = prefix.utf8CodeUnitCount
     let count = path.count
-    guard count >= prefix.count + 23 else { return nil }
+    guard count >= prefixCount + 23 else { return nil }
     let bytes = path.bytes
-    guard bytes.starts(with: prefix) else { return nil }
+    guard memcmp(bytes.baseAddress!, prefix.utf8Start, prefixCount) == 0 else { return nil }
     // …N/dev_ then 17 characters.
     let devStart = count - 22
     guard bytes[devStart] == UInt8(ascii: "/"), bytes[devStart + 1] == UInt8(ascii: "d"),
@@ -135,7 +142,7 @@ struct DeviceKey: Hashable, Sendable {
       bytes[devStart + 4] == UInt8(ascii: "_")
     else { return nil }
     // "hciN" by the one adapter rule, so this key equals the generic path's `adapterID`.
-    guard prefix.count < devStart, let adapter = HCIDeviceID(utf8: bytes[(prefix.count - 3)..<devStart])
+    guard prefixCount < devStart, let adapter = HCIDeviceID(utf8: bytes[(prefixCount - 3)..<devStart])
     else {
       return nil
     }
