@@ -25,7 +25,11 @@ let package = Package(
     // SQLite, from Debian's libsqlite3-dev.
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     // The daemon's parts: configuration file, store, and (to come) uploader and D-Bus service.
-    .target(name: "BridgeDaemon", dependencies: ["BeaconCore", "CSQLite", "DBus", "BlueZ", "HCI", "GZone"]),
+    .target(
+      name: "BridgeDaemon", dependencies: ["BeaconCore", "CSQLite", "CCurl", "DBus", "BlueZ", "HCI", "GZone"]),
+    // libcurl (OpenSSL flavour), from Debian's libcurl4-openssl-dev: the uploader's and the
+    // G-Zone poller's HTTP. Only BridgeDaemon/Upload/CurlClient.swift imports it.
+    .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
     // libdbus-1, through pkg-config. Only the DBus module imports it.
     .systemLibrary(
       name: "CDBus",
@@ -48,7 +52,8 @@ let package = Package(
       dependencies: ["BeaconCore", "BeaconTestSupport"]
     ),
     .testTarget(
-      name: "BridgeDaemonTests", dependencies: ["BridgeDaemon", "BeaconCore", "BeaconTestSupport", "BlueZ", "GZone"]),
+      name: "BridgeDaemonTests",
+      dependencies: ["BridgeDaemon", "BeaconCore", "BeaconTestSupport", "BlueZ", "GZone"]),
     .testTarget(
       name: "BeaconBridgeCLITests",
       dependencies: ["BeaconBridgeCLI", "BeaconCore", "BeaconTestSupport"]

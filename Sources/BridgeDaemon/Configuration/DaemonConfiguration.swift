@@ -27,6 +27,9 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public var tokenFile: String?
   /// Seconds one upload request may take before it counts as failed (and is retried).
   public var uploadTimeout: Double = 30
+  /// `[Upload] CAFile`, `CertFile`, `KeyFile`: the CA to trust and the client certificate and
+  /// key for mutual TLS (absolute paths; a certificate needs its key and a key its certificate).
+  public var uploadTLS = TLSFiles()
   /// The outbox refuses new batches beyond this many.
   public var outboxMaxBatches: Int = 100_000
   /// `[GZone]`: the G-Zone poller (docs/gzone.md); disabled unless its URLs are set.
@@ -42,7 +45,7 @@ public struct DaemonConfiguration: Hashable, Sendable {
   /// The daemon's own keys, by section.
   static let ownKeys: [String: [String]] = [
     "General": ["backend", "adapter"],
-    "Upload": ["URL", "TokenFile", "Timeout"],
+    "Upload": ["URL", "TokenFile", "Timeout", "CAFile", "CertFile", "KeyFile"],
     "Outbox": ["MaxBatches"],
     "GZone": GZoneConfiguration.keys,
   ]
@@ -83,6 +86,13 @@ public struct DaemonConfiguration: Hashable, Sendable {
       case ("Upload", "TokenFile"):
         guard entry.value.hasPrefix("/") else { throw fail("TokenFile must be an absolute path") }
         config.tokenFile = entry.value
+      case ("Upload", "CAFile"), ("Upload", "CertFile"), ("Upload", "KeyFile"):
+        guard entry.value.hasPrefix("/") else { throw fail("\(entry.key) must be an absolute path") }
+        switch entry.key {
+        case "CAFile": config.uploadTLS.caFile = entry.value
+        case "CertFile": config.uploadTLS.certFile = entry.value
+        default: config.uploadTLS.keyFile = entry.value
+        }
       case ("Outbox", "MaxBatches"):
         do { config.outboxMaxBatches = Int(try Self.maxBatchesRule.parse("MaxBatches", entry.value)) } catch {
           throw fail(error.description)
@@ -104,7 +114,10 @@ public struct DaemonConfiguration: Hashable, Sendable {
         do { try config.bridge.set(entry.key, to: entry.value) } catch { throw fail(error.description) }
       }
     }
-    let problems = config.bridge.problems() + config.gzone.problems()
+    var problems = config.bridge.problems() + config.gzone.problems()
+    if (config.uploadTLS.certFile == nil) != (config.uploadTLS.keyFile == nil) {
+      problems.append("[Upload] CertFile and KeyFile go together (mutual TLS needs both)")
+    }
     if let first = problems.first { throw KeyFileError(file: file, line: 0, message: first) }
     return config
   }

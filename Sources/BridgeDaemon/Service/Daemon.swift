@@ -229,7 +229,9 @@ struct DaemonHost: ScopeHost {
     guard let text = config.uploadURL, let url = URL(string: text) else {
       throw RetryablePostFailure("no [Upload] URL is configured; the batch waits in the outbox")
     }
-    try await HTTPUploader(url: url, tokenFile: config.tokenFile, timeout: config.uploadTimeout).post(batch)
+    try await HTTPUploader(
+      url: url, tokenFile: config.tokenFile, timeout: config.uploadTimeout, tls: config.uploadTLS
+    ).post(batch)
   }
 }
 
