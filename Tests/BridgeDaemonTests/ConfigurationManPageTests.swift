@@ -41,6 +41,7 @@ import Testing
     out["Upload.URL"] = "unset"
     out["Upload.TokenFile"] = "unset"
     out["Upload.Timeout"] = "`\(Int(defaults.uploadTimeout))`"
+    for key in ["CAFile", "CertFile", "KeyFile"] { out["Upload." + key] = "unset" }
     out["Outbox.MaxBatches"] = "`\(defaults.outboxMaxBatches)`"
     for key in GZoneConfiguration.keys { out["GZone." + key] = "unset" }
     out["GZone.TokenFile"] = "`[Upload]`'s"
@@ -92,6 +93,8 @@ import Testing
       case "rssiFilter": value = "kalman"
       case let name where name.hasSuffix("URL"): value = "https://example.org/x"
       case "TokenFile": value = "/etc/beaconbridge/token"
+      case "CAFile", "CertFile", "KeyFile": value = "/etc/beaconbridge/tls.pem"
+      case "sending": value = "postTrip"
       case "dwellSightings", "MaxBatches", "Interval", "Timeout": value = "30"
       case "fallbackDeviceId", "deviceId", "UnitId", "PolicyNumber", "UserId": value = "X"
       default: value = "0.2"
@@ -101,6 +104,8 @@ import Testing
         value = String(documented.dropFirst().dropLast())
       }
       var text = "[\(parts[0])]\n\(parts[1]) = \(value)\n"
+      // A client key needs its certificate.
+      if parts[1] == "KeyFile" { text += "CertFile = /etc/beaconbridge/client.pem\n" }
       if parts[0] == "GZone", parts[1].hasSuffix("URL") {
         text =
           "[GZone]\n"

@@ -241,9 +241,9 @@ import Testing
     #expect(backend.received().map(\.status) == ["200"])
   }
 
-  @Test func aCertificateWithoutItsKeyIsAConfigurationError() throws {
+  @Test func aKeyWithoutItsCertificateIsAConfigurationError() throws {
     #expect(throws: KeyFileError.self) {
-      try DaemonConfiguration.parse("[Upload]\nCertFile = /etc/beaconbridge/client.pem\n", file: "c.conf")
+      try DaemonConfiguration.parse("[Upload]\nKeyFile = /etc/beaconbridge/client.key\n", file: "c.conf")
     }
     let config = try DaemonConfiguration.parse(
       "[Upload]\nCAFile = /ca.pem\nCertFile = /c.pem\nKeyFile = /c.key\n", file: "c.conf")

@@ -13,7 +13,7 @@ import Testing
   /// The daemon's own keys, by section (besides the core's `BridgeConfiguration.keys`).
   static let ownKeys: [(section: String, key: String)] = [
     ("General", "backend"), ("General", "adapter"), ("Upload", "URL"), ("Upload", "TokenFile"),
-    ("Upload", "Timeout"),
+    ("Upload", "Timeout"), ("Upload", "CAFile"), ("Upload", "CertFile"), ("Upload", "KeyFile"),
     ("Outbox", "MaxBatches"),
   ]
 

@@ -28,7 +28,8 @@ public struct DaemonConfiguration: Hashable, Sendable {
   /// Seconds one upload request may take before it counts as failed (and is retried).
   public var uploadTimeout: Double = 30
   /// `[Upload] CAFile`, `CertFile`, `KeyFile`: the CA to trust and the client certificate and
-  /// key for mutual TLS (absolute paths; a certificate needs its key and a key its certificate).
+  /// key for mutual TLS (absolute paths; a key needs its certificate; a certificate without
+  /// `KeyFile` carries its key in the same PEM file).
   public var uploadTLS = TLSFiles()
   /// The outbox refuses new batches beyond this many.
   public var outboxMaxBatches: Int = 100_000
@@ -115,8 +116,8 @@ public struct DaemonConfiguration: Hashable, Sendable {
       }
     }
     var problems = config.bridge.problems() + config.gzone.problems()
-    if (config.uploadTLS.certFile == nil) != (config.uploadTLS.keyFile == nil) {
-      problems.append("[Upload] CertFile and KeyFile go together (mutual TLS needs both)")
+    if config.uploadTLS.keyFile != nil, config.uploadTLS.certFile == nil {
+      problems.append("[Upload] KeyFile needs CertFile (the client certificate it belongs to)")
     }
     if let first = problems.first { throw KeyFileError(file: file, line: 0, message: first) }
     return config
