@@ -26,7 +26,11 @@ let package = Package(
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     // The daemon's parts: configuration file, store, and (to come) uploader and D-Bus service.
     .target(
-      name: "BridgeDaemon", dependencies: ["BeaconCore", "CSQLite", "CCurl", "DBus", "BlueZ", "HCI", "GZone"]),
+      name: "BridgeDaemon",
+      dependencies: ["BeaconCore", "CSQLite", "CCurl", "CMosquitto", "DBus", "BlueZ", "HCI", "GZone"]),
+    // libmosquitto (MQTT 5 client), from Debian's libmosquitto-dev: the MQTT sink. Only
+    // BridgeDaemon/Upload/MQTTClient.swift imports it.
+    .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
     // libcurl (OpenSSL flavour), from Debian's libcurl4-openssl-dev: the uploader's and the
     // G-Zone poller's HTTP. Only BridgeDaemon/Upload/CurlClient.swift imports it.
     .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),

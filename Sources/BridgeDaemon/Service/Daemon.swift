@@ -229,6 +229,10 @@ struct DaemonHost: ScopeHost {
     guard let text = config.uploadURL, let url = URL(string: text) else {
       throw RetryablePostFailure("no [Upload] URL is configured; the batch waits in the outbox")
     }
+    if let mqtt = config.mqttSettings {
+      try await MQTTUploader.post(batch, settings: mqtt)
+      return
+    }
     try await HTTPUploader(
       url: url, tokenFile: config.tokenFile, timeout: config.uploadTimeout, tls: config.uploadTLS
     ).post(batch)
