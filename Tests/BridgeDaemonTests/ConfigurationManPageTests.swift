@@ -43,6 +43,10 @@ import Testing
     out["Upload.Timeout"] = "`\(Int(defaults.uploadTimeout))`"
     for key in ["CAFile", "CertFile", "KeyFile"] { out["Upload." + key] = "unset" }
     out["Outbox.MaxBatches"] = "`\(defaults.outboxMaxBatches)`"
+    for key in MQTTOptions.keys { out["MQTT." + key] = "unset" }
+    out["MQTT.Topic"] = "`\(defaults.mqtt.topic)`"
+    out["MQTT.KeepAlive"] = "`\(defaults.mqtt.keepAlive)`"
+    out["MQTT.SessionExpiry"] = "`\(defaults.mqtt.sessionExpiry)`"
     for key in GZoneConfiguration.keys { out["GZone." + key] = "unset" }
     out["GZone.TokenFile"] = "`[Upload]`'s"
     out["GZone.Interval"] = "`\(Int(defaults.gzone.interval))`"
@@ -71,6 +75,7 @@ import Testing
     rules += [
       ("Upload.Timeout", DaemonConfiguration.timeoutRule),
       ("Outbox.MaxBatches", DaemonConfiguration.maxBatchesRule),
+      ("MQTT.KeepAlive", MQTTOptions.keepAliveRule), ("MQTT.SessionExpiry", MQTTOptions.sessionExpiryRule),
     ]
     for (key, rule) in rules {
       let cell = ranges[key] ?? "missing"
@@ -93,7 +98,8 @@ import Testing
       case "rssiFilter": value = "kalman"
       case let name where name.hasSuffix("URL"): value = "https://example.org/x"
       case "TokenFile": value = "/etc/beaconbridge/token"
-      case "CAFile", "CertFile", "KeyFile": value = "/etc/beaconbridge/tls.pem"
+      case "CAFile", "CertFile", "KeyFile", "PasswordFile": value = "/etc/beaconbridge/tls.pem"
+      case "ClientId", "Username": value = "bridge-7"
       case "sending": value = "postTrip"
       case "dwellSightings", "MaxBatches", "Interval", "Timeout": value = "30"
       case "fallbackDeviceId", "deviceId", "UnitId", "PolicyNumber", "UserId": value = "X"
