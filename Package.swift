@@ -29,11 +29,12 @@ let package = Package(
       name: "BridgeDaemon",
       dependencies: ["BeaconCore", "CSQLite", "CCurl", "CMosquitto", "DBus", "BlueZ", "HCI", "GZone"]),
     // libmosquitto (MQTT 5 client), from Debian's libmosquitto-dev: the MQTT sink. Only
-    // BridgeDaemon/Upload/MQTTClient.swift imports it.
-    .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+    // BridgeDaemon/Upload/MQTTClient.swift imports it. Not linked: dlopened on first use.
+    .systemLibrary(name: "CMosquitto", providers: [.apt(["libmosquitto-dev"])]),
     // libcurl (OpenSSL flavour), from Debian's libcurl4-openssl-dev: the uploader's and the
-    // G-Zone poller's HTTP. Only BridgeDaemon/Upload/CurlClient.swift imports it.
-    .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+    // G-Zone poller's HTTP. Only BridgeDaemon/Upload/CurlClient.swift imports it. Not linked:
+    // its shim dlopens libcurl.so.4 on the first request (no pkgConfig, so no -lcurl).
+    .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
     // libdbus-1, through pkg-config. Only the DBus module imports it.
     .systemLibrary(
       name: "CDBus",

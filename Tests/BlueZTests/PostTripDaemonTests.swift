@@ -59,6 +59,8 @@ struct PostTripDaemonTests {
     #expect(before["outbox"]?["undelivered"]?.intValue == 5)
     #expect(try test.cli(["status"], bus: bus, dir: dir).stdout.contains("5 waiting for the trip's end"))
     #expect(backend.received().isEmpty)
+    // Nothing uploaded yet: libcurl (and its TLS libraries) are not loaded (docs/PERFORMANCE.md).
+    #expect(!(try maps(daemon)).contains("/libcurl.so"))
 
     // A crash in the middle of the trip loses nothing, and does not send the batches early.
     kill(daemon.processIdentifier, SIGKILL)
@@ -78,7 +80,16 @@ struct PostTripDaemonTests {
     #expect(delivered.compactMap { $0.body["sequence"]?.intValue } == [0, 1, 2, 3, 4, 5])
     #expect(delivered.compactMap(\.key) == (0..<6).map { "t1#\($0)" })
     #expect(delivered.allSatisfy { $0.body["deviceId"]?.stringValue == "SERIAL-9" })
+    #expect(try maps(daemon).contains("/libcurl.so"))
     kill(daemon.processIdentifier, SIGTERM)
     #expect(await waitForExit(daemon))
   }
+}
+
+/// The libraries a process has mapped.
+func maps(_ process: Process) throws -> String {
+  // Read to the end: a /proc file says it is empty, so a reader that trusts its size stops early.
+  let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/\(process.processIdentifier)/maps"))
+  defer { try? handle.close() }
+  return String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
 }

@@ -73,12 +73,10 @@ struct HTTPTransferError: Error, Sendable, CustomStringConvertible {
 /// followed, and a proxy comes from the environment (`http_proxy`, `https_proxy`, `no_proxy`) as
 /// curl reads it.
 enum CurlClient {
-  /// `curl_global_init`, once, before any handle (it is not thread-safe on every libcurl).
-  private static let initialized: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
-
   static func perform(_ request: HTTPRequest) async throws(HTTPTransferError) -> HTTPResponse {
-    guard initialized else {
-      throw HTTPTransferError(code: CURLE_FAILED_INIT.rawValue, message: "curl_global_init failed")
+    // libcurl is loaded (and curl_global_init called) on the first request, not at start.
+    if let problem = bb_curl_load() {
+      throw HTTPTransferError(code: CURLE_FAILED_INIT.rawValue, message: String(cString: problem))
     }
     let transfer = Transfer(request)
     let result: Result<HTTPResponse, HTTPTransferError> = await withTaskCancellationHandler {
@@ -127,12 +125,12 @@ enum CurlClient {
 
     /// The transfer, on its own thread. The corresponding C function is `curl_easy_perform`.
     func run() -> Result<HTTPResponse, HTTPTransferError> {
-      guard let handle = curl_easy_init() else {
+      guard let handle = bb_curl_easy_init() else {
         return .failure(HTTPTransferError(code: CURLE_FAILED_INIT.rawValue, message: "curl_easy_init failed"))
       }
-      defer { curl_easy_cleanup(handle) }
+      defer { bb_curl_easy_cleanup(handle) }
       var headerList: UnsafeMutablePointer<curl_slist>?
-      defer { curl_slist_free_all(headerList) }
+      defer { bb_curl_slist_free_all(headerList) }
       var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
       let context = Unmanaged.passUnretained(self).toOpaque()
 
@@ -171,7 +169,7 @@ enum CurlClient {
           }
         }
         // No `Expect: 100-continue` round trip: the body goes with the headers.
-        for line in request.headers + ["Expect:"] { headerList = curl_slist_append(headerList, line) }
+        for line in request.headers + ["Expect:"] { headerList = bb_curl_slist_append(headerList, line) }
         set(bb_curl_set_headers(handle, headerList))
         set(bb_curl_set_pointer(handle, CURLOPT_WRITEDATA, context))
         set(
@@ -204,12 +202,12 @@ enum CurlClient {
             let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
             return transfer.cancelled.load(ordering: .relaxed) ? 1 : 0
           })
-        if code == CURLE_OK { code = curl_easy_perform(handle) }
+        if code == CURLE_OK { code = bb_curl_easy_perform(handle) }
       }
       guard code == CURLE_OK else {
         let detail = String(
           decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        var message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        var message = detail.isEmpty ? String(cString: bb_curl_easy_strerror(code)) : detail
         if tooLarge { message = "the reply is larger than \(HTTPRequest.maximumBodySize) bytes" }
         if code == CURLE_ABORTED_BY_CALLBACK { message = "cancelled" }
         return .failure(HTTPTransferError(code: code.rawValue, message: message))

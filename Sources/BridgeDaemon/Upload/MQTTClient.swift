@@ -69,34 +69,41 @@ final class MQTTClient: @unchecked Sendable {
     var early: [Int32: Int32] = [:]
   }
   private let state = Mutex(State())
-  private static let initialized: Bool = mosquitto_lib_init() == MOSQ_ERR_SUCCESS.rawValue
+  /// libmosquitto's functions, loaded on first use (`bb_mosquitto`).
+  private let api: bb_mosquitto_api
 
   init(_ settings: MQTTSettings) throws(RetryablePostFailure) {
     self.settings = settings
-    guard Self.initialized, let handle = mosquitto_new(settings.clientId, false, nil) else {
+    var problem: UnsafePointer<CChar>?
+    guard let loaded = bb_mosquitto(&problem) else {
+      throw RetryablePostFailure(
+        "MQTT: \(problem.map { String(cString: $0) } ?? "libmosquitto is not usable")")
+    }
+    api = loaded.pointee
+    guard let handle = api.new(settings.clientId, false, nil) else {
       throw RetryablePostFailure("MQTT: cannot make a libmosquitto client")
     }
     self.handle = handle
-    mosquitto_threaded_set(handle, true)
-    mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, 5)
+    _ = api.threaded_set(handle, true)
+    _ = api.int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, 5)
     if settings.tls {
       let files = settings.tlsFiles
-      let rc = mosquitto_tls_set(
+      let rc = api.tls_set(
         handle, files.caFile ?? "/etc/ssl/certs/ca-certificates.crt", nil, files.certFile,
         files.keyFile ?? files.certFile, nil)
       guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-        mosquitto_destroy(handle)
-        throw RetryablePostFailure("MQTT: the TLS files were refused: \(Self.text(rc))")
+        api.destroy(handle)
+        throw RetryablePostFailure("MQTT: the TLS files were refused: \(text(rc))")
       }
     }
-    mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
-    mosquitto_connect_v5_callback_set(handle) { _, context, rc, _, _ in
+    api.user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
+    api.connect_v5_callback_set(handle) { _, context, rc, _, _ in
       MQTTClient.from(context).connected(rc)
     }
-    mosquitto_disconnect_v5_callback_set(handle) { _, context, rc, _ in
+    api.disconnect_v5_callback_set(handle) { _, context, rc, _ in
       MQTTClient.from(context).disconnected(rc)
     }
-    mosquitto_publish_v5_callback_set(handle) { _, context, mid, reason, _ in
+    api.publish_v5_callback_set(handle) { _, context, mid, reason, _ in
       MQTTClient.from(context).acknowledged(mid, reason)
     }
     // The thread holds the client until it is stopped.
@@ -112,19 +119,21 @@ final class MQTTClient: @unchecked Sendable {
         }, context) == 0
     else {
       Unmanaged<MQTTClient>.fromOpaque(context).release()
-      mosquitto_destroy(handle)
+      api.destroy(handle)
       throw RetryablePostFailure("MQTT: no thread for the client")
     }
     pthread_detach(thread)
   }
 
-  deinit { mosquitto_destroy(handle) }
+  deinit { api.destroy(handle) }
 
   private static func from(_ context: UnsafeMutableRawPointer?) -> MQTTClient {
     Unmanaged<MQTTClient>.fromOpaque(context!).takeUnretainedValue()
   }
 
-  static func text(_ rc: Int32) -> String { String(cString: mosquitto_strerror(rc)) }
+  static func string(_ text: UnsafePointer<CChar>?) -> String { text.map { String(cString: $0) } ?? "?" }
+
+  func text(_ rc: Int32) -> String { Self.string(api.strerror(rc)) }
 
   /// Stops the client thread; it disconnects and releases the client.
   func stop() { state.withLock { $0.stopped = true } }
@@ -135,37 +144,37 @@ final class MQTTClient: @unchecked Sendable {
     var delay: UInt32 = 1
     while !state.withLock({ $0.stopped }) {
       var properties: OpaquePointer?
-      mosquitto_property_add_int32(
+      _ = api.property_add_int32(
         &properties, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), UInt32(settings.sessionExpiry))
       if let username = settings.username {
         var password: String?
         if let file = settings.passwordFile {
           do { password = try TokenFile.read(file) } catch {
             state.withLock { $0.lastError = "the password file is refused: \(error.description)" }
-            mosquitto_property_free_all(&properties)
+            api.property_free_all(&properties)
             sleep(delay)
             delay = min(delay * 2, 30)
             continue
           }
         }
-        mosquitto_username_pw_set(handle, username, password)
+        _ = api.username_pw_set(handle, username, password)
       }
-      let rc = mosquitto_connect_bind_v5(
+      let rc = api.connect_bind_v5(
         handle, settings.host, Int32(settings.port), Int32(settings.keepAlive), nil, properties)
-      mosquitto_property_free_all(&properties)
+      api.property_free_all(&properties)
       if rc != MOSQ_ERR_SUCCESS.rawValue {
-        let reason = rc == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : Self.text(rc)
+        let reason = rc == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : text(rc)
         state.withLock { $0.lastError = "cannot connect to \(settings.host):\(settings.port): \(reason)" }
         sleep(delay)
         delay = min(delay * 2, 30)
         continue
       }
       while !state.withLock({ $0.stopped }) {
-        let rc = mosquitto_loop(handle, 500, 1)
+        let rc = api.loop(handle, 500, 1)
         if rc != MOSQ_ERR_SUCCESS.rawValue {
           state.withLock {
             $0.connected = false
-            if $0.lastError.isEmpty { $0.lastError = "connection lost: \(Self.text(rc))" }
+            if $0.lastError.isEmpty { $0.lastError = "connection lost: \(text(rc))" }
           }
           break
         }
@@ -175,7 +184,7 @@ final class MQTTClient: @unchecked Sendable {
       sleep(delay)
       delay = min(delay * 2, 30)
     }
-    mosquitto_disconnect(handle)
+    _ = api.disconnect(handle)
     // Waiters left get a failure; nothing more will be acknowledged.
     let waiters = state.withLock { state in
       defer { state.waiters = [:] }
@@ -191,7 +200,7 @@ final class MQTTClient: @unchecked Sendable {
         $0.lastError = ""
       } else {
         $0.connected = false
-        $0.lastError = "the broker refused the connection: \(String(cString: mosquitto_reason_string(rc)))"
+        $0.lastError = "the broker refused the connection: \(Self.string(api.reason_string(rc)))"
       }
     }
   }
@@ -199,7 +208,7 @@ final class MQTTClient: @unchecked Sendable {
   private func disconnected(_ rc: Int32) {
     state.withLock {
       $0.connected = false
-      if $0.lastError.isEmpty { $0.lastError = "disconnected (\(Self.text(rc)))" }
+      if $0.lastError.isEmpty { $0.lastError = "disconnected (\(text(rc)))" }
     }
   }
 
@@ -231,15 +240,15 @@ final class MQTTClient: @unchecked Sendable {
       throw RetryablePostFailure("not sent: \(broker) is not connected: \(reason)")
     }
     var properties: OpaquePointer?
-    mosquitto_property_add_string_pair(
+    _ = api.property_add_string_pair(
       &properties, Int32(MQTT_PROP_USER_PROPERTY.rawValue), "Idempotency-Key", key)
-    defer { mosquitto_property_free_all(&properties) }
+    defer { api.property_free_all(&properties) }
     var mid: Int32 = 0
     let rc = payload.withUnsafeBytes { bytes in
-      mosquitto_publish_v5(handle, &mid, topic, Int32(bytes.count), bytes.baseAddress, 1, false, properties)
+      api.publish_v5(handle, &mid, topic, Int32(bytes.count), bytes.baseAddress, 1, false, properties)
     }
     guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-      throw RetryablePostFailure("not sent: \(broker): \(Self.text(rc))")
+      throw RetryablePostFailure("not sent: \(broker): \(text(rc))")
     }
     let timeout = settings.timeout
     let message = mid
@@ -265,7 +274,7 @@ final class MQTTClient: @unchecked Sendable {
     case -1: throw RetryablePostFailure("\(broker): the client stopped before the PUBACK")
     default:
       throw RetryablePostFailure(
-        "\(broker) refused the message: \(String(cString: mosquitto_reason_string(reason)))")
+        "\(broker) refused the message: \(Self.string(api.reason_string(reason)))")
     }
   }
 }
