@@ -26,9 +26,9 @@ demo: build
 test: lint scenarios fuzz-short fuzz-hci-short fuzz-input-short test-io leakcheck test-unit test-system-files test-vm test-box
 	@echo "make test: all tiers passed"
 
-# The suites that start daemons, mocks and HTTP servers as processes run one at a time after the
-# rest, so that a two-core machine does not starve their timing.
-PROCESS_SUITES := GZoneEndToEndTests|DaemonEndToEndTests|DaemonWithoutHardwareTests|CrashTests|OfflineDrainTests|DiagnoseTests|DeadLetterTests|ScanCommandTests|PairNearestTests|IdentifierDoorTests|HTTPFaultTests|MQTTSinkTests|PostTripDaemonTests
+# The suites that start daemons, mocks and HTTP servers as processes (the EndToEndTests target)
+# run one at a time after the rest, so that a two-core machine does not starve their timing.
+PROCESS_SUITES := ^EndToEndTests\.|HTTPFaultTests|MQTTSinkTests
 test-unit:
 	@scripts/install-deps.sh build
 	@scripts/install-deps.sh test

@@ -24,7 +24,8 @@ let package = Package(
     .executableTarget(name: "beaconbridge", dependencies: ["BeaconBridgeCLI", "BridgeDaemon"]),
     // SQLite, from Debian's libsqlite3-dev.
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-    // The daemon's parts: configuration file, store, and (to come) uploader and D-Bus service.
+    // The daemon's parts: configuration file, store, uploader, G-Zone poller, health (doctor,
+    // redaction), and the services (scan, D-Bus API, watchdog) that `run` groups.
     .target(
       name: "BridgeDaemon",
       dependencies: ["BeaconCore", "CSQLite", "CCurl", "CMosquitto", "DBus", "BlueZ", "HCI", "GZone"]),
@@ -48,9 +49,21 @@ let package = Package(
     // Test-only: a private dbus-daemon and python-dbusmock processes.
     .target(name: "DBusTestSupport", dependencies: ["DBus"]),
     .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
+    // Test-only: bluetoothd's stand-in (python-dbusmock's bluez5 template) on a private bus.
+    .target(name: "BlueZTestSupport", dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BeaconCore"]),
     .testTarget(
       name: "BlueZTests",
-      dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BeaconCore", "BeaconTestSupport"]
+      dependencies: [
+        "BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport", "BeaconCore", "BeaconTestSupport",
+      ]
+    ),
+    // The daemon and the CLI as users run them: the real binary as a process, against a private
+    // bus, bluetoothd's stand-in and the fake backend. `make test-unit` runs them one at a time.
+    .testTarget(
+      name: "EndToEndTests",
+      dependencies: [
+        "BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport", "BeaconCore", "BeaconTestSupport",
+      ]
     ),
     .testTarget(
       name: "BeaconCoreTests",

@@ -2,7 +2,8 @@
 // under Frames/ and Support/ into one module (see ../run.sh), so it needs no `import BeaconCore`.
 //
 // Beyond "no crash, no out-of-bounds read" (ASan), it checks the properties the unit tests check:
-// the AD structures are consecutive sub-slices of the input followed only by zero padding, every
+// the AD structures are consecutive sub-slices of the input, ending at the end, at a zero length
+// octet or at a structure that runs past the end (Core spec Vol 3 Part C 11; BlueZ eir_parse), every
 // step is deterministic, and frames found in manufacturer data encode back to the same bytes.
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -28,7 +29,11 @@ public func fuzzFrameParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt
 func checkStructures(_ bytes: [UInt8]) {
   let result = AdvertisingDataParser.structures(bytes)
   precondition(result == AdvertisingDataParser.structures(bytes), "not deterministic")
-  guard case .success(let structures) = result else { return }
+  guard case .success(let structures) = result else {
+    precondition(
+      bytes.count > AdvertisingDataParser.maximumLength, "rejected data of an advertisement's length")
+    return
+  }
   precondition(bytes.count <= AdvertisingDataParser.maximumLength)
   var offset = 0
   for s in structures {
@@ -38,7 +43,9 @@ func checkStructures(_ bytes: [UInt8]) {
     precondition(Array(bytes[(offset + 2)..<end]) == s.data, "data is not the input's sub-slice")
     offset = end
   }
-  precondition(bytes[offset...].allSatisfy { $0 == 0 }, "unparsed non-zero bytes")
+  precondition(
+    offset == bytes.count || bytes[offset] == 0 || Int(bytes[offset]) > bytes.count - offset - 1,
+    "stopped before the end without a zero length octet or a structure past the end")
 }
 
 func checkAdvertisement(_ bytes: [UInt8]) {
@@ -70,8 +77,9 @@ func encode(_ frame: BeaconFrame) -> ManufacturerData? {
   case .altBeacon(let f):
     return ManufacturerData(
       companyID: f.companyID,
-      data: [0xBE, 0xAC] + body(f.identity) + [UInt8(bitPattern: f.referenceRSSI), f.reserved])
-  case .eddystoneUID, .eddystoneURL, .eddystoneTLM:
+      data: [0xBE, 0xAC] + body(f.identity) + [UInt8(bitPattern: f.referenceRSSI)]
+        + (f.reserved.map { [$0] } ?? []))
+  case .eddystoneUID, .eddystoneURL, .eddystoneTLM, .ignored:
     return nil
   }
 }

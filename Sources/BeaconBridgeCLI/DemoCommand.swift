@@ -199,6 +199,17 @@ final class DemoView: Sendable {
       return "trip ended       \(id) \(r.isFinal ? "resolved" : "UNRESOLVED, batches held")"
     case .rejected(let address, let rejection):
       return "rejected         \(address?.description ?? "?"): \(rejection)"
+    case .telemetry(let report):
+      let t = report.telemetry
+      let battery = t.batteryMillivolts.map { "\($0) mV" } ?? "battery ?"
+      let temperature = t.temperature.map { String(format: "%.1f °C", $0) } ?? "? °C"
+      return "telemetry        \(report.id.map { "\($0)" } ?? t.address.description): \(battery), "
+        + "\(temperature), up \(Int(t.uptime)) s, \(t.advertisingCount) adverts"
+    case .eddystoneURL(let address, let frame, _):
+      return "eddystone URL    \(address): \(frame.url) (tx \(frame.txPower) dBm at 0 m)"
+    case .beaconHealth(let change):
+      return "beacon health    \(change.deviceId) \(change.kind.rawValue)"
+        + (change.health.telemetry?.batteryMillivolts.map { " (\($0) mV)" } ?? "")
     }
   }
 }

@@ -57,21 +57,15 @@ public struct DiagnoseCommand: BridgeCommand {
   public func run(_ console: any Console) async -> Int32 {
     let stamp = Self.timestamp()
     let output = export ?? "beaconbridge-diagnostics-\(stamp).tar.gz"
-    let environment = ProcessInfo.processInfo.environment
     let stateDirectory = store.directory
     let configFile = configPath ?? DaemonConfiguration.defaultPath
     var entries: [Entry] = []
 
     // Configuration first: it teaches the redactor the secrets (URL credentials and secret
     // parameters, the token files' contents).
-    let configuration = try? Daemon(
-      configPath: configPath, stateDirectory: stateDirectory, environment: environment
-    )
-    .loadConfiguration()
+    let configuration = try? DaemonConfiguration.load(path: configPath)
     var redactor = configuration.map { Redactor(configuration: $0) } ?? Redactor()
-    if let bytes = try? InputReader.read(configFile, limit: DaemonConfiguration.maximumFileSize),
-      let text = String(validating: bytes, as: UTF8.self)
-    {
+    if let text = try? DaemonConfiguration.text(path: configPath) {
       entries.append(
         Entry(
           name: "beaconbridge.conf",
@@ -114,11 +108,7 @@ public struct DiagnoseCommand: BridgeCommand {
       }
       if let summary = try? await opened.outboxSummary() {
         let dead = (try? await opened.deadLetters()) ?? []
-        var fields: [String: JSONValue] = [:]
-        if case .object(let counts) = summary.json { fields = counts }
-        fields["deadLetterReasons"] = .array(
-          dead.map { .object(["key": .string($0.batch.idempotencyKey), "reason": .string($0.reason)]) })
-        let json = JSONValue.object(fields)
+        let json = summary.json(deadLetters: dead.map { ($0.batch.idempotencyKey, $0.reason) })
         entries.append(
           Entry(
             name: "outbox.json", why: "outbox and dead-letter counts, oldest item's age",

@@ -45,10 +45,10 @@ public struct DoctorCommand: BridgeCommand {
   }
 
   static func gather(configPath: String?, stateDirectory: String) async -> DoctorFacts {
-    let environment = ProcessInfo.processInfo.environment
-    let daemon = Daemon(configPath: configPath, stateDirectory: stateDirectory, environment: environment)
     let configuration: Result<DaemonConfiguration, KeyFileError>
-    do { configuration = .success(try daemon.loadConfiguration()) } catch { configuration = .failure(error) }
+    do { configuration = .success(try DaemonConfiguration.load(path: configPath)) } catch {
+      configuration = .failure(error)
+    }
 
     var problem: StateDirectoryError?
     do { try StateDirectory.prepare(stateDirectory) } catch { problem = error }
@@ -106,7 +106,7 @@ public struct DoctorCommand: BridgeCommand {
     facts.stateDirectoryFix = problem?.fix
     facts.kernelAdapters = KernelAdapters.names()
     facts.redactor = redactor
-    facts.configExists = FileManager.default.fileExists(atPath: daemon.configPath)
+    facts.configExists = FileManager.default.fileExists(atPath: configPath ?? DaemonConfiguration.defaultPath)
     return facts
   }
 }

@@ -33,7 +33,7 @@ enum NearestBeacon {
       do {
         candidates = try await scan(wait: wait, backend: backend, adapter: adapter, console: console)
       } catch {
-        console.err("beaconbridge: \(ScanCommand.explain(error))\n")
+        console.err("beaconbridge: \(ScanAdvice.explain(error))\n")
         return nil
       }
     }

@@ -27,8 +27,10 @@ public struct ScanCommand: BridgeCommand {
       --adapter hciN    The adapter, hci0 to hci9999 (default: the first powered one; hci0 for
                         --backend hci).
     \(StoreOptions.help)
-      --json            One JSON object per line: beaconEntered, beaconExited and
-                        activeBeaconChanged, with uuid, major and minor for iBeacons.
+      --json            One JSON object per line: beaconEntered, beaconExited,
+                        activeBeaconChanged, telemetry (Eddystone-TLM), eddystoneURL,
+                        beaconHealth and rejected, with uuid, major and minor for iBeacons
+                        and measuredPower or txPower (docs/dbus-api.md, "Output fields").
     """
 
   public var duration: Double?
@@ -97,7 +99,7 @@ public struct ScanCommand: BridgeCommand {
       }
     }
     if case .failure(let error) = outcome {
-      console.err("beaconbridge: \(Self.explain(error))\n")
+      console.err("beaconbridge: \(ScanAdvice.explain(error))\n")
       return ExitStatus.failure
     }
     if !json {
@@ -146,10 +148,6 @@ public struct ScanCommand: BridgeCommand {
     await source.finished(within: .seconds(5))
     return outcome
   }
-
-  /// What went wrong, and what to do about it.
-  static func explain(_ error: any Error) -> String { ScanAdvice.explain(error) }
-
 }
 
 /// The scan's host: no trips, logs to stderr.
@@ -196,7 +194,9 @@ final class ScanView: Sendable {
 
   func record(_ event: TimedBridgeEvent) {
     switch event.event {
-    case .beaconEntered, .beaconExited, .activeBeaconChanged, .rejected: break
+    case .beaconEntered, .beaconExited, .activeBeaconChanged, .rejected, .telemetry, .eddystoneURL,
+      .beaconHealth:
+      break
     default: return
     }
     if json {
@@ -227,7 +227,7 @@ final class ScanView: Sendable {
   static func table(_ status: BridgeStatus, now: Timestamp? = nil) -> String {
     var out = "BEACONS IN RANGE\n"
     out +=
-      "  KIND       IDENTITY                                        SMOOTH  PROX       LAST SEEN  PAIRED\n"
+      "  KIND       IDENTITY                                        SMOOTH  PROX       LAST SEEN  POWER  BATTERY  TEMP    PAIRED\n"
     let pairings = PairingSet(status.pairings)
     for b in status.beaconsInRange {
       let identity: String
@@ -240,6 +240,16 @@ final class ScanView: Sendable {
       out += "  " + b.id.kind.padding(toLength: 9) + "  " + identity.padding(toLength: 46) + "  "
       out += (b.smoothedRSSI.map { String(format: "%.1f", $0) } ?? "?").padding(toLength: 6) + "  "
       out += b.proximity.rawValue.padding(toLength: 9) + "  " + ago.padding(toLength: 9) + "  "
+      // The frame's own calibration: measured power at 1 m, or Eddystone's Tx power at 0 m ("@0").
+      let power: String
+      switch b.id {
+      case .eddystone: power = b.powerAt1m.map { "\($0 + 41)@0" } ?? "-"
+      case .iBeacon, .altBeacon: power = b.powerAt1m.map { "\($0)" } ?? "-"
+      }
+      let telemetry = status.health[b.id]?.telemetry
+      out += power.padding(toLength: 5) + "  "
+      out += (telemetry?.batteryMillivolts.map { "\($0)mV" } ?? "-").padding(toLength: 7) + "  "
+      out += (telemetry?.temperature.map { String(format: "%.1fC", $0) } ?? "-").padding(toLength: 6) + "  "
       out += (pairings.pairing(for: b.id)?.deviceId ?? "-") + "\n"
     }
     if status.beaconsInRange.isEmpty { out += "  (none yet)\n" }

@@ -51,6 +51,17 @@ public struct StatusCommand: BridgeCommand {
       out +=
         "  \(identity)  rssi \(b["smoothedRssi"]?.doubleValue.map { String($0) } ?? "?")  \(b["proximity"]?.stringValue ?? "")\n"
     }
+    let paired = status["pairedBeacons"]?.arrayValue ?? []
+    out += "Paired beacons: \(paired.count) heard\n"
+    for b in paired {
+      out += "  \(b["deviceId"]?.stringValue ?? "?"): " + Self.health(b) + "\n"
+    }
+    if let ignored = status["ignoredFrames"]?.objectValue, !ignored.isEmpty {
+      out += "Ignored frames: "
+      out += ignored.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.intValue ?? 0)" }.joined(
+        separator: ", ")
+      out += "\n"
+    }
     let trips = status["trips"]?.arrayValue ?? []
     out += "Trips:         \(trips.count)\n"
     for t in trips {
@@ -68,6 +79,25 @@ public struct StatusCommand: BridgeCommand {
     }
     console.out(redactor.redact(out))
     return ExitStatus.success
+  }
+
+  /// One paired beacon's health on a line: last seen, signal, battery, temperature, uptime.
+  static func health(_ b: JSONValue) -> String {
+    var parts: [String] = []
+    let ago = b["lastSeenAgoSeconds"]?.doubleValue.map { "seen \(Int($0)) s ago" } ?? "never seen"
+    parts.append(b["inRange"] == .bool(true) ? "in range, \(ago)" : "away, \(ago)")
+    if let rssi = b["smoothedRssi"]?.doubleValue { parts.append("rssi \(rssi)") }
+    if let loss = b["packetLoss"]?.doubleValue { parts.append("loss \(Int((loss * 100).rounded()))%") }
+    if let mv = b["batteryMv"]?.intValue {
+      let age = b["telemetryAgeSeconds"]?.doubleValue.map { " (\(Int($0)) s old)" } ?? ""
+      parts.append("battery \(mv) mV\(b["batteryLow"] == .bool(true) ? " LOW" : "")\(age)")
+    }
+    if let t = b["temperatureC"]?.doubleValue { parts.append("\(t) °C") }
+    if let up = b["uptimeSeconds"]?.doubleValue { parts.append("up \(Int(up)) s") }
+    if let count = b["advertisingCount"]?.intValue { parts.append("\(count) adverts") }
+    if let reboots = b["reboots"]?.intValue, reboots > 0 { parts.append("\(reboots) reboot(s)") }
+    if let url = b["url"]?.stringValue { parts.append(url) }
+    return parts.joined(separator: ", ")
   }
 }
 

@@ -4,12 +4,6 @@ import DBus
 /// an ObjectManager at `root` with one `or_patterns` monitor that matches iBeacon frames.
 /// Source: BlueZ 5.66 doc/advertisement-monitor-api.txt.
 enum AdvertisementMonitor {
-  static let managerInterface: InterfaceName = "org.bluez.AdvertisementMonitorManager1"
-  static let monitorInterface: InterfaceName = "org.bluez.AdvertisementMonitor1"
-  static let register: MemberName = "RegisterMonitor"
-  static let unregister: MemberName = "UnregisterMonitor"
-  static let supportedTypes = "SupportedMonitorTypes"
-
   /// Our object paths (on our own connection, so a fixed name cannot clash with other clients).
   static let root: ObjectPath = "/org/beaconbridge/monitor"
   static let iBeacon: ObjectPath = "/org/beaconbridge/monitor/ibeacon"
@@ -34,7 +28,9 @@ enum AdvertisementMonitor {
       [
         .init(
           .objectPath(iBeacon),
-          .dictionary(key: "s", value: "a{sv}", [.init(.string(monitorInterface.rawValue), properties)]))
+          .dictionary(
+            key: "s", value: "a{sv}",
+            [.init(.string(BlueZ.advertisementMonitorInterface.rawValue), properties)]))
       ])
   }
 
@@ -52,17 +48,17 @@ enum AdvertisementMonitor {
       switch (call.path, call.interface, call.member.rawValue) {
       case (root, .objectManager?, "GetManagedObjects"):
         return .success([managedObjects()])
-      case (iBeacon, monitorInterface?, "Activate"):
+      case (iBeacon, BlueZ.advertisementMonitorInterface?, "Activate"):
         forward(.activated, call.sender)
         return .success([])
-      case (iBeacon, monitorInterface?, "Release"):
+      case (iBeacon, BlueZ.advertisementMonitorInterface?, "Release"):
         forward(.released, call.sender)
         return .success([])
-      case (iBeacon, monitorInterface?, "DeviceFound"):
+      case (iBeacon, BlueZ.advertisementMonitorInterface?, "DeviceFound"):
         guard let device = call.body.first?.objectPath else { return .failure(.unknownMethod(call)) }
         forward(.deviceFound(device), call.sender)
         return .success([])
-      case (iBeacon, monitorInterface?, "DeviceLost"):
+      case (iBeacon, BlueZ.advertisementMonitorInterface?, "DeviceLost"):
         guard let device = call.body.first?.objectPath else { return .failure(.unknownMethod(call)) }
         forward(.deviceLost(device), call.sender)
         return .success([])

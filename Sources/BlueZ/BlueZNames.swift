@@ -12,14 +12,19 @@ public enum BlueZ {
   public static let deviceInterface: InterfaceName = "org.bluez.Device1"
   public static let advertisementMonitorManagerInterface: InterfaceName =
     "org.bluez.AdvertisementMonitorManager1"
+  /// The interface our monitor object implements (BlueZ calls it).
+  public static let advertisementMonitorInterface: InterfaceName = "org.bluez.AdvertisementMonitor1"
 
-  /// Adapter1 methods.
+  /// Adapter1 and ObjectManager methods.
   public enum Method {
     public static let setDiscoveryFilter: MemberName = "SetDiscoveryFilter"
     public static let startDiscovery: MemberName = "StartDiscovery"
     public static let stopDiscovery: MemberName = "StopDiscovery"
     public static let removeDevice: MemberName = "RemoveDevice"
     public static let getManagedObjects: MemberName = "GetManagedObjects"
+    /// AdvertisementMonitorManager1 methods.
+    public static let registerMonitor: MemberName = "RegisterMonitor"
+    public static let unregisterMonitor: MemberName = "UnregisterMonitor"
   }
 
   /// ObjectManager and Properties signals.
@@ -44,18 +49,9 @@ public enum BlueZ {
     public static let txPower = "TxPower"
     public static let manufacturerData = "ManufacturerData"
     public static let serviceData = "ServiceData"
+    /// AdvertisementMonitorManager1: the monitor types the adapter offers (`or_patterns`).
+    public static let supportedMonitorTypes = "SupportedMonitorTypes"
     /// The Device1 properties whose change means "an advertisement was received".
     public static let advertisementKeys: Set<String> = [rssi, txPower, manufacturerData, serviceData]
   }
-}
-
-extension ErrorName {
-  // BlueZ 5.66 doc/adapter-api.txt, "Possible errors".
-  public static let bluezNotReady = ErrorName("org.bluez.Error.NotReady")
-  public static let bluezInProgress = ErrorName("org.bluez.Error.InProgress")
-  public static let bluezInvalidArguments = ErrorName("org.bluez.Error.InvalidArguments")
-  public static let bluezNotSupported = ErrorName("org.bluez.Error.NotSupported")
-  public static let bluezNotAuthorized = ErrorName("org.bluez.Error.NotAuthorized")
-  public static let bluezFailed = ErrorName("org.bluez.Error.Failed")
-  public static let bluezDoesNotExist = ErrorName("org.bluez.Error.DoesNotExist")
 }

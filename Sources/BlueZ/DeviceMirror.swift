@@ -1,239 +1,207 @@
 import BeaconCore
 import DBus
 
-/// What a scan keeps of one Device1: the fields an advertisement is made of, and those pruning
-/// needs. Typed fields instead of BlueZ's whole property dictionary, because a busy street (or a
-/// flood of random addresses) means thousands of devices: the dictionary of `DBusValue`s cost
-/// about 3 KB a device, this about a tenth of that.
-struct DeviceRecord: Sendable, Equatable {
-  /// BlueZ's object path, for RemoveDevice.
-  let path: ObjectPath
-  var address: BluetoothAddress
-  var rssi: Int?
-  var txPower: Int?
-  var manufacturerData: [ManufacturerData] = []
-  var serviceData: [ServiceData] = []
-  var name: String?
-  /// Paired, Trusted or Connected in BlueZ: never pruned.
-  var paired = false
-  var trusted = false
-  var connected = false
-  /// When the scan last reported it (or first mirrored it), for pruning and eviction.
-  var lastHeard: ContinuousClock.Instant {
-    didSet { removalAsked = false }
+/// The scan's copy of BlueZ's Device1 objects, as typed records keyed by adapter and address, and
+/// the rules over them: which change is a sighting (a device of the chosen adapter whose
+/// advertisement changed), which devices are evicted past the cap, which are stale enough to
+/// remove from BlueZ. Pure: the caller (`DiscoverySession`) brings the signals, the time and the
+/// calls.
+struct DeviceMirror: Sendable {
+  typealias Instant = ContinuousClock.Instant
+
+  private(set) var devices: [DeviceKey: DeviceRecord] = [:]
+  /// When the mirror has shrunk enough to copy it into a smaller table.
+  private var shrink = PeakShrink()
+
+  /// The adapter the scan runs on: only its devices are sighted or reported lost.
+  var adapter: ObjectPath? {
+    didSet { adapterID = adapter.map(DeviceKey.adapter) }
   }
-  /// RemoveDevice was called for it and it has not been heard since: not asked again.
-  var removalAsked = false
+  /// `adapter` as `DeviceKey` names it.
+  private var adapterID: UInt64?
 
-  var bonded: Bool { paired || trusted || connected }
+  init() {}
 
-  /// From Device1 properties (GetManagedObjects, InterfacesAdded); nil without an address.
-  init?(path: ObjectPath, properties: ObjectTree.Properties, at time: ContinuousClock.Instant) {
-    guard let address = DeviceAdvertisement.address(path: path, properties: properties) else { return nil }
-    self.path = path
-    self.address = address
-    self.lastHeard = time
-    apply(properties, invalidated: [])
-  }
+  var count: Int { devices.count }
 
-  /// A PropertiesChanged read generically: every property BlueZ may send.
-  mutating func apply(_ changes: ObjectTree.Properties, invalidated: [String]) {
-    for (key, value) in changes {
-      switch key {
-      case BlueZ.Property.rssi: rssi = value.int
-      case BlueZ.Property.txPower: txPower = value.int
-      case BlueZ.Property.manufacturerData: manufacturerData = DeviceAdvertisement.manufacturerData(value)
-      case BlueZ.Property.serviceData: serviceData = DeviceAdvertisement.serviceData(value)
-      case BlueZ.Property.name: name = value.string
-      case BlueZ.Property.paired: paired = value.bool ?? false
-      case BlueZ.Property.trusted: trusted = value.bool ?? false
-      case BlueZ.Property.connected: connected = value.bool ?? false
-      default: break
+  subscript(key: DeviceKey) -> DeviceRecord? { devices[key] }
+
+  // MARK: Seeding
+
+  /// Replaces the devices with the Device1 objects of a fresh GetManagedObjects, taking them out
+  /// of `tree`. Returns the addresses of `adapter`'s devices that are gone, sorted by path (those
+  /// that vanished while bluetoothd was away).
+  @discardableResult
+  mutating func reseed(from tree: inout ObjectTree, at time: Instant, lostOf adapter: ObjectPath? = nil)
+    -> [BluetoothAddress]
+  {
+    var fresh: [DeviceKey: DeviceRecord] = [:]
+    for (path, properties) in tree.takeAll(BlueZ.deviceInterface) {
+      guard let record = DeviceRecord(path: path, properties: properties, at: time) else { continue }
+      fresh[DeviceKey(path: path, address: record.address)] = record
+    }
+    var lost: [BluetoothAddress] = []
+    if let adapter {
+      for (key, record) in devices.sorted(by: { $0.value.path < $1.value.path })
+      where ObjectTree.device(record.path, isOf: adapter) && fresh[key] == nil {
+        lost.append(record.address)
       }
     }
-    for key in invalidated {
-      switch key {
-      case BlueZ.Property.rssi: rssi = nil
-      case BlueZ.Property.txPower: txPower = nil
-      case BlueZ.Property.manufacturerData: manufacturerData = []
-      case BlueZ.Property.serviceData: serviceData = []
-      case BlueZ.Property.name: name = nil
-      default: break
-      }
+    devices = fresh
+    return lost
+  }
+
+  // MARK: Signals
+
+  /// The mirror's key for a device path: from the path itself, or (for a path that names no
+  /// address) by looking for it.
+  func key(for path: ObjectPath) -> DeviceKey? {
+    if let key = DeviceKey(path: path) { return devices[key] != nil ? key : nil }
+    // Only a path that names no address (never one of BlueZ's) costs a search.
+    return devices.first { $0.value.path == path }?.key
+  }
+
+  /// InterfacesAdded of a Device1: mirrors it (or updates it); a sighting if it is the adapter's.
+  mutating func added(_ path: ObjectPath, _ properties: ObjectTree.Properties, at now: Instant)
+    -> Advertisement?
+  {
+    var mirrored = key(for: path)
+    if let key = mirrored {
+      devices[key]!.apply(properties, invalidated: [])
+    } else if let record = DeviceRecord(path: path, properties: properties, at: now) {
+      let key = DeviceKey(path: path, address: record.address)
+      devices[key] = record
+      mirrored = key
     }
+    guard let key = mirrored, let adapter, ObjectTree.device(path, isOf: adapter) else { return nil }
+    devices[key]!.lastHeard = now
+    return devices[key]!.advertisement
   }
 
-  /// A PropertiesChanged read by the fast decoder.
-  mutating func apply(_ update: DeviceUpdate) {
-    if let value = update.rssi { rssi = Int(value) }
-    if let value = update.txPower { txPower = Int(value) }
-    if let value = update.manufacturerData { manufacturerData = value }
-  }
-
-  var advertisement: Advertisement {
-    Advertisement(
-      address: address, rssi: rssi, txPower: txPower, manufacturerData: manufacturerData,
-      serviceData: serviceData, localName: name)
-  }
-}
-
-/// A device's place in the mirror: its adapter and its address, from the object path
-/// (`/org/bluez/hci0/dev_C0_FF_EE_00_00_01`). Hashing two integers instead of the path string was
-/// most of what a sighting cost in the mirror.
-struct DeviceKey: Hashable, Sendable {
-  /// `N` for `hciN`; any other adapter name hashed, with the top bit set.
-  var adapter: UInt64
-  var address: BluetoothAddress
-
-  /// The adapter's identity from its path (`/org/bluez/hci0`).
-  static func adapter(_ path: ObjectPath) -> UInt64 { adapterID(Array(path.lastComponent.utf8)[...]) }
-
-  /// A device under `path`'s parent adapter with `address`.
-  init(path: ObjectPath, address: BluetoothAddress) {
-    let components = path.rawValue.split(separator: "/")
-    adapter = components.count >= 2 ? Self.adapterID(Array(components[components.count - 2].utf8)[...]) : 0
-    self.address = address
-  }
-
-  /// From a device path alone (`…/hciN/dev_XX_…`); nil if it names no address.
-  init?(path: ObjectPath) {
-    guard let address = DeviceAdvertisement.address(path: path, properties: nil) else { return nil }
-    self.init(path: path, address: address)
-  }
-
-  init(adapter: UInt64, address: BluetoothAddress) {
-    self.adapter = adapter
-    self.address = address
-  }
-
-  /// The adapter's kernel index when its path segment is `hciN` (`HCIDeviceID`'s rule), else a
-  /// hash of the segment.
-  static func adapterID(_ name: ArraySlice<UInt8>) -> UInt64 {
-    if let id = HCIDeviceID(utf8: name) { return UInt64(id.index) }
-    return hashed(name)
-  }
-
-  /// FNV-1a, top bit set so it never equals an `hciN`.
-  private static func hashed(_ name: ArraySlice<UInt8>) -> UInt64 {
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for byte in name { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-    return hash | 1 << 63
-  }
-
-  /// Reads `/org/bluez/hciN/dev_XX_XX_XX_XX_XX_XX` in place; nil for any other path (the generic
-  /// path then handles the signal).
-  init?(wirePath path: WireString) {
-    let prefix = "/org/bluez/hci".utf8
-    let count = path.count
-    guard count >= prefix.count + 23 else { return nil }
-    let bytes = path.bytes
-    guard bytes.starts(with: prefix) else { return nil }
-    // …N/dev_ then 17 characters.
-    let devStart = count - 22
-    guard bytes[devStart] == UInt8(ascii: "/"), bytes[devStart + 1] == UInt8(ascii: "d"),
-      bytes[devStart + 2] == UInt8(ascii: "e"), bytes[devStart + 3] == UInt8(ascii: "v"),
-      bytes[devStart + 4] == UInt8(ascii: "_")
+  /// InterfacesRemoved of a Device1: forgets it; its address if it was the adapter's (lost).
+  mutating func removed(_ path: ObjectPath) -> BluetoothAddress? {
+    guard let key = key(for: path), let device = devices.removeValue(forKey: key), let adapter,
+      ObjectTree.device(path, isOf: adapter)
     else { return nil }
-    // "hciN" by the one adapter rule, so this key equals the generic path's `adapterID`.
-    guard prefix.count < devStart, let adapter = HCIDeviceID(utf8: bytes[(prefix.count - 3)..<devStart])
-    else {
+    return device.address
+  }
+
+  /// Forgets every device of an adapter that went away (BlueZ may not remove them first:
+  /// python-dbusmock's RemoveAdapter does not). Their addresses, sorted by path.
+  mutating func removeDevices(of adapter: ObjectPath) -> [BluetoothAddress] {
+    let gone = devices.filter { ObjectTree.device($0.value.path, isOf: adapter) }
+    var lost: [BluetoothAddress] = []
+    for (key, record) in gone.sorted(by: { $0.value.path < $1.value.path }) {
+      devices[key] = nil
+      lost.append(record.address)
+    }
+    return lost
+  }
+
+  /// A generic Device1 PropertiesChanged: a sighting when an advertisement property changed.
+  mutating func changed(
+    _ path: ObjectPath, _ changes: ObjectTree.Properties, invalidated: [String], at now: Instant
+  ) -> Advertisement? {
+    let key: DeviceKey
+    if let mirrored = self.key(for: path) {
+      key = mirrored
+    } else {
+      guard let record = DeviceRecord(path: path, properties: [:], at: now) else { return nil }
+      key = DeviceKey(path: path, address: record.address)
+      devices[key] = record
+    }
+    return change(key, path: path, at: now) { record in
+      record.apply(changes, invalidated: invalidated)
+      return !BlueZ.Property.advertisementKeys.isDisjoint(with: changes.keys)
+    }
+  }
+
+  /// A fast-decoded Device1 PropertiesChanged (RSSI, TxPower, ManufacturerData): always a
+  /// sighting when the device is the adapter's. One hash lookup.
+  mutating func apply(_ update: DeviceUpdate, at now: Instant) -> Advertisement? {
+    change(update.key, path: nil, at: now) { record in
+      record.apply(update)
+      return true
+    }
+  }
+
+  /// Applies a change to a device (mirroring it if it is new) and returns its advertisement when
+  /// `change` says the advertisement changed and the device is on the adapter. One hash lookup.
+  private mutating func change(
+    _ key: DeviceKey, path: ObjectPath?, at now: Instant, _ change: (inout DeviceRecord) -> Bool
+  ) -> Advertisement? {
+    var index = devices.index(forKey: key)
+    if index == nil {
+      guard let path = path ?? key.path, let record = DeviceRecord(path: path, properties: [:], at: now)
+      else {
+        return nil
+      }
+      devices[key] = record
+      index = devices.index(forKey: key)
+    }
+    guard let index, change(&devices.values[index]), let adapterID, key.adapter == adapterID else {
       return nil
     }
-    var value: UInt64 = 0
-    for pair in 0..<6 {
-      let at = devStart + 5 + pair * 3
-      guard let high = Self.hex(bytes[at]), let low = Self.hex(bytes[at + 1]) else { return nil }
-      if pair < 5, bytes[at + 2] != UInt8(ascii: "_") { return nil }
-      value = value << 8 | UInt64(high << 4 | low)
-    }
-    guard let address = BluetoothAddress(uint48: value) else { return nil }
-    self.init(adapter: UInt64(adapter.index), address: address)
+    devices.values[index].lastHeard = now
+    return devices.values[index].advertisement
   }
 
-  private static func hex(_ byte: UInt8) -> UInt8? {
-    switch byte {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-    default: nil
-    }
+  // MARK: Monitor calls
+
+  /// DeviceFound from our advertisement monitor: a sighting of a mirrored device.
+  mutating func found(_ path: ObjectPath, at now: Instant) -> Advertisement? {
+    guard let key = key(for: path), devices[key] != nil else { return nil }
+    devices[key]!.lastHeard = now
+    return devices[key]!.advertisement
   }
 
-  /// BlueZ's path for this device, where the adapter is `hciN`.
-  var path: ObjectPath? {
-    guard adapter >> 63 == 0 else { return nil }
-    let text = address.description.split(separator: ":").joined(separator: "_")
-    return ObjectPath("/org/bluez/hci\(adapter)/dev_" + text)
+  /// The address of a device path: the mirrored record's, else the one the path names.
+  func address(of path: ObjectPath) -> BluetoothAddress? {
+    key(for: path).flatMap { devices[$0]?.address }
+      ?? DeviceAdvertisement.address(path: path, properties: nil)
   }
-}
 
-/// A Device1 PropertiesChanged that carries advertisement data only (RSSI, TxPower,
-/// ManufacturerData as `a{qv}` of `ay`), read straight from the message on the D-Bus reader
-/// thread. It is the signal BlueZ sends for every advertisement, so it skips the generic
-/// `DBusValue` tree: names are compared as C strings and the only allocations are the path and
-/// the manufacturer bytes.
-///
-/// Anything else (another property, another type, invalidated properties) is declined and takes
-/// the generic path, which also logs malformed values.
-struct DeviceUpdate: Sendable, Equatable {
-  var key: DeviceKey
-  var rssi: Int16?
-  var txPower: Int16?
-  /// nil when the change did not carry ManufacturerData; sorted by company, like the generic path.
-  var manufacturerData: [ManufacturerData]?
+  // MARK: Bounds
 
-  static func decode(_ signal: borrowing WireSignal) -> DeviceUpdate? {
-    guard signal.member(is: BlueZ.SignalName.propertiesChanged), signal.interface(is: .properties),
-      signal.signature(is: "sa{sv}as") || signal.signature(is: "sa{sv}"),
-      let key = signal.withPath(DeviceKey.init)
-    else { return nil }
-    var body = signal.body
-    guard body.string()?.equals(BlueZ.deviceInterface.rawValue) == true,
-      let end = body.beginArray(elementAlignment: 8)
-    else { return nil }
-    var rssi: Int16?
-    var txPower: Int16?
-    var manufacturerData: [ManufacturerData]?
-    while body.position < end {
-      guard body.align(8), let key = body.string(), let type = body.signature() else { return nil }
-      if key.equals(BlueZ.Property.rssi) {
-        guard type.equals("n"), let value = body.int16() else { return nil }
-        rssi = value
-      } else if key.equals(BlueZ.Property.txPower) {
-        guard type.equals("n"), let value = body.int16() else { return nil }
-        txPower = value
-      } else if key.equals(BlueZ.Property.manufacturerData) {
-        guard type.equals("a{qv}"), let data = companies(&body) else { return nil }
-        manufacturerData = data
-      } else {
-        return nil
+  /// Keeps the mirror under `maxDevices`: past it, the least recently heard tenth of the devices
+  /// that are neither bonded nor kept is forgotten. Returns their addresses, or nil when the mirror
+  /// was not over (the scan reports them lost; BlueZ drops them itself after its
+  /// TemporaryTimeout, and a device heard again is mirrored again). Sorting a tenth at a time keeps
+  /// a flood of random addresses at O(log n) per device. Once the mirror has shrunk to a quarter
+  /// of its peak, it is copied into a smaller table (the daemon hands the freed pages back to the
+  /// system).
+  mutating func evict(over maxDevices: Int, keep: (BluetoothAddress) -> Bool) -> [BluetoothAddress]? {
+    var forgotten: [BluetoothAddress]?
+    if devices.count > maxDevices {
+      let candidates = devices.filter { !$0.value.bonded && !keep($0.value.address) }
+        .sorted { $0.value.lastHeard < $1.value.lastHeard }
+      let excess = devices.count - maxDevices + maxDevices / 10
+      forgotten = []
+      for (key, record) in candidates.prefix(excess) {
+        devices[key] = nil
+        forgotten!.append(record.address)
       }
     }
-    guard body.position == end else { return nil }
-    // Invalidated properties (`as`) must be absent or empty.
-    if signal.signature(is: "sa{sv}as") {
-      guard let invalidatedEnd = body.beginArray(elementAlignment: 4), invalidatedEnd == body.position else {
-        return nil
-      }
+    if shrink.shouldRelease(tracked: devices.count) {
+      devices = Dictionary(uniqueKeysWithValues: devices.map { ($0.key, $0.value) })
     }
-    guard rssi != nil || txPower != nil || manufacturerData != nil else { return nil }
-    return DeviceUpdate(key: key, rssi: rssi, txPower: txPower, manufacturerData: manufacturerData)
+    return forgotten
   }
 
-  /// The value of `a{qv}` whose variants hold `ay`; nil for any other shape.
-  private static func companies(_ body: inout WireReader) -> [ManufacturerData]? {
-    guard let end = body.beginArray(elementAlignment: 8) else { return nil }
-    var out: [ManufacturerData] = []
-    while body.position < end {
-      guard body.align(8), let company = body.uint16(), body.signature()?.equals("ay") == true,
-        let bytes = body.bytes()
-      else { return nil }
-      // A repeated company keeps its last value, as the generic path does.
-      out.removeAll { $0.companyID == company }
-      out.append(ManufacturerData(companyID: company, data: bytes))
-    }
-    guard body.position == end else { return nil }
-    if out.count > 1 { out.sort { $0.companyID < $1.companyID } }
-    return out
+  /// The devices of `adapter` to remove from BlueZ: not heard since `cutoff`, not asked for
+  /// already, neither bonded nor kept. At most `limit`, sorted by path.
+  func stale(
+    of adapter: ObjectPath, heardBefore cutoff: Instant, keep: (BluetoothAddress) -> Bool, limit: Int
+  ) -> [(key: DeviceKey, path: ObjectPath)] {
+    devices.filter { _, record in
+      record.lastHeard < cutoff && !record.removalAsked && !record.bonded && !keep(record.address)
+        && ObjectTree.device(record.path, isOf: adapter)
+    }.sorted { $0.value.path < $1.value.path }.prefix(limit).map { ($0.key, $0.value.path) }
+  }
+
+  /// RemoveDevice was asked for it: not asked again until it is heard again (BlueZ's
+  /// InterfacesRemoved, maybe still unread, reports it lost).
+  mutating func removalAsked(_ key: DeviceKey) {
+    devices[key]?.removalAsked = true
   }
 }

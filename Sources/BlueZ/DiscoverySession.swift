@@ -19,30 +19,27 @@ final class DiscoverySession: @unchecked Sendable {
   private let inputs: AsyncStream<Input>
   private let inputContinuation: AsyncStream<Input>.Continuation
   private var forwarder: Task<Void, Never>?
-  private var monitorApp: ExportedObject?
-  /// The adapter our monitor is registered on (passive mode).
-  private var monitorAdapter: ObjectPath?
+  private let monitor: Monitor
+  // Internal rather than private: the handlers in DiscoverySession+Signals.swift change the
+  // tree, the mirror, the state and the owner.
   /// BlueZ's objects other than devices (adapters, the monitor manager).
-  private var tree = ObjectTree()
-  /// The devices, typed (see `DeviceRecord`), keyed by adapter and address.
-  private var devices: [DeviceKey: DeviceRecord] = [:]
-  /// When the mirror has shrunk enough to copy it into a smaller table.
-  private var devicesShrink = PeakShrink()
+  var tree = ObjectTree()
+  /// The devices (see `DeviceMirror`); its adapter follows `state`.
+  var mirror = DeviceMirror()
   /// When the current input arrived: every sighting in a batch shares it.
-  private var now = ContinuousClock.now
-  private var adapter: ObjectPath? {
-    didSet { adapterID = adapter.map(DeviceKey.adapter) }
+  var now = ContinuousClock.now
+  /// Discovery or the monitor, and on which adapter.
+  var state = ScanState.idle {
+    didSet {
+      mirror.adapter = state.adapter
+      if let adapter = state.adapter { lastAdapter = adapter }
+    }
   }
-  /// `adapter` as `DeviceKey` names it.
-  private var adapterID: UInt64?
   /// The adapter discovery last ran on, kept across a bluetoothd restart for reconciliation.
   private var lastAdapter: ObjectPath?
-  private var discovering = false
-  /// The adapter a StartDiscovery was sent to and not yet answered.
-  private var discoveryRequested: ObjectPath?
   /// What `reportCondition` last told: `.some(nil)` for scanning, `.none` before the first report.
   private var reportedWaiting: String?? = .none
-  private var bluezOwner: BusName?
+  var bluezOwner: BusName?
   private(set) var failure: (any Error)?
   private var lastPrune = ContinuousClock.now
 
@@ -63,6 +60,11 @@ final class DiscoverySession: @unchecked Sendable {
     self.log = logger
     self.reportMode = reportMode
     (inputs, inputContinuation) = AsyncStream.makeStream(of: Input.self)
+    monitor = Monitor(connection: connection, callTimeout: options.callTimeout)
+  }
+
+  private func adapter(_ path: ObjectPath) -> Adapter {
+    Adapter(connection: connection, path: path, callTimeout: options.callTimeout, log: log)
   }
 
   /// The signals BlueZ's tree changes by, plus bluetoothd's name coming and going.
@@ -111,7 +113,7 @@ final class DiscoverySession: @unchecked Sendable {
       reportCondition()
       return
     }
-    (tree, devices) = try await managedObjects()
+    try await mirrorBlueZ()
     guard !tree.adapters.isEmpty || options.waitForHardware else {
       throw BlueZError(.noAdapter, "BlueZ has no Bluetooth adapter")
     }
@@ -153,7 +155,7 @@ final class DiscoverySession: @unchecked Sendable {
           case .signal(let signal): handle(signal, emit: emit, resume: &resume)
           }
         }
-        evictIfOver(emit: emit)
+        evict(emit: emit)
       case .monitor(let call, let sender):
         // Only bluetoothd may tell us what it found.
         guard sender != nil, sender == bluezOwner else {
@@ -163,7 +165,7 @@ final class DiscoverySession: @unchecked Sendable {
         handle(call, emit: emit)
       }
       if resume { await resync(emit: emit) }
-      if adapter == nil, bluezOwner != nil, let candidate = tree.selectAdapter(named: adapterName),
+      if state.adapter == nil, bluezOwner != nil, let candidate = tree.selectAdapter(named: adapterName),
         tree[candidate, BlueZ.adapterInterface]?[BlueZ.Property.powered]?.bool == true
       {
         try? await startScanning(on: candidate)
@@ -180,7 +182,7 @@ final class DiscoverySession: @unchecked Sendable {
   /// Told to `Options.onWaiting` when it changes.
   private func reportCondition() {
     let waiting: String?
-    if adapter != nil, discovering || monitorAdapter != nil {
+    if state.adapter != nil {
       waiting = nil
     } else if bluezOwner == nil {
       // Debian starts bluetoothd only once an adapter appears (bluetooth.target): with none in
@@ -215,62 +217,32 @@ final class DiscoverySession: @unchecked Sendable {
     stream = nil
     forwarder?.cancel()
     inputContinuation.finish()
-    if let monitorAdapter {
+    if let adapter = state.monitorAdapter {
       do {
-        _ = try await connection.call(
-          destination: BlueZ.service, path: monitorAdapter, interface: AdvertisementMonitor.managerInterface,
-          member: AdvertisementMonitor.unregister, [.objectPath(AdvertisementMonitor.root)],
-          timeout: options.callTimeout)
+        try await monitor.unregister(from: adapter)
       } catch {
-        log("bluez: UnregisterMonitor on \(monitorAdapter.lastComponent) failed: \(error)")
+        log("bluez: UnregisterMonitor on \(adapter.lastComponent) failed: \(error)")
       }
-      self.monitorAdapter = nil
     }
-    monitorApp?.unexport()
-    monitorApp = nil
+    monitor.unexport()
     // A StartDiscovery still awaiting its reply (the consumer stopped during `begin`) may have
     // started discovery all the same: stop it too.
-    if let target = discovering ? adapter : discoveryRequested {
+    if let target = state.discoveryToStop {
       do {
-        _ = try await adapterCall(target, BlueZ.Method.stopDiscovery)
+        try await adapter(target).stopDiscovery()
       } catch {
         log("bluez: StopDiscovery on \(target.lastComponent) failed: \(error)")
       }
-      discovering = false
-      discoveryRequested = nil
     }
+    state = .idle
     connection.close()
-  }
-
-  // MARK: Monitor calls (passive mode)
-
-  private func handle(_ call: AdvertisementMonitor.Call, emit: (SourceEvent) -> Void) {
-    switch call {
-    case .activated:
-      log("bluez: iBeacon advertisement monitor active")
-    case .released:
-      log("bluez: BlueZ released the advertisement monitor")
-    case .deviceFound(let path):
-      if let key = key(for: path), devices[key] != nil {
-        devices[key]!.lastHeard = now
-        emit(.sighting(devices[key]!.advertisement))
-      }
-    case .deviceLost(let path):
-      if let address = key(for: path).flatMap({ devices[$0]?.address })
-        ?? DeviceAdvertisement.address(path: path, properties: nil)
-      {
-        emit(.lost(address))
-      }
-    }
   }
 
   /// Passive scanning when asked for and the adapter offers `or_patterns`; active discovery
   /// otherwise (logged).
   private func startScanning(on path: ObjectPath) async throws {
     if preferredMode == .passiveMonitor {
-      let types = tree[path, AdvertisementMonitor.managerInterface]?[AdvertisementMonitor.supportedTypes]?
-        .strings
-      if types?.contains("or_patterns") == true {
+      if Monitor.offersPatterns(tree, on: path) {
         do {
           try await registerMonitor(on: path)
           return
@@ -285,218 +257,27 @@ final class DiscoverySession: @unchecked Sendable {
     try await startDiscovery(on: path)
   }
 
-  /// The corresponding BlueZ method is AdvertisementMonitorManager1.RegisterMonitor.
+  /// AdvertisementMonitorManager1.RegisterMonitor, through `Monitor`.
   private func registerMonitor(on path: ObjectPath) async throws {
-    if monitorApp == nil {
-      let continuation = inputContinuation
-      monitorApp = try connection.export(
-        AdvertisementMonitor.root, subtree: true,
-        handler: AdvertisementMonitor.handler { continuation.yield(.monitor($0, sender: $1)) })
-    }
-    _ = try await connection.call(
-      destination: BlueZ.service, path: path, interface: AdvertisementMonitor.managerInterface,
-      member: AdvertisementMonitor.register, [.objectPath(AdvertisementMonitor.root)],
-      timeout: options.callTimeout)
-    adapter = path
-    lastAdapter = path
-    monitorAdapter = path
+    let continuation = inputContinuation
+    try await monitor.register(on: path) { continuation.yield(.monitor($0, sender: $1)) }
+    state = .monitoring(path)
     reportMode(.passiveMonitor)
     log("bluez: passive iBeacon monitor registered on \(path.lastComponent)")
-  }
-
-  // MARK: Signals
-
-  private func handle(_ signal: Signal, emit: (SourceEvent) -> Void, resume: inout Bool) {
-    switch (signal.interface, signal.member) {
-    case (.bus, BlueZ.SignalName.nameOwnerChanged):
-      guard signal.body.count == 3, let new = signal.body[2].string else { return }
-      if new.isEmpty {
-        log("bluez: org.bluez left the bus (bluetoothd stopped); waiting for it to return")
-        bluezOwner = nil
-        adapter = nil
-        monitorAdapter = nil
-        discovering = false
-      } else {
-        log("bluez: org.bluez is on the bus again as \(new); mirroring and restarting discovery")
-        bluezOwner = BusName(new)
-        resume = true
-      }
-    case (.objectManager, BlueZ.SignalName.interfacesAdded):
-      guard signal.body.count == 2, let path = signal.body[0].objectPath else { return }
-      let added = tree.interfacesAdded(at: path, signal.body[1])
-      if added.contains(BlueZ.deviceInterface), let properties = tree.take(BlueZ.deviceInterface, at: path) {
-        var mirrored = key(for: path)
-        if let key = mirrored {
-          devices[key]!.apply(properties, invalidated: [])
-        } else if let record = DeviceRecord(path: path, properties: properties, at: now) {
-          let key = DeviceKey(path: path, address: record.address)
-          devices[key] = record
-          mirrored = key
-        }
-        if let key = mirrored, let adapter, ObjectTree.device(path, isOf: adapter) {
-          devices[key]!.lastHeard = now
-          emit(.sighting(devices[key]!.advertisement))
-        }
-      }
-      if added.contains(BlueZ.adapterInterface), adapter == nil {
-        log("bluez: adapter \(path.lastComponent) appeared")
-      }
-    case (.objectManager, BlueZ.SignalName.interfacesRemoved):
-      guard signal.body.count == 2, let path = signal.body[0].objectPath, let names = signal.body[1].strings
-      else {
-        return
-      }
-      let removed = tree.interfacesRemoved(at: path, names)
-      if names.contains(BlueZ.deviceInterface.rawValue), let key = key(for: path),
-        let device = devices.removeValue(forKey: key), let adapter, ObjectTree.device(path, isOf: adapter)
-      {
-        emit(.lost(device.address))
-      }
-      if removed[BlueZ.adapterInterface] != nil, path == adapter {
-        log("bluez: adapter \(path.lastComponent) was removed; waiting for an adapter")
-        // BlueZ may not remove the devices first (python-dbusmock's RemoveAdapter does not).
-        let gone = devices.filter { ObjectTree.device($0.value.path, isOf: path) }
-        for (key, record) in gone.sorted(by: { $0.value.path < $1.value.path }) {
-          devices[key] = nil
-          emit(.lost(record.address))
-        }
-        adapter = nil
-        monitorAdapter = nil
-        discovering = false
-      }
-    case (.properties, BlueZ.SignalName.propertiesChanged):
-      guard signal.body.count >= 2, let interface = signal.body[0].string else { return }
-      let invalidated = signal.body.count > 2 ? signal.body[2].strings ?? [] : []
-      if interface == BlueZ.deviceInterface.rawValue {
-        let changes = ObjectTree.properties(signal.body[1])
-        deviceChanged(signal.path, emit: emit) { record in
-          record.apply(changes, invalidated: invalidated)
-          return !BlueZ.Property.advertisementKeys.isDisjoint(with: changes.keys)
-        }
-        let problems = DeviceAdvertisement.malformed(changes)
-        if !problems.isEmpty {
-          log("bluez: ignored \(problems.joined(separator: ", ")) from \(signal.path.lastComponent)")
-        }
-        return
-      }
-      let changes = tree.propertiesChanged(
-        at: signal.path, interface: InterfaceName(interface), changed: signal.body[1],
-        invalidated: invalidated)
-      if interface == BlueZ.adapterInterface.rawValue, signal.path == adapter, discovering,
-        changes[BlueZ.Property.discovering]?.bool == false,
-        preferredMode == .activeDiscovery || monitorAdapter == nil
-      {
-        // Someone else (bluetoothctl, another client's StopDiscovery) ended discovery: start it
-        // again. `run` re-selects the adapter after this batch.
-        log("bluez: discovery on \(signal.path.lastComponent) was stopped by someone else; restarting it")
-        adapter = nil
-        discovering = false
-      }
-      if interface == BlueZ.adapterInterface.rawValue, let powered = changes[BlueZ.Property.powered]?.bool {
-        if signal.path == adapter, !powered {
-          log("bluez: adapter \(signal.path.lastComponent) was powered off; waiting for power")
-          adapter = nil
-          monitorAdapter = nil
-          discovering = false
-        }
-        // Powered on: `run` selects it after this batch.
-      }
-    default:
-      break
-    }
-  }
-
-  /// A fast-decoded Device1 PropertiesChanged: RSSI, TxPower and ManufacturerData only.
-  private func handle(_ update: DeviceUpdate, emit: (SourceEvent) -> Void) {
-    deviceChanged(update.key, path: nil, emit: emit) { record in
-      record.apply(update)
-      return true
-    }
-  }
-
-  /// The mirror's key for a device path: from the path itself, or (for a path that names no
-  /// address) by looking for it.
-  private func key(for path: ObjectPath) -> DeviceKey? {
-    if let key = DeviceKey(path: path) { return devices[key] != nil ? key : nil }
-    // Only a path that names no address (never one of BlueZ's) costs a search.
-    return devices.first { $0.value.path == path }?.key
-  }
-
-  /// A generic Device1 PropertiesChanged.
-  private func deviceChanged(
-    _ path: ObjectPath, emit: (SourceEvent) -> Void, _ change: (inout DeviceRecord) -> Bool
-  ) {
-    let key: DeviceKey
-    if let mirrored = self.key(for: path) {
-      key = mirrored
-    } else {
-      guard let record = DeviceRecord(path: path, properties: [:], at: now) else { return }
-      key = DeviceKey(path: path, address: record.address)
-      devices[key] = record
-    }
-    deviceChanged(key, path: path, emit: emit, change)
-  }
-
-  /// Applies a change to a device (mirroring it if it is new) and reports a sighting when
-  /// `change` says the advertisement changed and the device is on our adapter. One hash lookup.
-  private func deviceChanged(
-    _ key: DeviceKey, path: ObjectPath?, emit: (SourceEvent) -> Void, _ change: (inout DeviceRecord) -> Bool
-  ) {
-    var index = devices.index(forKey: key)
-    if index == nil {
-      guard let path = path ?? key.path, let record = DeviceRecord(path: path, properties: [:], at: now)
-      else {
-        return
-      }
-      devices[key] = record
-      index = devices.index(forKey: key)
-    }
-    guard let index, change(&devices.values[index]), let adapterID, key.adapter == adapterID else { return }
-    devices.values[index].lastHeard = now
-    emit(.sighting(devices.values[index].advertisement))
-  }
-
-  /// Keeps the mirror under `maxDevices`: past it, the least recently heard tenth of the devices
-  /// that are neither bonded nor kept is forgotten (reported lost; BlueZ drops them itself after
-  /// its TemporaryTimeout, and a device heard again is mirrored again). Sorting a tenth at a time keeps a flood of
-  /// random addresses at O(log n) per device. Once the mirror has shrunk to a quarter of its peak,
-  /// it is copied into a smaller table (the daemon hands the freed pages back to the system).
-  private func evictIfOver(emit: (SourceEvent) -> Void) {
-    if devices.count > options.maxDevices {
-      let candidates = devices.filter { !$0.value.bonded && !options.keep($0.value.address) }
-        .sorted { $0.value.lastHeard < $1.value.lastHeard }
-      let excess = devices.count - options.maxDevices + options.maxDevices / 10
-      for (key, record) in candidates.prefix(excess) {
-        devices[key] = nil
-        emit(.lost(record.address))
-      }
-      log(
-        "bluez: over \(options.maxDevices) devices mirrored; forgot the \(min(excess, candidates.count)) heard least recently"
-      )
-    }
-    if devicesShrink.shouldRelease(tracked: devices.count) {
-      devices = Dictionary(uniqueKeysWithValues: devices.map { ($0.key, $0.value) })
-    }
   }
 
   /// After bluetoothd returns: mirror the new tree, report devices that vanished meanwhile as
   /// lost, and restart discovery. Retries for `resumeWindow`.
   private func resync(emit: (SourceEvent) -> Void) async {
-    let before = devices
-    let previousAdapter = adapter ?? lastAdapter
-    adapter = nil
-    monitorAdapter = nil
-    discovering = false
+    let previousAdapter = state.adapter ?? lastAdapter
+    state.stop()
+    let before = mirror
     let deadline = ContinuousClock.now + options.resumeWindow
     while !Task.isCancelled {
       do {
-        (tree, devices) = try await managedObjects()
-        if let previousAdapter {
-          for (key, record) in before.sorted(by: { $0.value.path < $1.value.path })
-          where ObjectTree.device(record.path, isOf: previousAdapter) && devices[key] == nil {
-            emit(.lost(record.address))
-          }
-        }
+        // Each try compares with the mirror as it was before the restart.
+        mirror = before
+        for address in try await mirrorBlueZ(lostOf: previousAdapter) { emit(.lost(address)) }
         guard let chosen = tree.selectAdapter(named: adapterName) else {
           log("bluez: no usable adapter after the restart; waiting for one")
           return
@@ -515,57 +296,26 @@ final class DiscoverySession: @unchecked Sendable {
 
   // MARK: Calls
 
-  /// BlueZ's objects: devices as records, the rest as a tree.
-  private func managedObjects() async throws -> (ObjectTree, [DeviceKey: DeviceRecord]) {
+  /// GetManagedObjects: devices into the mirror, the rest into the tree. Returns the addresses of
+  /// `adapter`'s devices that the mirror had and BlueZ no longer has, sorted by path.
+  @discardableResult
+  private func mirrorBlueZ(lostOf adapter: ObjectPath? = nil) async throws -> [BluetoothAddress] {
     let reply = try await connection.callReturningOne(
       destination: BlueZ.service, path: BlueZ.objectManagerPath, interface: .objectManager,
       member: BlueZ.Method.getManagedObjects, timeout: options.callTimeout)
     var tree = ObjectTree(managedObjects: reply)
-    var devices: [DeviceKey: DeviceRecord] = [:]
-    let time = ContinuousClock.now
-    for (path, properties) in tree.takeAll(BlueZ.deviceInterface) {
-      guard let record = DeviceRecord(path: path, properties: properties, at: time) else { continue }
-      devices[DeviceKey(path: path, address: record.address)] = record
-    }
-    return (tree, devices)
+    let lost = mirror.reseed(from: &tree, at: .now, lostOf: adapter)
+    self.tree = tree
+    return lost
   }
 
-  /// SetDiscoveryFilter({Transport: "le", DuplicateData: true}), then StartDiscovery (bleak's
-  /// recipe). NotReady means the adapter is not powered yet, and a later Powered change retries.
-  ///
-  /// InProgress means one of two things. Either this connection already discovers on the
-  /// adapter, or the kernel refused with Busy and bluetoothd dropped our request. The second
-  /// happens after bluetoothd was killed while discovering: the kernel keeps that orphaned
-  /// discovery running until its 10.24 s window ends, the new bluetoothd cannot start its own
-  /// meanwhile, and no signal follows when the orphan ends (seen in the VM tier, BlueZ 5.66,
-  /// Linux 6.1). The adapter's Discovering property tells them apart: false means nobody
-  /// discovers for us, so we try again until `discoveryBusyWindow` has passed.
+  /// SetDiscoveryFilter and StartDiscovery through `Adapter` (NotReady: a later Powered change
+  /// retries).
   private func startDiscovery(on path: ObjectPath) async throws {
-    let filter = DBusValue.stringVariantDictionary(["Transport": "le", "DuplicateData": true])
-    let deadline = ContinuousClock.now + Self.discoveryBusyWindow
-    while true {
-      do {
-        _ = try await adapterCall(path, BlueZ.Method.setDiscoveryFilter, [filter])
-        discoveryRequested = path
-        _ = try await adapterCall(path, BlueZ.Method.startDiscovery)
-      } catch let error as DBusError where error.name == .bluezInProgress {
-        if try await adapterDiscovering(path) == false {
-          guard ContinuousClock.now < deadline, !Task.isCancelled else { throw error }
-          log("bluez: \(path.lastComponent) is busy (a discovery nobody owns?); trying again")
-          try? await Task.sleep(for: .seconds(1))
-          continue
-        }
-        log("bluez: discovery on \(path.lastComponent) already in progress")
-      } catch let error as DBusError where error.name == .bluezNotReady {
-        log("bluez: adapter \(path.lastComponent) is not ready (\(error.message)); waiting for power")
-        return
-      }
-      break
+    guard try await adapter(path).startDiscovery(requested: { state = .requested(path) }) == .started else {
+      return
     }
-    adapter = path
-    lastAdapter = path
-    discovering = true
-    discoveryRequested = nil
+    state = .discovering(path)
     reportMode(.activeDiscovery)
     log("bluez: discovery started on \(path.lastComponent) (le, duplicate data)")
   }
@@ -573,57 +323,31 @@ final class DiscoverySession: @unchecked Sendable {
   /// At most this many RemoveDevice calls per prune, so that the scan never stalls behind them.
   static let removalsPerPrune = 256
 
-  /// Longer than the kernel's LE discovery window (10.24 s), which bounds an orphaned discovery.
-  static let discoveryBusyWindow: Duration = .seconds(15)
-
-  /// The adapter's Discovering property, read now (the mirror may lag); nil if unreadable.
-  private func adapterDiscovering(_ path: ObjectPath) async throws -> Bool? {
-    let value = try? await connection.callReturningOne(
-      destination: BlueZ.service, path: path, interface: .properties, member: "Get",
-      [.string(BlueZ.adapterInterface.rawValue), .string(BlueZ.Property.discovering)],
-      timeout: options.callTimeout)
-    return value?.bool
-  }
-
   /// Removes devices not heard for `staleDeviceAge` from BlueZ, except those BlueZ knows as
-  /// paired, trusted or connected and those the consumer keeps. Their InterfacesRemoved then
-  /// drops them from our mirror too.
+  /// paired, trusted or connected and those the consumer keeps (`DeviceMirror.stale`). Their
+  /// InterfacesRemoved then drops them from our mirror too.
   private func pruneIfDue() async {
-    guard let adapter, lastPrune.duration(to: now) >= options.pruneInterval else { return }
+    guard let path = state.adapter, lastPrune.duration(to: now) >= options.pruneInterval else { return }
     lastPrune = now
-    let cutoff = now.advanced(by: .zero - options.staleDeviceAge)
-    let stale = devices.filter { _, record in
-      record.lastHeard < cutoff && !record.removalAsked && !record.bonded && !options.keep(record.address)
-        && ObjectTree.device(record.path, isOf: adapter)
-    }.sorted { $0.value.path < $1.value.path }.prefix(Self.removalsPerPrune)
+    let adapter = adapter(path)
+    let stale = mirror.stale(
+      of: path, heardBefore: now.advanced(by: .zero - options.staleDeviceAge), keep: options.keep,
+      limit: Self.removalsPerPrune)
     var removed = 0
-    for (key, record) in stale {
-      let path = record.path
+    for (key, device) in stale {
       do {
-        _ = try await adapterCall(adapter, BlueZ.Method.removeDevice, [.objectPath(path)])
-        removed += 1
-      } catch let error as DBusError where error.name == .bluezDoesNotExist {
-        // Gone from BlueZ already.
+        if try await adapter.removeDevice(device) { removed += 1 }
       } catch {
-        log("bluez: RemoveDevice \(path.lastComponent) failed: \(error)")
+        log("bluez: RemoveDevice \(device.lastComponent) failed: \(error)")
       }
       // Asked once: BlueZ's InterfacesRemoved (maybe still unread) reports it lost; if it is heard
       // again first, it may be pruned again later.
-      devices[key]?.removalAsked = true
+      mirror.removalAsked(key)
     }
     if removed > 0 {
       log(
-        "bluez: removed \(removed) device(s) not heard for \(options.staleDeviceAge); \(devices.count) still mirrored"
+        "bluez: removed \(removed) device(s) not heard for \(options.staleDeviceAge); \(mirror.count) still mirrored"
       )
     }
-  }
-
-  private func adapterCall(_ path: ObjectPath, _ member: MemberName, _ arguments: [DBusValue] = [])
-    async throws
-    -> [DBusValue]
-  {
-    try await connection.call(
-      destination: BlueZ.service, path: path, interface: BlueZ.adapterInterface, member: member, arguments,
-      timeout: options.callTimeout)
   }
 }

@@ -98,12 +98,7 @@ public struct ObjectTree: Sendable, Equatable {
     objects.filter { $0.value[BlueZ.adapterInterface] != nil }.keys.sorted()
   }
 
-  /// Device1 paths below `adapter`.
-  public func devices(of adapter: ObjectPath) -> [ObjectPath] {
-    objects.filter { $0.value[BlueZ.deviceInterface] != nil && Self.device($0.key, isOf: adapter) }.keys
-      .sorted()
-  }
-
+  /// Whether `path` is a device below `adapter` (`/org/bluez/hci0/dev_…` of `/org/bluez/hci0`).
   static func device(_ path: ObjectPath, isOf adapter: ObjectPath) -> Bool {
     path != adapter && path.isDescendant(ofOrEqualTo: adapter)
   }

@@ -12,16 +12,23 @@ public struct ReportDecoder: Sendable {
   public mutating func decode(_ packet: [UInt8]) -> [SourceEvent] {
     let event: HCIEvent
     do { event = try HCIEvent.parse(packet) } catch {
-      return [.rejected(address: nil, FrameRejection(.invalidEncoding, "HCI event: \(error.description)"))]
+      // The reports whole before the damage still count, as in the kernel's
+      // `hci_le_adv_report_evt`; then the damage is reported.
+      return sourceEvents(error.deliveredReports)
+        + [.rejected(address: nil, FrameRejection(.invalidEncoding, "HCI event: \(error.description)"))]
     }
     switch event {
     case .advertisingReports(let reports), .extendedAdvertisingReports(let reports):
-      return reports.compactMap { report in
-        guard let whole = assembler.add(report) else { return nil }
-        return Self.sourceEvent(whole)
-      }
+      return sourceEvents(reports)
     default:
       return []
+    }
+  }
+
+  private mutating func sourceEvents(_ reports: [AdvertisingReport]) -> [SourceEvent] {
+    reports.compactMap { report in
+      guard let whole = assembler.add(report) else { return nil }
+      return Self.sourceEvent(whole)
     }
   }
 

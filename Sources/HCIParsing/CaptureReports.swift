@@ -50,6 +50,7 @@ public struct CaptureReports: Sendable {
       guard let index = packet.index, !scanning.contains(index) else { continue }
       switch event {
       case .success(.advertisingReports), .success(.extendedAdvertisingReports): scanning.append(index)
+      case .failure(let error) where !error.deliveredReports.isEmpty: scanning.append(index)
       default: break
       }
     }
@@ -63,6 +64,12 @@ public struct CaptureReports: Sendable {
     for (packet, event) in decoded where packet.index == chosen {
       switch event {
       case .failure(let error):
+        // The reports whole before the damage are kept (kernel `hci_le_adv_report_evt`).
+        for report in error.deliveredReports {
+          if let whole = assembler.add(report) {
+            reports.append(Timed(timestamp: packet.timestamp, report: whole))
+          }
+        }
         malformed.append(Malformed(record: packet.record, error: error))
       case .success(.advertisingReports(let list)), .success(.extendedAdvertisingReports(let list)):
         for report in list {

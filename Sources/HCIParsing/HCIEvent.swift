@@ -93,46 +93,68 @@ public enum HCIEvent: Hashable, Sendable {
     return Int(count)
   }
 
+  /// Reads report after report as the kernel's `hci_le_adv_report_evt` does (net/bluetooth/
+  /// hci_event.c): each report is taken before the next is pulled, so damage in a later report
+  /// (cut short, or Data_Length above 31) does not lose the ones before it. A report whose
+  /// Data_Length is too long but whose bytes are all there is dropped and reading goes on, as
+  /// the kernel does ("Dropping invalid advertising data"); a report cut short ends the event.
+  /// When anything was damaged the error is thrown carrying the good reports in
+  /// `deliveredReports`, so a caller delivers them and reports the damage.
   private static func legacyReports(_ reader: inout ByteReader) throws(HCIEventError) -> [AdvertisingReport] {
     let what = "LE Advertising Report"
     let count = try reportCount(&reader, limit: maximumLegacyReports, what: what)
     var reports: [AdvertisingReport] = []
+    var damage: HCIEventError?
     for i in 0..<count {
       guard let eventType = reader.u8(), let addressType = reader.u8(), let address = reader.bytes(6),
         let dataLength = reader.u8()
       else {
-        throw HCIEventError(
+        damage = HCIEventError(
           .truncatedParameters, "\(what): report \(i + 1) of \(count) is cut short in its header")
-      }
-      guard Int(dataLength) <= maximumLegacyData else {
-        throw HCIEventError(
-          .dataTooLong, "\(what): report \(i + 1) has Data_Length \(dataLength); a legacy PDU carries ≤ 31")
+        break
       }
       guard let data = reader.bytes(Int(dataLength)) else {
-        throw HCIEventError(
+        damage = HCIEventError(
           .truncatedParameters,
           "\(what): report \(i + 1) has Data_Length \(dataLength) but only \(reader.remaining) bytes remain")
+        break
       }
       guard let rssi = reader.u8() else {
-        throw HCIEventError(.truncatedParameters, "\(what): report \(i + 1) ends before its RSSI")
+        damage = HCIEventError(.truncatedParameters, "\(what): report \(i + 1) ends before its RSSI")
+        break
+      }
+      guard Int(dataLength) <= maximumLegacyData else {
+        damage =
+          damage
+          ?? HCIEventError(
+            .dataTooLong, "\(what): report \(i + 1) has Data_Length \(dataLength); a legacy PDU carries ≤ 31")
+        continue
       }
       reports.append(
         AdvertisingReport(
           format: .legacy, eventType: UInt16(eventType), addressType: addressType,
           address: DeviceAddress(wire: address), rssi: signed(rssi), data: Array(data)))
     }
-    guard reader.remaining == 0 else {
-      throw HCIEventError(
+    if damage == nil, reader.remaining != 0 {
+      damage = HCIEventError(
         .trailingBytes, "\(what): \(reader.remaining) bytes after the last of \(count) reports")
+    }
+    if var damage {
+      damage.deliveredReports = reports
+      throw damage
     }
     return reports
   }
 
+  /// Like `legacyReports`, after the kernel's `hci_le_ext_adv_report_evt`: each report is taken
+  /// before the next is pulled, so the good reports before a damaged one are delivered (in the
+  /// error's `deliveredReports`).
   private static func extendedReports(_ reader: inout ByteReader) throws(HCIEventError) -> [AdvertisingReport]
   {
     let what = "LE Extended Advertising Report"
     let count = try reportCount(&reader, limit: maximumExtendedReports, what: what)
     var reports: [AdvertisingReport] = []
+    var damage: HCIEventError?
     for i in 0..<count {
       guard let eventType = reader.u16le(), let addressType = reader.u8(), let address = reader.bytes(6),
         reader.u8() != nil, reader.u8() != nil,  // primary and secondary PHY
@@ -141,20 +163,28 @@ public enum HCIEvent: Hashable, Sendable {
         reader.bytes(7) != nil,  // direct address type and address
         let dataLength = reader.u8()
       else {
-        throw HCIEventError(
+        damage = HCIEventError(
           .truncatedParameters, "\(what): report \(i + 1) of \(count) is cut short in its header")
-      }
-      guard Int(dataLength) <= maximumExtendedData else {
-        throw HCIEventError(
-          .dataTooLong, "\(what): report \(i + 1) has Data_Length \(dataLength); one report carries ≤ 229")
+        break
       }
       guard let data = reader.bytes(Int(dataLength)) else {
-        throw HCIEventError(
+        damage = HCIEventError(
           .truncatedParameters,
           "\(what): report \(i + 1) has Data_Length \(dataLength) but only \(reader.remaining) bytes remain")
+        break
+      }
+      guard Int(dataLength) <= maximumExtendedData else {
+        damage =
+          damage
+          ?? HCIEventError(
+            .dataTooLong, "\(what): report \(i + 1) has Data_Length \(dataLength); one report carries ≤ 229")
+        continue
       }
       guard let status = AdvertisingReport.DataStatus(rawValue: UInt8((eventType >> 5) & 0x3)) else {
-        throw HCIEventError(.reservedDataStatus, "\(what): report \(i + 1) has the reserved data status 0b11")
+        damage =
+          damage
+          ?? HCIEventError(.reservedDataStatus, "\(what): report \(i + 1) has the reserved data status 0b11")
+        continue
       }
       reports.append(
         AdvertisingReport(
@@ -163,9 +193,13 @@ public enum HCIEvent: Hashable, Sendable {
           rssi: signed(rssi), txPower: signed(txPower), sid: sid == 0xFF ? nil : sid, dataStatus: status,
           data: Array(data)))
     }
-    guard reader.remaining == 0 else {
-      throw HCIEventError(
+    if damage == nil, reader.remaining != 0 {
+      damage = HCIEventError(
         .trailingBytes, "\(what): \(reader.remaining) bytes after the last of \(count) reports")
+    }
+    if var damage {
+      damage.deliveredReports = reports
+      throw damage
     }
     return reports
   }
@@ -215,6 +249,10 @@ public struct HCIEventError: Error, Hashable, Sendable, CustomStringConvertible 
 
   public var kind: Kind
   public var detail: String
+  /// The advertising reports of the event that were whole before the damage (or around a report
+  /// that was dropped), in order; empty for every other error. Callers deliver them, as the
+  /// kernel's `hci_le_adv_report_evt` processes each report before pulling the next.
+  public var deliveredReports: [AdvertisingReport] = []
 
   public init(_ kind: Kind, _ detail: String) {
     self.kind = kind

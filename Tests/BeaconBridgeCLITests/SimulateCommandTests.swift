@@ -133,11 +133,58 @@ import Testing
     let output = try await Self.simulate("malformed-frames.json")
     #expect(output.status == 0)
     #expect(
-      output.of("rejected").map { $0["reason"]?.stringValue } == [
-        "lengthPastEnd", "zeroLengthStructure", "iBeaconShortBody", "eddystoneUnknownFrame",
-      ])
-    #expect(output.of("beaconEntered").count == 1)
+      output.of("rejected").map { $0["reason"]?.stringValue } == ["iBeaconShortBody"])
+    // The Eddystone-UID before the damaged iBeacon is kept (BlueZ eir_parse); the EID frame is
+    // ignored, not rejected.
+    #expect(output.of("beaconEntered").map { $0["kind"]?.stringValue } == ["iBeacon", "eddystoneUID"])
     #expect(output.of("activeBeaconChanged").count == 1)
+  }
+
+  // MARK: Beacon health (issue 17)
+
+  /// TLM and URL interleaved with a paired iBeacon from one address are joined to it by address;
+  /// the frames' own fields are on every line.
+  @Test func interleavedTelemetryIsJoinedByAddress() async throws {
+    let output = try await Self.simulate("tlm-interleaved.json")
+    #expect(output.status == 0)
+    #expect(output.of("rejected").isEmpty)
+    let van7 = output.of("telemetry").filter { $0["minor"]?.intValue == 7 }
+    #expect(van7.count == 6)
+    #expect(van7.allSatisfy { $0["kind"]?.stringValue == "iBeacon" && $0["batteryMv"]?.intValue == 3000 })
+    #expect(van7.first?["temperatureC"] == .double(21.5))
+    #expect(van7.first?["uptimeSeconds"] == .double(3600.5))
+    #expect(van7.first?["advertisingCount"]?.intValue == 36005)
+    // The UID beacon's TLM came before its UID: reported unlinked, then linked when the UID came.
+    let uid = output.of("telemetry").filter { $0["address"]?.stringValue == "C0:FF:EE:00:00:55" }
+    #expect(uid.map { $0["kind"] } == [.null, .string("eddystoneUID")])
+    #expect(uid.last?["instance"]?.stringValue == "000000000055")
+    let url = try #require(output.of("eddystoneURL").first)
+    #expect(url["url"]?.stringValue == "https://example.com")
+    #expect(url["txPower"]?.intValue == -21)
+    #expect(url["minor"]?.intValue == 7)
+    let entered = output.of("beaconEntered")
+    #expect(entered.first { $0["kind"]?.stringValue == "iBeacon" }?["measuredPower"]?.intValue == -59)
+    #expect(entered.first { $0["kind"]?.stringValue == "eddystoneUID" }?["txPower"]?.intValue == -29)
+    #expect(output.of("beaconHealth").isEmpty)
+  }
+
+  @Test func rebootAndSilenceAreHealthChanges() async throws {
+    let output = try await Self.simulate("tlm-reboot.json")
+    let changes = output.of("beaconHealth")
+    #expect(changes.map { $0["change"]?.stringValue } == ["rebooted", "silent"])
+    #expect(changes.allSatisfy { $0["deviceId"]?.stringValue == "UNIT-0042" })
+    #expect(changes.first?["at"] == .double(60.5))
+    #expect(changes.first?["uptimeSeconds"] == .double(0.5))
+    #expect(changes.first?["reboots"]?.intValue == 1)
+  }
+
+  @Test func batteryCrossingTheThresholdOnce() async throws {
+    let output = try await Self.simulate("tlm-low-battery.json")
+    let changes = output.of("beaconHealth")
+    #expect(changes.map { $0["change"]?.stringValue } == ["batteryLow"])
+    #expect(changes.first?["at"] == .double(130.5))
+    #expect(changes.first?["batteryMv"]?.intValue == 2490)
+    #expect(changes.first?["batteryLow"] == .bool(true))
   }
 
   @Test(arguments: [

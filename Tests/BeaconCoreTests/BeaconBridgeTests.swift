@@ -80,7 +80,8 @@ import Testing
     #expect(await bridge.status.outboundBatches == 4)
     // Backoff: 1 s, 2 s, 4 s.
     var delays: [Double] = []
-    while host.posted.count < 4 {
+    // Bounded: a bridge that kept retrying without delivering fails here rather than hanging.
+    while host.posted.count < 4, delays.count < 10 {
       let due = try #require(await bridge.nextDeadline)
       delays.append(due.seconds)
       clock.set(seconds: due.seconds)
@@ -100,21 +101,26 @@ import Testing
     await bridge.setPairings([Fixtures.vanPairing])
     try await bridge.start()
     let running = Task { try await bridge.run(source: adapter) }
-    await clock.waitForSleepers(count: 1)
+    // Sightings are dropped until `run` has started the source.
+    try await until { adapter.startCount == 1 }
     for t in 0...2 {
-      adapter.emit(.sighting(Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: -60)))
+      #expect(
+        adapter.emit(.sighting(Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: -60)))
+      )
       // Each sighting is ingested at its own virtual second before the clock moves on.
       try await until { await bridge.status.beaconsInRange.first?.sightings == t + 1 }
-      // The timer loop sleeps at most a second at a time; step it one second.
+      // A beacon in range has a deadline: the loop sleeps on the clock, a second at most.
       await clock.waitForSleepers(count: 1)
       clock.advance(by: .seconds(1))
     }
     // Silence: presence exits by its own deadline, then the active hold runs out.
-    for _ in 0..<60 {
-      await clock.waitForSleepers(count: 1)
+    // Once the hold has run out nothing has a deadline and the loop parks: step the clock only
+    // while it sleeps on it.
+    for _ in 0..<120 {
+      try await until { clock.sleeperCount >= 1 || log.count("activeBeaconChanged") >= 2 }
+      if log.count("activeBeaconChanged") >= 2 { break }
       clock.advance(by: .seconds(1))
     }
-    try await until { log.count("activeBeaconChanged") >= 2 }
     #expect(
       log.types().filter { $0 != "rejected" } == [
         "beaconEntered", "activeBeaconChanged", "beaconExited", "activeBeaconChanged",
@@ -122,6 +128,48 @@ import Testing
     adapter.finish()
     try await running.value
     #expect(adapter.startCount == 1)
+  }
+
+  /// An idle bridge does not wake on a period (issue 19): with nothing to time, the deadline loop
+  /// parks instead of sleeping on the clock, and a sighting or a trip call wakes it.
+  @Test func theDeadlineLoopParksWhileNothingHasADeadline() async throws {
+    let clock = TestClock()
+    let host = RecordingHost()
+    let bridge = BeaconBridge(host: host, clock: clock)
+    // No pairing: a paired beacon that left keeps a deadline (its silence, for health).
+    try await bridge.start()
+    #expect(await bridge.nextDeadline == nil)
+    let loop = Task { try await bridge.runDeadlines() }
+    // A loop that still slept on a period would be on the clock within microseconds.
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(clock.sleeperCount == 0)
+
+    await bridge.ingest(
+      .sighting(Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: -60)))
+    #expect(await bridge.nextDeadline != nil)
+    await clock.waitForSleepers(count: 1)
+
+    // Time the beacon out; with nothing left, the loop parks again.
+    for _ in 0..<120 {
+      try await until {
+        let next = await bridge.nextDeadline
+        return clock.sleeperCount >= 1 || next == nil
+      }
+      if await bridge.nextDeadline == nil { break }
+      clock.advance(by: .seconds(1))
+    }
+    #expect(await bridge.status.beaconsInRange.isEmpty)
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(clock.sleeperCount == 0)
+
+    // A trip call wakes it too: a batch the host refused waits for its retry, a deadline.
+    host.failPosts(1)
+    try await bridge.tripStart("idle-1")
+    try await bridge.tripEvents("idle-1", events: [Fixtures.event("braking", at: 1)])
+    #expect(await bridge.nextDeadline != nil)
+    await clock.waitForSleepers(count: 1)
+    loop.cancel()
+    await #expect(throws: CancellationError.self) { try await loop.value }
   }
 
   @Test func reloadRefusesABadConfigurationAndKeepsTheOld() async throws {
@@ -163,9 +211,11 @@ import Testing
   }
 
   /// Polls `condition` until it holds; fails the test after 10 s of real time instead of hanging.
-  private func until(_ condition: () async -> Bool) async throws {
+  private func until(
+    _ condition: () async -> Bool, sourceLocation: SourceLocation = #_sourceLocation
+  ) async throws {
     let deadline = ContinuousClock.now + .seconds(10)
     while await !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .microseconds(200)) }
-    try #require(await condition())
+    try #require(await condition(), sourceLocation: sourceLocation)
   }
 }

@@ -3,8 +3,38 @@ import Testing
 
 @testable import BeaconCore
 
-/// `SightingHistory` keeps the exit delay's inputs up to date as sightings arrive; these hold it
-/// to the straightforward formula over the last `historyLength` sighting times.
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The adaptive-exit rule written out again from its definition (docs/ARCHITECTURE.md,
+/// `PresenceSettings`), sharing nothing with `ExitRule`: over the last 64 sighting times in
+/// arrival order, the advertising interval is the shortest gap longer than 5 ms, the loss rate
+/// is the share of expected packets missing with a Beta(4, 4) prior plus 0.05 (at most 0.95),
+/// and the beacon exits once `loss^(silence/interval)` falls below `exitMissProbability`,
+/// clamped to `[exitTimeout, max(exitTimeout, exitTimeoutMax)]`. Fewer than three sightings, or
+/// no gap that counts, give `exitTimeout`.
+enum ExitOracle {
+  static let window = 64
+  static let repeatGap = 0.005
+
+  static func delay(_ times: [Timestamp], _ settings: PresenceSettings = PresenceSettings()) -> Double {
+    let recent = times.suffix(window).map(\.seconds)
+    guard recent.count >= 3 else { return settings.exitTimeout }
+    var interval = Double.infinity
+    for (a, b) in zip(recent, recent.dropFirst()) where b - a > repeatGap { interval = min(interval, b - a) }
+    guard interval.isFinite else { return settings.exitTimeout }
+    let span = recent[recent.count - 1] - recent[0]
+    let expected = span / interval + 1
+    let missed = max(0, expected - Double(recent.count))
+    let loss = min(0.95, (missed + 4) / (expected + 8) + 0.05)
+    let silence = interval * log(settings.exitMissProbability) / log(loss)
+    return min(max(settings.exitTimeout, silence), max(settings.exitTimeout, settings.exitTimeoutMax))
+  }
+}
+
+/// `SightingHistory` keeps the exit delay's inputs up to date as sightings arrive; these hold it,
+/// and the tracker's deadlines, to `ExitOracle`, and the oracle to values worked out by hand.
 @Suite struct SightingHistoryTests {
   /// Sighting times of several shapes: jittery and lossy, exactly regular (equal gaps, so the
   /// shortest gap is shared), with repeats shorter than `minimumGap`, and now and then out of
@@ -46,27 +76,50 @@ import Testing
     return times
   }
 
+  /// The oracle against values worked out by hand (exitTimeout 10 s, exitTimeoutMax 60 s,
+  /// exitMissProbability 1e-7, so ln p = -16.118).
+  @Test func theOracleGivesTheHandWorkedValues() {
+    func seconds(_ values: [Double]) -> [Timestamp] { values.map { Timestamp(seconds: $0) } }
+    // Two sightings: too few to judge, the plain timeout.
+    #expect(ExitOracle.delay(seconds([0, 1])) == 10)
+    // Only repeats (gaps of 5 ms or less): no interval, the plain timeout.
+    #expect(ExitOracle.delay(seconds([0, 0.001, 0.002])) == 10)
+    // 1 Hz, nothing lost, 64 sightings: expected 64, loss 4/72 + 0.05 = 0.1056, silence
+    // 16.118 / 2.248 = 7.17 s, below the 10 s floor.
+    #expect(ExitOracle.delay(seconds((0..<64).map(Double.init))) == 10)
+    // 1 Hz losing 2 packets in 5 (seconds ≡ 0, 2, 4 mod 5, 120 sightings up to 199 s): the window
+    // is the last 64, 94 s to 199 s; interval 1, expected 106, missed 42, loss 46/114 + 0.05 =
+    // 0.4535, silence 16.118 / 0.7907 = 20.38 s. (All 120 would give 20.40 s.)
+    let lossy = (0..<200).filter { [0, 2, 4].contains($0 % 5) }.map(Double.init)
+    #expect(abs(ExitOracle.delay(seconds(lossy)) - 20.383_542_071_451_423) < 1e-9)
+    // A 3 ms repeat does not count as the interval: the shortest gap is 0.997 s (3 ms to 1 s);
+    // span 3, expected 4.009, nothing missed, loss 0.3831, silence 16.75 s.
+    #expect(abs(ExitOracle.delay(seconds([0, 0.003, 1, 2, 3])) - 16.747_963_465_447_66) < 1e-9)
+    // Three at 1 Hz, then one every 30 s: loss capped at 0.95, silence 314 s, clamped to 60 s.
+    #expect(ExitOracle.delay(seconds([0, 1, 2] + (1..<8).map { 2 + 30 * Double($0) })) == 60)
+  }
+
   @Test(arguments: Array(0..<64) as [UInt64])
-  func incrementalStateMatchesTheFormula(seed: UInt64) {
-    let tracker = PresenceTracker()
+  func incrementalStateMatchesTheOracle(seed: UInt64) {
+    let rule = ExitRule(PresenceSettings())
     let times = Self.times(seed: seed, count: 400)
     var history = SightingHistory(times[0])
     for n in 1...times.count {
       if n > 1 { history.append(times[n - 1]) }
-      let window = Array(times[max(0, n - PresenceTracker.historyLength)..<n])
+      let window = Array(times[max(0, n - ExitOracle.window)..<n])
       #expect(history.recent == window, "seed \(seed), sighting \(n)")
-      let incremental = tracker.exitDelay(history)
-      let formula = tracker.exitDelay(window)
+      let incremental = rule.delay(history)
+      let formula = ExitOracle.delay(window)
       #expect(
         incremental.bitPattern == formula.bitPattern,
         "seed \(seed), sighting \(n): \(incremental) ≠ \(formula)")
     }
   }
 
-  /// The same through `observe`: the deadline it keeps is the last sighting plus the formula's
+  /// The same through `observe`: the deadline it keeps is the last sighting plus the oracle's
   /// delay.
   @Test(arguments: Array(0..<16) as [UInt64])
-  func trackerDeadlineMatchesTheFormula(seed: UInt64) throws {
+  func trackerDeadlineMatchesTheOracle(seed: UInt64) throws {
     var settings = PresenceSettings()
     settings.exitMissProbability = [1e-7, 1e-3, 1e-12, 0.5][Int(seed % 4)]
     var tracker = PresenceTracker(settings: settings)
@@ -77,9 +130,10 @@ import Testing
     for (n, time) in times.enumerated() {
       _ = tracker.observe(frame, from: ad, at: time)
       lastSeen = max(lastSeen, time)
-      let window = Array(times[max(0, n + 1 - PresenceTracker.historyLength)...n])
       let deadline = try #require(tracker.nextDeadline)
-      #expect(deadline == lastSeen + tracker.exitDelay(window), "seed \(seed), sighting \(n + 1)")
+      #expect(
+        deadline == lastSeen + ExitOracle.delay(Array(times[...n]), settings),
+        "seed \(seed), sighting \(n + 1)")
     }
   }
 
@@ -93,7 +147,7 @@ import Testing
     let times = [0, 1, 2, 4, 5, 7, 8, 9].map { Timestamp(seconds: Double($0)) }
     for time in times { _ = tracker.observe(frame, from: ad, at: time) }
     let before = try #require(tracker.nextDeadline)
-    #expect(before == Timestamp(seconds: 9) + PresenceTracker().exitDelay(times))
+    #expect(before == Timestamp(seconds: 9) + ExitOracle.delay(times))
     var changed = PresenceSettings()
     changed.exitMissProbability = 1e-3
     changed.exitTimeout = 3
@@ -102,7 +156,7 @@ import Testing
     #expect(tracker.expire(at: before + -0.001).isEmpty)
     let later = Timestamp(seconds: 10)
     _ = tracker.observe(frame, from: ad, at: later)
-    #expect(tracker.nextDeadline == later + PresenceTracker(settings: changed).exitDelay(times + [later]))
-    #expect(tracker.nextDeadline != later + PresenceTracker().exitDelay(times + [later]))
+    #expect(tracker.nextDeadline == later + ExitOracle.delay(times + [later], changed))
+    #expect(tracker.nextDeadline != later + ExitOracle.delay(times + [later]))
   }
 }

@@ -1,30 +1,12 @@
 import BeaconCore
 import BlueZ
+import BlueZTestSupport
 import DBus
-import DBusTestSupport
-import Foundation
 import Synchronization
 import Testing
 
-/// A private bus with python-dbusmock's `bluez5` template on it, and a control connection.
-final class BlueZFixture: Sendable {
-  let bus: PrivateBus
-  let mock: Mutex<MockService>
-  let control: Connection
-  let logs = Mutex<[String]>([])
-
-  static func start() async throws -> BlueZFixture {
-    let bus = try PrivateBus.start()
-    let mock = try await MockService.start(busAddress: bus.address, template: "bluez5", name: BlueZ.service)
-    return BlueZFixture(bus: bus, mock: mock, control: try Connection(bus.busAddress))
-  }
-
-  private init(bus: PrivateBus, mock: MockService, control: Connection) {
-    self.bus = bus
-    self.mock = Mutex(mock)
-    self.control = control
-  }
-
+/// The BlueZ source on `BlueZFixture`'s mock, and bluetoothd's AdvertisementMonitor calls.
+extension BlueZFixture {
   func source(
     adapter: String? = nil, preferredMode: ScanMode = .activeDiscovery,
     tune: (inout BlueZAdvertisementSource.Options) -> Void = { _ in }
@@ -110,95 +92,6 @@ final class BlueZFixture: Sendable {
       destination: BlueZ.service, path: "/", interface: "org.bluez.Mock", member: "GetClientObjects",
       [.string(client), .objectPath(root)])
   }
-
-  var logLines: [String] { logs.withLock { $0 } }
-
-  func stop() {
-    control.close()
-    mock.withLock { $0.stop() }
-    bus.stop()
-  }
-
-  /// Kills bluetoothd's stand-in (SIGKILL) and starts a fresh one: NameOwnerChanged twice.
-  func restartBlueZ() async throws {
-    mock.withLock { $0.stop() }
-    let fresh = try await MockService.start(busAddress: bus.address, template: "bluez5", name: BlueZ.service)
-    mock.withLock { $0 = fresh }
-  }
-
-  // MARK: org.bluez.Mock
-
-  @discardableResult
-  func addAdapter(_ name: String) async throws -> ObjectPath {
-    let reply = try await control.callReturningOne(
-      destination: BlueZ.service, path: "/", interface: "org.bluez.Mock", member: "AddAdapter",
-      [.string(name), .string("box \(name)")])
-    return try #require(reply.string.map { ObjectPath($0) })
-  }
-
-  @discardableResult
-  func addDevice(_ adapter: String, _ address: String) async throws -> ObjectPath {
-    let reply = try await control.callReturningOne(
-      destination: BlueZ.service, path: "/", interface: "org.bluez.Mock", member: "AddDevice",
-      [.string(adapter), .string(address), .string("beacon")])
-    return try #require(reply.string.map { ObjectPath($0) })
-  }
-
-  func removeDevice(_ adapter: String, _ device: ObjectPath) async throws {
-    _ = try await control.call(
-      destination: BlueZ.service, path: ObjectPath("/org/bluez/\(adapter)"),
-      interface: BlueZ.adapterInterface,
-      member: "RemoveDevice", [.objectPath(device)])
-  }
-
-  func removeAdapter(_ name: String) async throws {
-    _ = try await control.call(
-      destination: BlueZ.service, path: "/", interface: "org.bluez.Mock", member: "RemoveAdapter",
-      [.string(name)])
-  }
-
-  /// Sends Device1 PropertiesChanged through `org.freedesktop.DBus.Mock.EmitSignal`: this is how
-  /// an advertisement arrives (dbusmock 0.28's UpdateProperties crashes before emitting).
-  func advertise(_ device: ObjectPath, _ changed: [String: DBusValue]) async throws {
-    _ = try await control.call(
-      destination: BlueZ.service, path: device, interface: "org.freedesktop.DBus.Mock", member: "EmitSignal",
-      [
-        .string(InterfaceName.properties.rawValue), .string("PropertiesChanged"), .string("sa{sv}as"),
-        .array(
-          element: "v",
-          [
-            .variant(.string(BlueZ.deviceInterface.rawValue)),
-            .variant(.stringVariantDictionary(changed)),
-            .variant(.stringArray([])),
-          ]),
-      ])
-  }
-
-  func adapterProperty(_ adapter: String, _ name: String) async throws -> DBusValue {
-    try await control.callReturningOne(
-      destination: BlueZ.service, path: ObjectPath("/org/bluez/\(adapter)"), interface: .properties,
-      member: "Get",
-      [.string(BlueZ.adapterInterface.rawValue), .string(name)]
-    ).unwrapped
-  }
-
-  func setAdapterProperty(_ adapter: String, _ name: String, _ value: DBusValue) async throws {
-    _ = try await control.call(
-      destination: BlueZ.service, path: ObjectPath("/org/bluez/\(adapter)"), interface: .properties,
-      member: "Set",
-      [.string(BlueZ.adapterInterface.rawValue), .string(name), .variant(value)])
-  }
-
-  /// The mock's call log on an adapter: method names in call order.
-  func adapterCalls(_ adapter: String) async throws -> [String] {
-    let reply = try await control.callReturningOne(
-      destination: BlueZ.service, path: ObjectPath("/org/bluez/\(adapter)"),
-      interface: "org.freedesktop.DBus.Mock", member: "GetCalls")
-    return (reply.arrayElements ?? []).compactMap { call in
-      guard case .structure(let fields) = call, fields.count >= 2 else { return nil }
-      return fields[1].string
-    }
-  }
 }
 
 /// Records a source's events on a background task.
@@ -248,47 +141,4 @@ final class EventRecorder: Sendable {
     task.cancel()
     await task.value
   }
-}
-
-/// Polls `condition` until it holds or `timeout` passes.
-func eventually(
-  _ timeout: Duration = .seconds(30), _ condition: @Sendable () async throws -> Bool
-) async throws -> Bool {
-  let deadline = ContinuousClock.now + timeout
-  while ContinuousClock.now < deadline {
-    if try await condition() { return true }
-    try await Task.sleep(for: .milliseconds(25))
-  }
-  return try await condition()
-}
-
-/// Waits for a process to exit, at most `seconds`; SIGKILLs it after that and returns false.
-/// (Foundation's `waitUntilExit` would spin forever on a process that hangs.)
-@discardableResult
-func waitForExit(_ process: Process, seconds: Double = 30) async -> Bool {
-  let deadline = ContinuousClock.now.advanced(by: .seconds(seconds))
-  while process.isRunning, ContinuousClock.now < deadline {
-    try? await Task.sleep(for: .milliseconds(20))
-  }
-  if process.isRunning {
-    kill(process.processIdentifier, SIGKILL)
-    process.waitUntilExit()
-    return false
-  }
-  process.waitUntilExit()
-  return true
-}
-
-/// Starts `beaconbridge run` on a bus, with its log discarded and no NOTIFY_SOCKET.
-func launchDaemon(config: String, stateDirectory: String, bus: String) throws -> Process {
-  let daemon = Process()
-  daemon.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
-  daemon.arguments = ["run", "--config", config, "--state-dir", stateDirectory]
-  var environment = ProcessInfo.processInfo.environment
-  environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus
-  environment.removeValue(forKey: "NOTIFY_SOCKET")
-  daemon.environment = environment
-  daemon.standardError = FileHandle.nullDevice
-  try daemon.run()
-  return daemon
 }

@@ -1,23 +1,9 @@
 import BeaconCore
 import BlueZ
+import BlueZTestSupport
 import DBus
 import DBusTestSupport
 import Testing
-
-/// An iBeacon frame as BlueZ's ManufacturerData holds it (company 0x004C, Apple): type 0x02,
-/// length 0x15, UUID E2C56DB5-DFFB-48D2-B060-D0F5A71096E0, major 1, minor 7, measured power -59.
-let iBeaconBytes: [UInt8] =
-  [
-    0x02, 0x15, 0xE2, 0xC5, 0x6D, 0xB5, 0xDF, 0xFB, 0x48, 0xD2, 0xB0, 0x60, 0xD0, 0xF5, 0xA7, 0x10, 0x96,
-    0xE0,
-  ]
-  + [0x00, 0x01, 0x00, 0x07, 0xC5]
-
-func iBeaconManufacturerData() -> DBusValue {
-  .dictionary(key: "q", value: "v", [.init(.uint16(0x004C), .variant(.bytes(iBeaconBytes)))])
-}
-
-let beaconAddress = BluetoothAddress("C0:FF:EE:00:00:01")!
 
 /// Tier 2 (DESIGN §6): the source against python-dbusmock's bluez5 template on a private bus.
 /// Each test has its own bus and mock, so tests run in parallel.

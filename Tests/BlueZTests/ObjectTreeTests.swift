@@ -39,8 +39,9 @@ struct ObjectTreeTests {
     #expect(tree.selectAdapter(named: nil) == "/org/bluez/hci1")  // first powered
     #expect(tree.selectAdapter(named: "hci0") == "/org/bluez/hci0")  // explicit, even unpowered
     #expect(tree.selectAdapter(named: "hci9") == nil)
-    #expect(tree.devices(of: "/org/bluez/hci1") == ["/org/bluez/hci1/dev_C0_FF_EE_00_00_01"])
-    #expect(tree.devices(of: "/org/bluez/hci0") == [])
+    #expect(ObjectTree.device("/org/bluez/hci1/dev_C0_FF_EE_00_00_01", isOf: "/org/bluez/hci1"))
+    #expect(!ObjectTree.device("/org/bluez/hci1/dev_C0_FF_EE_00_00_01", isOf: "/org/bluez/hci0"))
+    #expect(!ObjectTree.device("/org/bluez/hci1", isOf: "/org/bluez/hci1"))
   }
 
   @Test func partialChangesKeepCachedFields() throws {

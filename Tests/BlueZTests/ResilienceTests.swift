@@ -1,5 +1,6 @@
 import BeaconCore
 import BlueZ
+import BlueZTestSupport
 import DBus
 import DBusTestSupport
 import Testing

@@ -1,5 +1,7 @@
 import BeaconCore
+import BeaconTestSupport
 import BridgeDaemon
+import Foundation
 import Testing
 
 @Suite struct ConfigurationFileTests {
@@ -8,6 +10,35 @@ import Testing
     #expect(config == DaemonConfiguration())
     let commented = try DaemonConfiguration.parse("# nothing\n; here\n\n[Presence]\n", file: "c.conf")
     #expect(commented == DaemonConfiguration())
+  }
+
+  /// `DaemonConfiguration.load`, the one reader `run`, `doctor` and `diagnose` share: a named
+  /// file must exist and be UTF-8 text, and its errors name it.
+  @Test func loadReadsTheNamedFileAndNamesItInErrors() throws {
+    let dir = try scratchDirectory("config")
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let good = dir + "/good.conf"
+    try Data("[General]\nbackend = hci\n".utf8).write(to: URL(fileURLWithPath: good))
+    #expect(try DaemonConfiguration.load(path: good).backend == .hci)
+    #expect(try DaemonConfiguration.text(path: good) == "[General]\nbackend = hci\n")
+    let missing = dir + "/missing.conf"
+    #expect(throws: KeyFileError(file: missing, line: 0, message: "no such file")) {
+      try DaemonConfiguration.load(path: missing)
+    }
+    let binary = dir + "/binary.conf"
+    try Data([0xFF, 0xFE, 0x0A]).write(to: URL(fileURLWithPath: binary))
+    #expect(throws: KeyFileError(file: binary, line: 0, message: "cannot read it: it is not UTF-8 text")) {
+      try DaemonConfiguration.load(path: binary)
+    }
+    #expect(throws: KeyFileError(file: dir, line: 0, message: "cannot read it: it is a directory")) {
+      try DaemonConfiguration.load(path: dir)
+    }
+    let bad = dir + "/bad.conf"
+    try Data("[General]\nbackend = radio\n".utf8).write(to: URL(fileURLWithPath: bad))
+    let error = #expect(throws: KeyFileError.self) { try DaemonConfiguration.load(path: bad) }
+    #expect(error?.file == bad && error?.line == 2)
+    // Text that does not parse is still handed over whole (the support bundle redacts it).
+    #expect(try DaemonConfiguration.text(path: bad) == "[General]\nbackend = radio\n")
   }
 
   @Test func settingsLandInTheirSections() throws {

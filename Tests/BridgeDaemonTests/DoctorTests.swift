@@ -161,4 +161,53 @@ import Testing
       #expect(output.contains("https://<redacted>@backend.example/trips?token=<redacted>&sig=<redacted>&x=1"))
     }
   }
+
+  // MARK: Beacon health (issue 17)
+
+  func withPaired(_ beacon: [String: JSONValue]) -> Result<JSONValue, DoctorFacts.DaemonUnavailable> {
+    var fields: [String: JSONValue] = [
+      "deviceId": .string("UNIT-0042"), "label": .string("van 7"), "inRange": .bool(true),
+      "lastSeenAgoSeconds": .double(1), "batteryMv": .int(3000), "reboots": .int(0),
+    ]
+    for (key, value) in beacon { fields[key] = value }
+    return .success(
+      .object([
+        "scanning": .string("bluez (active discovery)"), "beaconsInRange": .array([.object([:])]),
+        "activeBeacon": .object(["deviceId": .string("UNIT-0042")]),
+        "pairedBeacons": .array([.object(fields)]),
+      ]))
+  }
+
+  @Test func healthyPairedBeaconIsOK() {
+    let report = Doctor.evaluate(facts(daemon: withPaired([:])))
+    #expect(status(report, "beacon health") == .ok, "\(report.text)")
+    #expect(report.overall == .ok)
+  }
+
+  @Test func lowBatteryWarnsAtTheConfiguredThreshold() throws {
+    let report = Doctor.evaluate(facts(daemon: withPaired(["batteryMv": .int(2490)])))
+    #expect(status(report, "beacon battery") == .warning, "\(report.text)")
+    #expect(report.text.contains("UNIT-0042 (van 7): battery 2490 mV, below 2500 mV"), "\(report.text)")
+    #expect(report.exitStatus == 2)
+    // The threshold is [Health] lowBatteryMillivolts.
+    let lower = try DaemonConfiguration.parse("[Health]\nlowBatteryMillivolts = 2400\n", file: "test.conf")
+    let relaxed = Doctor.evaluate(
+      facts(config: .success(lower), daemon: withPaired(["batteryMv": .int(2490)])))
+    #expect(status(relaxed, "beacon battery") == nil, "\(relaxed.text)")
+  }
+
+  @Test func silentAndRebootedBeaconsWarn() throws {
+    let config = try DaemonConfiguration.parse("[Health]\nsilentAfter = 60\n", file: "test.conf")
+    let report = Doctor.evaluate(
+      facts(
+        config: .success(config),
+        daemon: withPaired([
+          "inRange": .bool(false), "lastSeenAgoSeconds": .double(75), "reboots": .int(2),
+          "lastRebootAgoSeconds": .double(300),
+        ])))
+    #expect(status(report, "beacon silent") == .warning, "\(report.text)")
+    #expect(report.text.contains("not seen for 75 s (silentAfter 60 s)"))
+    #expect(status(report, "beacon reboot") == .warning)
+    #expect(report.text.contains("restarted 2 time(s) (its uptime went backwards), last 300 s ago"))
+  }
 }

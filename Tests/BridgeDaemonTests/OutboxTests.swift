@@ -96,10 +96,20 @@ import Testing
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let store = try Store(directory: dir)
     try await store.recordTripStarted("t1")
+    try await store.recordResolution("t1", .configured(deviceId: "SERIAL-1"), beaconMode: false)
     try await store.recordBatch(TripEventBatch(tripId: "t1", sequence: 0, events: [], receivedAt: .zero))
     try await store.recordDeadLetter("t1", sequence: 0, reason: "HTTP 400")
     let summary = try await store.outboxSummary()
     #expect(summary.deadLetters == 1)
     #expect(summary.undelivered == 0)
+    // The bundle's outbox.json and TripRetry's answer list a dead letter the same way.
+    let dead = try await store.deadLetters().map { ($0.batch.idempotencyKey, $0.reason) }
+    let letter = JSONValue.object(["key": .string("t1#0"), "reason": .string("HTTP 400")])
+    let bundle = summary.json(deadLetters: dead)
+    #expect(bundle["deadLetterReasons"] == .array([letter]))
+    #expect(bundle["deadLetters"] == .int(1))
+    struct Refused: Error, CustomStringConvertible { var description: String { "HTTP 400" } }
+    let retried = try await store.retryDeadLetters(tripId: nil) { _ in throw Refused() }
+    #expect(retried.json == .object(["delivered": .int(0), "failed": .array([letter])]))
   }
 }

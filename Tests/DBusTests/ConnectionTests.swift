@@ -1,7 +1,8 @@
-import DBus
 import DBusTestSupport
 import Foundation
 import Testing
+
+@testable import DBus
 
 @Suite(.privateBus, .timeLimit(.minutes(2)))
 struct ConnectionTests {
@@ -136,9 +137,15 @@ struct ConnectionTests {
       try await bus.call(
         destination: "org.example.Slow2", path: "/slow", interface: "org.example.Slow", member: "Sleep")
     }
-    try await Task.sleep(for: .milliseconds(100))
+    // Cancel once the call is on the wire, waiting for the reply the mock takes a second to give.
+    let deadline = ContinuousClock.now + .seconds(10)
+    while bus.callsAwaitingReply == 0, ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(5))
+    }
+    try #require(bus.callsAwaitingReply == 1)
     task.cancel()
     await #expect(throws: CancellationError.self) { try await task.value }
+    #expect(bus.callsAwaitingReply == 0)
   }
 
   @Test func closeFailsLaterCalls() async throws {
@@ -195,5 +202,14 @@ struct TypedReplyTests {
     #expect([String: Variant].dbusSignature == "a{sv}")
     #expect([UInt16: Variant].dbusSignature == "a{qv}")
     #expect(["k": Variant(.bool(true))].dbusValue == .stringVariantDictionary(["k": .bool(true)]))
+  }
+}
+
+extension Connection {
+  /// Calls sent and waiting for their reply.
+  fileprivate var callsAwaitingReply: Int {
+    core.state.withLock { state in
+      state.calls.values.filter { if case .waiting = $0 { true } else { false } }.count
+    }
   }
 }

@@ -156,7 +156,12 @@ import Testing
     var long = EventBytes.extended([.init(address: Self.addressA, rssi: 0xC0, data: [])])
     long[long.count - 1] = 230
     long[1] = UInt8(long.count - 2)
-    do { _ = try HCIEvent.parse(long) } catch { #expect(error.kind == .dataTooLong) }
+    // 230 bytes of data cannot follow a 26-byte report header in one event (parameters ≤ 255), so
+    // the report is cut short, as the kernel's pull of its data fails.
+    do {
+      _ = try HCIEvent.parse(long)
+      Issue.record("parsed")
+    } catch { #expect(error.kind == .truncatedParameters) }
   }
 
   @Test func fragmentedExtendedReportIsReassembled() throws {
@@ -247,5 +252,47 @@ import Testing
     #expect(try HCIEvent.parse([0x3E, 0x02, 0x01, 0x00]) == .leMeta(subevent: 0x01, parameters: [0x00]))
     #expect(throws: HCIEventError.self) { try HCIEvent.parse([0x0E, 0x02, 0x01, 0x0B]) }
     #expect(throws: HCIEventError.self) { try HCIEvent.parse([0x0F, 0x03, 0x00, 0x01, 0x0C]) }
+  }
+
+  // MARK: Damage in a later report (kernel hci_le_adv_report_evt)
+
+  /// The kernel's `hci_le_adv_report_evt` (net/bluetooth/hci_event.c) pulls each report's header,
+  /// then its data and RSSI, and processes it before the next: a report whose Data_Length exceeds
+  /// 31 but whose bytes are present is dropped ("Dropping invalid advertising data") and reading
+  /// goes on; a report cut short ends the event. Hand-built vectors from the Core spec's layout.
+  @Test func laterDamageKeepsEarlierReports() throws {
+    let good = EventBytes.Legacy(address: Self.addressA, data: [0x02, 0x01, 0x06], rssi: 0xC0)
+    let long = EventBytes.Legacy(
+      address: Self.addressB, data: [UInt8](repeating: 0x11, count: 32), rssi: 0xC1)
+    let third = EventBytes.Legacy(address: Self.addressB, data: [0x02, 0x0A, 0x00], rssi: 0xC2)
+    do {
+      _ = try HCIEvent.parse(EventBytes.legacy([good, long, third]))
+      Issue.record("a 32-byte legacy report parsed")
+    } catch {
+      #expect(error.kind == .dataTooLong)
+      #expect(error.deliveredReports.map(\.rssi) == [-64, -62])
+    }
+    // The second report cut short after its address: the first is delivered.
+    var cut = EventBytes.legacy([good, good])
+    cut.removeLast(1 + 1 + 3)  // RSSI, data and Data_Length of the second report
+    cut[1] = UInt8(cut.count - 2)
+    do {
+      _ = try HCIEvent.parse(cut)
+      Issue.record("a cut event parsed")
+    } catch {
+      #expect(error.kind == .truncatedParameters)
+      #expect(error.deliveredReports.map(\.data) == [[0x02, 0x01, 0x06]])
+    }
+    // Trailing bytes after the last report: the reports are delivered.
+    var trailing = EventBytes.legacy([good])
+    trailing += [0x00]
+    trailing[1] += 1
+    do {
+      _ = try HCIEvent.parse(trailing)
+      Issue.record("trailing bytes parsed")
+    } catch {
+      #expect(error.kind == .trailingBytes)
+      #expect(error.deliveredReports.count == 1)
+    }
   }
 }

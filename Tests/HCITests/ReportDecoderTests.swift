@@ -38,13 +38,36 @@ import Testing
       return
     }
     #expect(rejection.detail.contains("truncatedParameters"))
-    // Malformed AD structures inside a well-formed report: rejected with the address.
+    // Damaged AD structures inside a well-formed report end the data (BlueZ eir_parse): a sighting
+    // with the structures before the damage, none here, so no frames.
     let bad: [UInt8] = [0x3E, 0x0F, 0x02, 0x01, 0x00, 0x00, 1, 2, 3, 4, 5, 6, 0x03, 0x09, 0x01, 0x02, 0xC0]
-    guard case .rejected(let address?, _) = decoder.decode(bad).first else {
-      Issue.record("no rejection with an address")
+    guard case .sighting(let damaged) = decoder.decode(bad).first else {
+      Issue.record("no sighting")
       return
     }
-    #expect(address.description == "06:05:04:03:02:01")
+    #expect(damaged.address.description == "06:05:04:03:02:01")
+    #expect(BeaconFrameParser.parse(damaged).frames.isEmpty)
     #expect(decoder.decode([0x0E, 0x04, 0x01, 0x0C, 0x20, 0x00]).isEmpty)
+  }
+
+  /// Kernel `hci_le_adv_report_evt` (net/bluetooth/hci_event.c) takes each report before pulling
+  /// the next: an event whose second report is cut short still delivers the first, then the
+  /// damage is reported. Hand-built from the Core spec's layout (Vol 4, Part E, 7.7.65.2).
+  @Test func secondReportCutShortStillDeliversTheFirst() {
+    var decoder = ReportDecoder()
+    let whole = Self.iBeaconEvent(minor: 7)
+    // Two reports announced; the first whole, the second only its event type and address type.
+    var parameters = Array(whole[2...])
+    parameters[1] = 2
+    parameters += [0x03, 0x00]
+    let events = decoder.decode([0x3E, UInt8(parameters.count)] + parameters)
+    guard events.count == 2, case .sighting(let ad) = events[0],
+      case .rejected(nil, let rejection) = events[1]
+    else {
+      Issue.record("expected a sighting then a rejection: \(events)")
+      return
+    }
+    #expect(BeaconFrameParser.parse(ad).frames.first?.beaconID?.identity?.minor == 7)
+    #expect(rejection.detail.contains("report 2 of 2"))
   }
 }

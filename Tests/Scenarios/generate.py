@@ -40,6 +40,28 @@ def beacon(rng, address, identity, rssi, start, end, interval=1.0, loss=0.0, noi
     return events
 
 
+def tlm_hex(millivolts, celsius, count, uptime):
+    """Eddystone-TLM version 0x00 (Eddystone-TLM specification): battery mV, temperature 8.8
+    fixed point, advertising PDU count, uptime in 0.1 s units; all big-endian."""
+    temp = int(round(celsius * 256)) & 0xFFFF
+    return f"2000{millivolts:04X}{temp:04X}{count:08X}{int(round(uptime * 10)):08X}"
+
+
+def tlm_beacon(address, start, end, battery, uptime, celsius=21.5, interval=10.0, offset=0.5):
+    """An Eddystone-TLM frame every `interval` s from `address` (interleaved with its identity
+    frames, as Kontakt, Minew, Estimote and Ruuvi beacons do). `battery(t)` and `uptime(t)` give the
+    values at time t."""
+    events = []
+    t = start + offset
+    while t <= end:
+        up = uptime(t)
+        events.append({"at": round(t, 3), "advertisement": {
+            "address": address, "rssi": -64,
+            "serviceData": [{"uuid": "feaa", "hex": tlm_hex(battery(t), celsius, int(up * 10), up)}]}})
+        t += interval
+    return events
+
+
 def trip(trip_id, start, batches, end):
     out = [{"at": start, "tripStart": {"tripId": trip_id}}]
     for at, types in batches:
@@ -115,12 +137,16 @@ def main():
 
     good = "0201061AFF4C00" + ibeacon_hex(VAN7)
     write("malformed-frames.json",
-          "Malformed advertisements are rejected with a reason; the good ones around them still count.",
+          "Malformed frames are rejected with a reason; the good ones around them still count. Damaged "
+          "AD data keeps the structures before the damage (an Eddystone-UID before an iBeacon cut "
+          "short; Core spec Vol 3 Part C 11, BlueZ eir_parse), and an EID frame is an ignored kind, "
+          "not a rejection.",
           [PAIR7],
           [
               {"at": 0.0, "advertisement": {"address": "C0:FF:EE:00:00:07", "rssi": -60, "rawHex": good}},
               {"at": 0.5, "advertisement": {"address": "C0:FF:EE:00:00:66", "rssi": -60,
-                                            "rawHex": "0201061AFF4C000215E2C5"}},
+                                            "rawHex": "0201060303AAFE1716AAFE00E312345678901234678901"
+                                                      "0000000000010000" "1AFF4C000215E2C5"}},
               {"at": 1.0, "advertisement": {"address": "C0:FF:EE:00:00:66", "rssi": -60,
                                             "rawHex": "0201060010FF"}},
               {"at": 1.5, "advertisement": {"address": "C0:FF:EE:00:00:66", "rssi": -60,
@@ -130,6 +156,50 @@ def main():
               {"at": 2.5, "advertisement": {"address": "C0:FF:EE:00:00:07", "rssi": -61, "rawHex": good}},
               {"at": 3.0, "advertisement": {"address": "C0:FF:EE:00:00:07", "rssi": -62, "rawHex": good}},
           ])
+
+
+    # Beacon health (issue 17): TLM interleaved with an iBeacon from one address.
+    rng = random.Random(44)
+    uid_ns, uid_inst = "12345678901234678901", "000000000055"
+    uid = {"uuid": "feaa", "hex": "00E3" + uid_ns + uid_inst + "0000"}
+    url = {"uuid": "feaa", "hex": "10EB03" + "6578616d706c65".upper() + "07"}  # https://example.com
+    eid = {"uuid": "feaa", "hex": "30E34549445F74657374"}
+    write("tlm-interleaved.json",
+          "A paired iBeacon interleaving Eddystone-TLM (3000 mV, 21.5 C) and an Eddystone-URL from one "
+          "address: the TLM and URL are joined to the iBeacon by address. An unpaired Eddystone-UID "
+          "whose first TLM comes before its UID links once the UID is heard; an EID frame is an "
+          "ignored kind, not a rejection.",
+          [PAIR7],
+          beacon(rng, "C0:FF:EE:00:00:07", VAN7, -60, 0, 60)
+          + tlm_beacon("C0:FF:EE:00:00:07", 0, 60, lambda t: 3000, lambda t: 3600 + t)
+          + [{"at": 5.2, "advertisement": {"address": "C0:FF:EE:00:00:07", "rssi": -60, "serviceData": [url]}}]
+          + [{"at": 0.2, "advertisement": {"address": "C0:FF:EE:00:00:55", "rssi": -70,
+                                           "serviceData": [{"uuid": "feaa",
+                                                            "hex": tlm_hex(2900, 19.0, 500, 50.0)}]}}]
+          + [{"at": 0.7 + i, "advertisement": {"address": "C0:FF:EE:00:00:55", "rssi": -70, "serviceData": [uid]}}
+             for i in range(0, 30, 2)]
+          + [{"at": 7.0, "advertisement": {"address": "7A:11:22:33:44:55", "rssi": -80, "serviceData": [eid]}}]
+          + trip("t1", 10, [(20, ["braking"])], 50))
+
+    rng = random.Random(45)
+    write("tlm-reboot.json",
+          "A paired iBeacon with interleaved TLM whose uptime goes backwards at 60 s (a reboot): one "
+          "beaconHealth 'rebooted'. It stops at 120 s; silentAfter 30 makes it 'silent' 30 s after "
+          "its last sighting.",
+          [PAIR7],
+          beacon(rng, "C0:FF:EE:00:00:07", VAN7, -60, 0, 120)
+          + tlm_beacon("C0:FF:EE:00:00:07", 0, 120, lambda t: 3010,
+                       lambda t: 7200 + t if t < 60 else t - 60),
+          config={"silentAfter": 30}, duration=200)
+
+    rng = random.Random(46)
+    write("tlm-low-battery.json",
+          "A paired iBeacon whose TLM battery falls 10 mV per frame from 2620 mV: one beaconHealth "
+          "'batteryLow' when it first reads below 2500 mV (2490 mV at 130.5 s), none after.",
+          [PAIR7],
+          beacon(rng, "C0:FF:EE:00:00:07", VAN7, -60, 0, 200)
+          + tlm_beacon("C0:FF:EE:00:00:07", 0, 200, lambda t: 2620 - 10 * int(t // 10),
+                       lambda t: 100 + t))
 
 
 if __name__ == "__main__":

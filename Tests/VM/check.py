@@ -187,6 +187,28 @@ def tagging_path(title):
               % (len(delivered), ", ".join(str(p.get("key")) for p in delivered)))
 
 
+def beacon_health(title):
+    """Scenario 7 (issue 17): s7-status.json from `status --json` while the daemon ran."""
+    logs_to_show.update(["s7-daemon.err", "s7-cli.err", "guest.log", "bluetoothd.log"])
+    if read("s7-daemon.err") is None:
+        return fail(title, "the guest never started the daemon")
+    status = load_json("s7-status.json") or {}
+    paired = [b for b in status.get("pairedBeacons") or [] if b.get("deviceId") == "VAN-5"]
+    if not paired:
+        return fail(title, "status never listed VAN-5 among pairedBeacons (%r)" % status.get("pairedBeacons"))
+    b = paired[0]
+    want = {"kind": "iBeacon", "major": 5, "minor": 55, "batteryMv": 2900, "temperatureC": 23.5,
+            "advertisingCount": 4660, "uptimeSeconds": 360}
+    problems = ["%s is %r, not %r" % (k, b.get(k), v) for k, v in want.items() if b.get(k) != v]
+    if exit_status("s7-daemon") != 0:
+        problems.append("the daemon exited with status %s on SIGTERM, not 0" % exit_status("s7-daemon"))
+    if problems:
+        return fail(title, "; ".join(problems))
+    telemetry = [line for line in (read("s7-scan.jsonl") or "").splitlines() if '"type":"telemetry"' in line]
+    return ok(title, "VAN-5: battery %s mV, %s C, uptime %s s, %s adverts; scan printed %d telemetry line(s)"
+              % (b["batteryMv"], b["temperatureC"], b["uptimeSeconds"], b["advertisingCount"], len(telemetry)))
+
+
 steps = read("steps.txt")
 if steps is None:
     print("FAIL  the guest never ran Tests/VM/guest.sh (no steps.txt in %s)" % OUT)
@@ -212,6 +234,9 @@ else:
     scan_scenario("5 bluetoothd stopped: the raw HCI backend sees both iBeacons", "s5-hci", [A, B])
     replay("6 btmon -w captured the run: replay finds A, B, C and D in it, and A and B in scenario 1's "
            "short capture (the test fixture's source)", [("capture.btsnoop", [A, B, C, D]), ("s1.btsnoop", [A, B])])
+
+    beacon_health("7 one controller advertises an iBeacon and an Eddystone-TLM: through bluetoothd the daemon "
+                  "joins them by address and status shows the paired beacon's battery")
 
 for status, title, detail in results:
     print("%-7s %s: %s" % (status, title, detail))

@@ -107,6 +107,7 @@ public actor BeaconBridge {
       throw BridgeError(.invalidConfiguration, "invalid configuration: " + problems.joined(separator: "; "))
     }
     pipeline.reconfigure(configuration)
+    wakeDeadlines()
     log(.info, "configuration reloaded")
   }
 
@@ -119,6 +120,7 @@ public actor BeaconBridge {
   /// Feeds one event from an advertisement source.
   public func ingest(_ event: SourceEvent) async {
     await perform(pipeline.ingest(event, at: now))
+    wakeDeadlines()
   }
 
   /// Reads the source on the actor, an array at a time, so that an advertisement costs neither an
@@ -129,6 +131,7 @@ public actor BeaconBridge {
         let steps = pipeline.ingest(event, at: now)
         if !steps.isEmpty { await perform(steps) }
       }
+      wakeDeadlines()
     }
   }
 
@@ -170,15 +173,68 @@ public actor BeaconBridge {
     try await consume(stream)
   }
 
-  /// Ticks deadlines until the task is cancelled. Presence needs no sub-second latency, so
-  /// deadlines are checked at least once a second and otherwise when due.
+  /// Ticks deadlines until the task is cancelled, without waking on a period when idle.
+  /// - While a beacon is tracked, every sighting may move its exit deadline closer without
+  ///   waking this loop, so deadlines are checked when due and at least once a second (presence
+  ///   needs no sub-second latency).
+  /// - Otherwise the loop parks until the next deadline (a trip's late window, a batch's retry,
+  ///   a paired beacon's silence), or for good when there is none. A sighting, a trip call or a
+  ///   reload that brings a deadline closer wakes it (`wakeDeadlines`).
   public func runDeadlines() async throws {
     while !Task.isCancelled {
       let now = self.now
-      let due = nextDeadline ?? now + 1
-      try await clock.sleep(min(max(due, now), now + 1))
+      let due = nextDeadline
+      if let due, pipeline.tracker.isTracking || due <= now + 1 {
+        try await clock.sleep(min(max(due, now), now + 1))
+      } else {
+        await park(until: due)
+        try Task.checkCancellation()
+      }
       await tick()
     }
+  }
+
+  /// The parked deadline loop: resumed by its timer, by `wakeDeadlines`, or by cancellation.
+  private var parked: (continuation: CheckedContinuation<Void, Never>, until: Timestamp?, id: UInt64)?
+  private var parkCount: UInt64 = 0
+
+  private func park(until due: Timestamp?) async {
+    parkCount &+= 1
+    let id = parkCount
+    var timer: Task<Void, Never>?
+    await withTaskCancellationHandler {
+      await withCheckedContinuation { continuation in
+        if Task.isCancelled {
+          continuation.resume()
+          return
+        }
+        parked = (continuation, due, id)
+        if let due {
+          timer = Task { [clock] in
+            try? await clock.sleep(due)
+            self.unpark(id)
+          }
+        }
+      }
+    } onCancel: {
+      Task { await self.unpark(nil) }
+    }
+    timer?.cancel()
+  }
+
+  /// Resumes the parked loop: the one parked as `id`, or any when nil.
+  private func unpark(_ id: UInt64?) {
+    guard let current = parked, id == nil || current.id == id else { return }
+    parked = nil
+    current.continuation.resume()
+  }
+
+  /// Wakes a parked deadline loop when something came due sooner than it waits for, or a beacon
+  /// is now tracked. Cheap while the loop runs (one nil check); `nextDeadline` is only computed
+  /// while it is parked.
+  private func wakeDeadlines() {
+    guard let current = parked, let next = nextDeadline else { return }
+    if pipeline.tracker.isTracking || current.until.map({ next < $0 }) ?? true { unpark(nil) }
   }
 
   // MARK: Trips
@@ -267,7 +323,9 @@ public actor BeaconBridge {
           heldBatches: pipeline.tagger.heldBatches(trip.tripId).count,
           waitingForEnd: isDue(trip.tripId) ? 0 : outbound.count { $0.tripId == trip.tripId })
       },
-      outboundBatches: outbound.count, pairings: pipeline.pairings.pairings)
+      outboundBatches: outbound.count, pairings: pipeline.pairings.pairings, now: now,
+      health: pipeline.health.health, pairedBeacons: pipeline.pairedBeacons,
+      ignoredFrames: pipeline.health.ignoredFrames)
   }
 
   // MARK: Internals
@@ -291,6 +349,7 @@ public actor BeaconBridge {
       }
     }
     if posted { await drainOutbound() }
+    wakeDeadlines()
   }
 
   /// Whether a trip's batches may be posted now: always in realtime mode; in postTrip mode once
@@ -413,4 +472,54 @@ public struct BridgeStatus: Hashable, Sendable {
   public var trips: [Trip]
   public var outboundBatches: Int
   public var pairings: [Pairing]
+  /// The bridge's time when the snapshot was taken (ages are measured from it).
+  public var now: Timestamp = .zero
+  /// What beacons said about themselves (TLM, URL), by beacon.
+  public var health: [BeaconID: BeaconHealth] = [:]
+  /// Every paired beacon heard since the bridge started, with its health.
+  public var pairedBeacons: [PairedBeaconStatus] = []
+  /// Frames of known kinds that are not decoded, counted by `IgnoredFrame.kind`.
+  public var ignoredFrames: [String: Int] = [:]
+}
+
+/// One paired beacon as `status` shows it: presence, signal, and what it said about itself.
+public struct PairedBeaconStatus: Hashable, Sendable {
+  public var id: BeaconID
+  public var pairing: Pairing
+  public var inRange: Bool
+  /// The last sighting of its identity (or of its linked TLM).
+  public var lastSeen: Timestamp?
+  public var lastRSSI: Int?
+  public var smoothedRSSI: Double?
+  public var powerAt1m: Int?
+  /// Packet loss as presence estimates it (`PresenceTracker.packetLoss`); nil out of range.
+  public var packetLoss: Double?
+  public var health: BeaconHealth
+}
+
+extension BeaconPipeline {
+  /// Every paired beacon in range, departed, or with health on record, by identity.
+  public var pairedBeacons: [PairedBeaconStatus] {
+    var out: [BeaconID: PairedBeaconStatus] = [:]
+    for b in tracker.inRange {
+      guard let pairing = pairings.pairing(for: b.id) else { continue }
+      out[b.id] = PairedBeaconStatus(
+        id: b.id, pairing: pairing, inRange: true, lastSeen: b.lastSeen, lastRSSI: b.lastRSSI,
+        smoothedRSSI: b.smoothedRSSI, powerAt1m: b.powerAt1m, packetLoss: tracker.packetLoss(b.id),
+        health: health.health[b.id] ?? BeaconHealth())
+    }
+    for (id, lastSeen) in health.departedLastSeen where out[id] == nil {
+      guard let pairing = pairings.pairing(for: id) else { continue }
+      out[id] = PairedBeaconStatus(
+        id: id, pairing: pairing, inRange: false, lastSeen: lastSeen, lastRSSI: nil, smoothedRSSI: nil,
+        powerAt1m: nil, packetLoss: nil, health: health.health[id] ?? BeaconHealth())
+    }
+    for (id, entry) in health.health where out[id] == nil {
+      guard let pairing = pairings.pairing(for: id) else { continue }
+      out[id] = PairedBeaconStatus(
+        id: id, pairing: pairing, inRange: false, lastSeen: entry.telemetry?.heardAt, lastRSSI: nil,
+        smoothedRSSI: nil, powerAt1m: nil, packetLoss: nil, health: entry)
+    }
+    return out.values.sorted { $0.id < $1.id }
+  }
 }

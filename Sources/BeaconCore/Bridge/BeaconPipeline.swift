@@ -18,6 +18,8 @@ public struct BeaconPipeline: Sendable {
   public private(set) var pairings: PairingSet
   public private(set) var resolver: BeaconTripResolver
   public private(set) var tagger = TripTagger()
+  /// TLM and URL frames linked to beacons, health, and ignored frame kinds counted.
+  public private(set) var health: BeaconHealthBook
 
   public init(configuration: BridgeConfiguration = BridgeConfiguration(), pairings: PairingSet = PairingSet())
   {
@@ -26,6 +28,7 @@ public struct BeaconPipeline: Sendable {
     tracker = PresenceTracker(settings: configuration.presence)
     selector = ActiveBeaconSelector(settings: configuration.selector)
     resolver = BeaconTripResolver(settings: configuration.trips)
+    health = BeaconHealthBook(settings: configuration.health)
   }
 
   /// Applies new settings (SIGHUP). State in progress is kept.
@@ -34,6 +37,7 @@ public struct BeaconPipeline: Sendable {
     tracker.settings = configuration.presence
     selector.settings = configuration.selector
     resolver.settings = configuration.trips
+    health.settings = configuration.health
   }
 
   // MARK: Radio
@@ -43,7 +47,7 @@ public struct BeaconPipeline: Sendable {
     case .sighting(let ad): return sighted(ad, at: time)
     case .lost(let address):
       let exits = tracker.lost(address, at: time)
-      for case .exited(let b, _) in exits { selector.exited(b.id) }
+      for case .exited(let b, _) in exits { exited(b) }
       return exits.map { .event(presenceEvent($0)) }
     case .rejected(let address, let rejection):
       return [.event(.rejected(address: address, rejection))]
@@ -54,9 +58,20 @@ public struct BeaconPipeline: Sendable {
     let parsed = BeaconFrameParser.parse(ad)
     var steps: [Step] = parsed.rejections.map { .event(.rejected(address: ad.address, $0)) }
     for frame in parsed.frames {
-      guard let id = frame.beaconID else { continue }
+      guard let id = frame.beaconID else {
+        steps += heardAbout(frame, from: ad.address, at: time)
+        continue
+      }
       let (index, entered) = tracker.record(frame, id: id, from: ad, at: time)
-      if entered { steps.append(.event(.beaconEntered(tracker.beacon(at: index)))) }
+      if entered {
+        steps.append(.event(.beaconEntered(tracker.beacon(at: index))))
+        health.linkURL(id, from: ad.address)
+        steps += health.entered(id, at: time, pairings: pairings).map { .event(.beaconHealth($0)) }
+      }
+      if health.hasPending {
+        let (reports, changes) = health.identityHeard(id, from: ad.address, at: time, pairings: pairings)
+        steps += reports.map { .event(.telemetry($0)) } + changes.map { .event(.beaconHealth($0)) }
+      }
       // The beacon is read (its distance derived) only when the selector needs it: for paired
       // beacons.
       if let change = selector.sighted(
@@ -66,6 +81,36 @@ public struct BeaconPipeline: Sendable {
       }
     }
     return steps
+  }
+
+  /// A frame without an identity: TLM and URL are linked to the identities heard from the same
+  /// address (`BeaconHealthBook`); ignored kinds are counted.
+  private mutating func heardAbout(_ frame: BeaconFrame, from address: BluetoothAddress, at time: Timestamp)
+    -> [Step]
+  {
+    let since = Timestamp(seconds: time.seconds - health.settings.telemetryLinkWindow)
+    switch frame {
+    case .eddystoneTLM(let tlm):
+      let ids = tracker.ids(heardFrom: address, since: since)
+      let (reports, changes) = health.telemetry(
+        Telemetry(tlm, from: address, at: time), ids: ids, pairings: pairings)
+      return reports.map { .event(.telemetry($0)) } + changes.map { .event(.beaconHealth($0)) }
+    case .eddystoneURL(let url):
+      let ids = tracker.ids(heardFrom: address, since: since)
+      guard health.url(url, from: address, ids: ids) else { return [] }
+      return [.event(.eddystoneURL(address: address, url, ids: ids))]
+    case .ignored(let ignored):
+      health.countIgnored(ignored)
+      return []
+    case .iBeacon, .altBeacon, .eddystoneUID:
+      return []
+    }
+  }
+
+  /// A beacon left presence.
+  private mutating func exited(_ beacon: TrackedBeacon) {
+    selector.exited(beacon.id)
+    health.exited(beacon, paired: pairings.pairing(for: beacon.id) != nil)
   }
 
   private func presenceEvent(_ e: PresenceEvent) -> BridgeEvent {
@@ -96,9 +141,10 @@ public struct BeaconPipeline: Sendable {
   public mutating func tick(at time: Timestamp) -> [Step] {
     var steps: [Step] = []
     for exit in tracker.expire(at: time) {
-      if case .exited(let b, _) = exit { selector.exited(b.id) }
+      if case .exited(let b, _) = exit { exited(b) }
       steps.append(.event(presenceEvent(exit)))
     }
+    steps += health.expire(at: time, pairings: pairings).map { .event(.beaconHealth($0)) }
     if let change = selector.expire(at: time) { steps += activeChanged(change, at: time) }
     for (tripId, resolution) in resolver.expire(at: time) {
       steps += tagged(tripId, resolution)
@@ -108,7 +154,10 @@ public struct BeaconPipeline: Sendable {
 
   /// The earliest time `tick` has something to do.
   public var nextDeadline: Timestamp? {
-    [tracker.nextDeadline, selector.nextDeadline, resolver.nextDeadline].compactMap { $0 }.min()
+    [tracker.nextDeadline, selector.nextDeadline, resolver.nextDeadline, health.nextDeadline].compactMap {
+      $0
+    }
+    .min()
   }
 
   // MARK: Pairings

@@ -10,6 +10,7 @@ public struct BridgeConfiguration: Hashable, Sendable {
   public var presence = PresenceSettings()
   public var selector = SelectorSettings()
   public var trips = TripSettings()
+  public var health = HealthSettings()
   /// First retry delay after `postTripEventBatch` throws (seconds); doubles up to `postRetryMax`.
   public var postRetryInitial: Double = 1
   public var postRetryMax: Double = 60
@@ -129,6 +130,15 @@ public struct BridgeConfiguration: Hashable, Sendable {
       "nearDistance", "metres under which a beacon is near", \.presence.distance.nearWithin, 0...1000,
       unit: "metres"),
     number(
+      "lowBatteryMillivolts", "a paired beacon's TLM battery below this is low (doctor warns, BeaconHealth)",
+      \.health.lowBatteryMillivolts, 0...10_000, unit: "mV"),
+    number(
+      "silentAfter", "a paired beacon not seen for this long is silent (doctor warns, BeaconHealth)",
+      \.health.silentAfter, 1...31_536_000, unit: "seconds"),
+    number(
+      "telemetryLinkWindow", "TLM and URL frames link to identities heard from their address this recently",
+      \.health.telemetryLinkWindow, 0...3600, unit: "seconds"),
+    number(
       "postRetryInitial", "first retry delay after an upload failure", \.postRetryInitial, 0.001...86_400,
       unit: "seconds"),
     number("postRetryMax", "longest retry delay", \.postRetryMax, 0.001...86_400, unit: "seconds"),
@@ -145,6 +155,7 @@ public struct BridgeConfiguration: Hashable, Sendable {
     case "dwellSightings", "dwellSeconds", "switchMargin", "switchSustain", "activeHold": "ActiveBeacon"
     case "lateWindow", "unresolvedPolicy", "fallbackDeviceId", "deviceId", "sending": "Trips"
     case "postRetryInitial", "postRetryMax", "postRetryJitter": "Upload"
+    case "lowBatteryMillivolts", "silentAfter", "telemetryLinkWindow": "Health"
     default: "Presence"
     }
   }

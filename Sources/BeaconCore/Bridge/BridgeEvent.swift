@@ -17,6 +17,13 @@ public enum BridgeEvent: Hashable, Sendable {
   case tripEnded(tripId: String, TripResolution)
   /// Malformed input, reported instead of crashing.
   case rejected(address: BluetoothAddress?, FrameRejection)
+  /// An Eddystone-TLM frame, linked to the beacon heard from its address (or to none yet).
+  case telemetry(TelemetryReport)
+  /// An Eddystone-URL heard from an address for the first time, or changed; `ids` are the
+  /// beacons heard from that address within the link window.
+  case eddystoneURL(address: BluetoothAddress, EddystoneURLFrame, ids: [BeaconID])
+  /// A paired beacon crossed a health threshold (D-Bus signal `BeaconHealth`).
+  case beaconHealth(HealthChange)
 
   /// The contract's `type` field.
   public var type: String {
@@ -32,6 +39,9 @@ public enum BridgeEvent: Hashable, Sendable {
     case .batchDeadLettered: "batchDeadLettered"
     case .tripEnded: "tripEnded"
     case .rejected: "rejected"
+    case .telemetry: "telemetry"
+    case .eddystoneURL: "eddystoneURL"
+    case .beaconHealth: "beaconHealth"
     }
   }
 }
@@ -83,14 +93,76 @@ extension JSONValue {
   init(_ value: String?) { self = value.map { .string($0) } ?? .null }
 }
 
+extension BeaconID {
+  /// The frame's own calibration, as the frame carries it: `measuredPower` (dBm at 1 m) for
+  /// iBeacon and AltBeacon (its reference RSSI), `txPower` (dBm at 0 m) for Eddystone; the other
+  /// null. `powerAt1m` is Eddystone's Tx power less 41 dB (`BeaconFrame.powerAt1m`).
+  public func calibrationFields(powerAt1m: Int?) -> [(key: String, value: JSONValue)] {
+    switch self {
+    case .iBeacon, .altBeacon: [("measuredPower", JSONValue(powerAt1m)), ("txPower", .null)]
+    case .eddystone: [("measuredPower", .null), ("txPower", JSONValue(powerAt1m.map { $0 + 41 }))]
+    }
+  }
+}
+
 extension TrackedBeacon {
   var jsonFields: [(key: String, value: JSONValue)] {
     id.jsonFields + [
       ("rssi", JSONValue(lastRSSI)), ("smoothedRssi", JSONValue(smoothedRSSI)),
       ("distance", JSONValue(distance)),
       ("proximity", .string(proximity.rawValue)), ("address", .string(address.description)),
+    ] + id.calibrationFields(powerAt1m: powerAt1m)
+  }
+}
+
+extension Telemetry {
+  /// The TLM fields (docs/dbus-api.md, "Beacon health"): `batteryMv`, `temperatureC`,
+  /// `advertisingCount`, `uptimeSeconds`.
+  public var jsonFields: [(key: String, value: JSONValue)] {
+    [
+      ("batteryMv", JSONValue(batteryMillivolts)),
+      ("temperatureC", temperature.map { .double(($0 * 100).rounded() / 100) } ?? .null),
+      ("advertisingCount", .int(Int64(advertisingCount))), ("uptimeSeconds", .double(uptime)),
     ]
   }
+}
+
+extension BeaconID? {
+  /// The identity fields, or the same keys null when no beacon is linked.
+  var jsonFieldsOrNull: [(key: String, value: JSONValue)] {
+    switch self {
+    case .some(let id): id.jsonFields
+    case .none: [("kind", .null), ("uuid", .null), ("major", .null), ("minor", .null)]
+    }
+  }
+}
+
+extension HealthChange {
+  public var jsonFields: [(key: String, value: JSONValue)] {
+    [("change", .string(kind.rawValue)), ("deviceId", .string(deviceId))] + id.jsonFields
+      + health.jsonFields
+  }
+}
+
+extension BeaconHealth {
+  /// What a beacon said about itself (docs/dbus-api.md, "Beacon health"); `now` gives the
+  /// telemetry's age.
+  public func jsonFields(now: Timestamp? = nil) -> [(key: String, value: JSONValue)] {
+    var out: [(key: String, value: JSONValue)] =
+      telemetry?.jsonFields ?? [
+        ("batteryMv", .null), ("temperatureC", .null), ("advertisingCount", .null), ("uptimeSeconds", .null),
+      ]
+    if let now {
+      out.append(("telemetryAgeSeconds", JSONValue(telemetry.map { max(0, now - $0.heardAt) })))
+    }
+    out += [
+      ("url", JSONValue(url)), ("reboots", .int(Int64(reboots))), ("batteryLow", .bool(batteryLow)),
+      ("silent", .bool(silent)),
+    ]
+    return out
+  }
+
+  public var jsonFields: [(key: String, value: JSONValue)] { jsonFields(now: nil) }
 }
 
 extension TripResolution {
@@ -156,6 +228,16 @@ extension BridgeEvent {
         ("deviceId", JSONValue(resolution.deviceId)),
         ("resolution", .string(resolution.reason)),
       ]
+    case .telemetry(let report):
+      return report.id.jsonFieldsOrNull + [("address", .string(report.telemetry.address.description))]
+        + report.telemetry.jsonFields
+    case .eddystoneURL(let address, let frame, let ids):
+      return [
+        ("address", .string(address.description)), ("url", .string(frame.url)),
+        ("txPower", .int(Int64(frame.txPower))),
+      ] + ids.first.jsonFieldsOrNull
+    case .beaconHealth(let change):
+      return change.jsonFields
     case .rejected(let address, let rejection):
       return [
         ("reason", .string(rejection.reason.rawValue)), ("detail", .string(rejection.detail)),

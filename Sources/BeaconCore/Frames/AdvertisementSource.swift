@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Where advertisements come from: BlueZ over D-Bus, raw HCI, a btsnoop replay, the demo's
 /// simulated radio, or a test's MockAdapter.
 public protocol AdvertisementSource: Sendable {
@@ -57,40 +55,17 @@ extension AdvertisementSource {
   /// `finished()`, but never longer than `timeout`: a process on its way out must not hang on a
   /// radio that does not answer. (A task group would wait for the stuck child; this does not.)
   public func finished(within timeout: Duration) async {
-    let gate = FinishGate()
+    let once = ResumeOnce<Void, Never>()
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      gate.arm(continuation)
+      once.arm(continuation)
       Task {
         await self.finished()
-        gate.open()
+        once.resume()
       }
       Task {
         try? await Task.sleep(for: timeout)
-        gate.open()
+        once.resume()
       }
     }
-  }
-}
-
-/// Resumes a continuation once, whoever comes first.
-final class FinishGate: Sendable {
-  private let state = Mutex<(continuation: CheckedContinuation<Void, Never>?, opened: Bool)>((nil, false))
-
-  func arm(_ c: CheckedContinuation<Void, Never>) {
-    let resumeNow = state.withLock { s -> Bool in
-      if s.opened { return true }
-      s.continuation = c
-      return false
-    }
-    if resumeNow { c.resume() }
-  }
-
-  func open() {
-    let c = state.withLock { s -> CheckedContinuation<Void, Never>? in
-      s.opened = true
-      defer { s.continuation = nil }
-      return s.continuation
-    }
-    c?.resume()
   }
 }

@@ -3,6 +3,10 @@
 /// Input is what an HCI LE Advertising Report carries: up to 31 bytes for a legacy PDU, up to 255
 /// for extended advertising data reassembled from its fragments. Indices are checked before every
 /// read, so no input reads past the buffer.
+///
+/// Damage ends the data rather than voiding it: a zero length octet, or a structure running past
+/// the end, stops the split and the structures before it are kept (see `structures`). Only data
+/// longer than any advertisement is rejected whole.
 public enum AdvertisingDataParser {
   /// The longest advertising data accepted: a legacy PDU carries up to 31 bytes; extended
   /// advertising data arrives in reports of up to 229 bytes each (Core Specification Vol 4, Part E,
@@ -32,20 +36,19 @@ public enum AdvertisingDataParser {
     var index = 0
     while index < bytes.count {
       let length = Int(bytes[index])
-      if length == 0 {
-        // A zero length octet ends the significant part; what follows must be zero padding.
-        if bytes[index...].allSatisfy({ $0 == 0 }) { break }
-        return .failure(
-          FrameRejection(
-            .zeroLengthStructure, "zero-length AD structure at offset \(index) followed by more data"))
-      }
-      guard length <= bytes.count - index - 1 else {
-        return .failure(
-          FrameRejection(
-            .lengthPastEnd,
-            "AD structure at offset \(index) claims \(length) bytes "
-              + "but only \(bytes.count - index - 1) remain"))
-      }
+      // A zero length octet ends the advertising data: "the data part contains [...] a sequence
+      // of AD structures [...] the remainder of the data is padded with zeros" (Core Specification
+      // Vol 3, Part C, 11). What follows is not read, zero padding or not, and the structures
+      // before it are kept, as BlueZ does (src/eir.c `eir_parse`: "Check for
+      // the end of EIR", `if (field_len == 0) break;`) and Android (`ScanRecord.parseFromBytes`:
+      // `if (length == 0) break;`).
+      if length == 0 { break }
+      // A structure whose length runs past the end is dropped, and parsing stops there; the
+      // structures before it are kept, as BlueZ's `eir_parse` does ("Do not continue EIR Data
+      // parsing if got incorrect length", `if (len > eir_len) break;`). bluetoothd builds Device1's
+      // ManufacturerData and ServiceData that way, so the BlueZ path and the raw (HCI) path give
+      // the same beacons for the same bytes.
+      guard length <= bytes.count - index - 1 else { break }
       let type = bytes[index + 1]
       out.append(ADStructure(type: type, data: Array(bytes[(index + 2)..<(index + 1 + length)])))
       index += 1 + length
@@ -68,34 +71,25 @@ extension Advertisement {
     for s in structures {
       switch s.type {
       case AdvertisingDataParser.manufacturerSpecific:
-        guard s.data.count >= 2 else {
-          return .failure(
-            FrameRejection(
-              .truncatedStructure, "manufacturer data of \(s.data.count) bytes has no company ID"))
-        }
+        // Too short for a company ID: skipped, the rest kept (BlueZ `eir_parse_msd`:
+        // `if (len < 2 ...) return;`).
+        guard s.data.count >= 2 else { continue }
         // The company identifier is little-endian on the air.
         let company = UInt16(s.data[0]) | UInt16(s.data[1]) << 8
         ad.manufacturerData.append(ManufacturerData(companyID: company, data: Array(s.data[2...])))
       case AdvertisingDataParser.serviceData16:
-        guard s.data.count >= 2 else {
-          return .failure(
-            FrameRejection(.truncatedStructure, "16-bit service data of \(s.data.count) bytes has no UUID"))
-        }
+        // Too short for its UUID: skipped, the rest kept (BlueZ `eir_parse_uuid16_data`,
+        // `eir_parse_uuid32_data`, `eir_parse_uuid128_data`: `if (!data || len < N) return;`).
+        guard s.data.count >= 2 else { continue }
         let uuid = UInt16(s.data[0]) | UInt16(s.data[1]) << 8
         ad.serviceData.append(ServiceData(uuid: ServiceUUID(uuid16: uuid), data: Array(s.data[2...])))
       case AdvertisingDataParser.serviceData32:
-        guard s.data.count >= 4 else {
-          return .failure(
-            FrameRejection(.truncatedStructure, "32-bit service data of \(s.data.count) bytes has no UUID"))
-        }
+        guard s.data.count >= 4 else { continue }
         let uuid =
           UInt32(s.data[0]) | UInt32(s.data[1]) << 8 | UInt32(s.data[2]) << 16 | UInt32(s.data[3]) << 24
         ad.serviceData.append(ServiceData(uuid: ServiceUUID(uuid32: uuid), data: Array(s.data[4...])))
       case AdvertisingDataParser.serviceData128:
-        guard s.data.count >= 16 else {
-          return .failure(
-            FrameRejection(.truncatedStructure, "128-bit service data of \(s.data.count) bytes has no UUID"))
-        }
+        guard s.data.count >= 16 else { continue }
         // 128-bit UUIDs are little-endian on the air.
         let uuid = ServiceUUID(bytes: Array(s.data[0..<16].reversed()))!
         ad.serviceData.append(ServiceData(uuid: uuid, data: Array(s.data[16...])))

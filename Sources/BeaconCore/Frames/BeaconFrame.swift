@@ -54,9 +54,11 @@ public struct AltBeaconFrame: Hashable, Sendable {
   public var companyID: UInt16
   public var identity: BeaconIdentity
   public var referenceRSSI: Int8
-  public var reserved: UInt8
+  /// The manufacturer-reserved byte; nil when the beacon left it out (accepted, see
+  /// `BeaconFrameParser`).
+  public var reserved: UInt8?
 
-  public init(companyID: UInt16, identity: BeaconIdentity, referenceRSSI: Int8, reserved: UInt8) {
+  public init(companyID: UInt16, identity: BeaconIdentity, referenceRSSI: Int8, reserved: UInt8?) {
     self.companyID = companyID
     self.identity = identity
     self.referenceRSSI = referenceRSSI
@@ -106,6 +108,35 @@ public struct EddystoneTLMFrame: Hashable, Sendable {
   }
 }
 
+/// A well-formed frame of a family this project knows but does not decode: Eddystone EID (0x30),
+/// encrypted TLM (0x20 version 0x01), Google Find Hub (0x40, 0x41) and other types under service
+/// 0xFEAA. Such frames are counted per `kind`, never rejected as malformed: a vehicle full of
+/// trackers would otherwise flood the log.
+public struct IgnoredFrame: Hashable, Sendable {
+  /// The Eddystone frame type byte.
+  public var frameType: UInt8
+  /// The byte after the type, for TLM (the TLM version); nil for other types.
+  public var version: UInt8?
+
+  public init(frameType: UInt8, version: UInt8? = nil) {
+    self.frameType = frameType
+    self.version = version
+  }
+
+  /// The name counted in `status` (`ignoredFrames`): `eddystoneEID`, `eddystoneTLMEncrypted`,
+  /// `eddystoneFindHub`, or `eddystone0xNN` (NN the frame type; `eddystoneTLMv0xNN` for an unknown
+  /// TLM version).
+  public var kind: String {
+    switch frameType {
+    case 0x30: return "eddystoneEID"
+    case 0x20 where version == 0x01: return "eddystoneTLMEncrypted"
+    case 0x20: return "eddystoneTLMv0x\(Hex.byte(version ?? 0))"
+    case 0x40, 0x41: return "eddystoneFindHub"
+    default: return "eddystone0x\(Hex.byte(frameType))"
+    }
+  }
+}
+
 /// A beacon frame found in an advertisement.
 public enum BeaconFrame: Hashable, Sendable {
   case iBeacon(IBeaconFrame)
@@ -113,6 +144,8 @@ public enum BeaconFrame: Hashable, Sendable {
   case eddystoneUID(EddystoneUIDFrame)
   case eddystoneURL(EddystoneURLFrame)
   case eddystoneTLM(EddystoneTLMFrame)
+  /// Known but not decoded: counted, not tracked.
+  case ignored(IgnoredFrame)
 
   /// The identity presence is tracked by, for frames that carry one. URL and TLM frames carry
   /// none: they describe whoever sent them.
@@ -121,7 +154,7 @@ public enum BeaconFrame: Hashable, Sendable {
     case .iBeacon(let f): .iBeacon(f.identity)
     case .altBeacon(let f): .altBeacon(f.identity)
     case .eddystoneUID(let f): .eddystone(namespace: f.namespace, instance: f.instance)
-    case .eddystoneURL, .eddystoneTLM: nil
+    case .eddystoneURL, .eddystoneTLM, .ignored: nil
     }
   }
 
@@ -134,7 +167,7 @@ public enum BeaconFrame: Hashable, Sendable {
     case .altBeacon(let f): Int(f.referenceRSSI)
     case .eddystoneUID(let f): Int(f.txPower) - 41
     case .eddystoneURL(let f): Int(f.txPower) - 41
-    case .eddystoneTLM: nil
+    case .eddystoneTLM, .ignored: nil
     }
   }
 }

@@ -195,18 +195,26 @@ public enum BeaconFrameParser {
     if d.count >= 2, d[0] == altBeaconCodeHigh, d[1] == altBeaconCodeLow {
       // After the company ID: the code (2), the beacon ID (20), the reference RSSI (1) and the
       // reserved byte (1), 24 bytes in all (AltBeacon specification 1.0: AD length 0x1B).
-      guard d.count == altBeaconDataLength else {
+      //
+      // Decision: a frame without the reserved byte (23 bytes, AD length 0x1A) is accepted, with
+      // `reserved` nil. The AltBeacon reference library does so on purpose (android-beacon-library
+      // PR #230, "allow missing data fields"; BeaconParserTest.testParsesBeaconMissingDataField),
+      // the byte carries nothing this project reads, and Eddystone-UID without its RFU bytes is
+      // accepted the same way. Anything shorter cuts into the identity or the reference RSSI and
+      // is rejected; anything longer is not an AltBeacon.
+      guard d.count == altBeaconDataLength || d.count == altBeaconDataLength - 1 else {
         return .failure(
           FrameRejection(
             .altBeaconShortBody,
-            "AltBeacon code with \(d.count) bytes of manufacturer data; expected \(altBeaconDataLength)"))
+            "AltBeacon code with \(d.count) bytes of manufacturer data; expected \(altBeaconDataLength) "
+              + "(or \(altBeaconDataLength - 1) without the reserved byte)"))
       }
       let identity = BeaconIdentity(uuid: uuid(d, at: 2), major: be16(d, at: 18), minor: be16(d, at: 20))
       return .success(
         .altBeacon(
           AltBeaconFrame(
             companyID: companyID, identity: identity, referenceRSSI: Int8(bitPattern: d[22]),
-            reserved: d[23])))
+            reserved: d.count == altBeaconDataLength ? d[23] : nil)))
     }
     return nil
   }
@@ -242,10 +250,9 @@ public enum BeaconFrameParser {
       guard d.count >= 2 else {
         return .failure(FrameRejection(.eddystoneShortFrame, "Eddystone-TLM of \(d.count) bytes"))
       }
-      guard d[1] == 0x00 else {
-        return .failure(
-          FrameRejection(.eddystoneUnsupportedTLM, "Eddystone-TLM version \(d[1]) (only 0 is read)"))
-      }
+      // Encrypted TLM (version 0x01, Eddystone-EID specification "Encrypted TLM") and unknown
+      // versions are well-formed frames this project cannot read: ignored, not malformed.
+      guard d[1] == 0x00 else { return .success(.ignored(IgnoredFrame(frameType: type, version: d[1]))) }
       guard d.count >= 14 else {
         return .failure(
           FrameRejection(.eddystoneShortFrame, "Eddystone-TLM of \(d.count) bytes; expected 14"))
@@ -257,8 +264,10 @@ public enum BeaconFrameParser {
         uptime: Double(be32(d, at: 10)) / 10)
       return .success(.eddystoneTLM(tlm))
     default:
-      return .failure(
-        FrameRejection(.eddystoneUnknownFrame, "unknown Eddystone frame type 0x\(Hex.byte(type))"))
+      // EID (0x30), Google Find Hub (0x40, 0x41) and any other frame type under 0xFEAA: a frame
+      // of a known family that is not decoded here. Counted per kind, never rejected (issue 17:
+      // a vehicle full of such trackers must not flood the log with "malformed").
+      return .success(.ignored(IgnoredFrame(frameType: type)))
     }
   }
 

@@ -155,9 +155,6 @@ public struct PresenceTracker: Sendable {
     }
   }
 
-  /// How many recent sightings the interval and loss estimate looks at.
-  static let historyLength = SightingHistory.capacity
-
   /// The beacons in range, in no particular order (every reader sorts or takes a minimum).
   private var entries: [Entry] = []
   /// Where each beacon's entry is in `entries`.
@@ -174,6 +171,9 @@ public struct PresenceTracker: Sendable {
   }
 
   /// The beacons in range, strongest first (then by identity, so the order is stable).
+  /// Whether any beacon is tracked: then every sighting may move `nextDeadline`.
+  public var isTracking: Bool { !entries.isEmpty }
+
   public var inRange: [TrackedBeacon] {
     entries.map { $0.tracked(settings.distance) }.sorted { a, b in
       switch (a.smoothedRSSI, b.smoothedRSSI) {
@@ -228,6 +228,24 @@ public struct PresenceTracker: Sendable {
     return (entries.count - 1, true)
   }
 
+  /// The beacons last heard from `address`, each heard at `since` or later, in identity order:
+  /// what a TLM or URL frame from that address is linked to.
+  func ids(heardFrom address: BluetoothAddress, since: Timestamp) -> [BeaconID] {
+    guard let ids = idsByAddress[address] else { return [] }
+    return ids.filter { id in indexByID[id].map { entries[$0].beacon.lastSeen >= since } ?? false }.sorted()
+  }
+
+  /// Packet loss as the exit rule estimates it: the share of the packets expected from the
+  /// beacon's advertising interval (its shortest recent gap) over its recent sightings that did
+  /// not arrive. nil for a beacon not in range or with fewer than 3 sightings.
+  public func packetLoss(_ id: BeaconID) -> Double? {
+    guard let index = indexByID[id] else { return nil }
+    let history = entries[index].history
+    guard history.count >= 3, history.interval.isFinite, history.interval > 0 else { return nil }
+    let expected = history.span / history.interval + 1
+    return max(0, expected - Double(history.count)) / expected
+  }
+
   /// The beacon at an index `record` returned.
   func beacon(at index: Int) -> TrackedBeacon { entries[index].tracked(settings.distance) }
 
@@ -260,22 +278,6 @@ public struct PresenceTracker: Sendable {
   public var nextDeadline: Timestamp? {
     entries.lazy.map { [exitRule] in $0.beacon.lastSeen + $0.exitAfter(exitRule) }.min()
   }
-
-  /// How long silence must last before a beacon exits, from its recent sightings: the
-  /// straightforward formula over the sighting times, oldest first. `observe` gets the same
-  /// result from `SightingHistory`'s running state (a test holds them equal).
-  func exitDelay(_ recent: [Timestamp]) -> Double {
-    guard recent.count >= 3 else { return settings.exitTimeout }
-    var interval = Double.infinity
-    for (a, b) in zip(recent, recent.dropFirst()) where b - a > SightingHistory.minimumGap {
-      interval = min(interval, b - a)
-    }
-    return ExitRule(settings).delay(
-      count: recent.count, interval: interval, span: recent.last! - recent.first!)
-  }
-
-  /// The exit delay from a `SightingHistory`, as `observe` computes it.
-  func exitDelay(_ history: SightingHistory) -> Double { exitRule.delay(history) }
 
   /// Removes a beacon's entry (not its address index), moving the last entry into its place.
   private mutating func remove(_ id: BeaconID) {

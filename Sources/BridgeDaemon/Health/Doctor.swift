@@ -156,6 +156,51 @@ public struct HealthReport: Sendable {
 }
 
 public enum Doctor {
+  /// Paired beacons' health from the daemon's `Status` (`pairedBeacons`), judged with the
+  /// configured `[Health]` thresholds: a battery below `lowBatteryMillivolts`, a beacon not seen
+  /// for `silentAfter`, and a reboot (the TLM uptime went backwards) are warnings.
+  static func beaconHealth(_ status: JSONValue, settings: HealthSettings) -> [HealthCheck] {
+    guard let paired = status["pairedBeacons"]?.arrayValue, !paired.isEmpty else { return [] }
+    var checks: [HealthCheck] = []
+    for beacon in paired {
+      let deviceId = beacon["deviceId"]?.stringValue ?? "?"
+      let name = beacon["label"]?.stringValue.map { "\(deviceId) (\($0))" } ?? deviceId
+      if let mv = beacon["batteryMv"]?.intValue, Double(mv) < settings.lowBatteryMillivolts {
+        let age = beacon["telemetryAgeSeconds"]?.doubleValue.map { ", read \(Int($0)) s ago" } ?? ""
+        checks.append(
+          HealthCheck(
+            .bluetooth, "beacon battery", .warning,
+            "\(name): battery \(mv) mV, below \(formatted(settings.lowBatteryMillivolts)) mV\(age)",
+            fix: "replace the beacon's battery (a CR2477/CR2032 cell) before it stops advertising"))
+      }
+      if let ago = beacon["lastSeenAgoSeconds"]?.doubleValue, ago >= settings.silentAfter {
+        checks.append(
+          HealthCheck(
+            .bluetooth, "beacon silent", .warning,
+            "\(name): not seen for \(Int(ago)) s (silentAfter \(formatted(settings.silentAfter)) s)",
+            fix: "check that the beacon is in the vehicle, powered and within range"))
+      }
+      if let reboots = beacon["reboots"]?.intValue, reboots > 0 {
+        let when = beacon["lastRebootAgoSeconds"]?.doubleValue.map { ", last \(Int($0)) s ago" } ?? ""
+        checks.append(
+          HealthCheck(
+            .bluetooth, "beacon reboot", .warning,
+            "\(name): restarted \(reboots) time(s) (its uptime went backwards)\(when)",
+            fix: "a weak battery or a loose contact restarts a beacon: check the battery"))
+      }
+    }
+    if checks.isEmpty {
+      checks.append(
+        HealthCheck(
+          .bluetooth, "beacon health", .ok, "\(paired.count) paired beacon(s) heard, none with a problem"))
+    }
+    return checks
+  }
+
+  private static func formatted(_ value: Double) -> String {
+    value == value.rounded() ? String(Int(value)) : String(value)
+  }
+
   public static func evaluate(_ facts: DoctorFacts) -> HealthReport {
     var checks: [HealthCheck] = []
     let config = try? facts.configuration.get()
@@ -278,6 +323,7 @@ public enum Doctor {
             .bluetooth, "active beacon", .warning, "no paired beacon is active",
             fix: "pair the vehicle's beacon: beaconbridge pair --uuid U --major M --minor N --device-id ID"))
       }
+      checks += beaconHealth(status, settings: config?.bridge.health ?? HealthSettings())
     case .failure(let unavailable):
       checks.append(
         HealthCheck(

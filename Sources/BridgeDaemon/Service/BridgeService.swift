@@ -37,6 +37,8 @@ public enum BridgeServiceNames {
     public static let activeBeaconChanged: MemberName = "ActiveBeaconChanged"
     public static let tripTagged: MemberName = "TripTagged"
     public static let gzoneEvent: MemberName = "GZoneEvent"
+    /// A paired beacon crossed a health threshold: `(s deviceId, s change, s json)`.
+    public static let beaconHealth: MemberName = "BeaconHealth"
   }
 }
 
@@ -112,6 +114,13 @@ final class BridgeService: Service {
         path: BridgeServiceNames.path, interface: BridgeServiceNames.interface,
         member: BridgeServiceNames.SignalName.tripTagged,
         [.string(tripId), .string(resolution.deviceId ?? ""), .string(resolution.reason)])
+    case .beaconHealth(let change):
+      var json = ""
+      JSONWriter.writeObject(change.jsonFields, to: &json)
+      try? connection.emit(
+        path: BridgeServiceNames.path, interface: BridgeServiceNames.interface,
+        member: BridgeServiceNames.SignalName.beaconHealth,
+        [.string(change.deviceId), .string(change.kind.rawValue), .string(json)])
     default:
       break
     }
@@ -345,6 +354,9 @@ final class BridgeService: Service {
         <method name="GZoneRefresh"><arg name="json" type="s" direction="out"/></method>
         <signal name="GZoneEvent"><arg name="type" type="s"/><arg name="json" type="s"/></signal>
         <signal name="ActiveBeaconChanged"><arg name="deviceId" type="s"/></signal>
+        <signal name="BeaconHealth">
+          <arg name="deviceId" type="s"/><arg name="change" type="s"/><arg name="json" type="s"/>
+        </signal>
         <signal name="TripTagged">
           <arg name="tripId" type="s"/><arg name="deviceId" type="s"/><arg name="resolution" type="s"/>
         </signal>

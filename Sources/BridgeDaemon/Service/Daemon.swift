@@ -17,7 +17,7 @@ import Synchronization
 /// scan, waiting for an adapter or bluetoothd if there is none yet (`ScanService`).
 /// SIGTERM stops gracefully with status 0; SIGHUP re-reads the configuration and keeps the old
 /// one if the new one is bad. Pairings changed by `beaconbridge pair` while it runs are picked up
-/// within two seconds (SQLite's `data_version`).
+/// within two seconds (SQLite's `data_version`, checked when the state directory changes).
 public struct Daemon: Sendable {
   public var configPath: String
   public var configPathIsExplicit: Bool
@@ -31,21 +31,10 @@ public struct Daemon: Sendable {
     self.environment = environment
   }
 
-  /// Reads the configuration. A missing default file means the defaults; a missing explicit one
-  /// is an error.
-  public func loadConfiguration() throws(KeyFileError) -> DaemonConfiguration {
-    guard FileManager.default.fileExists(atPath: configPath) else {
-      if configPathIsExplicit { throw KeyFileError(file: configPath, line: 0, message: "no such file") }
-      return DaemonConfiguration()
-    }
-    let bytes: [UInt8]
-    do { bytes = try InputReader.read(configPath, limit: DaemonConfiguration.maximumFileSize) } catch {
-      throw KeyFileError(file: configPath, line: 0, message: "cannot read it: \(error.reason)")
-    }
-    guard let text = String(validating: bytes, as: UTF8.self) else {
-      throw KeyFileError(file: configPath, line: 0, message: "cannot read it: it is not UTF-8 text")
-    }
-    return try DaemonConfiguration.parse(text, file: configPath)
+  /// Reads the configuration (`DaemonConfiguration.load`): a missing default file means the
+  /// defaults; a missing explicit one is an error.
+  private func loadConfiguration() throws(KeyFileError) -> DaemonConfiguration {
+    try DaemonConfiguration.load(path: configPathIsExplicit ? configPath : nil)
   }
 
   /// Runs until SIGTERM/SIGINT; returns the exit status.
@@ -74,8 +63,10 @@ public struct Daemon: Sendable {
     let gzone = GZonePoller(
       store: store, settings: { (settings.current.daemon.gzone, settings.current.daemon.tokenFile) },
       log: { logger.log($0, $1) }, emit: { announcements.yield(.gzone($0)) })
+    let statusChanged = Doorbell()
     let bridge = BeaconBridge(host: host, journal: store) { event in
       Self.log(event.event, to: logger)
+      statusChanged.ring()
       if case .beaconEntered(let beacon) = event.event { paired.entered(beacon) }
       announcements.yield(.bridge(event.event))
       if case .batchPosted = event.event { gzone.tripUploaded() }
@@ -133,6 +124,7 @@ public struct Daemon: Sendable {
       consume: { try await bridge.consume(source: $0) },
       report: { condition in
         scanStatus.set(condition)
+        statusChanged.ring()
         notifier.notify("STATUS=\(StatusReporter.line(nil, scan: condition))")
       },
       log: { logger.log($0, $1) },
@@ -142,7 +134,7 @@ public struct Daemon: Sendable {
     var services: [any Service] = [
       api, scan, DeadlineService(bridge: bridge),
       PairingWatcher(store: store, bridge: bridge, paired: paired, logger: logger),
-      StatusReporter(bridge: bridge, scan: scanStatus, notifier: notifier), gzone,
+      StatusReporter(bridge: bridge, scan: scanStatus, notifier: notifier, changed: statusChanged), gzone,
     ]
     if let interval = notifier.watchdogInterval {
       services.append(WatchdogService(notifier: notifier, interval: interval))
@@ -191,6 +183,10 @@ public struct Daemon: Sendable {
       logger.log(.error, "trip \(batch.tripId) batch \(batch.sequence) refused by the backend: \(reason)")
     case .beaconEntered(let beacon):
       logger.log(.debug, "beacon entered: \(beacon.id) at \(beacon.address)")
+    case .beaconHealth(let change):
+      let battery = change.health.telemetry?.batteryMillivolts.map { ", battery \($0) mV" } ?? ""
+      let level: LogRecord.Level = [.batteryRecovered, .seenAgain].contains(change.kind) ? .notice : .warning
+      logger.log(level, "paired beacon \(change.deviceId) (\(change.id)): \(change.kind.rawValue)\(battery)")
     default:
       break
     }

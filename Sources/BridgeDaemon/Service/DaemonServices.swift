@@ -1,4 +1,5 @@
 import BeaconCore
+import Foundation
 import Synchronization
 
 // The daemon's small services and what they share. Each runs until cancelled (`Service`).
@@ -24,7 +25,9 @@ struct DeadlineService: Service {
 }
 
 /// Pairings written by `beaconbridge pair` without the daemon (straight into the store) are
-/// picked up within `interval`, from SQLite's `data_version`.
+/// picked up from SQLite's `data_version`, checked when a file in the state directory changes
+/// (inotify) and at most once per `interval`. Where inotify cannot watch the directory, it checks
+/// every `interval` instead (and says so).
 struct PairingWatcher: Service {
   let store: Store
   let bridge: BeaconBridge
@@ -34,7 +37,19 @@ struct PairingWatcher: Service {
 
   func run() async throws {
     var version = try? await store.dataVersion()
+    let changed = Doorbell()
+    let directory = (store.path as NSString).deletingLastPathComponent
+    var watch: DirectoryWatch?
+    switch DirectoryWatch.start(directory, prefix: Store.fileName, ringing: changed) {
+    case .success(let started): watch = started
+    case .failure(let error):
+      logger.log(
+        .warning, "cannot watch \(directory) (\(error)); checking for new pairings every \(interval)")
+    }
+    defer { watch?.stop() }
     while true {
+      if watch != nil { await changed.wait() }
+      // Coalesces a burst of writes (the daemon's own, during a trip) into one check.
       try await Task.sleep(for: interval)
       guard let now = try? await store.dataVersion(), now != version else { continue }
       version = now
@@ -48,17 +63,20 @@ struct PairingWatcher: Service {
 }
 
 /// `STATUS=` lines as the bridge's state changes, and freed memory handed back after many
-/// beacons left at once (a flood expiring), or the daemon would stay at its peak size.
+/// beacons left at once (a flood expiring), or the daemon would stay at its peak size. It runs
+/// when `changed` rings (a bridge event, a change in scanning), at most once per `interval`.
 struct StatusReporter: Service {
   let bridge: BeaconBridge
   let scan: ScanStatus
   let notifier: SystemdNotifier
+  let changed: Doorbell
   var interval: Duration = .seconds(2)
 
   func run() async throws {
     var last = ""
     var release = PeakShrink()
     while true {
+      await changed.wait()
       try await Task.sleep(for: interval)
       let current = await bridge.status
       if release.shouldRelease(tracked: current.beaconsInRange.count) { MallocTuning.returnFreedMemory() }

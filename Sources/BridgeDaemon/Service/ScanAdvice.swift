@@ -27,12 +27,7 @@ public enum ScanAdvice {
       case .adapterNotFound:
         return "\(error.message). List the adapters with 'btmgmt info'"
       default:
-        if error.message.contains("AccessDenied")
-          || error.underlying?.name.rawValue.contains("AccessDenied") == true
-        {
-          return accessDenied(error.message, audience)
-        }
-        return "bluez: \(error.message)"
+        return "bluez: \(error)"
       }
     }
     if let error = error as? DBusError {

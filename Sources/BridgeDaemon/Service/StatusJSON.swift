@@ -8,11 +8,13 @@ extension BridgeStatus {
       "armed": .bool(armed),
       "scanning": scan.scanningBackend.map { .string($0) } ?? .null,
       "scan": scan.json,
-      "beaconsInRange": .array(beaconsInRange.map(\.statusJSON)),
+      "beaconsInRange": .array(beaconsInRange.map { $0.statusJSON(health: health[$0.id], now: now) }),
       "activeBeacon": active.map(\.statusJSON) ?? .null,
       "trips": .array(trips.map(\.json)),
       "outboundBatches": .int(Int64(outboundBatches)),
       "pairings": .int(Int64(pairings.count)),
+      "pairedBeacons": .array(pairedBeacons.map { $0.statusJSON(now: now) }),
+      "ignoredFrames": .object(ignoredFrames.mapValues { .int(Int64($0)) }),
     ]
     if let outbox { fields["outbox"] = outbox.json }
     return .object(fields)
@@ -40,15 +42,49 @@ extension OutboxSummary {
       "oldestAgeSeconds": oldestAge.map { .double($0.rounded()) } ?? .null,
     ])
   }
+
+  /// The counts and why each dead letter was refused, as the support bundle's `outbox.json`.
+  public func json(deadLetters: [(key: String, reason: String)]) -> JSONValue {
+    guard case .object(var fields) = json else { return json }
+    fields["deadLetterReasons"] = .array(deadLetters.map(Self.deadLetterJSON))
+    return .object(fields)
+  }
+
+  /// A refused batch, `{"key", "reason"}`, as `TripRetry` answers and the bundle lists it.
+  static func deadLetterJSON(key: String, reason: String) -> JSONValue {
+    .object(["key": .string(key), "reason": .string(reason)])
+  }
+}
+
+extension PairedBeaconStatus {
+  /// One paired beacon with its health (docs/dbus-api.md, "Beacon health").
+  func statusJSON(now: Timestamp) -> JSONValue {
+    var fields: [String: JSONValue] = [
+      "deviceId": .string(pairing.deviceId), "label": pairing.label.map { .string($0) } ?? .null,
+      "inRange": .bool(inRange),
+      "lastSeenAgoSeconds": lastSeen.map { .double((max(0, now - $0) * 10).rounded() / 10) } ?? .null,
+      "rssi": lastRSSI.map { .int(Int64($0)) } ?? .null,
+      "smoothedRssi": smoothedRSSI.map { .double(($0 * 10).rounded() / 10) } ?? .null,
+      "packetLoss": packetLoss.map { .double(($0 * 1000).rounded() / 1000) } ?? .null,
+      "lastRebootAgoSeconds": health.lastRebootAt.map { .double((max(0, now - $0) * 10).rounded() / 10) }
+        ?? .null,
+    ]
+    for (key, value) in id.jsonFields { fields[key] = value }
+    for (key, value) in id.calibrationFields(powerAt1m: powerAt1m) { fields[key] = value }
+    for (key, value) in health.jsonFields(now: now) { fields[key] = value }
+    return .object(fields)
+  }
 }
 
 extension TrackedBeacon {
-  var statusJSON: JSONValue {
+  func statusJSON(health: BeaconHealth?, now: Timestamp) -> JSONValue {
     var fields: [String: JSONValue] = [
       "address": .string(address.description), "sightings": .int(Int64(sightings)),
       "proximity": .string(proximity.rawValue),
     ]
     for (key, value) in id.jsonFields { fields[key] = value }
+    for (key, value) in id.calibrationFields(powerAt1m: powerAt1m) { fields[key] = value }
+    for (key, value) in (health ?? BeaconHealth()).jsonFields(now: now) { fields[key] = value }
     if let rssi = lastRSSI { fields["rssi"] = .int(Int64(rssi)) }
     if let smoothed = smoothedRSSI { fields["smoothedRssi"] = .double((smoothed * 10).rounded() / 10) }
     if let distance { fields["distance"] = .double((distance * 100).rounded() / 100) }

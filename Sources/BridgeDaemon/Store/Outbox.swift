@@ -260,7 +260,7 @@ public struct DeadLetterRetry: Sendable {
   public var json: JSONValue {
     .object([
       "delivered": .int(Int64(delivered)),
-      "failed": .array(failed.map { .object(["key": .string($0.key), "reason": .string($0.reason)]) }),
+      "failed": .array(failed.map(OutboxSummary.deadLetterJSON)),
     ])
   }
 }

@@ -1,6 +1,7 @@
 import BeaconCore
 import BeaconTestSupport
 import BlueZ
+import BlueZTestSupport
 import DBus
 import DBusTestSupport
 import Foundation
@@ -20,15 +21,11 @@ struct DeadLetterTests {
     let backend = try FakeBackend(["--script", "422"])
     let dir = try scratchDirectory("dead")
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let config = dir + "/beaconbridge.conf"
-    try """
-    [Trips]
-    unresolvedPolicy = fallback
-    fallbackDeviceId = DEPOT-7
-    lateWindow = 0
-    [Upload]
-    URL = \(backend.url.absoluteString)
-    """.write(toFile: config, atomically: true, encoding: .utf8)
+    let config = try fallbackConfiguration(
+      in: dir,
+      upload: """
+        URL = \(backend.url.absoluteString)
+        """)
     let test = DaemonEndToEndTests()
     let bus = fixture.bus.address
     let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: bus)

@@ -1,6 +1,7 @@
 import BeaconCore
 import BeaconTestSupport
 import BlueZ
+import BlueZTestSupport
 import DBus
 import DBusTestSupport
 import Foundation
@@ -120,19 +121,10 @@ struct DaemonEndToEndTests {
     try "[ActiveBeacon]\ndwellSeconds = 0.5\n\(upload)".write(
       toFile: config, atomically: true, encoding: .utf8)
 
-    let daemon = Process()
-    daemon.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
-    daemon.arguments = ["run", "--config", config, "--state-dir", dir]
-    var environment = ProcessInfo.processInfo.environment
-    environment["DBUS_SYSTEM_BUS_ADDRESS"] = fixture.bus.address
-    environment["NOTIFY_SOCKET"] = notify.path
-    environment["WATCHDOG_USEC"] = "400000"
-    environment.removeValue(forKey: "JOURNAL_STREAM")
-    daemon.environment = environment
     let stderrPath = dir + "/daemon.log"
-    _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-    daemon.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-    try daemon.run()
+    let daemon = try launchDaemon(
+      config: config, stateDirectory: dir, bus: fixture.bus.address,
+      environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"], log: stderrPath)
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
     let log: @Sendable () -> String = { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
     let messages = Mutex<[String]>([])

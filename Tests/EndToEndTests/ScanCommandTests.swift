@@ -1,6 +1,7 @@
 import BeaconCore
 import BeaconTestSupport
 import BlueZ
+import BlueZTestSupport
 import DBus
 import DBusTestSupport
 import Foundation

@@ -1,6 +1,7 @@
 import BeaconCore
 import BeaconTestSupport
 import BlueZ
+import BlueZTestSupport
 import DBusTestSupport
 import Foundation
 import Synchronization
@@ -21,18 +22,10 @@ final class MonitoredDaemon: Sendable {
   init(config: String, stateDirectory: String, bus: String, watchdogUSec: Int? = nil) throws {
     notify = try NotifySocket()
     logPath = stateDirectory + "/daemon.log"
-    process = Process()
-    process.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
-    process.arguments = ["run", "--config", config, "--state-dir", stateDirectory]
-    var environment = ProcessInfo.processInfo.environment
-    environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus
-    environment["NOTIFY_SOCKET"] = notify.path
+    var environment = ["NOTIFY_SOCKET": notify.path]
     if let watchdogUSec { environment["WATCHDOG_USEC"] = String(watchdogUSec) }
-    environment.removeValue(forKey: "JOURNAL_STREAM")
-    process.environment = environment
-    _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-    try process.run()
+    process = try launchDaemon(
+      config: config, stateDirectory: stateDirectory, bus: bus, environment: environment, log: logPath)
   }
 
   deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }

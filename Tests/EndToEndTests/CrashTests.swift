@@ -1,6 +1,7 @@
 import BeaconCore
 import BeaconTestSupport
 import BlueZ
+import BlueZTestSupport
 import DBus
 import DBusTestSupport
 import Foundation
@@ -57,19 +58,16 @@ struct CrashTests {
       ?? backend.url.absoluteString
     let dir = try scratchDirectory("crash")
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let config = dir + "/beaconbridge.conf"
     // No beacon in this test: trips take the fallback device ID at once.
-    try """
-    [Trips]
-    unresolvedPolicy = fallback
-    fallbackDeviceId = DEPOT-7
-    lateWindow = 0
-    [Upload]
-    postRetryInitial = 0.05
-    postRetryMax = 0.5
-    Timeout = 5
-    URL = \(url)
-    """.write(toFile: config, atomically: true, encoding: .utf8)
+    // URL last: an MQTT URL is followed by the [MQTT] section.
+    let config = try fallbackConfiguration(
+      in: dir,
+      upload: """
+        postRetryInitial = 0.05
+        postRetryMax = 0.5
+        Timeout = 5
+        URL = \(url)
+        """)
     let test = DaemonEndToEndTests()
 
     func startDaemon() throws -> Process {

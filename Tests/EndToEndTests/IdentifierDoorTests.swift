@@ -1,5 +1,6 @@
 import BeaconCore
 import BeaconTestSupport
+import BlueZTestSupport
 import DBus
 import Foundation
 import Synchronization

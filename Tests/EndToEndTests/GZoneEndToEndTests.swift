@@ -1,5 +1,6 @@
 import BeaconCore
 import BeaconTestSupport
+import BlueZTestSupport
 import DBus
 import DBusTestSupport
 import Foundation
@@ -30,21 +31,11 @@ struct GZoneEndToEndTests {
 
   /// Starts `beaconbridge run`; returns it and a reader of its log.
   func startDaemon(config: String, dir: String, bus: String) throws -> (Process, @Sendable () -> String) {
-    let daemon = Process()
-    daemon.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
-    daemon.arguments = ["run", "--config", config, "--state-dir", dir]
-    var environment = ProcessInfo.processInfo.environment
-    environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus
+    let logPath = dir + "/daemon-\(UUID().uuidString.prefix(6)).log"
     // A home of its own, to see what the daemon writes there (nothing but Foundation's empty
     // cookie-store folder: no URL cache; StatelessSession).
-    environment["HOME"] = dir + "/home"
-    environment.removeValue(forKey: "JOURNAL_STREAM")
-    environment.removeValue(forKey: "NOTIFY_SOCKET")
-    daemon.environment = environment
-    let logPath = dir + "/daemon-\(UUID().uuidString.prefix(6)).log"
-    _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-    daemon.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-    try daemon.run()
+    let daemon = try launchDaemon(
+      config: config, stateDirectory: dir, bus: bus, environment: ["HOME": dir + "/home"], log: logPath)
     return (daemon, { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" })
   }
 

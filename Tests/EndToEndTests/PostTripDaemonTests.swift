@@ -1,5 +1,6 @@
 import BeaconCore
 import BeaconTestSupport
+import BlueZTestSupport
 import DBusTestSupport
 import Foundation
 import Testing

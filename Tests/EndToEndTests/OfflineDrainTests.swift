@@ -1,6 +1,7 @@
 import BeaconCore
 import BeaconTestSupport
 import BlueZ
+import BlueZTestSupport
 import DBus
 import DBusTestSupport
 import Foundation
@@ -22,18 +23,14 @@ struct OfflineDrainTests {
     let port = try FakeBackend().port
     let dir = try scratchDirectory("drain")
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let config = dir + "/beaconbridge.conf"
-    try """
-    [Trips]
-    unresolvedPolicy = fallback
-    fallbackDeviceId = DEPOT-7
-    lateWindow = 0
-    [Upload]
-    URL = http://127.0.0.1:\(port)/trips
-    postRetryInitial = 0.1
-    postRetryMax = 0.5
-    Timeout = 5
-    """.write(toFile: config, atomically: true, encoding: .utf8)
+    let config = try fallbackConfiguration(
+      in: dir,
+      upload: """
+        URL = http://127.0.0.1:\(port)/trips
+        postRetryInitial = 0.1
+        postRetryMax = 0.5
+        Timeout = 5
+        """)
     let test = DaemonEndToEndTests()
     let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: fixture.bus.address)
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }

@@ -1,0 +1,274 @@
+/// Health settings; every number is a configuration key (`[Health]`).
+public struct HealthSettings: Hashable, Sendable {
+  /// An Eddystone-TLM or -URL frame is linked to the beacon identities (iBeacon, AltBeacon,
+  /// Eddystone-UID) heard from the same address within this many seconds, before or after it.
+  public var telemetryLinkWindow: Double = 30
+  /// A battery below this many millivolts is low (2,500 mV: a CR2477/CR2032 cell near its end).
+  public var lowBatteryMillivolts: Double = 2500
+  /// A paired beacon not seen for this many seconds is silent.
+  public var silentAfter: Double = 600
+
+  /// A low battery counts as recovered only this far above the threshold, so that a cell
+  /// hovering at it (voltage sags with cold and with each transmission) does not flap.
+  public static let batteryHysteresis: Double = 50
+
+  public init() {}
+}
+
+/// What one Eddystone-TLM frame said (Eddystone-TLM specification, unencrypted version 0x00),
+/// and when it was heard.
+public struct Telemetry: Hashable, Sendable {
+  /// Battery voltage, mV; nil when the beacon sends 0 ("not supported", e.g. USB-powered).
+  public var batteryMillivolts: Int?
+  /// °C; nil when the beacon sends 0x8000 (not supported).
+  public var temperature: Double?
+  /// Advertising PDUs sent since power-on (ADV_CNT).
+  public var advertisingCount: UInt32
+  /// Seconds since power-on (SEC_CNT, 0.1 s resolution).
+  public var uptime: Double
+  public var heardAt: Timestamp
+  public var address: BluetoothAddress
+
+  public init(_ frame: EddystoneTLMFrame, from address: BluetoothAddress, at time: Timestamp) {
+    batteryMillivolts = frame.batteryMillivolts == 0 ? nil : Int(frame.batteryMillivolts)
+    temperature = frame.temperature
+    advertisingCount = frame.advertisementCount
+    uptime = frame.uptime
+    heardAt = time
+    self.address = address
+  }
+}
+
+/// What a beacon said about itself beyond its identity: the last TLM linked to it, its URL, and
+/// what was inferred from them.
+public struct BeaconHealth: Hashable, Sendable {
+  public var telemetry: Telemetry?
+  /// The Eddystone-URL heard from the beacon's address, and its Tx power at 0 m.
+  public var url: String?
+  public var urlTxPower: Int?
+  /// Times the uptime went backwards (the beacon restarted: battery change, brown-out, crash).
+  public var reboots = 0
+  public var lastRebootAt: Timestamp?
+  public var batteryLow = false
+  public var silent = false
+
+  public init() {}
+}
+
+/// A paired beacon crossing a health threshold: announced as `BeaconHealth` on D-Bus.
+public struct HealthChange: Hashable, Sendable {
+  public enum Kind: String, Hashable, Sendable {
+    /// The battery fell below `lowBatteryMillivolts`.
+    case batteryLow
+    /// It rose back above the threshold (plus the hysteresis).
+    case batteryRecovered
+    /// The uptime went backwards.
+    case rebooted
+    /// Not seen for `silentAfter`.
+    case silent
+    /// Seen again after being silent.
+    case seenAgain
+  }
+
+  public var kind: Kind
+  public var id: BeaconID
+  public var deviceId: String
+  public var health: BeaconHealth
+  public var lastSeen: Timestamp?
+
+  public init(kind: Kind, id: BeaconID, deviceId: String, health: BeaconHealth, lastSeen: Timestamp?) {
+    self.kind = kind
+    self.id = id
+    self.deviceId = deviceId
+    self.health = health
+    self.lastSeen = lastSeen
+  }
+}
+
+/// A TLM frame heard, and the beacon it was linked to (nil while no identity was heard from its
+/// address within the link window).
+public struct TelemetryReport: Hashable, Sendable {
+  public var id: BeaconID?
+  public var telemetry: Telemetry
+
+  public init(id: BeaconID?, telemetry: Telemetry) {
+    self.id = id
+    self.telemetry = telemetry
+  }
+}
+
+/// Links Eddystone-TLM and -URL frames to beacon identities by address, and keeps each beacon's
+/// health.
+///
+/// Linking: a TLM (or URL) frame carries no identity; it describes whoever sent it. It is linked
+/// to every identity presence last heard from the same address, if heard within
+/// `telemetryLinkWindow`; a frame heard before any identity from its address waits that long for
+/// one. Vendor beacons (Kontakt, Minew, Estimote, Ruuvi) interleave an iBeacon or Eddystone-UID
+/// with TLM from one address, so they link. A beacon that rotates its address for all of its
+/// frames at once links again on the new address once an identity frame is heard from it. What
+/// is not linked: TLM sent from a different address than the identity (separate advertising sets
+/// with their own random addresses), and TLM whose address changed before any identity frame was
+/// heard from the new address within the window; such TLM is still reported, without a beacon.
+public struct BeaconHealthBook: Sendable {
+  public var settings: HealthSettings
+  /// Health by beacon, for beacons that sent TLM or URL frames, and for paired beacons.
+  public private(set) var health: [BeaconID: BeaconHealth] = [:]
+  /// When paired beacons that left were last seen (presence forgets them when they exit).
+  public private(set) var departedLastSeen: [BeaconID: Timestamp] = [:]
+  /// TLM heard from an address no identity was heard from yet.
+  private var pending: [BluetoothAddress: Telemetry] = [:]
+  /// The URL last heard from each address, with its Tx power.
+  private var urls: [BluetoothAddress: (url: String, txPower: Int)] = [:]
+  /// Frames of known kinds that are not decoded (`IgnoredFrame.kind`), counted.
+  public private(set) var ignoredFrames: [String: Int] = [:]
+
+  /// Bounds on what is kept per address, against floods of random addresses.
+  static let maximumPending = 1024
+  static let maximumURLs = 4096
+
+  public init(settings: HealthSettings = HealthSettings()) {
+    self.settings = settings
+  }
+
+  public var hasPending: Bool { !pending.isEmpty }
+
+  mutating func countIgnored(_ frame: IgnoredFrame) {
+    ignoredFrames[frame.kind, default: 0] += 1
+  }
+
+  /// A TLM frame from `address`, linked to `ids` (the identities heard from it within the
+  /// window). Returns the reports and the threshold crossings of paired beacons.
+  mutating func telemetry(
+    _ telemetry: Telemetry, ids: [BeaconID], pairings: PairingSet
+  ) -> (reports: [TelemetryReport], changes: [HealthChange]) {
+    guard !ids.isEmpty else {
+      if pending.count >= Self.maximumPending { prunePending(at: telemetry.heardAt) }
+      if pending.count < Self.maximumPending { pending[telemetry.address] = telemetry }
+      return ([TelemetryReport(id: nil, telemetry: telemetry)], [])
+    }
+    var reports: [TelemetryReport] = []
+    var changes: [HealthChange] = []
+    for id in ids {
+      reports.append(TelemetryReport(id: id, telemetry: telemetry))
+      changes += apply(telemetry, to: id, pairings: pairings)
+    }
+    return (reports, changes)
+  }
+
+  /// An identity was heard from `address`: TLM waiting there within the window is linked to it.
+  mutating func identityHeard(
+    _ id: BeaconID, from address: BluetoothAddress, at time: Timestamp, pairings: PairingSet
+  ) -> (reports: [TelemetryReport], changes: [HealthChange]) {
+    guard let waiting = pending.removeValue(forKey: address),
+      time - waiting.heardAt <= settings.telemetryLinkWindow
+    else { return ([], []) }
+    return ([TelemetryReport(id: id, telemetry: waiting)], apply(waiting, to: id, pairings: pairings))
+  }
+
+  private mutating func prunePending(at time: Timestamp) {
+    let window = settings.telemetryLinkWindow
+    pending = pending.filter { time - $0.value.heardAt <= window }
+  }
+
+  private mutating func apply(_ telemetry: Telemetry, to id: BeaconID, pairings: PairingSet) -> [HealthChange]
+  {
+    var entry = health[id] ?? BeaconHealth()
+    var kinds: [HealthChange.Kind] = []
+    // A reboot: uptime went backwards (SEC_CNT restarts at 0 on power-on; it wraps only after
+    // 13.6 years).
+    if let previous = entry.telemetry, telemetry.uptime < previous.uptime,
+      telemetry.heardAt >= previous.heardAt
+    {
+      entry.reboots += 1
+      entry.lastRebootAt = telemetry.heardAt
+      kinds.append(.rebooted)
+    }
+    if let mv = telemetry.batteryMillivolts.map(Double.init) {
+      if !entry.batteryLow, mv < settings.lowBatteryMillivolts {
+        entry.batteryLow = true
+        kinds.append(.batteryLow)
+      } else if entry.batteryLow, mv >= settings.lowBatteryMillivolts + HealthSettings.batteryHysteresis {
+        entry.batteryLow = false
+        kinds.append(.batteryRecovered)
+      }
+    }
+    if entry.telemetry.map({ $0.heardAt <= telemetry.heardAt }) ?? true { entry.telemetry = telemetry }
+    health[id] = entry
+    guard let pairing = pairings.pairing(for: id) else { return [] }
+    return kinds.map {
+      HealthChange(kind: $0, id: id, deviceId: pairing.deviceId, health: entry, lastSeen: telemetry.heardAt)
+    }
+  }
+
+  /// An Eddystone-URL frame from `address`, linked to `ids`. True when the address's URL is new or
+  /// changed (worth a line of output).
+  mutating func url(_ frame: EddystoneURLFrame, from address: BluetoothAddress, ids: [BeaconID]) -> Bool {
+    let known = urls[address]
+    let changed = known?.url != frame.url || known?.txPower != Int(frame.txPower)
+    if changed {
+      if urls.count >= Self.maximumURLs { urls.removeAll(keepingCapacity: true) }
+      urls[address] = (frame.url, Int(frame.txPower))
+    }
+    for id in ids {
+      var entry = health[id] ?? BeaconHealth()
+      guard entry.url != frame.url || entry.urlTxPower != Int(frame.txPower) else { continue }
+      entry.url = frame.url
+      entry.urlTxPower = Int(frame.txPower)
+      health[id] = entry
+    }
+    return changed
+  }
+
+  /// A URL heard from `address` before an identity, linked when the identity is heard.
+  mutating func linkURL(_ id: BeaconID, from address: BluetoothAddress) {
+    guard let known = urls[address], health[id]?.url != known.url else { return }
+    var entry = health[id] ?? BeaconHealth()
+    entry.url = known.url
+    entry.urlTxPower = known.txPower
+    health[id] = entry
+  }
+
+  /// A beacon left presence: a paired one's last sighting is kept (for `silentAfter`), an
+  /// unpaired one's health is forgotten.
+  mutating func exited(_ beacon: TrackedBeacon, paired: Bool) {
+    if paired {
+      departedLastSeen[beacon.id] = beacon.lastSeen
+    } else {
+      health.removeValue(forKey: beacon.id)
+    }
+  }
+
+  /// A beacon was seen (entered presence): no longer departed; a silent one is seen again.
+  mutating func entered(_ id: BeaconID, at time: Timestamp, pairings: PairingSet) -> [HealthChange] {
+    departedLastSeen.removeValue(forKey: id)
+    guard var entry = health[id], entry.silent else { return [] }
+    entry.silent = false
+    health[id] = entry
+    guard let pairing = pairings.pairing(for: id) else { return [] }
+    return [HealthChange(kind: .seenAgain, id: id, deviceId: pairing.deviceId, health: entry, lastSeen: time)]
+  }
+
+  /// Paired beacons not seen for `silentAfter` as of `time` become silent.
+  mutating func expire(at time: Timestamp, pairings: PairingSet) -> [HealthChange] {
+    var changes: [HealthChange] = []
+    for (id, lastSeen) in departedLastSeen.sorted(by: { $0.key < $1.key })
+    where time - lastSeen >= settings.silentAfter && health[id]?.silent != true {
+      guard let pairing = pairings.pairing(for: id) else {
+        departedLastSeen.removeValue(forKey: id)
+        continue
+      }
+      var entry = health[id] ?? BeaconHealth()
+      entry.silent = true
+      health[id] = entry
+      changes.append(
+        HealthChange(kind: .silent, id: id, deviceId: pairing.deviceId, health: entry, lastSeen: lastSeen))
+    }
+    return changes
+  }
+
+  /// When the next paired beacon becomes silent.
+  var nextDeadline: Timestamp? {
+    departedLastSeen.lazy.filter { self.health[$0.key]?.silent != true }
+      .map { $0.value + self.settings.silentAfter }.min()
+  }
+}
