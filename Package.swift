@@ -26,7 +26,16 @@ let package = Package(
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     // The daemon's parts: configuration file, store, uploader, G-Zone poller, health (doctor,
     // redaction), and the services (scan, D-Bus API, watchdog) that `run` groups.
-    .target(name: "BridgeDaemon", dependencies: ["BeaconCore", "CSQLite", "DBus", "BlueZ", "HCI", "GZone"]),
+    .target(
+      name: "BridgeDaemon",
+      dependencies: ["BeaconCore", "CSQLite", "CCurl", "CMosquitto", "DBus", "BlueZ", "HCI", "GZone"]),
+    // libmosquitto (MQTT 5 client), from Debian's libmosquitto-dev: the MQTT sink. Only
+    // BridgeDaemon/Upload/MQTTClient.swift imports it. Not linked: dlopened on first use.
+    .systemLibrary(name: "CMosquitto", providers: [.apt(["libmosquitto-dev"])]),
+    // libcurl (OpenSSL flavour), from Debian's libcurl4-openssl-dev: the uploader's and the
+    // G-Zone poller's HTTP. Only BridgeDaemon/Upload/CurlClient.swift imports it. Not linked:
+    // its shim dlopens libcurl.so.4 on the first request (no pkgConfig, so no -lcurl).
+    .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
     // libdbus-1, through pkg-config. Only the DBus module imports it.
     .systemLibrary(
       name: "CDBus",
@@ -44,20 +53,25 @@ let package = Package(
     .target(name: "BlueZTestSupport", dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BeaconCore"]),
     .testTarget(
       name: "BlueZTests",
-      dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport", "BeaconCore", "BeaconTestSupport"]
+      dependencies: [
+        "BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport", "BeaconCore", "BeaconTestSupport",
+      ]
     ),
     // The daemon and the CLI as users run them: the real binary as a process, against a private
     // bus, bluetoothd's stand-in and the fake backend. `make test-unit` runs them one at a time.
     .testTarget(
       name: "EndToEndTests",
-      dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport", "BeaconCore", "BeaconTestSupport"]
+      dependencies: [
+        "BlueZ", "DBus", "DBusTestSupport", "BlueZTestSupport", "BeaconCore", "BeaconTestSupport",
+      ]
     ),
     .testTarget(
       name: "BeaconCoreTests",
       dependencies: ["BeaconCore", "BeaconTestSupport"]
     ),
     .testTarget(
-      name: "BridgeDaemonTests", dependencies: ["BridgeDaemon", "BeaconCore", "BeaconTestSupport", "BlueZ", "GZone"]),
+      name: "BridgeDaemonTests",
+      dependencies: ["BridgeDaemon", "BeaconCore", "BeaconTestSupport", "BlueZ", "GZone"]),
     .testTarget(
       name: "BeaconBridgeCLITests",
       dependencies: ["BeaconBridgeCLI", "BeaconCore", "BeaconTestSupport"]

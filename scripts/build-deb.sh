@@ -32,8 +32,10 @@ fi
 
 # Depends: the packages the bus, BlueZ and every directly linked library come from, what the
 # maintainer scripts run (systemd-sysusers, deb-systemd-helper/-invoke), as debhelper adds them.
-depends=(bluez dbus libdbus-1-3 libsqlite3-0 libbluetooth3 "systemd | systemd-standalone-sysusers | systemd-sysusers"
-  "init-system-helpers (>= 1.54~)")
+# libcurl4 and libmosquitto1 are not linked (the uploader dlopens them on first use, to keep
+# them out of an idle daemon's memory), so readelf does not see them: named here.
+depends=(bluez dbus libdbus-1-3 libsqlite3-0 libbluetooth3 libcurl4 libmosquitto1
+  "systemd | systemd-standalone-sysusers | systemd-sysusers" "init-system-helpers (>= 1.54~)")
 while read -r lib; do
   path=$(ldd "$bin" | awk -v l="$lib" '$1 == l { print $3 }')
   [ -n "$path" ] || path=$(ldd "$bin" | awk -v l="$lib" '$1 ~ l { print $1 }')

@@ -376,7 +376,7 @@ if [ -n "$deb" ]; then
   conffiles=$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)
   depends=$(sed -n 's/^ Depends: //p' <<<"$info")
   miss=()
-  for p in bluez dbus libdbus-1-3 libsqlite3-0 libbluetooth3 libcurl4; do
+  for p in bluez dbus libdbus-1-3 libsqlite3-0 libbluetooth3 libcurl4 libmosquitto1; do
     grep -Eq "(^|, )$p(,|$| )" <<<"$depends" || miss+=("$p")
   done
   if [ ${#miss[@]} -eq 0 ]; then pass "deb: Depends: $depends"; else fail "deb: Depends lacks ${miss[*]}: $depends"; fi

@@ -167,7 +167,8 @@ final class DemoView: Sendable {
     for trip in status.trips {
       out += "  \(trip.tripId): \(trip.resolution.deviceId ?? "no device ID yet") (\(trip.resolution.reason))"
       out += trip.endedAt == nil ? ", recording" : ", ended"
-      out += trip.heldBatches > 0 ? ", \(trip.heldBatches) batch(es) held\n" : "\n"
+      out += trip.heldBatches > 0 ? ", \(trip.heldBatches) batch(es) held" : ""
+      out += trip.waitingForEnd > 0 ? ", \(trip.waitingForEnd) batch(es) waiting for the trip's end\n" : "\n"
     }
     if status.trips.isEmpty { out += "  (none)\n" }
     return out

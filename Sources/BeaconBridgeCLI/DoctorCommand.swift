@@ -93,6 +93,9 @@ public struct DoctorCommand: BridgeCommand {
       if config.gzone.isEnabled, let file = config.gzone.tokenFile, file != config.tokenFile {
         tokenFiles.append(.init(key: "[GZone] TokenFile", path: file, problem: TokenFile.check(file)))
       }
+      if let mqtt = config.mqttSettings, let file = mqtt.passwordFile {
+        tokenFiles.append(.init(key: "[MQTT] PasswordFile", path: file, problem: TokenFile.check(file)))
+      }
       redactor = Redactor(configuration: config)
     }
 

@@ -66,7 +66,11 @@ public struct StatusCommand: BridgeCommand {
     out += "Trips:         \(trips.count)\n"
     for t in trips {
       out += "  \(t["tripId"]?.stringValue ?? "?"): \(t["deviceId"]?.stringValue ?? "no device ID")"
-      out += " (\(t["resolution"]?.stringValue ?? "?")), \(t["heldBatches"]?.intValue ?? 0) held\n"
+      out += " (\(t["resolution"]?.stringValue ?? "?")), \(t["heldBatches"]?.intValue ?? 0) held"
+      if let waiting = t["waitingForEnd"]?.intValue, waiting > 0 {
+        out += ", \(waiting) waiting for the trip's end"
+      }
+      out += "\n"
     }
     if let outbox = status["outbox"] {
       out += "Outbox:        \(outbox["undelivered"]?.intValue ?? 0) undelivered, "

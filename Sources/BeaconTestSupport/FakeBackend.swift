@@ -7,15 +7,20 @@ public final class FakeBackend: @unchecked Sendable {
   public let port: Int
   public let logPath: String
   private let process: Process
+  /// `https` when started with `--tls-cert`.
+  public let scheme: String
 
   public struct Received: Sendable {
     public var status: String
     public var key: String?
     public var auth: String?
     public var body: JSONValue
+    /// The request's `Content-Digest`, as sent.
+    public var digest: String?
   }
 
-  /// - Parameter arguments: extra flags (`--script`, `--fail-rate`, `--drop-rate`, `--delay`, `--token`).
+  /// - Parameter arguments: extra flags (`--script`, `--fail-rate`, `--drop-rate`, `--delay`, `--token`,
+  ///   `--hang`, `--tls-cert`, `--tls-key`, `--tls-client-ca`).
   public init(_ arguments: [String] = [], file: String = #filePath) throws {
     var root = URL(fileURLWithPath: file)
     while !FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path) {
@@ -46,6 +51,7 @@ public final class FakeBackend: @unchecked Sendable {
         .fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "fake backend said \(text)"])
     }
     self.port = port
+    scheme = arguments.contains("--tls-cert") ? "https" : "http"
   }
 
   deinit {
@@ -56,10 +62,10 @@ public final class FakeBackend: @unchecked Sendable {
     try? FileManager.default.removeItem(atPath: logPath)
   }
 
-  public var url: URL { URL(string: "http://127.0.0.1:\(port)/trips")! }
+  public var url: URL { URL(string: "\(scheme)://127.0.0.1:\(port)/trips")! }
 
   /// The base for GET requests (`--serve-dir`): `http://127.0.0.1:PORT`.
-  public var base: String { "http://127.0.0.1:\(port)" }
+  public var base: String { "\(scheme)://127.0.0.1:\(port)" }
 
   /// Every request so far, in arrival order.
   public func received() -> [Received] {
@@ -74,7 +80,7 @@ public final class FakeBackend: @unchecked Sendable {
       }
       return Received(
         status: status, key: json["key"]?.stringValue, auth: json["auth"]?.stringValue,
-        body: json["body"] ?? .null)
+        body: json["body"] ?? .null, digest: json["digest"]?.stringValue)
     }
   }
 }

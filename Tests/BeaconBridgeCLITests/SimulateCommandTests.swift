@@ -88,6 +88,29 @@ import Testing
     #expect(output.of("tripEnded").first?["resolved"] == .bool(true))
   }
 
+  /// `sending = postTrip` in the scenario's config: the trip is tagged at its start, but its
+  /// batches are posted, in order, only after `tripEnd`.
+  @Test func postTripPostsAfterTheTripEnds() async throws {
+    let output = try await Self.simulate("post-trip.json")
+    #expect(output.status == 0, "\(output.stderr)")
+    let tagged = try #require(output.of("tripTagged").first?["at"]?.doubleValue)
+    #expect(tagged < 30)
+    let ended = try #require(output.of("tripEnded").first?["at"]?.doubleValue)
+    let posted = output.of("batchPosted")
+    #expect(posted.map { $0["sequence"]?.intValue } == [0, 1, 2])
+    #expect(posted.allSatisfy { ($0["at"]?.doubleValue ?? 0) >= ended }, "\(output.text)")
+    // The same scenario in realtime posts each batch when it comes.
+    let text = try String(
+      contentsOfFile: Self.scenarios.appendingPathComponent("post-trip.json").path, encoding: .utf8)
+    let realtime = text.replacingOccurrences(of: "\"postTrip\"", with: "\"realtime\"")
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("rt-\(UUID().uuidString).json")
+      .path
+    try Data(realtime.utf8).write(to: URL(fileURLWithPath: path))
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let live = try await Self.simulate(path: path).of("batchPosted").compactMap { $0["at"]?.doubleValue }
+    #expect(live.count == 3 && live.allSatisfy { $0 < ended }, "\(live)")
+  }
+
   @Test func noBeaconLeavesTheTripHeld() async throws {
     let output = try await Self.simulate("no-beacon.json")
     #expect(output.of("batchPosted").isEmpty)

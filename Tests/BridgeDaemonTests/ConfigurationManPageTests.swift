@@ -41,7 +41,12 @@ import Testing
     out["Upload.URL"] = "unset"
     out["Upload.TokenFile"] = "unset"
     out["Upload.Timeout"] = "`\(Int(defaults.uploadTimeout))`"
+    for key in ["CAFile", "CertFile", "KeyFile"] { out["Upload." + key] = "unset" }
     out["Outbox.MaxBatches"] = "`\(defaults.outboxMaxBatches)`"
+    for key in MQTTOptions.keys { out["MQTT." + key] = "unset" }
+    out["MQTT.Topic"] = "`\(defaults.mqtt.topic)`"
+    out["MQTT.KeepAlive"] = "`\(defaults.mqtt.keepAlive)`"
+    out["MQTT.SessionExpiry"] = "`\(defaults.mqtt.sessionExpiry)`"
     for key in GZoneConfiguration.keys { out["GZone." + key] = "unset" }
     out["GZone.TokenFile"] = "`[Upload]`'s"
     out["GZone.Interval"] = "`\(Int(defaults.gzone.interval))`"
@@ -70,6 +75,7 @@ import Testing
     rules += [
       ("Upload.Timeout", DaemonConfiguration.timeoutRule),
       ("Outbox.MaxBatches", DaemonConfiguration.maxBatchesRule),
+      ("MQTT.KeepAlive", MQTTOptions.keepAliveRule), ("MQTT.SessionExpiry", MQTTOptions.sessionExpiryRule),
     ]
     for (key, rule) in rules {
       let cell = ranges[key] ?? "missing"
@@ -92,6 +98,9 @@ import Testing
       case "rssiFilter": value = "kalman"
       case let name where name.hasSuffix("URL"): value = "https://example.org/x"
       case "TokenFile": value = "/etc/beaconbridge/token"
+      case "CAFile", "CertFile", "KeyFile", "PasswordFile": value = "/etc/beaconbridge/tls.pem"
+      case "ClientId", "Username": value = "bridge-7"
+      case "sending": value = "postTrip"
       case "dwellSightings", "MaxBatches", "Interval", "Timeout": value = "30"
       case "fallbackDeviceId", "deviceId", "UnitId", "PolicyNumber", "UserId": value = "X"
       default: value = "0.2"
@@ -101,6 +110,8 @@ import Testing
         value = String(documented.dropFirst().dropLast())
       }
       var text = "[\(parts[0])]\n\(parts[1]) = \(value)\n"
+      // A client key needs its certificate.
+      if parts[1] == "KeyFile" { text += "CertFile = /etc/beaconbridge/client.pem\n" }
       if parts[0] == "GZone", parts[1].hasSuffix("URL") {
         text =
           "[GZone]\n"

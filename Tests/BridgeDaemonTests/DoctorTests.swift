@@ -43,6 +43,21 @@ import Testing
     report.checks.first { $0.name == name }?.status
   }
 
+  /// The Upload checks cover the MQTT sink: what it connects to, and a password sent in clear.
+  @Test func theMQTTSinkIsReported() throws {
+    var config = try DaemonConfiguration.parse("[MQTT]\nUsername = bridge\n", file: "c")
+    config.uploadURL = "mqtt://broker.example"
+    let report = Doctor.evaluate(facts(config: .success(config), uploadURL: "mqtt://broker.example"))
+    let sink = report.checks.filter { $0.name == "MQTT sink" }
+    #expect(sink.first?.status == .ok)
+    #expect(sink.first?.detail.contains("QoS 1 to broker.example:1883") == true, "\(sink)")
+    #expect(sink.contains { $0.status == .warning && $0.detail.contains("in clear") })
+    let tls = Doctor.evaluate(facts(config: .success(config), uploadURL: "mqtts://broker.example"))
+    #expect(tls.checks.filter { $0.name == "MQTT sink" }.map(\.status) == [.ok])
+    let http = Doctor.evaluate(facts())
+    #expect(http.checks.filter { $0.name == "MQTT sink" }.isEmpty)
+  }
+
   @Test func healthyBoxIsOK() {
     let report = Doctor.evaluate(facts())
     #expect(report.overall == .ok, "\(report.text)")

@@ -57,9 +57,12 @@ import Testing
       UnitId = 4711
       """, file: "x.conf")
     config.gzone.tokenFile = nil
+    try "mq-pass-77\n".write(toFile: dir + "/mqtt-password", atomically: true, encoding: .utf8)
+    config.mqtt.passwordFile = dir + "/mqtt-password"
     let redactor = Redactor(configuration: config)
-    let line = "secrets: pa55word-x q-secret-1 t0k-upload g-sig-1 gz-pass-9"
-    #expect(redactor.redact(line) == "secrets: <redacted> <redacted> <redacted> <redacted> <redacted>")
+    let line = "secrets: pa55word-x q-secret-1 t0k-upload g-sig-1 gz-pass-9 mq-pass-77"
+    #expect(
+      redactor.redact(line) == "secrets: <redacted> <redacted> <redacted> <redacted> <redacted> <redacted>")
   }
 
   /// A parameter value that is a JSON word or a number is redacted in its URL only: scrubbing it

@@ -11,11 +11,12 @@ import Testing
     .appendingPathComponent("etc/beaconbridge.conf").path
 
   /// The daemon's own keys, by section (besides the core's `BridgeConfiguration.keys`).
-  static let ownKeys: [(section: String, key: String)] = [
-    ("General", "backend"), ("General", "adapter"), ("Upload", "URL"), ("Upload", "TokenFile"),
-    ("Upload", "Timeout"),
-    ("Outbox", "MaxBatches"),
-  ]
+  static let ownKeys: [(section: String, key: String)] =
+    [
+      ("General", "backend"), ("General", "adapter"), ("Upload", "URL"), ("Upload", "TokenFile"),
+      ("Upload", "Timeout"), ("Upload", "CAFile"), ("Upload", "CertFile"), ("Upload", "KeyFile"),
+      ("Outbox", "MaxBatches"),
+    ] + MQTTOptions.keys.map { ("MQTT", $0) }
 
   func shipped() throws -> String { try String(contentsOfFile: Self.path, encoding: .utf8) }
 

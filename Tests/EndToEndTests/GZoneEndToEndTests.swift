@@ -32,8 +32,8 @@ struct GZoneEndToEndTests {
   /// Starts `beaconbridge run`; returns it and a reader of its log.
   func startDaemon(config: String, dir: String, bus: String) throws -> (Process, @Sendable () -> String) {
     let logPath = dir + "/daemon-\(UUID().uuidString.prefix(6)).log"
-    // A home of its own, to see what the daemon writes there (nothing but Foundation's empty
-    // cookie-store folder: no URL cache; StatelessSession).
+    // A home of its own, to see what the daemon writes there (no URL cache: the G-Zone requests
+    // go through libcurl, which keeps no cache or cookie store on disk).
     let daemon = try launchDaemon(
       config: config, stateDirectory: dir, bus: bus, environment: ["HOME": dir + "/home"], log: logPath)
     return (daemon, { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" })
@@ -104,7 +104,7 @@ struct GZoneEndToEndTests {
     #expect(log().contains("G-Zone levelUp: {\"type\":\"levelUp\""))
     let again = try cli.cli(["gzone", "refresh"], bus: bus, dir: dir)
     #expect(again.stdout == "No changes.\n", "\(again.stderr)")
-    // Three loads over HTTP and no URL cache on disk (URLSession.shared kept one in ~/.cache).
+    // Three loads over HTTP and no URL cache on disk (URLSession.shared, used before libcurl, kept one in ~/.cache).
     let home = try FileManager.default.contentsOfDirectory(atPath: dir + "/home")
     #expect(!home.contains(".cache"), "the daemon wrote \(home) into its home")
     #expect(!FileManager.default.fileExists(atPath: dir + "/.cache"))

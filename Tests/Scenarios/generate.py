@@ -118,6 +118,15 @@ def main():
           [PAIR7],
           trip("t1", 0, [(10, ["braking"]), (40, ["cornering"]), (80, ["hardBump"])], 90))
 
+    rng = random.Random(44)
+    write("post-trip.json",
+          "Post-trip sending: the paired beacon tags the trip at its start, but its batches are "
+          "committed as they arrive and posted, in order, only after the trip ends.",
+          [PAIR7],
+          beacon(rng, "C0:FF:EE:00:00:07", VAN7, -60, 0, 100)
+          + trip("t1", 20, [(30, ["braking"]), (50, ["cornering"]), (70, ["speeding"])], 90),
+          config={"sending": "postTrip"})
+
     rng = random.Random(43)
     write("unpaired-strong.json",
           "A strong unpaired beacon next to a weak paired one: only the paired one becomes active.",

@@ -4,11 +4,23 @@ and injects failures.
 
     fake_backend.py --log FILE [--script 503,429:2,200,...] [--fail-rate 0.3] [--drop-rate 0.1]
                     [--delay 0.05] [--seed 1] [--token SECRET]
+                    [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
 
 It prints "PORT <n>" on stdout once it listens on 127.0.0.1. Each request is answered from
 --script first (a status, or status:retry-after, or "drop" to close the connection without a
 reply), then by the random rates, else 200. Every request, answered or not, is appended to --log
 as one JSON line: {"status", "key", "auth", "body"}.
+
+It is as strict as a real server about what counts as a request: a POST whose body ends short of
+its Content-Length is logged as "truncated" and never answered, and a POST whose Content-Digest
+(RFC 9530, sha-256) is missing or does not match its body is answered 400 and logged as
+"digest-missing" or "digest-mismatch". Neither is a delivery.
+
+Fault steps for --script, after the body is read: "hang" accepts the request and never answers
+(the connection stays open for --hang seconds), "partial" sends a 200 whose body ends after 10
+of its 100 bytes and closes, "slow" sends a 200 whose 100-byte body trickles at one byte per
+second. With --tls-cert/--tls-key it serves https; --tls-client-ca also requires a client
+certificate signed by that CA (mutual TLS), and a handshake without one is refused.
 
 With --serve-dir DIR it also answers GET: the file in DIR named by the request path's last
 component (so /players/UNIT-1/player.json serves DIR/player.json), 404 when there is none.
@@ -25,6 +37,13 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+def expected_digest(raw):
+    """The Content-Digest field a body must carry: sha-256=:<base64>: (RFC 9530)."""
+    import base64
+    import hashlib
+    return "sha-256=:" + base64.b64encode(hashlib.sha256(raw).digest()).decode() + ":"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--log", required=True)
@@ -38,6 +57,10 @@ def main():
     ap.add_argument("--serve-dir", default=None)
     ap.add_argument("--fail-path", default=None)
     ap.add_argument("--get-barrier", type=int, default=0)
+    ap.add_argument("--hang", type=float, default=120.0)
+    ap.add_argument("--tls-cert", default=None)
+    ap.add_argument("--tls-key", default=None)
+    ap.add_argument("--tls-client-ca", default=None)
     args = ap.parse_args()
     script = [s for s in args.script.split(",") if s]
     rng = random.Random(args.seed)
@@ -61,6 +84,13 @@ def main():
                 self.close_connection = True
                 return
             body = raw.decode("utf-8", "replace")
+            digest = self.headers.get("Content-Digest")
+            if digest is None or digest != expected_digest(raw):
+                self.record("digest-missing" if digest is None else "digest-mismatch", body)
+                self.send_response(400)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             with lock:
                 step = script.pop(0) if script else None
                 roll = rng.random()
@@ -71,6 +101,10 @@ def main():
                 # Close without a reply: the client sees the connection end mid-request.
                 self.record("drop", body)
                 self.close_connection = True
+                return
+            if step in ("hang", "partial", "slow"):
+                self.record(step, body)
+                self.fault(step)
                 return
             if step:
                 parts = step.split(":")
@@ -86,6 +120,26 @@ def main():
                 self.send_header("Retry-After", retry_after)
             self.send_header("Content-Length", "0")
             self.end_headers()
+
+        def fault(self, step):
+            self.close_connection = True
+            if step == "hang":
+                time.sleep(args.hang)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            try:
+                if step == "partial":
+                    self.wfile.write(b"x" * 10)
+                    self.wfile.flush()
+                    return
+                for _ in range(100):
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(1)
+            except OSError:
+                pass
 
         def do_GET(self):
             import os
@@ -126,12 +180,24 @@ def main():
             except ValueError:
                 parsed = body
             line = json.dumps({"status": status, "key": self.headers.get("Idempotency-Key"),
-                               "auth": self.headers.get("Authorization"), "body": parsed})
+                               "auth": self.headers.get("Authorization"), "body": parsed,
+                               "digest": self.headers.get("Content-Digest")})
             with lock, open(args.log, "a") as f:
                 f.write(line + "\n")
 
     ThreadingHTTPServer.allow_reuse_address = True
+    ThreadingHTTPServer.daemon_threads = True
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.handle_error = lambda request, address: None  # a refused TLS handshake, a reset
+    if args.tls_cert:
+        import ssl
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        if args.tls_client_ca:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(args.tls_client_ca)
+        # The handshake runs in the request's thread, so a failing one does not stop the server.
+        server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     print("PORT", server.server_address[1], flush=True)
     server.serve_forever()
 

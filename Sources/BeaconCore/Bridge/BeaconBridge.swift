@@ -140,7 +140,12 @@ public actor BeaconBridge {
   public func tick() async {
     let time = now
     await perform(pipeline.tick(at: time))
-    if let retryAt, retryAt <= time { await drainOutbound() }
+    if let retryAt, retryAt <= time {
+      await drainOutbound()
+    } else if retryAt == nil, !outbound.isEmpty {
+      // postTrip batches become due when their trip ends, or when a reload makes them realtime.
+      await drainOutbound()
+    }
   }
 
   /// The earliest time `tick` has work.
@@ -290,6 +295,8 @@ public actor BeaconBridge {
     let steps: [BeaconPipeline.Step]
     do { steps = try pipeline.endTrip(tripId, at: now) } catch { throw BridgeError(.trip, error.description) }
     await perform(steps)
+    // In postTrip mode, the trip's batches become due now.
+    await drainOutbound()
     await retire(tripId)
   }
 
@@ -313,7 +320,8 @@ public actor BeaconBridge {
       trips: pipeline.resolver.allTrips.map { trip in
         BridgeStatus.Trip(
           tripId: trip.tripId, startedAt: trip.startedAt, endedAt: trip.endedAt, resolution: trip.resolution,
-          heldBatches: pipeline.tagger.heldBatches(trip.tripId).count)
+          heldBatches: pipeline.tagger.heldBatches(trip.tripId).count,
+          waitingForEnd: isDue(trip.tripId) ? 0 : outbound.count { $0.tripId == trip.tripId })
       },
       outboundBatches: outbound.count, pairings: pipeline.pairings.pairings, now: now,
       health: pipeline.health.health, pairedBeacons: pipeline.pairedBeacons,
@@ -344,18 +352,33 @@ public actor BeaconBridge {
     wakeDeadlines()
   }
 
+  /// Whether a trip's batches may be posted now: always in realtime mode; in postTrip mode once
+  /// the trip has ended (a trip the resolver no longer knows has ended).
+  private func isDue(_ tripId: String) -> Bool {
+    pipeline.configuration.trips.sending == .realtime || pipeline.resolver.trip(tripId)?.endedAt != nil
+      || pipeline.resolver.trip(tripId) == nil
+  }
+
   /// Posts queued batches in order. One drain runs at a time; batches queued meanwhile are taken
   /// by the running drain, so order holds even though the actor is re-entered while the host
-  /// posts.
+  /// posts. In postTrip mode a trip's batches are passed over until the trip ends; a trip's
+  /// batches are all due or all waiting, so each trip's order holds.
   private func drainOutbound() async {
     guard !isPosting else { return }
     isPosting = true
     defer { isPosting = false }
-    while let batch = outbound.first {
+    while let batch = outbound.first(where: { isDue($0.tripId) }) {
       if let retryAt, now < retryAt { return }
+      func removeIt() {
+        if let index = outbound.firstIndex(where: {
+          $0.tripId == batch.tripId && $0.sequence == batch.sequence
+        }) {
+          outbound.remove(at: index)
+        }
+      }
       do {
         try await host.postTripEventBatch(batch)
-        outbound.removeFirst()
+        removeIt()
         retryAt = nil
         retryDelay = 0
         await journaled("delivery of \(batch.idempotencyKey)") {
@@ -365,7 +388,7 @@ public actor BeaconBridge {
         await retire(batch.tripId)
       } catch let refusal as PermanentPostFailure {
         // Retrying cannot help: keep it aside, durable, and go on with the next batch.
-        outbound.removeFirst()
+        removeIt()
         await journaled("dead letter \(batch.idempotencyKey)") {
           try await $0.recordDeadLetter(batch.tripId, sequence: batch.sequence, reason: refusal.reason)
         }
@@ -439,6 +462,8 @@ public struct BridgeStatus: Hashable, Sendable {
     public var endedAt: Timestamp?
     public var resolution: TripResolution
     public var heldBatches: Int
+    /// Batches tagged and committed, waiting for the trip's end (`sending = postTrip`).
+    public var waitingForEnd: Int
   }
 
   public var armed: Bool

@@ -76,6 +76,16 @@ public struct BridgeConfiguration: Hashable, Sendable {
       "deviceId", "smart mode: the device ID trips take when the host takes no beacon snapshot",
       \.trips.configuredDeviceId),
     Key(
+      name: "sending",
+      summary: "realtime or postTrip: post each batch at once, or a trip's batches after its end",
+      number: nil, numberValue: nil, get: { $0.trips.sending.rawValue },
+      set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
+        guard let sending = TripSending(rawValue: text) else {
+          throw ConfigurationError("sending must be realtime or postTrip, not \(text.quotedForMessage)")
+        }
+        config.trips.sending = sending
+      }),
+    Key(
       name: "rssiFilter", summary: "kalman, runningAverage or arma", number: nil, numberValue: nil,
       get: { $0.presence.rssi.filter.rawValue },
       set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
@@ -143,7 +153,7 @@ public struct BridgeConfiguration: Hashable, Sendable {
   public static func section(of name: String) -> String {
     switch name {
     case "dwellSightings", "dwellSeconds", "switchMargin", "switchSustain", "activeHold": "ActiveBeacon"
-    case "lateWindow", "unresolvedPolicy", "fallbackDeviceId", "deviceId": "Trips"
+    case "lateWindow", "unresolvedPolicy", "fallbackDeviceId", "deviceId", "sending": "Trips"
     case "postRetryInitial", "postRetryMax", "postRetryJitter": "Upload"
     case "lowBatteryMillivolts", "silentAfter", "telemetryLinkWindow": "Health"
     default: "Presence"

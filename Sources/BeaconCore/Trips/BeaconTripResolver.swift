@@ -12,6 +12,15 @@ public enum UnresolvedPolicy: String, Hashable, Sendable, CaseIterable {
   case fallback
 }
 
+/// When a trip's batches are posted (`[Trips] sending`): the seed app's
+/// `isRealtimeTripSendingEnabled`.
+public enum TripSending: String, Hashable, Sendable, CaseIterable {
+  /// As soon as each batch is tagged.
+  case realtime
+  /// Committed as they arrive, and posted in order only once the trip has ended.
+  case postTrip
+}
+
 /// Trip settings; every value is a configuration key.
 public struct TripSettings: Hashable, Sendable {
   /// How long after trip start a late beacon may still resolve the trip (seconds).
@@ -21,6 +30,7 @@ public struct TripSettings: Hashable, Sendable {
   /// The device ID a smart-mode host (no beacon hook) tags its trips with: the vehicle unit serial
   /// number from the account.
   public var configuredDeviceId: String?
+  public var sending: TripSending = .realtime
 
   public init() {}
 }

@@ -27,6 +27,12 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public var tokenFile: String?
   /// Seconds one upload request may take before it counts as failed (and is retried).
   public var uploadTimeout: Double = 30
+  /// `[Upload] CAFile`, `CertFile`, `KeyFile`: the CA to trust and the client certificate and
+  /// key for mutual TLS (absolute paths; a key needs its certificate; a certificate without
+  /// `KeyFile` carries its key in the same PEM file).
+  public var uploadTLS = TLSFiles()
+  /// `[MQTT]`: the MQTT sink's settings, used when `[Upload] URL` is `mqtt://` or `mqtts://`.
+  public var mqtt = MQTTOptions()
   /// The outbox refuses new batches beyond this many.
   public var outboxMaxBatches: Int = 100_000
   /// `[GZone]`: the G-Zone poller (docs/gzone.md); disabled unless its URLs are set.
@@ -42,10 +48,21 @@ public struct DaemonConfiguration: Hashable, Sendable {
   /// The daemon's own keys, by section.
   static let ownKeys: [String: [String]] = [
     "General": ["backend", "adapter"],
-    "Upload": ["URL", "TokenFile", "Timeout"],
+    "Upload": ["URL", "TokenFile", "Timeout", "CAFile", "CertFile", "KeyFile"],
     "Outbox": ["MaxBatches"],
+    "MQTT": MQTTOptions.keys,
     "GZone": GZoneConfiguration.keys,
   ]
+
+  /// The MQTT sink's settings when `[Upload] URL` is an `mqtt://` or `mqtts://` URL.
+  public var mqttSettings: MQTTSettings? {
+    guard let url = uploadURL, let endpoint = MQTTSettings.endpoint(url) else { return nil }
+    return MQTTSettings(
+      host: endpoint.host, port: endpoint.port, tls: endpoint.tls, tlsFiles: uploadTLS,
+      clientId: mqtt.clientId ?? MQTTOptions.defaultClientId, username: mqtt.username,
+      passwordFile: mqtt.passwordFile, keepAlive: mqtt.keepAlive, sessionExpiry: mqtt.sessionExpiry,
+      topic: mqtt.topic, timeout: uploadTimeout)
+  }
 
   public static func parse(_ text: String, file: String) throws(KeyFileError) -> DaemonConfiguration {
     let keyFile = try KeyFile.parse(text, file: file)
@@ -72,8 +89,12 @@ public struct DaemonConfiguration: Hashable, Sendable {
         }
         do { config.adapter = try HCIDeviceID(entry.value) } catch { throw fail(error.description) }
       case ("Upload", "URL"):
-        guard entry.value.hasPrefix("http://") || entry.value.hasPrefix("https://") else {
-          throw fail("URL must start with http:// or https://")
+        guard
+          entry.value.hasPrefix("http://") || entry.value.hasPrefix("https://")
+            || MQTTSettings.endpoint(entry.value) != nil
+        else {
+          throw fail(
+            "URL must start with http:// or https://, or be mqtt://host[:port] or mqtts://host[:port]")
         }
         config.uploadURL = entry.value
       case ("Upload", "Timeout"):
@@ -83,10 +104,19 @@ public struct DaemonConfiguration: Hashable, Sendable {
       case ("Upload", "TokenFile"):
         guard entry.value.hasPrefix("/") else { throw fail("TokenFile must be an absolute path") }
         config.tokenFile = entry.value
+      case ("Upload", "CAFile"), ("Upload", "CertFile"), ("Upload", "KeyFile"):
+        guard entry.value.hasPrefix("/") else { throw fail("\(entry.key) must be an absolute path") }
+        switch entry.key {
+        case "CAFile": config.uploadTLS.caFile = entry.value
+        case "CertFile": config.uploadTLS.certFile = entry.value
+        default: config.uploadTLS.keyFile = entry.value
+        }
       case ("Outbox", "MaxBatches"):
         do { config.outboxMaxBatches = Int(try Self.maxBatchesRule.parse("MaxBatches", entry.value)) } catch {
           throw fail(error.description)
         }
+      case ("MQTT", _):
+        do { try config.mqtt.set(entry.key, to: entry.value) } catch { throw fail(error.description) }
       case ("GZone", _):
         do { try config.gzone.set(entry.key, to: entry.value) } catch { throw fail(error.message) }
       default:
@@ -104,7 +134,10 @@ public struct DaemonConfiguration: Hashable, Sendable {
         do { try config.bridge.set(entry.key, to: entry.value) } catch { throw fail(error.description) }
       }
     }
-    let problems = config.bridge.problems() + config.gzone.problems()
+    var problems = config.bridge.problems() + config.gzone.problems()
+    if config.uploadTLS.keyFile != nil, config.uploadTLS.certFile == nil {
+      problems.append("[Upload] KeyFile needs CertFile (the client certificate it belongs to)")
+    }
     if let first = problems.first { throw KeyFileError(file: file, line: 0, message: first) }
     return config
   }

@@ -2,12 +2,9 @@ import BeaconCore
 import Foundation
 import GZone
 
-#if canImport(FoundationNetworking)
-  import FoundationNetworking
-#endif
-
 /// The four G-Zone requests over HTTP: one GET per payload, a bearer token read from
-/// `tokenFile` on every load (a rotated token needs no restart), and a hard deadline per request.
+/// `tokenFile` on every load (a rotated token needs no restart), and a hard deadline per request
+/// (libcurl's connect and total timeouts, `CurlClient`). Cancelling the calling task aborts it.
 ///
 /// A status other than 2xx, a network error or a timeout fails that request, and so the load;
 /// errors name the URL, redacted (never the token, credentials or secret parameters).
@@ -16,11 +13,18 @@ public struct HTTPGZoneSource: GZoneSource {
   /// The token file when `[GZone]` names none (`[Upload] TokenFile`).
   public var fallbackTokenFile: String?
   public var timeout: Double
+  /// `[Upload]`'s TLS files: the G-Zone requests trust the same CA and present the same client
+  /// certificate as the uploads.
+  public var tls: TLSFiles
 
-  public init(configuration: GZoneConfiguration, fallbackTokenFile: String? = nil, timeout: Double = 30) {
+  public init(
+    configuration: GZoneConfiguration, fallbackTokenFile: String? = nil, timeout: Double = 30,
+    tls: TLSFiles = TLSFiles()
+  ) {
     self.configuration = configuration
     self.fallbackTokenFile = fallbackTokenFile
     self.timeout = timeout
+    self.tls = tls
   }
 
   /// The payload's URL as errors name it: redacted (no credentials, no secret parameters).
@@ -33,88 +37,27 @@ public struct HTTPGZoneSource: GZoneSource {
     guard let text = configuration.url(for: payload), let url = URL(string: text) else {
       throw GZoneError(.unreadable, origin: origin, "no valid URL is configured")
     }
-    var request = URLRequest(url: url, timeoutInterval: timeout)
-    request.httpMethod = "GET"
-    request.setValue("application/json", forHTTPHeaderField: "Accept")
+    var request = HTTPRequest(method: .get, url: url.absoluteString, timeout: timeout, tls: tls)
+    request.headers = ["Accept: application/json"]
     if let tokenFile = configuration.tokenFile ?? fallbackTokenFile {
       let token: String
       do { token = try TokenFile.read(tokenFile) } catch {
         throw GZoneError(.unreadable, origin: origin, "not requested: \(error.description)")
       }
-      request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+      request.headers.append("Authorization: Bearer \(token)")
     }
-    let (data, response) = try await Self.get(request, timeout: timeout, origin: origin)
-    guard let http = response as? HTTPURLResponse else {
-      throw GZoneError(.unreadable, origin: origin, "not an HTTP response")
-    }
-    guard (200..<300).contains(http.statusCode) else {
-      throw GZoneError(.unreadable, origin: origin, "HTTP \(http.statusCode)")
-    }
-    return data
-  }
-
-  /// A data task with a hard deadline (as `HTTPUploader.send`: the async API was seen to hang
-  /// past its timeout on swift-corelibs-foundation). Cancelling the calling task cancels it too.
-  static func get(_ request: URLRequest, timeout: Double, origin: String) async throws -> (Data, URLResponse)
-  {
-    /// Resumes the continuation once, whichever comes first: the reply, the deadline, or
-    /// cancellation (which may come before the continuation exists).
-    final class Once: @unchecked Sendable {
-      private let lock = NSLock()
-      private var continuation: CheckedContinuation<(Data, URLResponse), any Error>?
-      private var early: Result<(Data, URLResponse), any Error>?
-      private var done = false
-      private var task: URLSessionDataTask?
-      func start(_ c: CheckedContinuation<(Data, URLResponse), any Error>, task: URLSessionDataTask) {
-        lock.lock()
-        if let early {
-          lock.unlock()
-          c.resume(with: early)
-          return
-        }
-        continuation = c
-        self.task = task
-        lock.unlock()
-        task.resume()
+    let response: HTTPResponse
+    do { response = try await CurlClient.perform(request) } catch {
+      if error.cancelled { throw CancellationError() }
+      let reason = Redactor().redact(error.message)
+      if error.timedOut {
+        throw GZoneError(.unreadable, origin: origin, "no reply within \(Int(timeout)) s: \(reason)")
       }
-      func finish(_ result: Result<(Data, URLResponse), any Error>) {
-        lock.lock()
-        guard !done else {
-          lock.unlock()
-          return
-        }
-        done = true
-        guard let c = continuation else {
-          early = result
-          lock.unlock()
-          return
-        }
-        continuation = nil
-        let task = self.task
-        lock.unlock()
-        c.resume(with: result)
-        // Only a running task: corelibs traps when a finished task is cancelled.
-        if case .failure = result, let task, task.state == .running { task.cancel() }
-      }
+      throw GZoneError(.unreadable, origin: origin, "network error: \(reason)")
     }
-    let once = Once()
-    return try await withTaskCancellationHandler {
-      try await withCheckedThrowingContinuation { continuation in
-        let task = StatelessSession.shared.dataTask(with: request) { data, response, error in
-          if let response {
-            once.finish(.success((data ?? Data(), response)))
-          } else {
-            let reason = Redactor().redact(error?.localizedDescription ?? "no response")
-            once.finish(.failure(GZoneError(.unreadable, origin: origin, "network error: \(reason)")))
-          }
-        }
-        once.start(continuation, task: task)
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
-          once.finish(.failure(GZoneError(.unreadable, origin: origin, "no reply within \(Int(timeout)) s")))
-        }
-      }
-    } onCancel: {
-      once.finish(.failure(CancellationError()))
+    guard (200..<300).contains(response.status) else {
+      throw GZoneError(.unreadable, origin: origin, "HTTP \(response.status)")
     }
+    return Data(response.body)
   }
 }

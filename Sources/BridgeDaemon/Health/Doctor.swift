@@ -68,7 +68,7 @@ public struct DoctorFacts: Sendable {
   public var redactor = Redactor()
 
   public struct TokenFileCheck: Sendable {
-    /// `[Upload] TokenFile` or `[GZone] TokenFile`.
+    /// `[Upload] TokenFile`, `[GZone] TokenFile` or `[MQTT] PasswordFile`.
     public var key: String
     public var path: String
     public var problem: TokenFileError?
@@ -356,6 +356,28 @@ public enum Doctor {
     if let c = config {
       if let url = c.uploadURL {
         checks.append(HealthCheck(.upload, "backend URL", .ok, url))
+        if let mqtt = c.mqttSettings {
+          checks.append(
+            HealthCheck(
+              .upload, "MQTT sink", .ok,
+              "MQTT 5, QoS 1 to \(mqtt.host):\(mqtt.port)\(mqtt.tls ? " over TLS" : ""), topic \(mqtt.topic), "
+                + "client ID \(mqtt.clientId), session kept \(mqtt.sessionExpiry) s, keep-alive \(mqtt.keepAlive) s"
+            ))
+          if !mqtt.tls, mqtt.username != nil {
+            checks.append(
+              HealthCheck(
+                .upload, "MQTT sink", .warning,
+                "[MQTT] Username is set but the URL is mqtt://: the password travels in clear",
+                fix: "use an mqtts:// URL in [Upload] URL"))
+          }
+          if mqtt.username == nil, mqtt.passwordFile != nil {
+            checks.append(
+              HealthCheck(
+                .upload, "MQTT sink", .warning,
+                "[MQTT] PasswordFile is set without a Username: it is not used",
+                fix: "set [MQTT] Username in \(facts.configPath)"))
+          }
+        }
       } else {
         checks.append(
           HealthCheck(

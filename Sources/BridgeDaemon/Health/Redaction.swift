@@ -20,7 +20,8 @@ public struct Redactor: Sendable {
   }
 
   /// Learns every secret in a configuration: the credentials and secret parameters of the
-  /// `[Upload]` and `[GZone]` URLs, and, when `readingTokenFiles`, the token files' contents
+  /// `[Upload]` and `[GZone]` URLs, and, when `readingTokenFiles`, the token files' and the
+  /// `[MQTT] PasswordFile`'s contents
   /// (read whatever their mode: a token in a badly protected file must not leak either).
   public init(configuration: DaemonConfiguration, readingTokenFiles: Bool = true) {
     var urls = [configuration.uploadURL].compactMap { $0 }
@@ -28,7 +29,8 @@ public struct Redactor: Sendable {
     urls += GZonePayloadURLs.all(configuration.gzone)
     for url in urls { _ = redactURL(url) }
     guard readingTokenFiles else { return }
-    for file in Set([configuration.tokenFile, configuration.gzone.tokenFile].compactMap { $0 }) {
+    let files = [configuration.tokenFile, configuration.gzone.tokenFile, configuration.mqtt.passwordFile]
+    for file in Set(files.compactMap { $0 }) {
       if let token = TokenFile.readForRedaction(file) { add(token) }
     }
   }

@@ -62,6 +62,10 @@ public struct Daemon: Sendable {
     // G-Zone: poll-and-diff into journal lines and D-Bus signals (docs/gzone.md).
     let gzone = GZonePoller(
       store: store, settings: { (settings.current.daemon.gzone, settings.current.daemon.tokenFile) },
+      // The G-Zone requests trust the same CA and present the same client certificate as uploads.
+      makeSource: {
+        HTTPGZoneSource(configuration: $0, fallbackTokenFile: $1, tls: settings.current.daemon.uploadTLS)
+      },
       log: { logger.log($0, $1) }, emit: { announcements.yield(.gzone($0)) })
     let statusChanged = Doorbell()
     let bridge = BeaconBridge(host: host, journal: store) { event in
@@ -225,7 +229,13 @@ struct DaemonHost: ScopeHost {
     guard let text = config.uploadURL, let url = URL(string: text) else {
       throw RetryablePostFailure("no [Upload] URL is configured; the batch waits in the outbox")
     }
-    try await HTTPUploader(url: url, tokenFile: config.tokenFile, timeout: config.uploadTimeout).post(batch)
+    if let mqtt = config.mqttSettings {
+      try await MQTTUploader.post(batch, settings: mqtt)
+      return
+    }
+    try await HTTPUploader(
+      url: url, tokenFile: config.tokenFile, timeout: config.uploadTimeout, tls: config.uploadTLS
+    ).post(batch)
   }
 }
 

@@ -28,6 +28,7 @@ extension BridgeStatus.Trip {
       "tripId": .string(tripId), "ended": .bool(endedAt != nil),
       "deviceId": resolution.deviceId.map { .string($0) } ?? .null,
       "resolution": .string(resolution.reason), "heldBatches": .int(Int64(heldBatches)),
+      "waitingForEnd": .int(Int64(waitingForEnd)),
     ])
   }
 }

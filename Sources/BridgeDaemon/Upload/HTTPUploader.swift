@@ -1,28 +1,27 @@
 import BeaconCore
 import Foundation
 
-#if canImport(FoundationNetworking)
-  import FoundationNetworking
-#endif
-
 /// Posts tagged batches to the backend: the daemon's `ScopeHost.postTripEventBatch`.
 ///
 /// One POST per batch, JSON, with the batch's idempotency key in `Idempotency-Key` (a batch whose
 /// key cannot be built from a valid trip ID is not sent: a dead letter with the reason) and a bearer
 /// token read from `TokenFile` by `TokenFile.read` (re-read on every request, so a rotated token
 /// needs no restart; a file that breaks the token-file rule is refused and nothing is sent).
-/// A 2xx is delivery; network errors, 5xx, 408 and 429 throw `RetryablePostFailure` (with the
+/// Each POST carries `Content-Digest` (RFC 9530, sha-256) and goes through libcurl
+/// (`CurlClient`), with `timeout` as a hard deadline. A 2xx is delivery; network errors, 5xx, 408 and 429 throw `RetryablePostFailure` (with the
 /// server's `Retry-After`); any other status throws `PermanentPostFailure`, which the bridge turns
 /// into a dead letter. See docs/upload.md.
 public struct HTTPUploader: Sendable {
   public var url: URL
   public var tokenFile: String?
   public var timeout: Double
+  public var tls: TLSFiles
 
-  public init(url: URL, tokenFile: String?, timeout: Double = 30) {
+  public init(url: URL, tokenFile: String?, timeout: Double = 30, tls: TLSFiles = TLSFiles()) {
     self.url = url
     self.tokenFile = tokenFile
     self.timeout = timeout
+    self.tls = tls
   }
 
   /// The request body (docs/upload.md).
@@ -48,22 +47,19 @@ public struct HTTPUploader: Sendable {
   }
 
   public func post(_ batch: TaggedTripBatch) async throws {
-    var request = URLRequest(url: url, timeoutInterval: timeout)
-    request.httpMethod = "POST"
-    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
     // Every request carries its key, or is not sent: a batch without one could be applied twice.
     let key: String
     do { key = try batch.validatedIdempotencyKey() } catch {
       throw PermanentPostFailure("not sent: no Idempotency-Key can be made from it: \(error.description)")
     }
-    request.setValue(key, forHTTPHeaderField: "Idempotency-Key")
-    guard request.value(forHTTPHeaderField: "Idempotency-Key") == key else {
-      throw PermanentPostFailure(
-        "not sent: the Idempotency-Key header \(key.quotedForMessage) could not be set")
-    }
+    let body = Array(Self.body(for: batch).compactText.utf8)
+    var request = HTTPRequest(method: .post, url: url.absoluteString, body: body, timeout: timeout, tls: tls)
     // A fresh connection per batch: batches are seconds apart, and a reused connection that the
     // server closed is the failure most worth avoiding.
-    request.setValue("close", forHTTPHeaderField: "Connection")
+    request.headers = [
+      "Content-Type: application/json", "Idempotency-Key: \(key)", ContentDigest.header(for: body),
+      "Connection: close",
+    ]
     if let tokenFile {
       let token: String
       do { token = try TokenFile.read(tokenFile) } catch {
@@ -71,62 +67,25 @@ public struct HTTPUploader: Sendable {
         // sent, and the batch waits in the outbox until it is fixed.
         throw RetryablePostFailure("not sent: \(error.description)")
       }
-      request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+      request.headers.append("Authorization: Bearer \(token)")
     }
-    request.httpBody = Data(Self.body(for: batch).compactText.utf8)
 
-    let response = try await Self.send(request, timeout: timeout)
-    guard let http = response as? HTTPURLResponse else { throw RetryablePostFailure("not an HTTP response") }
-    switch http.statusCode {
+    let response: HTTPResponse
+    do { response = try await CurlClient.perform(request) } catch {
+      if error.cancelled { throw CancellationError() }
+      // libcurl's text may carry the URL: through the redactor.
+      let reason = Redactor().redact(error.message)
+      if error.timedOut { throw RetryablePostFailure("no reply within \(timeout) s: \(reason)") }
+      throw RetryablePostFailure("network error: \(reason)")
+    }
+    switch response.status {
     case 200..<300:
       return
     case 408, 429, 500..<600:
-      let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap(Self.parseRetryAfter)
-      throw RetryablePostFailure("HTTP \(http.statusCode)", retryAfter: retryAfter)
+      let retryAfter = response.header("Retry-After").flatMap(Self.parseRetryAfter)
+      throw RetryablePostFailure("HTTP \(response.status)", retryAfter: retryAfter)
     default:
-      throw PermanentPostFailure("HTTP \(http.statusCode)")
-    }
-  }
-
-  /// Sends with a hard deadline. swift-corelibs-foundation's async `data(for:)` was seen here to
-  /// hang past `timeoutInterval` when a server closed a connection without replying, so the
-  /// request runs as a data task that a timer cancels.
-  static func send(_ request: URLRequest, timeout: Double) async throws -> URLResponse {
-    final class Once: @unchecked Sendable {
-      private let lock = NSLock()
-      private var continuation: CheckedContinuation<URLResponse, any Error>?
-      init(_ c: CheckedContinuation<URLResponse, any Error>) { continuation = c }
-      /// Returns whether this call was the one that resumed.
-      @discardableResult
-      func finish(_ result: Result<URLResponse, any Error>) -> Bool {
-        lock.lock()
-        let c = continuation
-        continuation = nil
-        lock.unlock()
-        c?.resume(with: result)
-        return c != nil
-      }
-    }
-    return try await withCheckedThrowingContinuation { continuation in
-      let once = Once(continuation)
-      let task = StatelessSession.shared.dataTask(with: request) { _, response, error in
-        if let response {
-          once.finish(.success(response))
-        } else {
-          // Foundation's text may carry the URL: through the redactor.
-          let reason = Redactor().redact(error?.localizedDescription ?? "no response")
-          once.finish(.failure(RetryablePostFailure("network error: \(reason)")))
-        }
-      }
-      task.resume()
-      DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
-        // Cancel only a task that is still running: swift-corelibs-foundation traps
-        // ("a task that is not in the registry") when a finished task is cancelled.
-        if once.finish(.failure(RetryablePostFailure("no reply within \(timeout) s"))), task.state == .running
-        {
-          task.cancel()
-        }
-      }
+      throw PermanentPostFailure("HTTP \(response.status)")
     }
   }
 

@@ -1,0 +1,318 @@
+import BeaconCore
+import CMosquitto
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// How the MQTT sink connects (`[Upload] URL = mqtt://…` or `mqtts://…`, and `[MQTT]`).
+public struct MQTTSettings: Hashable, Sendable {
+  public var host: String
+  public var port: Int
+  public var tls: Bool
+  public var tlsFiles: TLSFiles
+  public var clientId: String
+  public var username: String?
+  /// A file holding the password, read with the token-file rule at connect.
+  public var passwordFile: String?
+  public var keepAlive: Int
+  /// Seconds the broker keeps the session after a disconnect (MQTT 5 Session Expiry Interval).
+  public var sessionExpiry: Int
+  public var topic: String
+  public var timeout: Double
+
+  /// The broker's address from an `mqtt://host[:port]` or `mqtts://host[:port]` URL.
+  public static func endpoint(_ url: String) -> (host: String, port: Int, tls: Bool)? {
+    let tls: Bool
+    let rest: Substring
+    if url.hasPrefix("mqtts://") {
+      (tls, rest) = (true, url.dropFirst(8))
+    } else if url.hasPrefix("mqtt://") {
+      (tls, rest) = (false, url.dropFirst(7))
+    } else {
+      return nil
+    }
+    let authority = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+    guard !authority.isEmpty, !authority.contains("@") else { return nil }
+    if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") {
+      guard let port = Int(authority[authority.index(after: colon)...]), (1...65535).contains(port) else {
+        return nil
+      }
+      return (String(authority[..<colon]), port, tls)
+    }
+    return (String(authority), tls ? 8883 : 1883, tls)
+  }
+
+  /// The topic for a device: `{deviceId}` in the template replaced.
+  func topic(for deviceId: String) -> String { topic.replacing("{deviceId}", with: deviceId) }
+}
+
+/// The MQTT sink: one libmosquitto client (MQTT 5) per configuration, kept connected by a thread
+/// of its own, publishing each batch with QoS 1. A batch counts as delivered only on its PUBACK.
+///
+/// The session is persistent: clean start off, the configured session expiry, and a fixed client
+/// ID, so in-flight messages survive a reconnect. libmosquitto's own reconnect drops the CONNECT
+/// properties (the session expiry), so the client thread reconnects itself with
+/// `mosquitto_connect_bind_v5`, backing off from 1 s to 30 s. While it is not connected a publish
+/// fails at once (the batch waits in the outbox with the bridge's backoff), and the reason names
+/// what the broker said (a refused CONNECT gives its reason code's text).
+final class MQTTClient: @unchecked Sendable {
+  let settings: MQTTSettings
+  private let handle: OpaquePointer
+  private struct State {
+    var connected = false
+    var stopped = false
+    var lastError = "not connected yet"
+    /// PUBACKs by message ID: a waiter, or a reason code that came before its waiter.
+    var waiters: [Int32: CheckedContinuation<Int32, Never>] = [:]
+    var early: [Int32: Int32] = [:]
+  }
+  private let state = Mutex(State())
+  /// libmosquitto's functions, loaded on first use (`bb_mosquitto`).
+  private let api: bb_mosquitto_api
+
+  init(_ settings: MQTTSettings) throws(RetryablePostFailure) {
+    self.settings = settings
+    var problem: UnsafePointer<CChar>?
+    guard let loaded = bb_mosquitto(&problem) else {
+      throw RetryablePostFailure(
+        "MQTT: \(problem.map { String(cString: $0) } ?? "libmosquitto is not usable")")
+    }
+    api = loaded.pointee
+    guard let handle = api.new(settings.clientId, false, nil) else {
+      throw RetryablePostFailure("MQTT: cannot make a libmosquitto client")
+    }
+    self.handle = handle
+    _ = api.threaded_set(handle, true)
+    _ = api.int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, 5)
+    if settings.tls {
+      let files = settings.tlsFiles
+      let rc = api.tls_set(
+        handle, files.caFile ?? "/etc/ssl/certs/ca-certificates.crt", nil, files.certFile,
+        files.keyFile ?? files.certFile, nil)
+      guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+        api.destroy(handle)
+        throw RetryablePostFailure("MQTT: the TLS files were refused: \(text(rc))")
+      }
+    }
+    api.user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
+    api.connect_v5_callback_set(handle) { _, context, rc, _, _ in
+      MQTTClient.from(context).connected(rc)
+    }
+    api.disconnect_v5_callback_set(handle) { _, context, rc, _ in
+      MQTTClient.from(context).disconnected(rc)
+    }
+    api.publish_v5_callback_set(handle) { _, context, mid, reason, _ in
+      MQTTClient.from(context).acknowledged(mid, reason)
+    }
+    // The thread holds the client until it is stopped.
+    let context = Unmanaged.passRetained(self).toOpaque()
+    var thread = pthread_t()
+    guard
+      pthread_create(
+        &thread, nil,
+        { context in
+          let client = Unmanaged<MQTTClient>.fromOpaque(context!).takeRetainedValue()
+          client.run()
+          return nil
+        }, context) == 0
+    else {
+      Unmanaged<MQTTClient>.fromOpaque(context).release()
+      api.destroy(handle)
+      throw RetryablePostFailure("MQTT: no thread for the client")
+    }
+    pthread_detach(thread)
+  }
+
+  deinit { api.destroy(handle) }
+
+  private static func from(_ context: UnsafeMutableRawPointer?) -> MQTTClient {
+    Unmanaged<MQTTClient>.fromOpaque(context!).takeUnretainedValue()
+  }
+
+  static func string(_ text: UnsafePointer<CChar>?) -> String { text.map { String(cString: $0) } ?? "?" }
+
+  func text(_ rc: Int32) -> String { Self.string(api.strerror(rc)) }
+
+  /// Stops the client thread; it disconnects and releases the client.
+  func stop() { state.withLock { $0.stopped = true } }
+
+  /// The client thread: connect (with the CONNECT properties every time), run the network loop,
+  /// and reconnect with backoff when the connection ends.
+  private func run() {
+    var delay: UInt32 = 1
+    while !state.withLock({ $0.stopped }) {
+      var properties: OpaquePointer?
+      _ = api.property_add_int32(
+        &properties, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), UInt32(settings.sessionExpiry))
+      if let username = settings.username {
+        var password: String?
+        if let file = settings.passwordFile {
+          do { password = try TokenFile.read(file) } catch {
+            state.withLock { $0.lastError = "the password file is refused: \(error.description)" }
+            api.property_free_all(&properties)
+            sleep(delay)
+            delay = min(delay * 2, 30)
+            continue
+          }
+        }
+        _ = api.username_pw_set(handle, username, password)
+      }
+      let rc = api.connect_bind_v5(
+        handle, settings.host, Int32(settings.port), Int32(settings.keepAlive), nil, properties)
+      api.property_free_all(&properties)
+      if rc != MOSQ_ERR_SUCCESS.rawValue {
+        let reason = rc == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : text(rc)
+        state.withLock { $0.lastError = "cannot connect to \(settings.host):\(settings.port): \(reason)" }
+        sleep(delay)
+        delay = min(delay * 2, 30)
+        continue
+      }
+      while !state.withLock({ $0.stopped }) {
+        let rc = api.loop(handle, 500, 1)
+        if rc != MOSQ_ERR_SUCCESS.rawValue {
+          state.withLock {
+            $0.connected = false
+            if $0.lastError.isEmpty { $0.lastError = "connection lost: \(text(rc))" }
+          }
+          break
+        }
+        if state.withLock({ $0.connected }) { delay = 1 }
+      }
+      if state.withLock({ $0.stopped }) { break }
+      sleep(delay)
+      delay = min(delay * 2, 30)
+    }
+    _ = api.disconnect(handle)
+    // Waiters left get a failure; nothing more will be acknowledged.
+    let waiters = state.withLock { state in
+      defer { state.waiters = [:] }
+      return state.waiters
+    }
+    for waiter in waiters.values { waiter.resume(returning: -1) }
+  }
+
+  private func connected(_ rc: Int32) {
+    state.withLock {
+      if rc == 0 {
+        $0.connected = true
+        $0.lastError = ""
+      } else {
+        $0.connected = false
+        $0.lastError = "the broker refused the connection: \(Self.string(api.reason_string(rc)))"
+      }
+    }
+  }
+
+  private func disconnected(_ rc: Int32) {
+    state.withLock {
+      $0.connected = false
+      if $0.lastError.isEmpty { $0.lastError = "disconnected (\(text(rc)))" }
+    }
+  }
+
+  private func acknowledged(_ mid: Int32, _ reason: Int32) {
+    let waiter = state.withLock { state -> CheckedContinuation<Int32, Never>? in
+      if let waiter = state.waiters.removeValue(forKey: mid) { return waiter }
+      state.early[mid] = reason
+      return nil
+    }
+    waiter?.resume(returning: reason)
+  }
+
+  /// Waits up to `seconds` for the connection (the first publish after start), and says why not.
+  private func waitForConnection(_ seconds: Double) async -> String? {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while true {
+      let (connected, error) = state.withLock { ($0.connected, $0.lastError) }
+      if connected { return nil }
+      if ContinuousClock.now >= deadline || Task.isCancelled { return error }
+      try? await Task.sleep(for: .milliseconds(20))
+    }
+  }
+
+  /// Publishes one payload with QoS 1 and returns when its PUBACK came; throws a retryable
+  /// failure when not connected, when the broker's PUBACK is a failure, or after `timeout`.
+  func publish(topic: String, payload: [UInt8], key: String) async throws(RetryablePostFailure) {
+    let broker = "MQTT broker \(settings.host):\(settings.port)"
+    if let reason = await waitForConnection(min(settings.timeout, 5)) {
+      throw RetryablePostFailure("not sent: \(broker) is not connected: \(reason)")
+    }
+    var properties: OpaquePointer?
+    _ = api.property_add_string_pair(
+      &properties, Int32(MQTT_PROP_USER_PROPERTY.rawValue), "Idempotency-Key", key)
+    defer { api.property_free_all(&properties) }
+    var mid: Int32 = 0
+    let rc = payload.withUnsafeBytes { bytes in
+      api.publish_v5(handle, &mid, topic, Int32(bytes.count), bytes.baseAddress, 1, false, properties)
+    }
+    guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+      throw RetryablePostFailure("not sent: \(broker): \(text(rc))")
+    }
+    let timeout = settings.timeout
+    let message = mid
+    let reason: Int32 = await withCheckedContinuation { continuation in
+      let early = state.withLock { state -> Int32? in
+        if let reason = state.early.removeValue(forKey: message) { return reason }
+        state.waiters[message] = continuation
+        return nil
+      }
+      if let early {
+        continuation.resume(returning: early)
+        return
+      }
+      Task { [self] in
+        try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
+        let waiter = state.withLock { $0.waiters.removeValue(forKey: message) }
+        waiter?.resume(returning: -2)
+      }
+    }
+    switch reason {
+    case 0..<0x80: return
+    case -2: throw RetryablePostFailure("no PUBACK from \(broker) within \(timeout) s")
+    case -1: throw RetryablePostFailure("\(broker): the client stopped before the PUBACK")
+    default:
+      throw RetryablePostFailure(
+        "\(broker) refused the message: \(Self.string(api.reason_string(reason)))")
+    }
+  }
+}
+
+/// The daemon's MQTT sink: the client for the current settings, made on first use and replaced
+/// when the settings change (SIGHUP).
+public enum MQTTUploader {
+  private static let current = Mutex<MQTTClient?>(nil)
+
+  static func client(for settings: MQTTSettings) throws(RetryablePostFailure) -> MQTTClient {
+    try current.withLock { (current: inout MQTTClient?) throws(RetryablePostFailure) -> MQTTClient in
+      if let client = current, client.settings == settings { return client }
+      current?.stop()
+      let client = try MQTTClient(settings)
+      current = client
+      return client
+    }
+  }
+
+  /// The payload: the HTTP body with the idempotency key in it too.
+  public static func payload(for batch: TaggedTripBatch, key: String) -> [UInt8] {
+    guard case .object(var fields) = HTTPUploader.body(for: batch) else { return [] }
+    fields["idempotencyKey"] = .string(key)
+    return Array(JSONValue.object(fields).compactText.utf8)
+  }
+
+  /// Publishes one batch to `fleet/{deviceId}/trips` (the configured template), QoS 1, with
+  /// `Idempotency-Key` as an MQTT 5 user property and `idempotencyKey` in the payload.
+  public static func post(_ batch: TaggedTripBatch, settings: MQTTSettings) async throws {
+    let key: String
+    do { key = try batch.validatedIdempotencyKey() } catch {
+      throw PermanentPostFailure("not sent: no Idempotency-Key can be made from it: \(error.description)")
+    }
+    let topic = settings.topic(for: batch.deviceId)
+    guard !topic.contains("+"), !topic.contains("#"), !batch.deviceId.contains("/") else {
+      throw PermanentPostFailure(
+        "not sent: the device ID \(batch.deviceId.quotedForMessage) cannot be in a topic")
+    }
+    try await client(for: settings).publish(topic: topic, payload: payload(for: batch, key: key), key: key)
+  }
+}

@@ -1,0 +1,180 @@
+import BeaconCore
+import BeaconTestSupport
+import Foundation
+import Testing
+
+@testable import BridgeDaemon
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The MQTT sink (libmosquitto, MQTT 5, QoS 1) against a real Mosquitto broker on loopback.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct MQTTSinkTests {
+  func batch(_ sequence: Int, trip: String = "mq") -> TaggedTripBatch {
+    TaggedTripBatch(
+      batch: TripEventBatch(
+        tripId: trip, sequence: sequence, events: [Fixtures.event("braking", at: 1)], receivedAt: .zero),
+      deviceId: "UNIT-7", resolution: .configured(deviceId: "UNIT-7"))
+  }
+
+  func settings(_ broker: MosquittoBroker, port: Int? = nil, tls: Bool = false) -> MQTTSettings {
+    MQTTSettings(
+      host: "127.0.0.1", port: port ?? broker.port, tls: tls, tlsFiles: TLSFiles(),
+      clientId: "bb-test-\(UUID().uuidString.prefix(8))", username: nil, passwordFile: nil, keepAlive: 10,
+      sessionExpiry: 3600, topic: "fleet/{deviceId}/trips", timeout: 5)
+  }
+
+  /// Posts until it succeeds (the bridge's retry, compressed), at most `seconds`.
+  func postEventually(_ batch: TaggedTripBatch, _ settings: MQTTSettings, seconds: Int = 60) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while true {
+      do {
+        try await MQTTUploader.post(batch, settings: settings)
+        return
+      } catch let failure as RetryablePostFailure {
+        if ContinuousClock.now >= deadline { throw failure }
+        try await Task.sleep(for: .milliseconds(200))
+      }
+    }
+  }
+
+  func keys(_ broker: MosquittoBroker) -> [String] {
+    broker.messages().compactMap { $0.payload["idempotencyKey"]?.stringValue }
+  }
+
+  @Test func aBatchIsPublishedWithItsKeyAsAUserPropertyAndInThePayload() async throws {
+    let broker = try MosquittoBroker()
+    try broker.subscribe()
+    let settings = settings(broker)
+    let start = ContinuousClock.now
+    for n in 0..<3 { try await MQTTUploader.post(batch(n), settings: settings) }
+    print("MQTT: 3 batches published and acknowledged in \(ContinuousClock.now - start)")
+    #expect(try await eventually { keys(broker).count >= 3 }, "\(broker.log)")
+    let messages = broker.messages()
+    #expect(messages.map(\.topic) == Array(repeating: "fleet/UNIT-7/trips", count: 3))
+    #expect(messages.map(\.properties) == (0..<3).map { "Idempotency-Key:mq#\($0)" })
+    #expect(keys(broker) == ["mq#0", "mq#1", "mq#2"])
+    #expect(messages.first?.payload["deviceId"]?.stringValue == "UNIT-7")
+    #expect(messages.first?.payload["events"]?.arrayValue?.count == 1)
+    // A persistent session: clean start off, the session expiry sent.
+    #expect(broker.log.contains("as \(settings.clientId) (p5, c0, k10)"), "\(broker.log)")
+  }
+
+  /// The broker is down: the batch is not sent, the error says why, and it goes once the broker
+  /// is back. Then kill -9 mid-stream and a restart: every key arrives.
+  @Test func aBrokerThatIsDownOrRestartsHoldsTheBatches() async throws {
+    let broker = try MosquittoBroker()
+    try broker.subscribe()
+    let settings = settings(broker)
+    for n in 0..<3 { try await MQTTUploader.post(batch(n), settings: settings) }
+    // A broker killed with -9 may lose what it acknowledged but had not yet forwarded or saved
+    // (its promise, not ours): kill it once the subscriber has those.
+    #expect(try await eventually { keys(broker).count >= 3 })
+    broker.kill()
+    let start = ContinuousClock.now
+    do {
+      try await MQTTUploader.post(batch(3), settings: settings)
+      Issue.record("posted to a dead broker")
+    } catch let failure as RetryablePostFailure {
+      #expect(failure.reason.contains("not connected"), "\(failure.reason)")
+    }
+    #expect(ContinuousClock.now - start < .seconds(8))
+    try broker.start()
+    for n in 3..<6 { try await postEventually(batch(n), settings) }
+    #expect(try await eventually { Set(keys(broker)).count >= 6 }, "\(keys(broker))")
+    #expect(Set(keys(broker)) == Set((0..<6).map { "mq#\($0)" }))
+  }
+
+  @Test func refusedCredentialsAreAClearErrorAndNothingIsLost() async throws {
+    let probe = try scratchDirectory("mqtt-passwd")
+    defer { try? FileManager.default.removeItem(atPath: probe) }
+    let passwd = probe + "/passwd"
+    let tool = Process()
+    tool.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_passwd")
+    tool.arguments = ["-b", "-c", passwd, "bridge", "right-pass"]
+    try tool.run()
+    tool.waitUntilExit()
+    let broker = try MosquittoBroker(extra: "password_file \(passwd)", anonymous: false)
+    try broker.subscribe(arguments: ["-u", "bridge", "-P", "right-pass"])
+    var settings = settings(broker)
+    settings.username = "bridge"
+    settings.passwordFile = try writeTokenFile("wrong-pass\n", to: probe + "/wrong")
+    do {
+      try await MQTTUploader.post(batch(0), settings: settings)
+      Issue.record("posted with refused credentials")
+    } catch let failure as RetryablePostFailure {
+      #expect(failure.reason.contains("refused the connection"), "\(failure.reason)")
+      #expect(
+        failure.reason.contains("Bad user name or password") || failure.reason.contains("Not authorized"))
+    }
+    #expect(broker.messages().isEmpty)
+    settings.passwordFile = try writeTokenFile("right-pass\n", to: probe + "/right")
+    try await postEventually(batch(0), settings)
+    #expect(try await eventually { keys(broker) == ["mq#0"] }, "\(keys(broker))")
+  }
+
+  @Test func mutualTLSWithATestCA() async throws {
+    let pki = try HTTPFaultTests.TestPKI()
+    defer { try? FileManager.default.removeItem(atPath: pki.dir) }
+    let tlsPort = MosquittoBroker.freePort()
+    let broker = try MosquittoBroker(
+      extra: """
+        listener \(tlsPort) 127.0.0.1
+        cafile \(pki.ca)
+        certfile \(pki.serverCert)
+        keyfile \(pki.serverKey)
+        require_certificate true
+        """)
+    try broker.subscribe()
+    var settings = settings(broker, port: tlsPort, tls: true)
+    settings.tlsFiles = TLSFiles(caFile: pki.ca, certFile: pki.clientCert, keyFile: pki.clientKey)
+    try await postEventually(batch(0), settings, seconds: 20)
+    #expect(try await eventually { keys(broker) == ["mq#0"] }, "\(keys(broker))")
+    // Without the client certificate the broker refuses the handshake: not connected, nothing sent.
+    settings.tlsFiles = TLSFiles(caFile: pki.ca)
+    settings.clientId += "-nocert"
+    await #expect(throws: RetryablePostFailure.self) {
+      try await MQTTUploader.post(batch(1), settings: settings)
+    }
+    #expect(keys(broker) == ["mq#0"])
+  }
+
+  @Test func theURLPicksTheSinkAndTheSectionParses() throws {
+    let config = try DaemonConfiguration.parse(
+      """
+      [Upload]
+      URL = mqtts://broker.example:8884
+      Timeout = 7
+      CAFile = /etc/beaconbridge/ca.pem
+      [MQTT]
+      Topic = fleet/{deviceId}/batches
+      ClientId = van-7
+      Username = bridge
+      PasswordFile = /etc/beaconbridge/mqtt-password
+      KeepAlive = 30
+      SessionExpiry = 600
+      """, file: "m.conf")
+    let mqtt = try #require(config.mqttSettings)
+    #expect(mqtt.host == "broker.example" && mqtt.port == 8884 && mqtt.tls)
+    #expect(mqtt.topic(for: "UNIT-1") == "fleet/UNIT-1/batches")
+    #expect(mqtt.clientId == "van-7" && mqtt.username == "bridge" && mqtt.keepAlive == 30)
+    #expect(
+      mqtt.sessionExpiry == 600 && mqtt.timeout == 7 && mqtt.tlsFiles.caFile == "/etc/beaconbridge/ca.pem")
+    #expect(MQTTSettings.endpoint("mqtt://10.0.0.1")! == ("10.0.0.1", 1883, false))
+    #expect(try DaemonConfiguration.parse("[Upload]\nURL = https://x/y\n", file: "h").mqttSettings == nil)
+    for bad in ["[MQTT]\nTopic = fleet/+/trips\n", "[MQTT]\nKeepAlive = 1\n", "[Upload]\nURL = mqtt://\n"] {
+      #expect(throws: KeyFileError.self) { try DaemonConfiguration.parse(bad, file: "b") }
+    }
+  }
+}
+
+/// Polls `condition` until it holds or 20 s pass.
+private func eventually(_ condition: @Sendable () async throws -> Bool) async throws -> Bool {
+  let deadline = ContinuousClock.now + .seconds(20)
+  while ContinuousClock.now < deadline {
+    if try await condition() { return true }
+    try await Task.sleep(for: .milliseconds(25))
+  }
+  return try await condition()
+}
