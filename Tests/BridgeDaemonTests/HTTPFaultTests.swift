@@ -39,16 +39,17 @@ import Testing
     let (failure, took) = await failure(HTTPUploader(url: backend.url, tokenFile: nil, timeout: 2))
     let reason = try #require(failure?.reason)
     #expect(reason.hasPrefix("no reply within 2.0 s"), "\(reason)")
-    #expect(took >= .milliseconds(1900) && took < .seconds(5), "gave up after \(took)")
+    // Well under the server's 60 s hang, yet loose enough for a loaded two-core machine.
+    #expect(took >= .milliseconds(1900) && took < .seconds(30), "gave up after \(took)")
     #expect(backend.received().map(\.status) == ["hang"])
   }
 
   @Test func aServerThatClosesMidReplyFailsAtOnce() async throws {
     let backend = try FakeBackend(["--script", "partial"])
-    let (failure, took) = await failure(HTTPUploader(url: backend.url, tokenFile: nil, timeout: 20))
+    let (failure, took) = await failure(HTTPUploader(url: backend.url, tokenFile: nil, timeout: 60))
     let reason = try #require(failure?.reason)
     #expect(reason.hasPrefix("network error: ") && reason.contains("90 bytes remaining"), "\(reason)")
-    #expect(took < .seconds(5), "gave up after \(took)")
+    #expect(took < .seconds(30), "gave up after \(took), not at once")
   }
 
   @Test func aSlowBodyEndsAtTheDeadline() async throws {
@@ -56,14 +57,14 @@ import Testing
     let (failure, took) = await failure(HTTPUploader(url: backend.url, tokenFile: nil, timeout: 3))
     let reason = try #require(failure?.reason)
     #expect(reason.hasPrefix("no reply within 3.0 s"), "\(reason)")
-    #expect(took >= .milliseconds(2900) && took < .seconds(6), "gave up after \(took)")
+    #expect(took >= .milliseconds(2900) && took < .seconds(30), "gave up after \(took)")
   }
 
   @Test func aServerThatClosesWithoutAReplyFailsAtOnce() async throws {
     let backend = try FakeBackend(["--script", "drop"])
-    let (failure, took) = await failure(HTTPUploader(url: backend.url, tokenFile: nil, timeout: 20))
+    let (failure, took) = await failure(HTTPUploader(url: backend.url, tokenFile: nil, timeout: 60))
     #expect(try #require(failure?.reason).hasPrefix("network error: "))
-    #expect(took < .seconds(5), "gave up after \(took)")
+    #expect(took < .seconds(30), "gave up after \(took), not at once")
   }
 
   @Test(arguments: [("503:9", 9.0), ("503:0", 0.0), ("503", nil as Double?)])
@@ -83,7 +84,7 @@ import Testing
     try await Task.sleep(for: .milliseconds(300))
     task.cancel()
     await #expect(throws: CancellationError.self) { try await task.value }
-    #expect(ContinuousClock.now - start < .seconds(5))
+    #expect(ContinuousClock.now - start < .seconds(30))
   }
 
   // MARK: Content-Digest
@@ -106,7 +107,7 @@ import Testing
 
   @Test func everyBatchCarriesAContentDigestTheServerChecks() async throws {
     let backend = try FakeBackend()
-    try await HTTPUploader(url: backend.url, tokenFile: nil, timeout: 5).post(batch(3))
+    try await HTTPUploader(url: backend.url, tokenFile: nil, timeout: 30).post(batch(3))
     let received = try #require(backend.received().first)
     #expect(received.status == "200")
     #expect(received.digest?.hasPrefix("sha-256=:") == true)
@@ -215,13 +216,13 @@ import Testing
     defer { try? FileManager.default.removeItem(atPath: pki.dir) }
     let backend = try FakeBackend(["--tls-cert", pki.serverCert, "--tls-key", pki.serverKey])
     #expect(backend.url.scheme == "https")
-    try await HTTPUploader(url: backend.url, tokenFile: nil, timeout: 5, tls: TLSFiles(caFile: pki.ca)).post(
+    try await HTTPUploader(url: backend.url, tokenFile: nil, timeout: 30, tls: TLSFiles(caFile: pki.ca)).post(
       batch(1))
     #expect(backend.received().map(\.status) == ["200"])
     // Without the CA, the system's CAs do not trust it: a retryable failure, nothing delivered.
-    let (failure, took) = await failure(HTTPUploader(url: backend.url, tokenFile: nil, timeout: 5), 2)
+    let (failure, took) = await failure(HTTPUploader(url: backend.url, tokenFile: nil, timeout: 60), 2)
     #expect(try #require(failure).reason.contains("certificate"), "\(failure?.reason ?? "")")
-    #expect(took < .seconds(5))
+    #expect(took < .seconds(30), "not refused at once: \(took)")
     #expect(backend.received().map(\.status) == ["200"])
   }
 
@@ -232,12 +233,12 @@ import Testing
       "--tls-cert", pki.serverCert, "--tls-key", pki.serverKey, "--tls-client-ca", pki.ca,
     ])
     let mutual = TLSFiles(caFile: pki.ca, certFile: pki.clientCert, keyFile: pki.clientKey)
-    try await HTTPUploader(url: backend.url, tokenFile: nil, timeout: 5, tls: mutual).post(batch(1))
+    try await HTTPUploader(url: backend.url, tokenFile: nil, timeout: 30, tls: mutual).post(batch(1))
     #expect(backend.received().map(\.status) == ["200"])
     let (failure, took) = await failure(
-      HTTPUploader(url: backend.url, tokenFile: nil, timeout: 5, tls: TLSFiles(caFile: pki.ca)), 2)
+      HTTPUploader(url: backend.url, tokenFile: nil, timeout: 60, tls: TLSFiles(caFile: pki.ca)), 2)
     #expect(try #require(failure).reason.hasPrefix("network error: "), "\(failure?.reason ?? "")")
-    #expect(took < .seconds(5))
+    #expect(took < .seconds(30), "not refused at once: \(took)")
     #expect(backend.received().map(\.status) == ["200"])
   }
 

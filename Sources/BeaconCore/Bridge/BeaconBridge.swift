@@ -36,17 +36,17 @@ public struct BridgeError: Error, Hashable, Sendable, CustomStringConvertible {
 /// trip calls throw `BridgeError.notArmed`.
 public actor BeaconBridge {
   public nonisolated let host: any ScopeHost
-  private let clock: BridgeClock
-  private let observer: (@Sendable (TimedBridgeEvent) -> Void)?
-  private let journal: (any TripJournal)?
-  private var pipeline: BeaconPipeline
+  let clock: BridgeClock
+  let observer: (@Sendable (TimedBridgeEvent) -> Void)?
+  let journal: (any TripJournal)?
+  var pipeline: BeaconPipeline
   private(set) public var isArmed = false
   private var restored = false
 
-  private var outbound: [TaggedTripBatch] = []
-  private var isPosting = false
-  private var retryAt: Timestamp?
-  private var retryDelay: Double = 0
+  var outbound: [TaggedTripBatch] = []
+  var isPosting = false
+  var retryAt: Timestamp?
+  var retryDelay: Double = 0
 
   /// - Parameters:
   ///   - host: the integrator's host.
@@ -173,69 +173,9 @@ public actor BeaconBridge {
     try await consume(stream)
   }
 
-  /// Ticks deadlines until the task is cancelled, without waking on a period when idle.
-  /// - While a beacon is tracked, every sighting may move its exit deadline closer without
-  ///   waking this loop, so deadlines are checked when due and at least once a second (presence
-  ///   needs no sub-second latency).
-  /// - Otherwise the loop parks until the next deadline (a trip's late window, a batch's retry,
-  ///   a paired beacon's silence), or for good when there is none. A sighting, a trip call or a
-  ///   reload that brings a deadline closer wakes it (`wakeDeadlines`).
-  public func runDeadlines() async throws {
-    while !Task.isCancelled {
-      let now = self.now
-      let due = nextDeadline
-      if let due, pipeline.tracker.isTracking || due <= now + 1 {
-        try await clock.sleep(min(max(due, now), now + 1))
-      } else {
-        await park(until: due)
-        try Task.checkCancellation()
-      }
-      await tick()
-    }
-  }
-
   /// The parked deadline loop: resumed by its timer, by `wakeDeadlines`, or by cancellation.
-  private var parked: (continuation: CheckedContinuation<Void, Never>, until: Timestamp?, id: UInt64)?
-  private var parkCount: UInt64 = 0
-
-  private func park(until due: Timestamp?) async {
-    parkCount &+= 1
-    let id = parkCount
-    var timer: Task<Void, Never>?
-    await withTaskCancellationHandler {
-      await withCheckedContinuation { continuation in
-        if Task.isCancelled {
-          continuation.resume()
-          return
-        }
-        parked = (continuation, due, id)
-        if let due {
-          timer = Task { [clock] in
-            try? await clock.sleep(due)
-            self.unpark(id)
-          }
-        }
-      }
-    } onCancel: {
-      Task { await self.unpark(nil) }
-    }
-    timer?.cancel()
-  }
-
-  /// Resumes the parked loop: the one parked as `id`, or any when nil.
-  private func unpark(_ id: UInt64?) {
-    guard let current = parked, id == nil || current.id == id else { return }
-    parked = nil
-    current.continuation.resume()
-  }
-
-  /// Wakes a parked deadline loop when something came due sooner than it waits for, or a beacon
-  /// is now tracked. Cheap while the loop runs (one nil check); `nextDeadline` is only computed
-  /// while it is parked.
-  private func wakeDeadlines() {
-    guard let current = parked, let next = nextDeadline else { return }
-    if pipeline.tracker.isTracking || current.until.map({ next < $0 }) ?? true { unpark(nil) }
-  }
+  var parked: (continuation: CheckedContinuation<Void, Never>, until: Timestamp?, id: UInt64)?
+  var parkCount: UInt64 = 0
 
   // MARK: Trips
 
@@ -330,13 +270,13 @@ public actor BeaconBridge {
 
   // MARK: Internals
 
-  private func requireArmed() throws(BridgeError) {
+  func requireArmed() throws(BridgeError) {
     guard isArmed else {
       throw BridgeError(.notArmed, "the bridge is not armed: call start() once the configuration is valid")
     }
   }
 
-  private func perform(_ steps: [BeaconPipeline.Step]) async {
+  func perform(_ steps: [BeaconPipeline.Step]) async {
     var posted = false
     for step in steps {
       switch step {
@@ -352,79 +292,8 @@ public actor BeaconBridge {
     wakeDeadlines()
   }
 
-  /// Whether a trip's batches may be posted now: always in realtime mode; in postTrip mode once
-  /// the trip has ended (a trip the resolver no longer knows has ended).
-  private func isDue(_ tripId: String) -> Bool {
-    pipeline.configuration.trips.sending == .realtime || pipeline.resolver.trip(tripId)?.endedAt != nil
-      || pipeline.resolver.trip(tripId) == nil
-  }
-
-  /// Posts queued batches in order. One drain runs at a time; batches queued meanwhile are taken
-  /// by the running drain, so order holds even though the actor is re-entered while the host
-  /// posts. In postTrip mode a trip's batches are passed over until the trip ends; a trip's
-  /// batches are all due or all waiting, so each trip's order holds.
-  private func drainOutbound() async {
-    guard !isPosting else { return }
-    isPosting = true
-    defer { isPosting = false }
-    while let batch = outbound.first(where: { isDue($0.tripId) }) {
-      if let retryAt, now < retryAt { return }
-      func removeIt() {
-        if let index = outbound.firstIndex(where: {
-          $0.tripId == batch.tripId && $0.sequence == batch.sequence
-        }) {
-          outbound.remove(at: index)
-        }
-      }
-      do {
-        try await host.postTripEventBatch(batch)
-        removeIt()
-        retryAt = nil
-        retryDelay = 0
-        await journaled("delivery of \(batch.idempotencyKey)") {
-          try await $0.recordDelivered(batch.tripId, sequence: batch.sequence)
-        }
-        emit(.batchPosted(batch))
-        await retire(batch.tripId)
-      } catch let refusal as PermanentPostFailure {
-        // Retrying cannot help: keep it aside, durable, and go on with the next batch.
-        removeIt()
-        await journaled("dead letter \(batch.idempotencyKey)") {
-          try await $0.recordDeadLetter(batch.tripId, sequence: batch.sequence, reason: refusal.reason)
-        }
-        emit(.batchDeadLettered(batch, reason: refusal.reason))
-        log(
-          .error,
-          "the backend refused trip \(batch.tripId) batch \(batch.sequence) for good: \(refusal.reason)")
-      } catch {
-        let configuration = pipeline.configuration
-        retryDelay =
-          retryDelay == 0 ? configuration.postRetryInitial : min(retryDelay * 2, configuration.postRetryMax)
-        // Jitter spreads a fleet's retries after a backend outage; a server's Retry-After wins
-        // when it asks for longer.
-        var wait = retryDelay * (1 + Double.random(in: -1...1) * configuration.postRetryJitter)
-        if let hint = (error as? RetryablePostFailure)?.retryAfter { wait = max(wait, hint) }
-        retryAt = now + wait
-        emit(.batchPostFailed(batch, error: String(describing: error), retryIn: wait))
-        log(
-          .warning,
-          "posting trip \(batch.tripId) batch \(batch.sequence) failed: \(error); retrying in \(wait) s"
-        )
-        return
-      }
-    }
-  }
-
-  private func retire(_ tripId: String) async {
-    guard !pipeline.isRetired(tripId) else { return }
-    pipeline.retireIfDone(tripId, outstanding: outbound.contains { $0.tripId == tripId })
-    if pipeline.isRetired(tripId) {
-      await journaled("retiring trip \(tripId)") { try await $0.recordRetired(tripId) }
-    }
-  }
-
   /// Keeps the journal in step with what just happened.
-  private func record(_ event: BridgeEvent) async {
+  func record(_ event: BridgeEvent) async {
     switch event {
     case .tripTagged(let tripId, let resolution):
       let beaconMode = pipeline.resolver.trip(tripId)?.beaconMode ?? false
@@ -440,16 +309,16 @@ public actor BeaconBridge {
 
   /// A journal write after the fact: a failure is logged, not thrown. The worst it costs is a
   /// batch delivered twice after a restart, which the idempotency key de-duplicates.
-  private func journaled(_ what: String, _ body: (any TripJournal) async throws -> Void) async {
+  func journaled(_ what: String, _ body: (any TripJournal) async throws -> Void) async {
     guard let journal else { return }
     do { try await body(journal) } catch { log(.error, "journal: recording \(what) failed: \(error)") }
   }
 
-  private func emit(_ event: BridgeEvent) {
+  func emit(_ event: BridgeEvent) {
     observer?(TimedBridgeEvent(at: now, event: event))
   }
 
-  private func log(_ level: LogRecord.Level, _ message: String) {
+  func log(_ level: LogRecord.Level, _ message: String) {
     host.log(LogRecord(level: level, message: message, at: now))
   }
 }

@@ -1,0 +1,63 @@
+// The bridge's deadline loop: when it sleeps, when it parks, and what wakes it.
+
+extension BeaconBridge {
+  /// Ticks deadlines until the task is cancelled, without waking on a period when idle.
+  /// - While a beacon is tracked, every sighting may move its exit deadline closer without
+  ///   waking this loop, so deadlines are checked when due and at least once a second (presence
+  ///   needs no sub-second latency).
+  /// - Otherwise the loop parks until the next deadline (a trip's late window, a batch's retry,
+  ///   a paired beacon's silence), or for good when there is none. A sighting, a trip call or a
+  ///   reload that brings a deadline closer wakes it (`wakeDeadlines`).
+  public func runDeadlines() async throws {
+    while !Task.isCancelled {
+      let now = self.now
+      let due = nextDeadline
+      if let due, pipeline.tracker.isTracking || due <= now + 1 {
+        try await clock.sleep(min(max(due, now), now + 1))
+      } else {
+        await park(until: due)
+        try Task.checkCancellation()
+      }
+      await tick()
+    }
+  }
+
+  func park(until due: Timestamp?) async {
+    parkCount &+= 1
+    let id = parkCount
+    var timer: Task<Void, Never>?
+    await withTaskCancellationHandler {
+      await withCheckedContinuation { continuation in
+        if Task.isCancelled {
+          continuation.resume()
+          return
+        }
+        parked = (continuation, due, id)
+        if let due {
+          timer = Task { [clock] in
+            try? await clock.sleep(due)
+            self.unpark(id)
+          }
+        }
+      }
+    } onCancel: {
+      Task { await self.unpark(nil) }
+    }
+    timer?.cancel()
+  }
+
+  /// Resumes the parked loop: the one parked as `id`, or any when nil.
+  func unpark(_ id: UInt64?) {
+    guard let current = parked, id == nil || current.id == id else { return }
+    parked = nil
+    current.continuation.resume()
+  }
+
+  /// Wakes a parked deadline loop when something came due sooner than it waits for, or a beacon
+  /// is now tracked. Cheap while the loop runs (one nil check); `nextDeadline` is only computed
+  /// while it is parked.
+  func wakeDeadlines() {
+    guard let current = parked, let next = nextDeadline else { return }
+    if pipeline.tracker.isTracking || current.until.map({ next < $0 }) ?? true { unpark(nil) }
+  }
+}

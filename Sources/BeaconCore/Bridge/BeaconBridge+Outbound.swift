@@ -1,0 +1,75 @@
+// The bridge's outbound queue: batches posted in order through the host, retried with backoff,
+// dead-lettered when refused for good, and (postTrip) held until their trip ends.
+
+extension BeaconBridge {
+  /// Whether a trip's batches may be posted now: always in realtime mode; in postTrip mode once
+  /// the trip has ended (a trip the resolver no longer knows has ended).
+  func isDue(_ tripId: String) -> Bool {
+    pipeline.configuration.trips.sending == .realtime || pipeline.resolver.trip(tripId)?.endedAt != nil
+      || pipeline.resolver.trip(tripId) == nil
+  }
+
+  /// Posts queued batches in order. One drain runs at a time; batches queued meanwhile are taken
+  /// by the running drain, so order holds even though the actor is re-entered while the host
+  /// posts. In postTrip mode a trip's batches are passed over until the trip ends; a trip's
+  /// batches are all due or all waiting, so each trip's order holds.
+  func drainOutbound() async {
+    guard !isPosting else { return }
+    isPosting = true
+    defer { isPosting = false }
+    while let batch = outbound.first(where: { isDue($0.tripId) }) {
+      if let retryAt, now < retryAt { return }
+      func removeIt() {
+        if let index = outbound.firstIndex(where: {
+          $0.tripId == batch.tripId && $0.sequence == batch.sequence
+        }) {
+          outbound.remove(at: index)
+        }
+      }
+      do {
+        try await host.postTripEventBatch(batch)
+        removeIt()
+        retryAt = nil
+        retryDelay = 0
+        await journaled("delivery of \(batch.idempotencyKey)") {
+          try await $0.recordDelivered(batch.tripId, sequence: batch.sequence)
+        }
+        emit(.batchPosted(batch))
+        await retire(batch.tripId)
+      } catch let refusal as PermanentPostFailure {
+        // Retrying cannot help: keep it aside, durable, and go on with the next batch.
+        removeIt()
+        await journaled("dead letter \(batch.idempotencyKey)") {
+          try await $0.recordDeadLetter(batch.tripId, sequence: batch.sequence, reason: refusal.reason)
+        }
+        emit(.batchDeadLettered(batch, reason: refusal.reason))
+        log(
+          .error,
+          "the backend refused trip \(batch.tripId) batch \(batch.sequence) for good: \(refusal.reason)")
+      } catch {
+        let configuration = pipeline.configuration
+        retryDelay =
+          retryDelay == 0 ? configuration.postRetryInitial : min(retryDelay * 2, configuration.postRetryMax)
+        // Jitter spreads a fleet's retries after a backend outage; a server's Retry-After wins
+        // when it asks for longer.
+        var wait = retryDelay * (1 + Double.random(in: -1...1) * configuration.postRetryJitter)
+        if let hint = (error as? RetryablePostFailure)?.retryAfter { wait = max(wait, hint) }
+        retryAt = now + wait
+        emit(.batchPostFailed(batch, error: String(describing: error), retryIn: wait))
+        log(
+          .warning,
+          "posting trip \(batch.tripId) batch \(batch.sequence) failed: \(error); retrying in \(wait) s"
+        )
+        return
+      }
+    }
+  }
+
+  func retire(_ tripId: String) async {
+    guard !pipeline.isRetired(tripId) else { return }
+    pipeline.retireIfDone(tripId, outstanding: outbound.contains { $0.tripId == tripId })
+    if pipeline.isRetired(tripId) {
+      await journaled("retiring trip \(tripId)") { try await $0.recordRetired(tripId) }
+    }
+  }
+}
