@@ -6,48 +6,6 @@ import Synchronization
   import Glibc
 #endif
 
-/// How the MQTT sink connects (`[Upload] URL = mqtt://…` or `mqtts://…`, and `[MQTT]`).
-public struct MQTTSettings: Hashable, Sendable {
-  public var host: String
-  public var port: Int
-  public var tls: Bool
-  public var tlsFiles: TLSFiles
-  public var clientId: String
-  public var username: String?
-  /// A file holding the password, read with the token-file rule at connect.
-  public var passwordFile: String?
-  public var keepAlive: Int
-  /// Seconds the broker keeps the session after a disconnect (MQTT 5 Session Expiry Interval).
-  public var sessionExpiry: Int
-  public var topic: String
-  public var timeout: Double
-
-  /// The broker's address from an `mqtt://host[:port]` or `mqtts://host[:port]` URL.
-  public static func endpoint(_ url: String) -> (host: String, port: Int, tls: Bool)? {
-    let tls: Bool
-    let rest: Substring
-    if url.hasPrefix("mqtts://") {
-      (tls, rest) = (true, url.dropFirst(8))
-    } else if url.hasPrefix("mqtt://") {
-      (tls, rest) = (false, url.dropFirst(7))
-    } else {
-      return nil
-    }
-    let authority = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-    guard !authority.isEmpty, !authority.contains("@") else { return nil }
-    if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") {
-      guard let port = Int(authority[authority.index(after: colon)...]), (1...65535).contains(port) else {
-        return nil
-      }
-      return (String(authority[..<colon]), port, tls)
-    }
-    return (String(authority), tls ? 8883 : 1883, tls)
-  }
-
-  /// The topic for a device: `{deviceId}` in the template replaced.
-  func topic(for deviceId: String) -> String { topic.replacing("{deviceId}", with: deviceId) }
-}
-
 /// The MQTT sink: one libmosquitto client (MQTT 5) per configuration, kept connected by a thread
 /// of its own, publishing each batch with QoS 1. A batch counts as delivered only on its PUBACK.
 ///
