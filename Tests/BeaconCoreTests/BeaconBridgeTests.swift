@@ -80,14 +80,29 @@ import Testing
     #expect(await bridge.status.outboundBatches == 4)
     // Backoff: 1 s, 2 s, 4 s.
     var delays: [Double] = []
+    var failures: [Int] = []
     // Bounded: a bridge that kept retrying without delivering fails here rather than hanging.
     while host.posted.count < 4, delays.count < 10 {
       let due = try #require(await bridge.nextDeadline)
       delays.append(due.seconds)
+      let upload = await bridge.status.upload
+      failures.append(upload.consecutiveFailures)
+      #expect(upload.retryAt == due)
+      #expect(upload.lastError != nil)
+      #expect(upload.delivered == 0)
       clock.set(seconds: due.seconds)
       await bridge.tick()
     }
     #expect(delays == [1, 3, 7])
+    // `status`'s upload state counts the failures in a row, and clears them on a delivery.
+    #expect(failures == [1, 2, 3])
+    let upload = await bridge.status.upload
+    #expect(upload.consecutiveFailures == 0)
+    #expect(upload.lastError == nil)
+    #expect(upload.retryAt == nil)
+    #expect(upload.delivered == 4)
+    #expect(upload.lastDeliveredAt == Timestamp(seconds: 7))
+    #expect(upload.lastFailedAt == Timestamp(seconds: 3))
     #expect(host.posted.map(\.sequence) == [0, 1, 2, 3])
     #expect(log.count("batchPostFailed") == 3)
     #expect(await bridge.status.outboundBatches == 0)

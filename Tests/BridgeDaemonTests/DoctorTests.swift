@@ -123,6 +123,48 @@ import Testing
     #expect(report.exitStatus == 2)
   }
 
+  @Test(arguments: [
+    (1, false, HealthCheck.Status.warning, "the backend"), (3, false, .critical, "the backend"),
+    (5, true, .critical, "the MQTT broker"),
+  ])
+  func aFailingSinkIsNamedInItsOwnWords(failures: Int, mqtt: Bool, expected: HealthCheck.Status, sink: String)
+    throws
+  {
+    let upload: JSONValue = .object([
+      "state": .string("failing"), "consecutiveFailures": .int(Int64(failures)), "delivered": .int(0),
+      "lastError": .string("not sent: the broker refused the connection: Not authorized"),
+      "retryInSeconds": .double(4),
+    ])
+    let check = try #require(Doctor.delivery(upload, mqtt: mqtt))
+    #expect(check.status == expected)
+    #expect(check.detail.contains("the last \(failures) post(s) to \(sink) failed"))
+    #expect(check.detail.contains("Not authorized"))
+    #expect(check.detail.contains("the next try is in 4 s"))
+    #expect(check.recommendation?.contains(mqtt ? "PasswordFile" : "[Upload] URL") == true)
+  }
+
+  @Test func aDeliveringOrIdleSinkIsOKAndOldDaemonsAddNoCheck() throws {
+    let delivering = try #require(
+      Doctor.delivery(
+        .object([
+          "state": .string("delivering"), "delivered": .int(12), "lastDeliveredAgoSeconds": .double(3),
+        ]),
+        mqtt: false))
+    #expect(delivering.status == .ok)
+    #expect(delivering.detail == "12 batch(es) delivered to the backend, the last 3 s ago")
+    #expect(Doctor.delivery(.object(["state": .string("idle")]), mqtt: true)?.status == .ok)
+    #expect(Doctor.delivery(.object([:]), mqtt: false) == nil)
+    // Through evaluate: the daemon's status carries it.
+    let report = Doctor.evaluate(
+      facts(
+        daemon: .success(
+          .object([
+            "scanning": .string("bluez"), "beaconsInRange": .array([]),
+            "upload": .object(["state": .string("failing"), "consecutiveFailures": .int(3)]),
+          ]))))
+    #expect(status(report, "delivery") == .critical)
+  }
+
   @Test func stoppedDaemonAndNoBeaconsAreWarnings() {
     let stopped = Doctor.evaluate(facts(daemon: .failure(.init("the beaconbridge daemon is not running"))))
     #expect(status(stopped, "daemon") == .warning)

@@ -31,6 +31,11 @@ extension BeaconBridge {
         removeIt()
         retryAt = nil
         retryDelay = 0
+        upload.delivered += 1
+        upload.lastDeliveredAt = now
+        upload.consecutiveFailures = 0
+        upload.lastError = nil
+        upload.retryAt = nil
         await journaled("delivery of \(batch.idempotencyKey)") {
           try await $0.recordDelivered(batch.tripId, sequence: batch.sequence)
         }
@@ -39,6 +44,7 @@ extension BeaconBridge {
       } catch let refusal as PermanentPostFailure {
         // Retrying cannot help: keep it aside, durable, and go on with the next batch.
         removeIt()
+        upload.deadLettered += 1
         await journaled("dead letter \(batch.idempotencyKey)") {
           try await $0.recordDeadLetter(batch.tripId, sequence: batch.sequence, reason: refusal.reason)
         }
@@ -55,6 +61,10 @@ extension BeaconBridge {
         var wait = retryDelay * (1 + Double.random(in: -1...1) * configuration.postRetryJitter)
         if let hint = (error as? RetryablePostFailure)?.retryAfter { wait = max(wait, hint) }
         retryAt = now + wait
+        upload.consecutiveFailures += 1
+        upload.lastError = String(describing: error)
+        upload.lastFailedAt = now
+        upload.retryAt = now + wait
         emit(.batchPostFailed(batch, error: String(describing: error), retryIn: wait))
         log(
           .warning,

@@ -47,6 +47,8 @@ public actor BeaconBridge {
   var isPosting = false
   var retryAt: Timestamp?
   var retryDelay: Double = 0
+  /// How posting has gone since the bridge started (`status`'s `upload`, doctor's check).
+  var upload = UploadState()
 
   /// - Parameters:
   ///   - host: the integrator's host.
@@ -265,7 +267,7 @@ public actor BeaconBridge {
       },
       outboundBatches: outbound.count, pairings: pipeline.pairings.pairings, now: now,
       health: pipeline.health.health, pairedBeacons: pipeline.pairedBeacons,
-      ignoredFrames: pipeline.health.ignoredFrames)
+      ignoredFrames: pipeline.health.ignoredFrames, upload: upload)
   }
 
   // MARK: Internals
@@ -349,6 +351,30 @@ public struct BridgeStatus: Hashable, Sendable {
   public var pairedBeacons: [PairedBeaconStatus] = []
   /// Frames of known kinds that are not decoded, counted by `IgnoredFrame.kind`.
   public var ignoredFrames: [String: Int] = [:]
+  /// How posting to the host has gone since the bridge started.
+  public var upload = UploadState()
+}
+
+/// How posting batches to the host has gone since the bridge started: what `status` shows as
+/// `upload` and doctor turns into its "delivery" check. The host's own error text is kept, so an
+/// MQTT broker's refusal or an HTTP status reads as the sink said it.
+public struct UploadState: Hashable, Sendable {
+  /// Batches the host took since the bridge started.
+  public var delivered = 0
+  /// When the host last took a batch.
+  public var lastDeliveredAt: Timestamp?
+  /// Failed posts since the last one that went through (0 when the last post went through).
+  public var consecutiveFailures = 0
+  /// The host's error for the last failed post; nil once a post goes through again.
+  public var lastError: String?
+  /// When the last failed post happened.
+  public var lastFailedAt: Timestamp?
+  /// When the next attempt is due while failing.
+  public var retryAt: Timestamp?
+  /// Batches the host refused for good since the bridge started.
+  public var deadLettered = 0
+
+  public init() {}
 }
 
 /// One paired beacon as `status` shows it: presence, signal, and what it said about itself.

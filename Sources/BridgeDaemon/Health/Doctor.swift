@@ -197,6 +197,35 @@ public enum Doctor {
     return checks
   }
 
+  /// The daemon's `upload` state (docs/dbus-api.md) as the "delivery" check: what the sink last
+  /// said when posting fails, in its own words. One failure is a warning (a backoff is normal on
+  /// a moving vehicle); three or more in a row are critical.
+  public static func delivery(_ upload: JSONValue, mqtt: Bool) -> HealthCheck? {
+    let sink = mqtt ? "the MQTT broker" : "the backend"
+    let delivered = upload["delivered"]?.intValue ?? 0
+    switch upload["state"]?.stringValue {
+    case "failing":
+      let failures = upload["consecutiveFailures"]?.intValue ?? 1
+      let retry =
+        upload["retryInSeconds"]?.doubleValue.map { "; the next try is in \(formatted($0)) s" } ?? ""
+      let reason = upload["lastError"]?.stringValue ?? "no reason given"
+      return HealthCheck(
+        .upload, "delivery", failures >= 3 ? .critical : .warning,
+        "the last \(failures) post(s) to \(sink) failed: \(reason)\(retry); nothing is lost, batches wait in the outbox",
+        fix: mqtt
+          ? "check the broker's address, credentials ([MQTT] Username, PasswordFile), TLS files and the network"
+          : "check [Upload] URL, the token file, TLS files and the network")
+    case "delivering":
+      let ago =
+        upload["lastDeliveredAgoSeconds"]?.doubleValue.map { ", the last \(formatted($0)) s ago" } ?? ""
+      return HealthCheck(.upload, "delivery", .ok, "\(delivered) batch(es) delivered to \(sink)\(ago)")
+    case "idle":
+      return HealthCheck(.upload, "delivery", .ok, "nothing posted to \(sink) since the daemon started")
+    default:
+      return nil
+    }
+  }
+
   private static func formatted(_ value: Double) -> String {
     value == value.rounded() ? String(Int(value)) : String(value)
   }
@@ -384,6 +413,11 @@ public enum Doctor {
             .upload, "backend URL", .warning, "no [Upload] URL: batches wait in the outbox",
             fix: "set [Upload] URL in \(facts.configPath)"))
       }
+    }
+    if case .success(let status) = facts.daemon, let upload = status["upload"],
+      let check = delivery(upload, mqtt: config?.mqttSettings != nil)
+    {
+      checks.append(check)
     }
     for token in facts.tokenFiles {
       if let problem = token.problem {

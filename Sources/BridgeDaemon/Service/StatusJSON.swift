@@ -15,9 +15,30 @@ extension BridgeStatus {
       "pairings": .int(Int64(pairings.count)),
       "pairedBeacons": .array(pairedBeacons.map { $0.statusJSON(now: now) }),
       "ignoredFrames": .object(ignoredFrames.mapValues { .int(Int64($0)) }),
+      "upload": upload.json(now: now),
     ]
     if let outbox { fields["outbox"] = outbox.json }
     return .object(fields)
+  }
+}
+
+extension UploadState {
+  /// `state` is `idle` (nothing posted yet), `delivering` (the last post went through) or
+  /// `failing` (the last post failed; `lastError` is the sink's reason, `retryInSeconds` when the
+  /// next attempt is due). docs/dbus-api.md, "Output fields".
+  public func json(now: Timestamp) -> JSONValue {
+    func ago(_ time: Timestamp?) -> JSONValue {
+      time.map { .double((max(0, now - $0) * 10).rounded() / 10) } ?? .null
+    }
+    let state = consecutiveFailures > 0 ? "failing" : lastDeliveredAt == nil ? "idle" : "delivering"
+    return .object([
+      "state": .string(state), "delivered": .int(Int64(delivered)),
+      "deadLettered": .int(Int64(deadLettered)),
+      "consecutiveFailures": .int(Int64(consecutiveFailures)),
+      "lastError": lastError.map { .string($0) } ?? .null,
+      "lastDeliveredAgoSeconds": ago(lastDeliveredAt), "lastFailedAgoSeconds": ago(lastFailedAt),
+      "retryInSeconds": retryAt.map { .double((max(0, $0 - now) * 10).rounded() / 10) } ?? .null,
+    ])
   }
 }
 
