@@ -77,8 +77,27 @@ public struct StatusCommand: BridgeCommand {
       out +=
         "\(outbox["deadLetters"]?.intValue ?? 0) dead letters, \(outbox["unresolvedTrips"]?.intValue ?? 0) unresolved trips\n"
     }
+    if let upload = status["upload"] {
+      out += "Upload:        " + Self.upload(upload) + "\n"
+    }
     console.out(redactor.redact(out))
     return ExitStatus.success
+  }
+
+  /// How posting goes, on a line: delivering, idle, or failing with the sink's reason.
+  static func upload(_ u: JSONValue) -> String {
+    let delivered = u["delivered"]?.intValue ?? 0
+    switch u["state"]?.stringValue {
+    case "failing":
+      let retry = u["retryInSeconds"]?.doubleValue.map { ", next try in \(Int($0.rounded(.up))) s" } ?? ""
+      return "failing (\(u["consecutiveFailures"]?.intValue ?? 0) in a row\(retry)): "
+        + (u["lastError"]?.stringValue ?? "?")
+    case "delivering":
+      let ago = u["lastDeliveredAgoSeconds"]?.doubleValue.map { ", the last \(Int($0)) s ago" } ?? ""
+      return "delivering, \(delivered) batch(es) sent\(ago)"
+    default:
+      return "nothing posted yet"
+    }
   }
 
   /// One paired beacon's health on a line: last seen, signal, battery, temperature, uptime.

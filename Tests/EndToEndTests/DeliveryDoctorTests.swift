@@ -96,6 +96,9 @@ struct DeliveryDoctorTests {
     #expect((failing["consecutiveFailures"]?.intValue ?? 0) >= 3)
     #expect(failing["delivered"]?.intValue == 0)
     #expect(broker.messages().isEmpty)
+    let text = try test.cli(["status"], bus: bus, dir: dir).stdout
+    #expect(text.contains("Upload:        failing ("), "\(text)")
+    #expect(text.contains("refused the connection"), "\(text)")
 
     // The right password: the client reconnects by itself and both batches go, in order.
     _ = try writeTokenFile("right-pass\n", to: password)
@@ -149,6 +152,8 @@ struct DeliveryDoctorTests {
     let delivering = try #require(try upload(bus: bus, dir: dir))
     #expect(delivering["state"]?.stringValue == "delivering")
     #expect(delivering["delivered"]?.intValue == 2)
+    let text = try test.cli(["status"], bus: bus, dir: dir).stdout
+    #expect(text.contains("Upload:        delivering, 2 batch(es) sent"), "\(text)")
     kill(daemon.processIdentifier, SIGTERM)
     #expect(await waitForExit(daemon), "daemon did not exit in time")
   }
