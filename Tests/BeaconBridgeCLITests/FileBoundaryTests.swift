@@ -20,38 +20,18 @@ struct FileBoundaryTests {
     return root.appendingPathComponent(".build/debug/beaconbridge").path
   }
 
-  struct Run {
-    var status: Int32
-    var stdout: String
-    var stderr: String
-  }
-
   /// Runs the binary with no system bus (nothing of the host's BlueZ or daemon is reached).
   /// `user` runs it as another user through setpriv(1).
-  func run(_ arguments: [String], user: String? = nil) throws -> Run {
+  func run(_ arguments: [String], user: String? = nil) throws -> ProcessRun {
     try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the binary first")
-    let process = Process()
-    if let user {
-      process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-      process.arguments = ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", Self.binary] + arguments
-    } else {
-      process.executableURL = URL(fileURLWithPath: Self.binary)
-      process.arguments = arguments
+    let environment = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bb-no-bus"]
+    guard let user else {
+      return try runProcess(
+        Self.binary, arguments, environment: environment, removing: ["BEACONBRIDGE_STATE_DIR"])
     }
-    var environment = ProcessInfo.processInfo.environment
-    environment["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/bb-no-bus"
-    environment.removeValue(forKey: "BEACONBRIDGE_STATE_DIR")
-    process.environment = environment
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let stdout = String(decoding: try out.fileHandleForReading.readToEnd() ?? Data(), as: UTF8.self)
-    let stderr = String(decoding: try err.fileHandleForReading.readToEnd() ?? Data(), as: UTF8.self)
-    process.waitUntilExit()
-    return Run(status: process.terminationStatus, stdout: stdout, stderr: stderr)
+    return try runProcess(
+      "/usr/bin/setpriv", ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", Self.binary] + arguments,
+      environment: environment, removing: ["BEACONBRIDGE_STATE_DIR"])
   }
 
   static let secrets = ["pa55word-x", "q-secret-1", "s1g-secret", "t0k-9f8e7d6c5b"]
@@ -141,11 +121,11 @@ struct FileBoundaryTests {
 
   // MARK: diagnose --export
 
-  func export(_ path: String, in dir: String) throws -> Run {
+  func export(_ path: String, in dir: String) throws -> ProcessRun {
     try run(["diagnose", "--export", path, "--config", dir + "/none.conf", "--state-dir", dir + "/state"])
   }
 
-  func expectPlainWords(_ run: Run) {
+  func expectPlainWords(_ run: ProcessRun) {
     for raw in ["NSCocoaErrorDomain", "Error Domain", "NSPOSIXErrorDomain", "Code="] {
       #expect(!run.stderr.contains(raw), "raw Foundation error: \(run.stderr)")
     }

@@ -14,30 +14,25 @@ import Testing
 @Suite struct StoreOwnershipTests {
   /// Runs Python's sqlite3 on the store file (another program's database, or an old store).
   func python(_ script: String, _ file: String) throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    process.arguments = [
-      "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); " + script + "; c.commit(); c.close()", file,
-    ]
-    try process.run()
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 0, "python: \(script)")
+    let run = try runProcess(
+      "/usr/bin/python3",
+      [
+        "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); " + script + "; c.commit(); c.close()",
+        file,
+      ])
+    #expect(run.status == 0, "python: \(script): \(run.stderr)")
   }
 
   /// `PRAGMA application_id` as another reader sees it (the write-ahead log included).
   func applicationID(_ file: String) throws -> UInt32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    process.arguments = [
-      "-c",
-      "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA application_id').fetchone()[0])",
-      file,
-    ]
-    let out = Pipe()
-    process.standardOutput = out
-    try process.run()
-    let text = String(decoding: try out.fileHandleForReading.readToEnd() ?? Data(), as: UTF8.self)
-    process.waitUntilExit()
+    let text = try runProcess(
+      "/usr/bin/python3",
+      [
+        "-c",
+        "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA application_id').fetchone()[0])",
+        file,
+      ]
+    ).stdout
     return try #require(
       Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)).map { UInt32(bitPattern: $0) },
       "python printed \(text)")

@@ -75,29 +75,10 @@ final class NotifySocket: @unchecked Sendable {
 /// Tier 3 (DESIGN §6): the daemon end to end on a private bus with the dbusmock BlueZ.
 @Suite(.timeLimit(.minutes(5)))
 struct DaemonEndToEndTests {
-  func cli(_ arguments: [String], bus: String, dir: String, stdin: String? = nil) throws -> (
-    status: Int32, stdout: String, stderr: String
-  ) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
-    process.arguments = arguments
-    var environment = ProcessInfo.processInfo.environment
-    environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus
-    environment["BEACONBRIDGE_STATE_DIR"] = dir
-    process.environment = environment
-    let out = Pipe()
-    let err = Pipe()
-    let input = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = input
-    try process.run()
-    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-    try input.fileHandleForWriting.close()
-    let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return (process.terminationStatus, stdout, stderr)
+  func cli(_ arguments: [String], bus: String, dir: String, stdin: String? = nil) throws -> ProcessRun {
+    try runProcess(
+      ScanCommandTests.binary, arguments,
+      environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus, "BEACONBRIDGE_STATE_DIR": dir], stdin: stdin ?? "")
   }
 
   @Test func statusWithoutADaemonSaysSo() async throws {

@@ -25,17 +25,7 @@ struct DiagnoseTests {
     let result = try DaemonEndToEndTests().cli(
       ["diagnose", "--export", output, "--config", config, "--state-dir", dir], bus: bus, dir: dir)
     // List with the standard tar, then unpack.
-    func run(_ arguments: [String]) throws -> String {
-      let tar = Process()
-      tar.executableURL = URL(fileURLWithPath: "/bin/tar")
-      tar.arguments = arguments
-      let out = Pipe()
-      tar.standardOutput = out
-      try tar.run()
-      let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-      tar.waitUntilExit()
-      return text
-    }
+    func run(_ arguments: [String]) throws -> String { try runProcess("/bin/tar", arguments).stdout }
     let listing = try run(["-tzf", output]).split(separator: "\n").map(String.init)
     let unpacked = dir + "/unpacked"
     try? FileManager.default.removeItem(atPath: unpacked)

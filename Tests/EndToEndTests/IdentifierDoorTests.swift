@@ -14,24 +14,13 @@ struct IdentifierDoorTests {
   static let uuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"
 
   /// Runs the binary with no bus behind it: these must fail while parsing, before any call.
-  func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
-    process.arguments = arguments
-    var environment = ProcessInfo.processInfo.environment
-    environment["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/bus"
-    environment["BEACONBRIDGE_STATE_DIR"] = "/nonexistent/state"
-    process.environment = environment
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return (process.terminationStatus, stdout, stderr)
+  func run(_ arguments: [String]) throws -> ProcessRun {
+    try runProcess(
+      ScanCommandTests.binary, arguments,
+      environment: [
+        "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus",
+        "BEACONBRIDGE_STATE_DIR": "/nonexistent/state",
+      ])
   }
 
   @Test(arguments: [
