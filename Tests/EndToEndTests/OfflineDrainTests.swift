@@ -23,9 +23,14 @@ struct OfflineDrainTests {
     let port = try FakeBackend().port
     let dir = try scratchDirectory("drain")
     defer { try? FileManager.default.removeItem(atPath: dir) }
+    // A token of this test's own: a stray post from another test's daemon to a reused port is
+    // refused (401) and never counted as a delivery here.
+    let token = "drain-\(UUID().uuidString)"
+    let tokenFile = try writeTokenFile(token + "\n", to: dir + "/token")
     let config = try fallbackConfiguration(
       in: dir,
       upload: """
+        TokenFile = \(tokenFile)
         URL = http://127.0.0.1:\(port)/trips
         postRetryInitial = 0.1
         postRetryMax = 0.5
@@ -52,7 +57,7 @@ struct OfflineDrainTests {
       Data(try test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir).stdout.utf8))
     #expect(waiting["outbox"]?["undelivered"]?.intValue == Int64(count))
 
-    let backend = try FakeBackend(["--port", String(port)])
+    let backend = try FakeBackend(["--port", String(port), "--token", token])
     let back = ContinuousClock.now
     #expect(
       try await eventually(.seconds(120)) { backend.received().filter { $0.status == "200" }.count >= count })
