@@ -27,11 +27,25 @@ public final class MosquittoBroker: @unchecked Sendable {
     public var payload: JSONValue
   }
 
-  public init(extra: String = "", anonymous: Bool = true) throws {
+  /// - `user`: when set, only this user with its password gets in (a `mosquitto_passwd` file in
+  ///   the broker's directory); anyone else is refused at CONNECT.
+  public init(extra: String = "", anonymous: Bool = true, user: (name: String, password: String)? = nil)
+    throws
+  {
     dir = try scratchDirectory("mosquitto")
     port = Self.freePort()
+    var extra = extra
+    if let user {
+      let passwd = dir + "/passwd"
+      let tool = try runProcess("/usr/bin/mosquitto_passwd", ["-b", "-c", passwd, user.name, user.password])
+      guard tool.status == 0 else {
+        throw CocoaError(
+          .fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "mosquitto_passwd failed: \(tool.stderr)"])
+      }
+      extra += "\npassword_file \(passwd)"
+    }
     self.extra = extra
-    self.anonymous = anonymous
+    self.anonymous = anonymous && user == nil
     received = dir + "/received.txt"
     _ = FileManager.default.createFile(atPath: received, contents: nil)
     try start()

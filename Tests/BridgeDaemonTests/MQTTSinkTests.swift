@@ -89,13 +89,7 @@ import Testing
   @Test func refusedCredentialsAreAClearErrorAndNothingIsLost() async throws {
     let probe = try scratchDirectory("mqtt-passwd")
     defer { try? FileManager.default.removeItem(atPath: probe) }
-    let passwd = probe + "/passwd"
-    let tool = Process()
-    tool.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_passwd")
-    tool.arguments = ["-b", "-c", passwd, "bridge", "right-pass"]
-    try tool.run()
-    tool.waitUntilExit()
-    let broker = try MosquittoBroker(extra: "password_file \(passwd)", anonymous: false)
+    let broker = try MosquittoBroker(user: ("bridge", "right-pass"))
     try broker.subscribe(arguments: ["-u", "bridge", "-P", "right-pass"])
     var settings = settings(broker)
     settings.username = "bridge"

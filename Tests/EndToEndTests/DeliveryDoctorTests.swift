@@ -66,13 +66,7 @@ struct DeliveryDoctorTests {
     let bus = fixture.bus.address
     let dir = try scratchDirectory("delivery-mqtt")
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let passwd = dir + "/passwd"
-    let tool = Process()
-    tool.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_passwd")
-    tool.arguments = ["-b", "-c", passwd, "bridge", "right-pass"]
-    try tool.run()
-    tool.waitUntilExit()
-    let broker = try MosquittoBroker(extra: "password_file \(passwd)", anonymous: false)
+    let broker = try MosquittoBroker(user: ("bridge", "right-pass"))
     try broker.subscribe(arguments: ["-u", "bridge", "-P", "right-pass"])
     let password = try writeTokenFile("wrong-pass\n", to: dir + "/mqtt-password")
     let (daemon, config) = try await startDaemonWithTrip(
