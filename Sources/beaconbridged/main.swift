@@ -1,0 +1,38 @@
+// The daemon's own executable: what `beaconbridge run` execs (RunCommand, DaemonExecutable).
+// It links only the daemon's modules, on FoundationEssentials: no Foundation, CoreFoundation,
+// ICU or FoundationNetworking, so the daemon's resident set holds none of their code
+// (docs/PERFORMANCE.md, "Where the daemon's memory goes"). Users run `beaconbridge run`.
+import BeaconCore
+import BridgeDaemon
+import FoundationEssentials
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#endif
+
+StandardStreams.claim()
+MallocTuning.useOneArena()
+signal(SIGPIPE, SIG_IGN)
+
+let usage = "usage: beaconbridged [--config PATH] [--state-dir DIR] (started by 'beaconbridge run')\n"
+var configPath: String?
+var stateDirectory: String?
+var arguments = CommandLine.arguments.dropFirst()[...]
+while let argument = arguments.popFirst() {
+  guard argument == "--config" || argument == "--state-dir", let value = arguments.popFirst(), !value.isEmpty
+  else {
+    let message = Array("beaconbridged: unexpected argument '\(argument)'; \(usage)".utf8)
+    _ = message.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    exit(64)
+  }
+  if argument == "--config" { configPath = value } else { stateDirectory = value }
+}
+let environment = ProcessInfo.processInfo.environment
+let status = await Daemon(
+  configPath: configPath,
+  stateDirectory: StateDirectory.resolve(option: stateDirectory, environment: environment),
+  environment: environment
+).run()
+exit(status)
