@@ -30,7 +30,7 @@ test: lint scenarios fuzz-short fuzz-hci-short fuzz-input-short test-io leakchec
 
 # The suites that start daemons, mocks and HTTP servers as processes (the EndToEndTests target)
 # run one at a time after the rest, so that a two-core machine does not starve their timing.
-PROCESS_SUITES := ^EndToEndTests\.|HTTPFaultTests|MQTTSinkTests
+PROCESS_SUITES := ^EndToEndTests\.|HTTPFaultTests|HTTPTransferProcessTests|MQTTSinkTests
 test-unit:
 	@scripts/install-deps.sh build
 	@scripts/install-deps.sh test

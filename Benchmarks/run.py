@@ -456,6 +456,8 @@ def daemon_after_upload(args, work, bus, emitter, notify):
                 break
             time.sleep(0.1)
         else:
+            daemon.kill()
+            daemon.wait()
             raise SystemExit("bench: the daemon did not upload its batch in 30 s")
         emitter(f"stream {args.range_beacons} 2000 {args.range_beacons * 20}")
         time.sleep(1)

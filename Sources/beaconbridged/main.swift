@@ -13,6 +13,10 @@ import FoundationEssentials
 #endif
 
 StandardStreams.claim()
+// A child the daemon spawned for one HTTP request (libcurl stays out of the daemon itself).
+if CommandLine.arguments.count == 2 && CommandLine.arguments[1] == HTTPTransfers.childArgument {
+  exit(HTTPTransfers.serveChild())
+}
 MallocTuning.useOneArena()
 signal(SIGPIPE, SIG_IGN)
 
@@ -29,6 +33,7 @@ while let argument = arguments.popFirst() {
   }
   if argument == "--config" { configPath = value } else { stateDirectory = value }
 }
+HTTPTransfers.useChildProcesses()
 let environment = ProcessInfo.processInfo.environment
 let status = await Daemon(
   configPath: configPath,
