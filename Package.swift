@@ -25,7 +25,9 @@ let package = Package(
     .executableTarget(name: "beaconbridge", dependencies: ["BeaconBridgeCLI", "BridgeDaemon"]),
     // The daemon alone, which `beaconbridge run` execs: the daemon's modules on
     // FoundationEssentials, no Foundation or ICU linked (docs/PERFORMANCE.md).
-    .executableTarget(name: "beaconbridged", dependencies: ["BridgeDaemon", "BeaconCore"]),
+    .executableTarget(
+      name: "beaconbridged", dependencies: ["BridgeDaemon", "BeaconCore"],
+      linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"])]),
     // SQLite, from Debian's libsqlite3-dev.
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     // The daemon's parts: configuration file, store, uploader, G-Zone poller, health (doctor,
