@@ -212,8 +212,9 @@ fi
 # `beaconbridge run` execs the daemon's executable from ../lib/beaconbridge (the policy test
 # below runs it); the daemon links neither the toolchain nor Foundation, ICU or libcurl.
 daemon="$root/usr/lib/beaconbridge/beaconbridged"
+bogus=$("$daemon" --bogus 2>&1) && bogus_status=0 || bogus_status=$?
 if [ -x "$daemon" ] && ! ldd "$daemon" | grep -Eq '/opt/swift|libcurl|libicu|libFoundation' &&
-  ! "$daemon" --bogus 2>/dev/null && "$daemon" --bogus 2>&1 | grep -q "started by 'beaconbridge run'"; then
+  [ "$bogus_status" = 64 ] && grep -q "started by 'beaconbridge run'" <<<"$bogus"; then
   pass "the installed daemon executable runs without the toolchain, Foundation, ICU or libcurl"
 else
   fail "the installed daemon executable: $(ls -l "$daemon" 2>&1; ldd "$daemon" 2>&1 | head -20)"
