@@ -15,9 +15,11 @@ help:
 	@echo "make build  build the debug binary ($(BIN))"
 	@echo "make format format the sources in place (swift format)"
 
+# beaconbridged is the daemon's own executable, which `beaconbridge run` execs (next to it here).
 build:
 	@scripts/install-deps.sh build
 	$(SWIFT) build $(SWIFTFLAGS) --product beaconbridge
+	$(SWIFT) build $(SWIFTFLAGS) --product beaconbridged
 
 demo: build
 	$(BIN) demo
@@ -28,7 +30,7 @@ test: lint scenarios fuzz-short fuzz-hci-short fuzz-input-short test-io leakchec
 
 # The suites that start daemons, mocks and HTTP servers as processes (the EndToEndTests target)
 # run one at a time after the rest, so that a two-core machine does not starve their timing.
-PROCESS_SUITES := ^EndToEndTests\.|HTTPFaultTests|MQTTSinkTests
+PROCESS_SUITES := ^EndToEndTests\.|HTTPFaultTests|HTTPTransferProcessTests|MQTTSinkTests
 test-unit:
 	@scripts/install-deps.sh build
 	@scripts/install-deps.sh test
@@ -114,6 +116,8 @@ fuzz-hci-short:
 PREFIX ?= /usr
 SYSCONFDIR ?= /etc
 BINDIR = $(PREFIX)/bin
+# The daemon's executable, which `beaconbridge run` looks for in ../lib/beaconbridge of its own.
+DAEMONDIR = $(PREFIX)/lib/beaconbridge
 UNITDIR = $(PREFIX)/lib/systemd/system
 UDEVRULESDIR = $(PREFIX)/lib/udev/rules.d
 SYSUSERSDIR = $(PREFIX)/lib/sysusers.d
@@ -124,6 +128,7 @@ BASHCOMPDIR = $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR = $(PREFIX)/share/zsh/vendor-completions
 FISHCOMPDIR = $(PREFIX)/share/fish/vendor_completions.d
 RELEASE_BIN := .build/release/beaconbridge
+RELEASE_DAEMON := .build/release/beaconbridged
 VERSION := $(shell sed -n 's/.*static let version = "\(.*\)".*/\1/p' Sources/BeaconBridgeCLI/CLI.swift)
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 DEB := build/beaconbridge_$(VERSION)_$(DEB_ARCH).deb
@@ -134,6 +139,7 @@ release:
 	@scripts/install-deps.sh build
 	@scripts/install-deps.sh release
 	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridge
+	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridged
 
 install: release install-files
 	@if [ -z "$(DESTDIR)" ]; then \
@@ -146,8 +152,11 @@ install: release install-files
 # The files alone, from an existing release build (the .deb uses this too).
 install-files:
 	@test -x $(RELEASE_BIN) || { echo "no $(RELEASE_BIN): run make release" >&2; exit 1; }
+	@test -x $(RELEASE_DAEMON) || { echo "no $(RELEASE_DAEMON): run make release" >&2; exit 1; }
 	install -D -m 0755 $(RELEASE_BIN) $(DESTDIR)$(BINDIR)/beaconbridge
 	strip --remove-section=.comment --remove-section=.note $(DESTDIR)$(BINDIR)/beaconbridge
+	install -D -m 0755 $(RELEASE_DAEMON) $(DESTDIR)$(DAEMONDIR)/beaconbridged
+	strip --remove-section=.comment --remove-section=.note $(DESTDIR)$(DAEMONDIR)/beaconbridged
 	install -d -m 0755 $(DESTDIR)$(UNITDIR)
 	sed 's|/usr/bin/beaconbridge|$(BINDIR)/beaconbridge|' systemd/beaconbridge.service \
 	  > $(DESTDIR)$(UNITDIR)/beaconbridge.service
@@ -218,6 +227,7 @@ bench:
 	# As `make release` builds it (the Swift runtime linked in): the shared runtime's pages count
 	# in RSS too, about 6 MB more, so the daemon's memory is measured on what is shipped.
 	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridge
+	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridged
 	$(SWIFT) build -c release $(SWIFTFLAGS) --product BeaconBench
 	/usr/bin/python3 Benchmarks/run.py --beaconbridge .build/release/beaconbridge \
 	  --bench .build/release/BeaconBench --emitter .build/bench/bench-emitter \

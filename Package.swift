@@ -9,6 +9,7 @@ let package = Package(
     .library(name: "DBus", targets: ["DBus"]),
     .library(name: "BlueZ", targets: ["BlueZ"]),
     .executable(name: "beaconbridge", targets: ["beaconbridge"]),
+    .executable(name: "beaconbridged", targets: ["beaconbridged"]),
   ],
   targets: [
     // Pure Swift: frames, filters, presence, selection, trips, the ScopeHost seam.
@@ -22,6 +23,11 @@ let package = Package(
     .target(
       name: "BeaconBridgeCLI", dependencies: ["BeaconCore", "BridgeDaemon", "BlueZ", "DBus", "HCI", "GZone"]),
     .executableTarget(name: "beaconbridge", dependencies: ["BeaconBridgeCLI", "BridgeDaemon"]),
+    // The daemon alone, which `beaconbridge run` execs: the daemon's modules on
+    // FoundationEssentials, no Foundation or ICU linked (docs/PERFORMANCE.md).
+    .executableTarget(
+      name: "beaconbridged", dependencies: ["BridgeDaemon", "BeaconCore"],
+      linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"])]),
     // SQLite, from Debian's libsqlite3-dev.
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     // The daemon's parts: configuration file, store, uploader, G-Zone poller, health (doctor,

@@ -325,9 +325,10 @@ class Notify:
                 return at
 
 
-def start_daemon(args, bus, directory, notify):
+def start_daemon(args, bus, directory, notify, config_text=""):
     config = os.path.join(directory, "beaconbridge.conf")
-    open(config, "w").close()
+    with open(config, "w") as f:
+        f.write(config_text)
     env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=bus.address, NOTIFY_SOCKET=notify.path)
     env.pop("JOURNAL_STREAM", None)
     env.pop("WATCHDOG_USEC", None)
@@ -417,9 +418,56 @@ def daemon_load(args, work):
         result["stopSeconds"] = None
         daemon.kill()
         daemon.wait()
+    result["afterUpload"] = daemon_after_upload(args, work, bus, emitter, notify)
+    log("daemon after upload:", result["afterUpload"])
     emitter.stop()
     bus.stop()
     return result
+
+
+def daemon_after_upload(args, work, bus, emitter, notify):
+    """A fresh daemon uploading to a fake backend on loopback (Tests/Support/fake_backend.py):
+    1,000 beacons in range, one trip whose batch it posts (the first request loads libcurl),
+    then 1,000 beacons again and its RSS. Returns {"before", "after"} in MB."""
+    directory = tempfile.mkdtemp(dir=work, prefix="upload-")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    received = os.path.join(directory, "backend.log")
+    backend = subprocess.Popen(
+        [sys.executable, os.path.join(root, "Tests/Support/fake_backend.py"), "--log", received],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(backend.stdout.readline().split()[1])
+        config = ("[Trips]\nunresolvedPolicy = fallback\nfallbackDeviceId = BENCH-1\nlateWindow = 0\n"
+                  f"[Upload]\nURL = http://127.0.0.1:{port}/trips\n")
+        daemon, _ = start_daemon(args, bus, directory, notify, config)
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=bus.address)
+        emitter(f"stream {args.range_beacons} 2000 {args.range_beacons * 20}")
+        time.sleep(1)
+        out = {"before": memory(daemon.pid)["VmRSS"]}
+        cli = [args.beaconbridge, "trip"]
+        subprocess.run(cli + ["start", "--trip-id", "bench-1"], env=env, check=True, capture_output=True)
+        subprocess.run(cli + ["events", "--trip-id", "bench-1", "-"], env=env, check=True, capture_output=True,
+                       input=b'[{"type":"braking"}]')
+        subprocess.run(cli + ["end", "--trip-id", "bench-1"], env=env, check=True, capture_output=True)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if os.path.exists(received) and any(
+                    str(json.loads(line)["status"]) == "200" for line in open(received) if line.strip()):
+                break
+            time.sleep(0.1)
+        else:
+            daemon.kill()
+            daemon.wait()
+            raise SystemExit("bench: the daemon did not upload its batch in 30 s")
+        emitter(f"stream {args.range_beacons} 2000 {args.range_beacons * 20}")
+        time.sleep(1)
+        out["after"] = memory(daemon.pid)["VmRSS"]
+        daemon.terminate()
+        daemon.wait(timeout=30)
+        return out
+    finally:
+        backend.terminate()
+        backend.wait()
 
 
 # --- 1 and 4: in process --------------------------------------------------------------------
@@ -543,6 +591,10 @@ def write_report(args, raw, started):
                 daemon["idleSwitchesPerSecond"] <= 2)
         row("Daemon: RSS with %d beacons in range" % args.range_beacons, f'{daemon["range1000"]:.1f} MB',
             "≤ 15 MB", daemon["range1000"] <= 15)
+        if "afterUpload" in daemon:
+            after = daemon["afterUpload"]
+            row("Daemon: RSS with %d beacons in range, after its first upload (a fresh daemon: before it %.1f MB)"
+                % (args.range_beacons, after["before"]), f'{after["after"]:.1f} MB', "≤ 15 MB", after["after"] <= 15)
         row("Daemon: flood of %s random addresses: RSS at peak / after BlueZ drops them / after 5 s of normal "
             "traffic" % f"{args.flood:,}",
             f'{daemon["floodPeak"]:.1f} / {daemon["afterFlood"]:.1f} / {daemon["afterFloodTraffic"]:.1f} MB '

@@ -24,11 +24,14 @@ mkdir -p "$stage/DEBIAN" "$(dirname "$out")"
 make --no-print-directory install-files DESTDIR="$PWD/$stage" PREFIX=/usr SYSCONFDIR=/etc >/dev/null
 
 bin="$stage/usr/bin/beaconbridge"
-if ldd "$bin" | grep -q /opt/swift; then
-  echo "build-deb: $bin still links the toolchain's libraries:" >&2
-  ldd "$bin" | grep /opt/swift >&2
-  exit 1
-fi
+daemon="$stage/usr/lib/beaconbridge/beaconbridged"
+for b in "$bin" "$daemon"; do
+  if ldd "$b" | grep -q /opt/swift; then
+    echo "build-deb: $b still links the toolchain's libraries:" >&2
+    ldd "$b" | grep /opt/swift >&2
+    exit 1
+  fi
+done
 
 # Depends: the packages the bus, BlueZ and every directly linked library come from, what the
 # maintainer scripts run (systemd-sysusers, deb-systemd-helper/-invoke), as debhelper adds them.
@@ -36,16 +39,16 @@ fi
 # them out of an idle daemon's memory), so readelf does not see them: named here.
 depends=(bluez dbus libdbus-1-3 libsqlite3-0 libbluetooth3 libcurl4 libmosquitto1
   "systemd | systemd-standalone-sysusers | systemd-sysusers" "init-system-helpers (>= 1.54~)")
-while read -r lib; do
-  path=$(ldd "$bin" | awk -v l="$lib" '$1 == l { print $3 }')
-  [ -n "$path" ] || path=$(ldd "$bin" | awk -v l="$lib" '$1 ~ l { print $1 }')
+while read -r b lib; do
+  path=$(ldd "$b" | awk -v l="$lib" '$1 == l { print $3 }')
+  [ -n "$path" ] || path=$(ldd "$b" | awk -v l="$lib" '$1 ~ l { print $1 }')
   # dpkg knows the file under /lib or /usr/lib (merged /usr): try both.
   pkg=$(dpkg -S "$path" 2>/dev/null || dpkg -S "/usr${path#/usr}" 2>/dev/null ||
     dpkg -S "${path#/usr}" 2>/dev/null || true)
   pkg=${pkg%%:*}
   [ -n "$pkg" ] || { echo "build-deb: no package provides $lib ($path)" >&2; exit 1; }
   depends+=("$pkg")
-done < <(readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+done < <(for b in "$bin" "$daemon"; do readelf -d "$b" | sed -n "s|.*(NEEDED).*\\[\\(.*\\)\\]|$b \\1|p"; done)
 depends_line=$(printf '%s\n' "${depends[@]}" | awk '!seen[$0]++' | paste -sd, | sed 's/,/, /g')
 
 # /usr/share/doc/beaconbridge: the machine-readable copyright and the changelog (a native

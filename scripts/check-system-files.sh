@@ -193,7 +193,7 @@ else
   fail "make install DESTDIR=… failed:"
   sed 's/^/      /' "$T/install.log"
 fi
-installed=(usr/bin/beaconbridge usr/lib/systemd/system/beaconbridge.service
+installed=(usr/bin/beaconbridge usr/lib/beaconbridge/beaconbridged usr/lib/systemd/system/beaconbridge.service
   usr/lib/udev/rules.d/90-beaconbridge.rules usr/lib/sysusers.d/beaconbridge.conf
   usr/share/dbus-1/system.d/org.beaconbridge.conf usr/share/beaconbridge/beaconbridge-hci.conf
   etc/beaconbridge/beaconbridge.conf
@@ -208,6 +208,16 @@ if [ -x "$root/usr/bin/beaconbridge" ] && ! ldd "$root/usr/bin/beaconbridge" | g
   pass "the installed binary runs without the toolchain (no /opt/swift in ldd)"
 else
   fail "the installed binary needs the toolchain or does not run: $(ldd "$root/usr/bin/beaconbridge" 2>&1 | grep /opt/swift)"
+fi
+# `beaconbridge run` execs the daemon's executable from ../lib/beaconbridge (the policy test
+# below runs it); the daemon links neither the toolchain nor Foundation, ICU or libcurl.
+daemon="$root/usr/lib/beaconbridge/beaconbridged"
+bogus=$("$daemon" --bogus 2>&1) && bogus_status=0 || bogus_status=$?
+if [ -x "$daemon" ] && ! ldd "$daemon" | grep -Eq '/opt/swift|libcurl|libicu|libFoundation' &&
+  [ "$bogus_status" = 64 ] && grep -q "started by 'beaconbridge run'" <<<"$bogus"; then
+  pass "the installed daemon executable runs without the toolchain, Foundation, ICU or libcurl"
+else
+  fail "the installed daemon executable: $(ls -l "$daemon" 2>&1; ldd "$daemon" 2>&1 | head -20)"
 fi
 echo "# edited" >>"$root/etc/beaconbridge/beaconbridge.conf"
 make --no-print-directory install-files DESTDIR="$root" PREFIX=/usr >/dev/null 2>&1

@@ -30,10 +30,12 @@ public struct RunCommand: BridgeCommand {
     store = try StoreOptions(&arguments)
   }
 
+  /// Replaces this process with `beaconbridged` (DaemonExecutable), passing the options on.
   public func run(_ console: any Console) async -> Int32 {
-    await Daemon(
-      configPath: configPath, stateDirectory: store.directory,
-      environment: ProcessInfo.processInfo.environment
-    ).run()
+    var arguments: [String] = []
+    if let configPath { arguments += ["--config", configPath] }
+    if let stateDir = store.stateDir { arguments += ["--state-dir", stateDir] }
+    console.err("beaconbridge: \(DaemonExecutable.exec(arguments: arguments))\n")
+    return ExitStatus.failure
   }
 }

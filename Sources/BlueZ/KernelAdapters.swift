@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The Bluetooth controllers the kernel has (`/sys/class/bluetooth/hciN`), whether or not
 /// bluetoothd runs: what tells "no adapter" from "bluetoothd not running".

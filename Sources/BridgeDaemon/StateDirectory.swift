@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 #if canImport(Glibc)
   import Glibc
@@ -32,6 +32,19 @@ public struct StateDirectoryError: Error, Hashable, Sendable, CustomStringConver
 }
 
 extension StateDirectory {
+  /// `name` in `directory` (what `NSString.appendingPathComponent` gave, without Foundation).
+  static func path(_ directory: String, _ name: String) -> String {
+    directory.isEmpty ? name : directory.hasSuffix("/") ? directory + name : directory + "/" + name
+  }
+
+  /// The folder `path` is in: "/a/b" for "/a/b/c", "/" for "/c", "" for "c".
+  static func parent(of path: String) -> String {
+    var trimmed = Substring(path)
+    while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
+    guard let slash = trimmed.lastIndex(of: "/") else { return "" }
+    return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+  }
+
   /// Creates the directory (and its missing parents, as `mkdir -p`), then checks that this
   /// process can create files in it.
   public static func prepare(_ path: String) throws(StateDirectoryError) {

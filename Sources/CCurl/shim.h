@@ -12,6 +12,8 @@
 #include <curl/curl.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <stddef.h>
 
 typedef size_t (*bb_curl_data_callback)(char *data, size_t size, size_t count, void *context);
@@ -72,6 +74,10 @@ static inline const char *bb_curl_load(void) {
   struct bb_curl_api *api = bb_curl_api();
   return api->global_init ? NULL : (api->error ? api->error : "libcurl.so.4 could not be loaded");
 }
+
+/// For `beaconbridged --http-transfer`: SIGKILL when the daemon's thread that spawned this
+/// process ends (prctl is variadic, which Swift cannot call).
+static inline void bb_die_with_parent(void) { prctl(PR_SET_PDEATHSIG, SIGKILL); }
 
 static inline CURL *bb_curl_easy_init(void) { return bb_curl_api()->easy_init(); }
 static inline void bb_curl_easy_cleanup(CURL *handle) { bb_curl_api()->easy_cleanup(handle); }

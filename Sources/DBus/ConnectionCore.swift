@@ -1,6 +1,6 @@
 import CDBus
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 #if canImport(Glibc)
@@ -144,9 +144,7 @@ final class ConnectionCore: @unchecked Sendable {
     dbus_connection_set_wakeup_main_function(connection, coreWake, context, nil)
     dbus_connection_set_dispatch_status_function(connection, coreDispatchStatus, context, nil)
     started.store(true, ordering: .releasing)
-    let thread = Thread { [self] in runLoop() }
-    thread.name = "dbus-reader \(uniqueName)"
-    thread.start()
+    OSThread.detach(name: "dbus-reader \(uniqueName)") { [self] in runLoop() }
   }
 
   /// Ends every call and subscription, then closes and frees the connection.

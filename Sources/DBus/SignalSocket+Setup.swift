@@ -1,5 +1,5 @@
 import CDBus
-import Foundation
+import FoundationEssentials
 
 #if canImport(Glibc)
   import Glibc

@@ -1,5 +1,6 @@
 import CDBus
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Synchronization
 
 #if canImport(Glibc)
@@ -141,9 +142,7 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
 
   func start() {
     started.store(true, ordering: .releasing)
-    let thread = Thread { [self] in run() }
-    thread.name = "dbus-signal-stream"
-    thread.start()
+    OSThread.detach(name: "dbus-signal-stream") { [self] in run() }
   }
 
   /// For a reader whose set-up failed: nothing runs, so close here.

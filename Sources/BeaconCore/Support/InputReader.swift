@@ -166,6 +166,13 @@ public enum StandardStreams {
     }
   }
 
+  /// Closes the placeholders `claim()` put on closed streams, for a program about to exec another
+  /// that should see its streams as this one was given them.
+  public static func unclaim() {
+    for fd in closed { close(fd) }
+    closed = []
+  }
+
   /// Whether the caller started the program with `fd` closed.
   public static func wasClosed(_ fd: Int32) -> Bool { closed.contains(fd) }
 }

@@ -1,5 +1,5 @@
 import BeaconCore
-import Foundation
+import FoundationEssentials
 
 /// Reading the configuration file: the one reader for `run`, `doctor` and `diagnose`.
 extension DaemonConfiguration {

@@ -1,5 +1,5 @@
 import BeaconCore
-import Foundation
+import FoundationEssentials
 import GZone
 
 /// The `[GZone]` section: where the daemon's poller loads the four payloads.
@@ -98,7 +98,7 @@ public struct GZoneConfiguration: Hashable, Sendable {
     guard var text = urls[payload] else { return nil }
     for (placeholder, value, _) in placeholders {
       guard let value else { continue }
-      text = text.replacingOccurrences(of: placeholder, with: Self.percentEncoded(value))
+      text = text.replacing(placeholder, with: Self.percentEncoded(value))
     }
     return text
   }

@@ -1,5 +1,5 @@
 import BeaconCore
-import Foundation
+import FoundationEssentials
 import GZone
 
 /// The four G-Zone requests over HTTP: one GET per payload, a bearer token read from

@@ -96,7 +96,7 @@ public struct Redactor: Sendable {
   mutating func redactURLs(in text: String) -> String {
     var out = ""
     var rest = text[...]
-    while let separator = rest.range(of: "://") {
+    while let separator = rest.firstRange(of: "://") {
       var start = separator.lowerBound
       while start > rest.startIndex {
         let before = rest.index(before: start)
@@ -120,7 +120,7 @@ public struct Redactor: Sendable {
   /// `https://user:pass@host/path?token=x#sig=y` →
   /// `https://<redacted>@host/path?token=<redacted>#sig=<redacted>`; learns what it removes.
   public mutating func redactURL(_ url: String) -> String {
-    guard let scheme = url.range(of: "://") else { return url }
+    guard let scheme = url.firstRange(of: "://") else { return url }
     let rest = url[scheme.upperBound...]
     let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
     var authority = String(rest[..<authorityEnd])
@@ -196,7 +196,7 @@ extension String {
     guard !target.isEmpty else { return self }
     var out = ""
     var rest = self[...]
-    while let range = rest.range(of: target) {
+    while let range = rest.firstRange(of: target) {
       out += rest[..<range.lowerBound]
       out += replacement
       rest = rest[range.upperBound...]

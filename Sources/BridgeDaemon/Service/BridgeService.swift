@@ -1,6 +1,6 @@
 import BeaconCore
 import DBus
-import Foundation
+import FoundationEssentials
 import GZone
 
 /// The daemon's D-Bus API (docs/dbus-api.md): `org.beaconbridge` on the system bus, object

@@ -1,7 +1,7 @@
 import BeaconCore
 import BlueZ
 import DBus
-import Foundation
+import FoundationEssentials
 import GZone
 import HCI
 import Synchronization

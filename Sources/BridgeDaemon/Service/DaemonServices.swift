@@ -1,5 +1,5 @@
 import BeaconCore
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 // The daemon's small services and what they share. Each runs until cancelled (`Service`).
@@ -38,7 +38,7 @@ struct PairingWatcher: Service {
   func run() async throws {
     var version = try? await store.dataVersion()
     let changed = Doorbell()
-    let directory = (store.path as NSString).deletingLastPathComponent
+    let directory = StateDirectory.parent(of: store.path)
     var watch: DirectoryWatch?
     switch DirectoryWatch.start(directory, prefix: Store.fileName, ringing: changed) {
     case .success(let started): watch = started

@@ -1,4 +1,6 @@
-import Foundation
+import DBus
+import Dispatch
+import FoundationEssentials
 import Synchronization
 
 #if canImport(Glibc)
@@ -80,9 +82,7 @@ final class DirectoryWatch: Sendable {
     for pipeFD in pipeFDs { _ = fcntl(pipeFD, F_SETFD, FD_CLOEXEC) }
     let watch = DirectoryWatch(
       inotifyFD: fd, wakeRead: pipeFDs[0], wakeWrite: pipeFDs[1], prefix: Array(prefix.utf8))
-    let thread = Thread { watch.run(bell) }
-    thread.name = "directory-watch"
-    thread.start()
+    OSThread.detach(name: "directory-watch") { watch.run(bell) }
     return .success(watch)
   }
 

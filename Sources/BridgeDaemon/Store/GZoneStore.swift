@@ -1,5 +1,5 @@
 import BeaconCore
-import Foundation
+import FoundationEssentials
 import GZone
 
 /// The G-Zone poller's memory: the last load it diffed against (schema version 3). Kept so

@@ -1,5 +1,5 @@
 import BeaconCore
-import Foundation
+import FoundationEssentials
 
 /// The outbox is full: the batch was refused, and nothing older was dropped.
 public struct OutboxFull: Error, Hashable, Sendable, CustomStringConvertible {

@@ -1,6 +1,6 @@
 import BeaconCore
 import CSQLite
-import Foundation
+import FoundationEssentials
 
 /// Why the store could not be used. Every case keeps the file: a corrupt or locked database is
 /// reported, never deleted or overwritten.
@@ -60,7 +60,7 @@ public actor Store {
     do { try StateDirectory.prepare(directory) } catch {
       throw StoreError(.cannotCreateDirectory, error.description)
     }
-    let path = (directory as NSString).appendingPathComponent(Self.fileName)
+    let path = StateDirectory.path(directory, Self.fileName)
     self.path = path
     database = try Self.open(path: path)
   }

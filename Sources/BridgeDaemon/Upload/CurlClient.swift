@@ -60,6 +60,10 @@ struct HTTPTransferError: Error, Sendable, CustomStringConvertible {
 /// curl reads it.
 enum CurlClient {
   static func perform(_ request: HTTPRequest) async throws(HTTPTransferError) -> HTTPResponse {
+    // The daemon's executable runs each request in a child process (CurlTransferProcess).
+    if let executable = CurlTransferProcess.configuredExecutable {
+      return try await CurlTransferProcess.perform(request, executable: executable).get()
+    }
     // libcurl is loaded (and curl_global_init called) on the first request, not at start.
     if let problem = bb_curl_load() {
       throw HTTPTransferError(code: CURLE_FAILED_INIT.rawValue, message: String(cString: problem))
@@ -74,6 +78,16 @@ enum CurlClient {
       transfer.cancelled.store(true, ordering: .relaxed)
     }
     return try result.get()
+  }
+
+  /// The request on the calling thread (the child process of `CurlTransferProcess`). Here, in
+  /// this file, because the shim's loaded-library table is a static in a `static inline`
+  /// function, of which each compiled file may hold its own copy.
+  static func performHere(_ request: HTTPRequest) -> Result<HTTPResponse, HTTPTransferError> {
+    if let problem = bb_curl_load() {
+      return .failure(HTTPTransferError(code: CURLE_FAILED_INIT.rawValue, message: String(cString: problem)))
+    }
+    return Transfer(request).run()
   }
 
   /// One transfer: its request, what the callbacks collect, and the continuation that the

@@ -1,0 +1,47 @@
+// The daemon's own executable: what `beaconbridge run` execs (RunCommand, DaemonExecutable).
+// It links only the daemon's modules, on FoundationEssentials: no Foundation, CoreFoundation,
+// ICU or FoundationNetworking, so the daemon's resident set holds none of their code
+// (docs/PERFORMANCE.md, "Where the daemon's memory goes"). Users run `beaconbridge run`.
+import BeaconCore
+import BridgeDaemon
+import Dispatch
+import FoundationEssentials
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#endif
+
+StandardStreams.claim()
+// A child the daemon spawned for one HTTP request (libcurl stays out of the daemon itself).
+if CommandLine.arguments.count == 2 && CommandLine.arguments[1] == HTTPTransfers.childArgument {
+  exit(HTTPTransfers.serveChild())
+}
+MallocTuning.useOneArena()
+signal(SIGPIPE, SIG_IGN)
+
+let usage = "usage: beaconbridged [--config PATH] [--state-dir DIR] (started by 'beaconbridge run')\n"
+var configPath: String?
+var stateDirectory: String?
+var arguments = CommandLine.arguments.dropFirst()[...]
+while let argument = arguments.popFirst() {
+  guard argument == "--config" || argument == "--state-dir", let value = arguments.popFirst(), !value.isEmpty
+  else {
+    let message = Array("beaconbridged: unexpected argument '\(argument)'; \(usage)".utf8)
+    _ = message.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    exit(64)
+  }
+  if argument == "--config" { configPath = value } else { stateDirectory = value }
+}
+HTTPTransfers.useChildProcesses()
+let environment = ProcessInfo.processInfo.environment
+let daemon = Daemon(
+  configPath: configPath,
+  stateDirectory: StateDirectory.resolve(option: stateDirectory, environment: environment),
+  environment: environment)
+// A synchronous main whose thread parks here. An async main ends the main thread in
+// dispatch_main's pthread_exit, whose forced unwind reads the binary's .eh_frame tables (about
+// 0.7 MB of RSS, docs/PERFORMANCE.md); nothing in the daemon runs on the main actor.
+Task.detached { exit(await daemon.run()) }
+while true { DispatchSemaphore(value: 0).wait() }

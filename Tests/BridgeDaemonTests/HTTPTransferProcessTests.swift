@@ -1,0 +1,102 @@
+import BeaconTestSupport
+import Foundation
+import Testing
+
+@testable import BridgeDaemon
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Requests through `beaconbridged --http-transfer` (`CurlTransferProcess`), the way the daemon
+/// runs them, against the fake backend: the same replies and the same libcurl errors as in
+/// process (HTTPFaultTests), and a cancelled request kills its child at once.
+@Suite struct HTTPTransferProcessTests {
+  static var daemon: String {
+    var root = URL(fileURLWithPath: #filePath)
+    for _ in 0..<3 { root.deleteLastPathComponent() }
+    return root.appendingPathComponent(".build/debug/beaconbridged").path
+  }
+
+  func post(_ backend: FakeBackend, timeout: Double, executable: String = daemon) async -> Result<
+    HTTPResponse, HTTPTransferError
+  > {
+    let body = Array(#"{"tripId":"t","sequence":0,"events":[]}"#.utf8)
+    let request = HTTPRequest(
+      method: .post, url: backend.url.absoluteString,
+      headers: ["Content-Type: application/json", ContentDigest.header(for: body)],
+      body: body, timeout: timeout)
+    return await CurlTransferProcess.perform(request, executable: executable)
+  }
+
+  @Test func aReplyComesBackWhole() async throws {
+    let backend = try FakeBackend(["--script", "503:9,200"])
+    guard case .success(let refused) = await post(backend, timeout: 10) else {
+      Issue.record("no reply")
+      return
+    }
+    #expect(refused.status == 503)
+    #expect(refused.header("Retry-After") == "9")
+    guard case .success(let accepted) = await post(backend, timeout: 10) else {
+      Issue.record("no reply")
+      return
+    }
+    #expect(accepted.status == 200)
+    #expect(backend.received().map(\.status) == ["503", "200"])
+  }
+
+  @Test func aHungServerTimesOutAsInProcess() async throws {
+    let backend = try FakeBackend(["--script", "hang", "--hang", "60"])
+    let start = ContinuousClock.now
+    guard case .failure(let error) = await post(backend, timeout: 2) else {
+      Issue.record("a reply from a hung server")
+      return
+    }
+    #expect(error.timedOut, "\(error)")
+    #expect(ContinuousClock.now - start < .seconds(30))
+  }
+
+  @Test func aReplyCutShortIsLibcurlsError() async throws {
+    let backend = try FakeBackend(["--script", "partial"])
+    guard case .failure(let error) = await post(backend, timeout: 60) else {
+      Issue.record("a cut reply taken whole")
+      return
+    }
+    #expect(error.message.contains("90 bytes remaining"), "\(error)")
+  }
+
+  @Test func cancellingKillsTheChild() async throws {
+    let backend = try FakeBackend(["--script", "hang", "--hang", "60"])
+    let start = ContinuousClock.now
+    let task = Task { await post(backend, timeout: 60) }
+    try await Task.sleep(for: .milliseconds(500))
+    task.cancel()
+    guard case .failure(let error) = await task.value else {
+      Issue.record("a reply from a hung server")
+      return
+    }
+    #expect(error.cancelled, "\(error)")
+    #expect(ContinuousClock.now - start < .seconds(30))
+  }
+
+  @Test func aMissingExecutableIsAnError() async throws {
+    let backend = try FakeBackend([])
+    guard case .failure(let error) = await post(backend, timeout: 5, executable: "/nonexistent/beaconbridged")
+    else {
+      Issue.record("a reply without a child")
+      return
+    }
+    #expect(error.message.contains("cannot run /nonexistent/beaconbridged --http-transfer"), "\(error)")
+    #expect(backend.received().isEmpty)
+  }
+
+  @Test func theCodingRoundTrips() throws {
+    let request = HTTPRequest(
+      method: .get, url: "https://h/x", headers: ["A: b", "C: d"], body: [0, 1, 255], timeout: 2.5,
+      tls: TLSFiles(caFile: "/ca", certFile: nil, keyFile: "/k"))
+    let decoded = try #require(TransferCoding.decodeRequest(TransferCoding.encode(request)))
+    #expect(decoded.method == .get && decoded.url == request.url && decoded.headers == request.headers)
+    #expect(decoded.body == request.body && decoded.timeout == 2.5 && decoded.tls == request.tls)
+    #expect(TransferCoding.decodeRequest(Array(TransferCoding.encode(request).dropLast())) == nil)
+  }
+}

@@ -1,0 +1,119 @@
+import BeaconTestSupport
+import BlueZTestSupport
+import DBusTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `beaconbridge run` replaces itself with `beaconbridged`, the daemon's own executable
+/// (docs/PERFORMANCE.md): found next to the CLI, or in ../lib/beaconbridge as installed, in the
+/// same process (systemd's main PID); a clear error when it is missing.
+@Suite(.timeLimit(.minutes(2)))
+struct DaemonExecutableTests {
+  static var buildFolder: String { (ScanCommandTests.binary as NSString).deletingLastPathComponent }
+
+  /// Copies the built CLI (and the daemon when `daemonAt` is given, relative to `root`).
+  func layout(_ name: String, cliAt cli: String, daemonAt daemon: String?) throws -> String {
+    let root = try scratchDirectory(name)
+    let files = FileManager.default
+    for (from, to) in [("beaconbridge", cli), ("beaconbridged", daemon)] {
+      guard let to else { continue }
+      let target = root + "/" + to
+      try files.createDirectory(
+        atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+      try files.copyItem(atPath: Self.buildFolder + "/" + from, toPath: target)
+    }
+    return root
+  }
+
+  func run(_ binary: String, _ arguments: [String], bus: String? = nil, log: String? = nil) throws -> Process
+  {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: binary)
+    process.arguments = arguments
+    var environment = ProcessInfo.processInfo.environment
+    environment.removeValue(forKey: "NOTIFY_SOCKET")
+    environment.removeValue(forKey: "JOURNAL_STREAM")
+    if let bus { environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus }
+    process.environment = environment
+    process.standardOutput = FileHandle.nullDevice
+    if let log {
+      _ = FileManager.default.createFile(atPath: log, contents: nil)
+      process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+    }
+    try process.run()
+    return process
+  }
+
+  @Test func missingDaemonExecutableIsAClearError() async throws {
+    let scratch = try layout("no-daemon", cliAt: "bin/beaconbridge", daemonAt: nil)
+    defer { try? FileManager.default.removeItem(atPath: scratch) }
+    let root = URL(fileURLWithPath: scratch).resolvingSymlinksInPath().path
+    let err = Pipe()
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: root + "/bin/beaconbridge")
+    process.arguments = ["run", "--state-dir", root + "/state"]
+    process.standardError = err
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    #expect(await waitForExit(process))
+    let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    #expect(process.terminationStatus == 1)
+    #expect(
+      message.hasPrefix(
+        "beaconbridge: the daemon's executable beaconbridged is missing (looked for \(root)/bin/beaconbridged and \(root)/bin/../lib/beaconbridge/beaconbridged)"
+      ),
+      "\(message)")
+    #expect(message.split(separator: "\n").count == 1, "\(message)")
+  }
+
+  @Test func installedLayoutRunsTheDaemonInTheSameProcess() async throws {
+    let scratch = try layout(
+      "installed", cliAt: "usr/bin/beaconbridge", daemonAt: "usr/lib/beaconbridge/beaconbridged")
+    defer { try? FileManager.default.removeItem(atPath: scratch) }
+    let root = URL(fileURLWithPath: scratch).resolvingSymlinksInPath().path
+    let bus = try PrivateBus.start()
+    defer { bus.stop() }
+    let config = root + "/beaconbridge.conf"
+    try "".write(toFile: config, atomically: true, encoding: .utf8)
+    let process = try run(
+      root + "/usr/bin/beaconbridge", ["run", "--config", config, "--state-dir", root + "/state"],
+      bus: bus.address, log: root + "/daemon.log")
+    defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    // The PID Process started now runs the daemon's executable: exec, not a child.
+    let exe = "/proc/\(process.processIdentifier)/exe"
+    let daemon = root + "/usr/lib/beaconbridge/beaconbridged"
+    #expect(
+      try await eventually { (try? FileManager.default.destinationOfSymbolicLink(atPath: exe)) == daemon },
+      "\(exe) is \((try? FileManager.default.destinationOfSymbolicLink(atPath: exe)) ?? "gone")")
+    // And it is the daemon: it opens its store, serves its API, and on SIGTERM exits 0 (sent once
+    // its handler is in place: SigCgt in /proc/PID/status; the handler follows "ready").
+    let log: @Sendable () -> String = {
+      (try? String(contentsOfFile: root + "/daemon.log", encoding: .utf8)) ?? ""
+    }
+    #expect(try await eventually { log().contains("ready: serving org.beaconbridge") }, "\(log())")
+    #expect(FileManager.default.fileExists(atPath: root + "/state/beaconbridge.sqlite"))
+    #expect(try await eventually { catches(SIGTERM, pid: process.processIdentifier) })
+    kill(process.processIdentifier, SIGTERM)
+    #expect(await waitForExit(process))
+    #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+  }
+
+  /// Whether process `pid` has a handler for `signal` (SigCgt in /proc/PID/status).
+  func catches(_ signal: Int32, pid: Int32) -> Bool {
+    let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
+      let mask = UInt64(line.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16)
+    else { return false }
+    return mask >> (signal - 1) & 1 == 1
+  }
+
+  @Test func theDaemonExecutableRefusesWhatRunDoesNotPass() async throws {
+    let process = try run(Self.buildFolder + "/beaconbridged", ["--verbose"])
+    #expect(await waitForExit(process))
+    #expect(process.terminationStatus == 64)
+  }
+}
