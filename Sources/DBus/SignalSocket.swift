@@ -74,6 +74,9 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
   private let started = Atomic<Bool>(false)
   let wakeUps = Atomic<Int>(0)
 
+  /// `rules`' header keys as C strings, compared for every signal.
+  private let compiled: UnsafeMutableBufferPointer<CompiledMatch>
+
   /// Received bytes not yet framed: `buffer[0..<filled]`.
   private var buffer: UnsafeMutableRawBufferPointer
   private var filled = 0
@@ -102,9 +105,27 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
     wakeFD = pipeFDs[0]
     wakeWriteFD = pipeFDs[1]
     buffer = .allocate(byteCount: Self.chunk * 4, alignment: 8)
+    compiled = .allocate(capacity: rules.count)
+    _ = compiled.initialize(from: rules.map(CompiledMatch.init))
   }
 
-  deinit { buffer.deallocate() }
+  deinit {
+    buffer.deallocate()
+    for match in compiled { match.release() }
+    compiled.deallocate()
+  }
+
+  /// Whether any rule's header keys match (what `MatchRule.matchesHeader` checks).
+  private func matches(
+    sender: UnsafePointer<CChar>?, path: UnsafePointer<CChar>?, interface: UnsafePointer<CChar>?,
+    member: UnsafePointer<CChar>?
+  ) -> Bool {
+    for match in compiled
+    where match.matches(sender: sender, path: path, interface: interface, member: member) {
+      return true
+    }
+    return false
+  }
 
   /// Bytes asked of the kernel per read.
   static var chunk: Int { 64 * 1024 }
@@ -255,11 +276,9 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
     switch header.type {
     case Wire.MessageType.signal.rawValue:
       guard
-        rules.contains(where: {
-          $0.matchesHeader(
-            sender: header.sender?.pointer, path: header.path?.pointer, interface: header.interface?.pointer,
-            member: header.member?.pointer)
-        })
+        matches(
+          sender: header.sender?.pointer, path: header.path?.pointer, interface: header.interface?.pointer,
+          member: header.member?.pointer)
       else { return }
       if let item = decode(WireSignal(header: header, bytes: bytes)) {
         batch.append(.decoded(item))
@@ -316,4 +335,50 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
     batch.removeAll(keepingCapacity: true)
   }
 
+}
+
+/// A match rule's header keys as NUL-terminated C strings, allocated once per socket, so that
+/// matching a signal is `strcmp`s only: `MatchRule.matchesHeader` bridges each `String` on every
+/// call. Same rule as `matchesHeader`: a well-known sender is left to the bus.
+struct CompiledMatch {
+  let sender: UnsafeMutablePointer<CChar>?
+  let interface: UnsafeMutablePointer<CChar>?
+  let member: UnsafeMutablePointer<CChar>?
+  let path: UnsafeMutablePointer<CChar>?
+  let pathNamespace: UnsafeMutablePointer<CChar>?
+  let pathNamespaceCount: Int
+
+  init(_ rule: MatchRule) {
+    sender = rule.sender.flatMap { $0.isUnique || $0 == .bus ? strdup($0.rawValue) : nil }
+    interface = rule.interface.map { strdup($0.rawValue) }
+    member = rule.member.map { strdup($0.rawValue) }
+    path = rule.path.map { strdup($0.rawValue) }
+    // "/" holds every path.
+    pathNamespace = rule.pathNamespace.flatMap { $0.rawValue == "/" ? nil : strdup($0.rawValue) }
+    pathNamespaceCount = pathNamespace.map { strlen($0) } ?? 0
+  }
+
+  func matches(
+    sender signalSender: UnsafePointer<CChar>?, path signalPath: UnsafePointer<CChar>?,
+    interface signalInterface: UnsafePointer<CChar>?, member signalMember: UnsafePointer<CChar>?
+  ) -> Bool {
+    func equal(_ text: UnsafePointer<CChar>?, _ want: UnsafeMutablePointer<CChar>?) -> Bool {
+      guard let want else { return true }
+      guard let text else { return false }
+      return strcmp(text, want) == 0
+    }
+    guard equal(signalSender, sender), equal(signalInterface, interface), equal(signalMember, member),
+      equal(signalPath, path)
+    else { return false }
+    if let pathNamespace {
+      guard let signalPath, strncmp(signalPath, pathNamespace, pathNamespaceCount) == 0 else { return false }
+      let next = signalPath[pathNamespaceCount]
+      return next == 0 || next == CChar(UInt8(ascii: "/"))
+    }
+    return true
+  }
+
+  func release() {
+    for text in [sender, interface, member, path, pathNamespace] { free(text) }
+  }
 }

@@ -108,7 +108,7 @@ public enum Wire {
 /// A string inside a received message: a pointer into the buffer (NUL-terminated, as on the
 /// wire) and its length. Valid only while the decoder runs.
 public struct WireString {
-  let pointer: UnsafePointer<CChar>
+  @usableFromInline let pointer: UnsafePointer<CChar>
   public let count: Int
 
   /// The first byte, if any.
@@ -122,12 +122,32 @@ public struct WireString {
     }
   }
 
+  /// Compares with a name known at compile time: a length check and a `memcmp`, nothing else
+  /// (the `String` overload costs a `withUTF8` and its retain/release on every call).
+  @inlinable public func equals(_ name: WireName) -> Bool {
+    name.count == count && memcmp(pointer, name.start, count) == 0
+  }
+
   /// The bytes, without the NUL.
   public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: pointer, count: count) }
 
   /// A copy.
   public var string: String {
     String(decoding: UnsafeRawBufferPointer(start: pointer, count: count), as: UTF8.self)
+  }
+}
+
+/// A name the fast decoders compare wire strings with, made from a string literal
+/// (`WireName("RSSI")`): its bytes live in the binary, so a comparison is a `memcmp` with no
+/// allocation and no reference counting.
+public struct WireName {
+  @usableFromInline let start: UnsafePointer<UInt8>
+  @usableFromInline let count: Int
+
+  @inlinable public init(_ text: StaticString) {
+    precondition(text.hasPointerRepresentation, "a WireName is a string literal")
+    start = text.utf8Start
+    count = text.utf8CodeUnitCount
   }
 }
 
@@ -207,6 +227,14 @@ public struct WireReader {
     return out
   }
 
+  /// `ay`, in place: valid only while the decoder runs.
+  public mutating func byteRange() -> UnsafeRawBufferPointer? {
+    guard let end = beginArray(elementAlignment: 1) else { return nil }
+    let out = UnsafeRawBufferPointer(start: base + position, count: end - position)
+    position = end
+    return out
+  }
+
   /// Skips one value of a basic type; false for any other.
   mutating func skipBasic(_ code: UInt8?) -> Bool {
     switch code {
@@ -235,6 +263,9 @@ public struct WireSignal: ~Copyable {
   }
 
   public func interface(is name: InterfaceName) -> Bool { header.interface?.equals(name.rawValue) == true }
+  public func interface(is name: WireName) -> Bool { header.interface?.equals(name) == true }
+  public func member(is name: WireName) -> Bool { header.member?.equals(name) == true }
+  public func signature(is name: WireName) -> Bool { header.signature?.equals(name) ?? (name.count == 0) }
   public func member(is name: MemberName) -> Bool { header.member?.equals(name.rawValue) == true }
   /// The body's signature, such as `sa{sv}as`.
   public func signature(is text: String) -> Bool { (header.signature?.equals(text) ?? text.isEmpty) }
