@@ -25,26 +25,26 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
   public let batches: AsyncStream<[SignalItem<Decoded>]>
   /// This connection's unique name, from `Hello`.
   public let uniqueName: BusName
-  private let reader: SignalSocketReader<Decoded>
+  @usableFromInline let reader: SignalSocketReader
 
   /// Connects, authenticates, says `Hello` and adds `rules`, waiting for the bus to accept each.
-  public init(
+  ///
+  /// `@inlinable` so that the batch (`SignalBatch`) is specialized for `Decoded` in the caller's
+  /// module: generic code in this module looked up `Optional<Decoded>`, `SignalItem<Decoded>` and
+  /// `Array<…>` metadata in the runtime for every signal, about 1,000 instructions each (callgrind).
+  @inlinable public init(
     _ bus: BusAddress, rules: [MatchRule], batchInterval: Duration = .milliseconds(50),
     setupTimeout: Duration = .seconds(5), decode: @escaping @Sendable (borrowing WireSignal) -> Decoded?
   ) throws(DBusError) {
-    let address = try bus.resolve()
-    let fd = try SocketSetup.connect(address)
     let (stream, continuation) = AsyncStream.makeStream(of: [SignalItem<Decoded>].self)
-    let reader = SignalSocketReader(
-      fd: fd, rules: rules, batchInterval: batchInterval, decode: decode, continuation: continuation)
-    do {
-      try SocketSetup.authenticate(fd, timeout: setupTimeout)
-      uniqueName = try reader.setUp(rules: rules, timeout: setupTimeout)
-    } catch {
-      reader.closeUnstarted()
-      throw error
-    }
+    let batch = SignalBatch(continuation: continuation, decode: decode)
+    let sink = SignalSocketSink(
+      take: { batch.take($0) }, takeSignal: { batch.items.append(.signal($0)) }, flush: { batch.flush() },
+      finish: { continuation.finish() })
+    let (reader, name) = try SignalSocketReader.open(
+      bus, rules: rules, batchInterval: batchInterval, setupTimeout: setupTimeout, sink: sink)
     self.reader = reader
+    self.uniqueName = name
     self.batches = stream
     continuation.onTermination = { [reader] _ in reader.stop() }
     reader.start()
@@ -59,20 +59,66 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
   public var wakeUps: Int { reader.wakeUps.load(ordering: .relaxed) }
 }
 
+/// A pass's decoded items, gathered on the reader thread and handed on by `flush`.
+/// `@unchecked Sendable`: touched only by the reader thread.
+@usableFromInline final class SignalBatch<Decoded: Sendable>: @unchecked Sendable {
+  @usableFromInline var items: [SignalItem<Decoded>] = []
+  @usableFromInline let continuation: AsyncStream<[SignalItem<Decoded>]>.Continuation
+  @usableFromInline let decode: @Sendable (borrowing WireSignal) -> Decoded?
+
+  @inlinable init(
+    continuation: AsyncStream<[SignalItem<Decoded>]>.Continuation,
+    decode: @escaping @Sendable (borrowing WireSignal) -> Decoded?
+  ) {
+    self.continuation = continuation
+    self.decode = decode
+  }
+
+  /// Decodes `wire` into the batch; false if the decoder declined it.
+  @inlinable func take(_ wire: borrowing WireSignal) -> Bool {
+    guard let item = decode(wire) else { return false }
+    items.append(.decoded(item))
+    return true
+  }
+
+  @inlinable func flush() {
+    guard !items.isEmpty else { return }
+    continuation.yield(items)
+    items.removeAll(keepingCapacity: true)
+  }
+}
+
+/// What the (non-generic) reader hands each message to: closures made where `Decoded` is known.
+@usableFromInline struct SignalSocketSink {
+  let take: (borrowing WireSignal) -> Bool
+  let takeSignal: (Signal) -> Void
+  let flush: () -> Void
+  let finish: () -> Void
+
+  @usableFromInline init(
+    take: @escaping (borrowing WireSignal) -> Bool, takeSignal: @escaping (Signal) -> Void,
+    flush: @escaping () -> Void, finish: @escaping () -> Void
+  ) {
+    self.take = take
+    self.takeSignal = takeSignal
+    self.flush = flush
+    self.finish = finish
+  }
+}
+
 /// The reader thread of a `SignalSocket`. `@unchecked Sendable`: the buffer and batch are touched
 /// only by `setUp` (before the thread starts) and then by the thread; the rest is atomic.
-final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
+@usableFromInline final class SignalSocketReader: @unchecked Sendable {
   let fd: Int32
   let rules: [MatchRule]
   let batchInterval: Duration
-  let decode: @Sendable (borrowing WireSignal) -> Decoded?
-  let continuation: AsyncStream<[SignalItem<Decoded>]>.Continuation
+  let sink: SignalSocketSink
   private let wakeFD: Int32
   private let wakeWriteFD: Int32
   private let stopping = Atomic<Bool>(false)
   private let done = DispatchSemaphore(value: 0)
   private let started = Atomic<Bool>(false)
-  let wakeUps = Atomic<Int>(0)
+  @usableFromInline let wakeUps = Atomic<Int>(0)
 
   /// `rules`' header keys as C strings, compared for every signal.
   private let compiled: UnsafeMutableBufferPointer<CompiledMatch>
@@ -80,22 +126,33 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
   /// Received bytes not yet framed: `buffer[0..<filled]`.
   private var buffer: UnsafeMutableRawBufferPointer
   private var filled = 0
-  private var batch: [SignalItem<Decoded>] = []
   /// Replies awaited during set-up, by serial.
   private var awaiting: [UInt32: MemberName] = [:]
   private var setUpFailure: DBusError?
   private var helloName: String?
 
-  init(
-    fd: Int32, rules: [MatchRule], batchInterval: Duration,
-    decode: @escaping @Sendable (borrowing WireSignal) -> Decoded?,
-    continuation: AsyncStream<[SignalItem<Decoded>]>.Continuation
-  ) {
+  /// Connects, authenticates, says `Hello` and adds `rules`; the reader and the unique name.
+  @usableFromInline static func open(
+    _ bus: BusAddress, rules: [MatchRule], batchInterval: Duration, setupTimeout: Duration,
+    sink: SignalSocketSink
+  ) throws(DBusError) -> (SignalSocketReader, BusName) {
+    let address = try bus.resolve()
+    let fd = try SocketSetup.connect(address)
+    let reader = SignalSocketReader(fd: fd, rules: rules, batchInterval: batchInterval, sink: sink)
+    do {
+      try SocketSetup.authenticate(fd, timeout: setupTimeout)
+      return (reader, try reader.setUp(rules: rules, timeout: setupTimeout))
+    } catch {
+      reader.closeUnstarted()
+      throw error
+    }
+  }
+
+  init(fd: Int32, rules: [MatchRule], batchInterval: Duration, sink: SignalSocketSink) {
     self.fd = fd
     self.rules = rules
     self.batchInterval = batchInterval
-    self.decode = decode
-    self.continuation = continuation
+    self.sink = sink
     var pipeFDs: [Int32] = [-1, -1]
     if pipe(&pipeFDs) != 0 { pipeFDs = [-1, -1] }
     for pipeFD in pipeFDs where pipeFD >= 0 {
@@ -160,7 +217,7 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
     return BusName(helloName ?? "")
   }
 
-  func start() {
+  @usableFromInline func start() {
     started.store(true, ordering: .releasing)
     let thread = Thread { [self] in run() }
     thread.name = "dbus-signal-stream"
@@ -172,10 +229,10 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
     close(fd)
     if wakeFD >= 0 { close(wakeFD) }
     if wakeWriteFD >= 0 { close(wakeWriteFD) }
-    continuation.finish()
+    sink.finish()
   }
 
-  func stop() {
+  @usableFromInline func stop() {
     guard started.load(ordering: .acquiring), !stopping.exchange(true, ordering: .acquiringAndReleasing)
     else {
       return
@@ -219,7 +276,7 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
     close(fd)
     close(wakeFD)
     close(wakeWriteFD)
-    continuation.finish()
+    sink.finish()
     done.signal()
   }
 
@@ -280,11 +337,7 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
           sender: header.sender?.pointer, path: header.path?.pointer, interface: header.interface?.pointer,
           member: header.member?.pointer)
       else { return }
-      if let item = decode(WireSignal(header: header, bytes: bytes)) {
-        batch.append(.decoded(item))
-      } else {
-        generic(bytes)
-      }
+      if !sink.take(WireSignal(header: header, bytes: bytes)) { generic(bytes) }
     case Wire.MessageType.methodReturn.rawValue, Wire.MessageType.error.rawValue:
       guard let serial = header.replySerial, let member = awaiting.removeValue(forKey: serial) else { return }
       if header.type == Wire.MessageType.error.rawValue {
@@ -326,14 +379,10 @@ final class SignalSocketReader<Decoded: Sendable>: @unchecked Sendable {
           && $0.matchesBody(signal.body)
       })
     else { return }
-    batch.append(.signal(signal))
+    sink.takeSignal(signal)
   }
 
-  private func flush() {
-    guard !batch.isEmpty else { return }
-    continuation.yield(batch)
-    batch.removeAll(keepingCapacity: true)
-  }
+  private func flush() { sink.flush() }
 
 }
 
