@@ -188,6 +188,8 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
   static var chunk: Int { 64 * 1024 }
   /// Bytes read per pass at most (about 1,000 BlueZ PropertiesChanged).
   static var passLimit: Int { 256 * 1024 }
+  /// A read of at least this many bytes is followed by another before the batch is handed on.
+  static var refill: Int { 8 * 1024 }
   /// Set once set-up is over and the socket no longer blocks.
   private var nonBlocking = false
 
@@ -261,9 +263,18 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
       }
       wakeUps.add(1, ordering: .relaxed)
       if fds[1].revents != 0 { break }
-      let (open, drained) = readAvailable()
+      var (open, drained, taken) = readAvailable()
+      var passBytes = taken
       do {
         try frame()
+        // A unix socket holds only about 50 signals (the bus's send buffer), and flat out the
+        // bus refills it while we frame: while a read found at least `refill` bytes, read again
+        // into the same batch, so that a busy bus gives larger batches, not more of them.
+        while open, drained, taken >= Self.refill, passBytes < Self.passLimit {
+          (open, drained, taken) = readAvailable()
+          passBytes += taken
+          try frame()
+        }
       } catch {
         break loop
       }
@@ -283,10 +294,10 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
   /// Reads what the socket holds now, up to `passLimit` bytes: `open` is false once the bus has
   /// closed it, `drained` true when nothing was left. Bounding a pass keeps a flood from growing
   /// the buffer and the batch without limit.
-  private func readAvailable() -> (open: Bool, drained: Bool) {
+  private func readAvailable() -> (open: Bool, drained: Bool, taken: Int) {
     var taken = 0
     while true {
-      if nonBlocking, taken >= Self.passLimit { return (true, false) }
+      if nonBlocking, taken >= Self.passLimit { return (true, false, taken) }
       if buffer.count - filled < Self.chunk {
         let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 8)
         bigger.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[0..<filled]))
@@ -298,12 +309,12 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
         filled += count
         taken += count
         // In set-up (blocking) one read is enough; the loop asks again.
-        if !nonBlocking { return (true, false) }
+        if !nonBlocking { return (true, false, taken) }
         continue
       }
-      if count == 0 { return (false, true) }
+      if count == 0 { return (false, true, taken) }
       if errno == EINTR { continue }
-      return (errno == EAGAIN || errno == EWOULDBLOCK, true)
+      return (errno == EAGAIN || errno == EWOULDBLOCK, true, taken)
     }
   }
 
