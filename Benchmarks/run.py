@@ -222,6 +222,12 @@ def median_spread(values):
 # --- 2. the D-Bus path against bleak --------------------------------------------------------
 
 
+def floor_count(floor):
+    """The signals the floor program has framed so far (it answers SIGUSR1 with a JSON line)."""
+    floor.send_signal(signal.SIGUSR1)
+    return json.loads(floor.stdout.readline())["messages"]
+
+
 def dbus_vs_bleak(args, work):
     runs = []
     for run in range(args.repeats):
@@ -254,6 +260,7 @@ def dbus_vs_bleak(args, work):
             time.sleep(0.1)
         quiesce(peers + [bleak.pid])
         result = {"run": run}
+        sent_so_far = 0
         for phase, rate, total in (
             ("steady", args.steady_rate, int(args.steady_rate * args.steady_seconds)),
             ("flat", 0, args.flat_total),
@@ -266,6 +273,13 @@ def dbus_vs_bleak(args, work):
             # dbus-daemon too: flat out it still holds messages for the consumers after the
             # emitter is done, and a consumer that batches can look idle meanwhile.
             quiesce(peers + [bleak.pid, bus.process.pid])
+            sent_so_far += int(sent)
+            if floor:
+                # The floor uses so little CPU that it looks idle while it still reads: wait
+                # until it has framed everything sent so far.
+                deadline = time.monotonic() + 180
+                while floor_count(floor) < sent_so_far and time.monotonic() < deadline:
+                    time.sleep(0.5)
             after = {p: Sample(p) for _, p in measured}
             for name, pid in measured:
                 d = after[pid].since(before[pid])
