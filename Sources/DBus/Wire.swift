@@ -149,6 +149,11 @@ public struct WireName {
     start = text.utf8Start
     count = text.utf8CodeUnitCount
   }
+
+  /// A copy, for tests and messages.
+  public var string: String {
+    String(decoding: UnsafeBufferPointer(start: start, count: count), as: UTF8.self)
+  }
 }
 
 /// A cursor over a received message, reading values in wire order with the specification's
