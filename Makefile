@@ -220,10 +220,11 @@ bench:
 	# in RSS too, about 6 MB more, so the daemon's memory is measured on what is shipped.
 	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridge
 	$(SWIFT) build -c release $(SWIFTFLAGS) --product BeaconBench
+	$(SWIFT) build -c release $(SWIFTFLAGS) --product DBusPathBench
 	/usr/bin/python3 Benchmarks/run.py --beaconbridge .build/release/beaconbridge \
 	  --bench .build/release/BeaconBench --emitter .build/bench/bench-emitter \
 	  --python $(BENCH_VENV)/bin/python --bleak-script Benchmarks/bleak_consumer.py \
-	  --floor .build/bench/bench-floor --out docs/PERFORMANCE.md --repeats $(BENCH_REPEATS) $(BENCH_ARGS)
+	  --floor .build/bench/bench-floor --harness .build/release/DBusPathBench --out docs/PERFORMANCE.md --repeats $(BENCH_REPEATS) $(BENCH_ARGS)
 
 # --- Input and output boundaries (issue 14). A separate block so merges stay easy. --------------
 # `make test-io` runs every subcommand (read from the CLI's command table) with stdin closed,

@@ -319,6 +319,31 @@ def dbus_vs_bleak(args, work):
     return runs
 
 
+# --- instructions per advertisement, both peers (callgrind) ---------------------------------
+
+
+def instructions_per_ad(args, work):
+    """Instructions per advertisement under callgrind, each the slope between two stream lengths
+    at 500/s: beaconbridge's D-Bus path (DBusPathBench: SignalSocket to the pipeline, as in
+    `make bench-check`) and bleak's consumer (the interpreter and bleak, every thread). Repeatable
+    where CPU seconds are not. Also whether the kernel gives `perf stat -e instructions`."""
+    import instructions  # noqa: E402  (imports this module; here to avoid a cycle at load)
+
+    n1, n2 = args.instruction_lengths
+    ours = [instructions.dbus_path(args.harness, args.emitter, n, 500, work) for n in (n1, n2)]
+    bleak = [instructions.bleak_path(args.python, args.bleak_script, args.emitter, n, 500, work) for n in (n1, n2)]
+    perf = subprocess.run(["perf", "stat", "-x,", "-e", "instructions", "true"], capture_output=True, text=True)
+    result = {
+        "lengths": [n1, n2],
+        "beaconbridge": (ours[1] - ours[0]) / (n2 - n1),
+        "bleak": (bleak[1] - bleak[0]) / (n2 - n1),
+        "perfInstructions": perf.returncode == 0 and "<not supported>" not in perf.stderr
+        and "<not counted>" not in perf.stderr,
+    }
+    log("instructions:", result)
+    return result
+
+
 # --- 3 and 4: the daemon --------------------------------------------------------------------
 
 
@@ -491,6 +516,8 @@ def main():
     p.add_argument("--python", required=True)
     p.add_argument("--bleak-script", required=True)
     p.add_argument("--floor", help="the C floor program (Benchmarks/floor.c), run beside the peers")
+    p.add_argument("--harness", help="DBusPathBench, for instructions per advertisement (valgrind)")
+    p.add_argument("--instruction-lengths", type=int, nargs=2, default=[2_000, 6_000], metavar=("N1", "N2"))
     p.add_argument("--out", required=True)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--beacons", type=int, default=200)
@@ -502,7 +529,7 @@ def main():
     p.add_argument("--load-windows", type=int, default=3)
     p.add_argument("--flood", type=int, default=100_000)
     p.add_argument("--idle-seconds", type=float, default=60)
-    p.add_argument("--only", default="core,peers,daemon")
+    p.add_argument("--only", default="core,peers,instructions,daemon")
     args = p.parse_args()
     only = args.only.split(",")
     work = tempfile.mkdtemp(prefix="beaconbridge-bench-")
@@ -512,9 +539,13 @@ def main():
     log("core:", core)
     log("tripStart:", trips)
     peers = dbus_vs_bleak(args, work) if "peers" in only else []
+    counted = instructions_per_ad(args, work) if "instructions" in only and args.harness else {}
+    if "instructions" in only and not args.harness:
+        log("instructions per advertisement: NOT MEASURED (no --harness DBusPathBench given)")
     daemon = daemon_load(args, work) if "daemon" in only else {}
     m1 = machine()
-    raw = {"core": core, "tripStart": trips, "peers": peers, "daemon": daemon, "machine": [m0, m1]}
+    raw = {"core": core, "tripStart": trips, "peers": peers, "instructions": counted, "daemon": daemon,
+           "machine": [m0, m1]}
     with open(os.path.join(os.path.dirname(args.out) or ".", "performance-raw.json"), "w") as f:
         json.dump(raw, f, indent=1, sort_keys=True)
     write_report(args, raw, started)
@@ -572,6 +603,17 @@ def write_report(args, raw, started):
             + ("; floor framed %s" % " ".join(str(r["floor.messages"]) for r in peers)
                if all("floor.messages" in r for r in peers) else ""),
             "all", every)
+    counted = raw.get("instructions")
+    if counted:
+        n1, n2 = counted["lengths"]
+        row(f"D-Bus at 500/s: instructions per ad (callgrind, slope {n1:,}→{n2:,} ads), beaconbridge's D-Bus path "
+            "(DBusPathBench: socket to pipeline) / bleak (interpreter and bleak, every thread)",
+            f'{counted["beaconbridge"]:,.0f} / {counted["bleak"]:,.0f}')
+        row("D-Bus at 500/s: bleak ÷ beaconbridge (instructions per ad)",
+            f'{counted["bleak"] / counted["beaconbridge"]:.1f}×')
+        row("`perf stat -e instructions` (hardware counter)",
+            "supported (not used: callgrind above)" if counted["perfInstructions"]
+            else "not supported by this kernel/VM")
     if daemon:
         load = daemon["load"]
         row(f"Daemon: 200 beacons × 10 Hz, {len(load)} × {args.window_seconds:.0f} s windows, % of one core",
