@@ -112,28 +112,38 @@ struct DeviceUpdate: Sendable, Equatable {
 }
 
 /// The last single-company ManufacturerData each device sent, so that an unchanged one is handed
-/// on as the same array. Bounded: past `limit` devices it starts again empty (a flood of random
-/// addresses then costs what it did without it). Shared by every decoder in the process, behind
-/// a lock: the decoders run on D-Bus reader threads.
+/// on as the same array. A direct-mapped table of `slots` entries indexed by the device's
+/// address (no `Hasher`): two devices sharing a slot only cost an allocation when they alternate,
+/// which is what every device cost without it, and a flood of random addresses cannot grow it.
+/// Shared by every decoder in the process, behind a lock: the decoders run on D-Bus reader
+/// threads.
 final class RecentManufacturerData: Sendable {
-  static let limit = 1_024
-  private let arrays = Mutex<[DeviceKey: [ManufacturerData]]>([:])
+  static let slots = 1_024
+  private let table = Mutex<[(key: DeviceKey, data: [ManufacturerData])?]>(
+    Array(repeating: nil, count: slots))
+
+  private static func slot(_ device: DeviceKey) -> Int {
+    let mixed = (device.address.uint48 ^ device.adapter &<< 48) &* 0x9E37_79B9_7F4A_7C15
+    return Int(truncatingIfNeeded: mixed >> 54)  // 10 bits: `slots`
+  }
 
   /// The array remembered for `device` when it holds exactly `company` with `bytes`.
   func same(_ device: DeviceKey, company: UInt16, bytes: UnsafeRawBufferPointer) -> [ManufacturerData]? {
-    arrays.withLock { arrays -> [ManufacturerData]? in
-      guard let last = arrays[device], last.count == 1, last[0].companyID == company,
-        last[0].data.count == bytes.count,
-        last[0].data.withUnsafeBytes({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 })
+    let slot = Self.slot(device)
+    return table.withLock { table -> [ManufacturerData]? in
+      guard let entry = table[slot], entry.key == device, entry.data.count == 1,
+        entry.data[0].companyID == company, entry.data[0].data.count == bytes.count,
+        bytes.isEmpty
+          || entry.data[0].data.withUnsafeBytes({
+            memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+          })
       else { return nil }
-      return last
+      return entry.data
     }
   }
 
   func remember(_ device: DeviceKey, _ data: [ManufacturerData]) {
-    arrays.withLock { arrays in
-      if arrays.count >= Self.limit, arrays[device] == nil { arrays = [:] }
-      arrays[device] = data
-    }
+    let slot = Self.slot(device)
+    table.withLock { $0[slot] = (device, data) }
   }
 }
