@@ -85,11 +85,15 @@ final class DiscoverySession: @unchecked Sendable {
   /// Subscribes first, then mirrors, then starts discovery.
   func begin() async throws {
     let batches: AsyncStream<[SignalItem<DeviceUpdate>]>
+    let continuation = inputContinuation
     do {
       guard options.directSignalSocket else { throw DBusError(.notSupported, "turned off") }
+      // Batches go straight into `inputs` from the reader thread (no forwarding task per batch);
+      // `batches` then only ends, and the forwarder below finishes `inputs` when it does.
       let stream = try SignalSocket(
         .address(connection.address), rules: Self.rules, batchInterval: options.batchInterval,
-        setupTimeout: options.callTimeout, decode: DeviceUpdate.decode)
+        setupTimeout: options.callTimeout, decode: DeviceUpdate.decode
+      ) { continuation.yield(.signals($0)) }
       self.stream = stream
       batches = stream.batches
     } catch {
@@ -98,7 +102,6 @@ final class DiscoverySession: @unchecked Sendable {
       self.subscription = subscription
       batches = subscription.batches
     }
-    let continuation = inputContinuation
     forwarder = Task {
       for await batch in batches { continuation.yield(.signals(batch)) }
       continuation.finish()
