@@ -223,16 +223,18 @@ bench:
 	@$(BENCH_VENV)/bin/python -c "import bleak" 2>/dev/null || $(BENCH_VENV)/bin/pip install -q bleak
 	mkdir -p .build/bench
 	cc -O2 -Wall -Wextra -Werror -o .build/bench/bench-emitter Benchmarks/emitter.c $$(pkg-config --cflags --libs dbus-1)
+	cc -O2 -Wall -Wextra -Werror -o .build/bench/bench-floor Benchmarks/floor.c $$(pkg-config --cflags --libs dbus-1)
 	@scripts/install-deps.sh release
 	# As `make release` builds it (the Swift runtime linked in): the shared runtime's pages count
 	# in RSS too, about 6 MB more, so the daemon's memory is measured on what is shipped.
 	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridge
 	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridged
 	$(SWIFT) build -c release $(SWIFTFLAGS) --product BeaconBench
+	$(SWIFT) build -c release $(SWIFTFLAGS) --product DBusPathBench
 	/usr/bin/python3 Benchmarks/run.py --beaconbridge .build/release/beaconbridge \
 	  --bench .build/release/BeaconBench --emitter .build/bench/bench-emitter \
 	  --python $(BENCH_VENV)/bin/python --bleak-script Benchmarks/bleak_consumer.py \
-	  --out docs/PERFORMANCE.md --repeats $(BENCH_REPEATS) $(BENCH_ARGS)
+	  --floor .build/bench/bench-floor --harness .build/release/DBusPathBench --out docs/PERFORMANCE.md --repeats $(BENCH_REPEATS) $(BENCH_ARGS)
 
 # --- Input and output boundaries (issue 14). A separate block so merges stay easy. --------------
 # `make test-io` runs every subcommand (read from the CLI's command table) with stdin closed,

@@ -92,6 +92,40 @@ def dbus_path(harness, emitter, n, rate, work):
     return total(out)
 
 
+def bleak_path(python, script, emitter, n, rate, work):
+    """Instructions of bleak's consumer (Benchmarks/bleak_consumer.py: BleakScanner, the callback
+    reading the iBeacon identity) taking in n advertisements, under callgrind like the D-Bus
+    path. The interpreter runs under valgrind, so its start-up is counted too; the slope between
+    two lengths removes it. PYTHONHASHSEED=0 keeps the count repeatable."""
+    directory = tempfile.mkdtemp(dir=work, prefix=f"bleak-{n}-")
+    bus = run.Bus(directory)
+    source = run.Emitter(emitter, bus, 200)
+    out = os.path.join(directory, "bleak.cg")
+    env = dict(ENV, DBUS_SYSTEM_BUS_ADDRESS=bus.address, PYTHONHASHSEED="0")
+    consumer = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", python, script],
+        env=env, stdout=subprocess.PIPE, stderr=open(os.path.join(directory, "bleak.log"), "w"), text=True)
+    try:
+        line = consumer.stdout.readline().strip()
+        if line != "scanning":
+            raise SystemExit(f"bench-check: bleak did not start ({line!r}); see {directory}/bleak.log")
+        source("starts 1")
+        source.send(f"stream 200 {rate} {n}")
+        source.reply()
+        run.quiesce([consumer.pid, bus.process.pid], limit=600)
+        consumer.send_signal(signal.SIGTERM)
+        result = json.loads(consumer.communicate(timeout=300)[0].splitlines()[-1])
+        if result["callbacks"] != n:
+            raise SystemExit(f"bench-check: bleak saw {result['callbacks']} of {n} advertisements")
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+            consumer.wait()
+        source.stop()
+        bus.stop()
+    return total(out)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--harness", help="DBusPathBench, for the D-Bus path")

@@ -50,7 +50,7 @@ func walk(_ signature: [UInt8], _ index: inout Int, _ body: inout WireReader, de
   case UInt8(ascii: "s"), UInt8(ascii: "o"):
     guard let text = body.string() else { return false }
     precondition(text.bytes.count == text.count)
-    _ = text.equals("org.bluez.Device1")
+    precondition(text.equals("org.bluez.Device1") == text.equals(WireName("org.bluez.Device1")))
     return true
   case UInt8(ascii: "g"): return body.signature() != nil
   case UInt8(ascii: "v"):
@@ -63,7 +63,12 @@ func walk(_ signature: [UInt8], _ index: inout Int, _ body: inout WireReader, de
     let element = signature[index]
     if element == UInt8(ascii: "y") {
       index += 1
-      return body.bytes() != nil
+      // In place and copied must agree (the decoder compares ManufacturerData in place).
+      var inPlace = body
+      let range = inPlace.byteRange()
+      let copy = body.bytes()
+      precondition((range.map { Array($0) }) == copy && inPlace.position == body.position)
+      return copy != nil
     }
     let alignment =
       [UInt8(ascii: "{"), UInt8(ascii: "("), UInt8(ascii: "x"), UInt8(ascii: "t"), UInt8(ascii: "d")]

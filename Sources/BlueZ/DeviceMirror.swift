@@ -139,11 +139,19 @@ struct DeviceMirror: Sendable {
       devices[key] = record
       index = devices.index(forKey: key)
     }
-    guard let index, change(&devices.values[index]), let adapterID, key.adapter == adapterID else {
-      return nil
+    guard let index else { return nil }
+    let onAdapter = adapterID != nil && key.adapter == adapterID
+    // In place: reading `devices.values[index].advertisement` copied the whole record first
+    // (a retain and a release per field, callgrind).
+    return Self.inPlace(&devices.values[index]) { record -> Advertisement? in
+      guard change(&record), onAdapter else { return nil }
+      record.lastHeard = now
+      return record.advertisement
     }
-    devices.values[index].lastHeard = now
-    return devices.values[index].advertisement
+  }
+
+  private static func inPlace<T>(_ record: inout DeviceRecord, _ body: (inout DeviceRecord) -> T) -> T {
+    body(&record)
   }
 
   // MARK: Monitor calls

@@ -141,10 +141,17 @@ struct DeviceKey: Hashable, Sendable {
       bytes[devStart + 2] == UInt8(ascii: "e"), bytes[devStart + 3] == UInt8(ascii: "v"),
       bytes[devStart + 4] == UInt8(ascii: "_")
     else { return nil }
-    // "hciN" by the one adapter rule, so this key equals the generic path's `adapterID`.
-    guard prefixCount < devStart, let adapter = HCIDeviceID(utf8: bytes[(prefixCount - 3)..<devStart])
-    else {
-      return nil
+    // "hciN" by the one adapter rule, so this key equals the generic path's `adapterID`; hci0 to
+    // hci9 (one digit, every machine's case) without the generic parser.
+    let adapterIndex: UInt64
+    if devStart == prefixCount + 1, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[prefixCount]) {
+      adapterIndex = UInt64(bytes[prefixCount] - UInt8(ascii: "0"))
+    } else {
+      guard prefixCount < devStart, let adapter = HCIDeviceID(utf8: bytes[(prefixCount - 3)..<devStart])
+      else {
+        return nil
+      }
+      adapterIndex = UInt64(adapter.index)
     }
     var value: UInt64 = 0
     for pair in 0..<6 {
@@ -154,7 +161,7 @@ struct DeviceKey: Hashable, Sendable {
       value = value << 8 | UInt64(high << 4 | low)
     }
     guard let address = BluetoothAddress(uint48: value) else { return nil }
-    self.init(adapter: UInt64(adapter.index), address: address)
+    self.init(adapter: adapterIndex, address: address)
   }
 
   private static func hex(_ byte: UInt8) -> UInt8? {

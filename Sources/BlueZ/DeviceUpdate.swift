@@ -1,11 +1,16 @@
 import BeaconCore
 import DBus
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// A Device1 PropertiesChanged that carries advertisement data only (RSSI, TxPower,
 /// ManufacturerData as `a{qv}` of `ay`), read straight from the message on the D-Bus reader
 /// thread. It is the signal BlueZ sends for every advertisement, so it skips the generic
-/// `DBusValue` tree: names are compared as C strings and the only allocations are the path and
-/// the manufacturer bytes.
+/// `DBusValue` tree: names are compared as bytes, and manufacturer data equal to what the device sent last is
+/// handed on without allocating (`RecentManufacturerData`).
 ///
 /// Anything else (another property, another type, invalidated properties) is declined and takes
 /// the generic path, which also logs malformed values.
@@ -16,28 +21,45 @@ struct DeviceUpdate: Sendable, Equatable {
   /// nil when the change did not carry ManufacturerData; sorted by company, like the generic path.
   var manufacturerData: [ManufacturerData]?
 
+  /// The names the decoder compares with, as bytes in the binary (`WireName`): comparing with a
+  /// `String` cost about 100 instructions a name, a dozen names per signal. They spell the
+  /// same as `BlueZ.Property`'s and `BlueZ.deviceInterface` (DeviceUpdateTests checks).
+  enum Name {
+    static var propertiesChanged: WireName { WireName("PropertiesChanged") }
+    static var properties: WireName { WireName("org.freedesktop.DBus.Properties") }
+    static var device: WireName { WireName("org.bluez.Device1") }
+    static var withInvalidated: WireName { WireName("sa{sv}as") }
+    static var withoutInvalidated: WireName { WireName("sa{sv}") }
+    static var rssi: WireName { WireName("RSSI") }
+    static var txPower: WireName { WireName("TxPower") }
+    static var manufacturerData: WireName { WireName("ManufacturerData") }
+    static var int16: WireName { WireName("n") }
+    static var companies: WireName { WireName("a{qv}") }
+    static var bytes: WireName { WireName("ay") }
+  }
+
   static func decode(_ signal: borrowing WireSignal) -> DeviceUpdate? {
-    guard signal.member(is: BlueZ.SignalName.propertiesChanged), signal.interface(is: .properties),
-      signal.signature(is: "sa{sv}as") || signal.signature(is: "sa{sv}"),
+    guard signal.member(is: Name.propertiesChanged), signal.interface(is: Name.properties),
+      signal.signature(is: Name.withInvalidated) || signal.signature(is: Name.withoutInvalidated),
       let key = signal.withPath(DeviceKey.init)
     else { return nil }
     var body = signal.body
-    guard body.string()?.equals(BlueZ.deviceInterface.rawValue) == true,
+    guard body.string()?.equals(Name.device) == true,
       let end = body.beginArray(elementAlignment: 8)
     else { return nil }
     var rssi: Int16?
     var txPower: Int16?
     var manufacturerData: [ManufacturerData]?
     while body.position < end {
-      guard body.align(8), let key = body.string(), let type = body.signature() else { return nil }
-      if key.equals(BlueZ.Property.rssi) {
-        guard type.equals("n"), let value = body.int16() else { return nil }
+      guard body.align(8), let name = body.string(), let type = body.signature() else { return nil }
+      if name.equals(Name.rssi) {
+        guard type.equals(Name.int16), let value = body.int16() else { return nil }
         rssi = value
-      } else if key.equals(BlueZ.Property.txPower) {
-        guard type.equals("n"), let value = body.int16() else { return nil }
+      } else if name.equals(Name.txPower) {
+        guard type.equals(Name.int16), let value = body.int16() else { return nil }
         txPower = value
-      } else if key.equals(BlueZ.Property.manufacturerData) {
-        guard type.equals("a{qv}"), let data = companies(&body) else { return nil }
+      } else if name.equals(Name.manufacturerData) {
+        guard type.equals(Name.companies), let data = companies(&body, of: key) else { return nil }
         manufacturerData = data
       } else {
         return nil
@@ -45,7 +67,7 @@ struct DeviceUpdate: Sendable, Equatable {
     }
     guard body.position == end else { return nil }
     // Invalidated properties (`as`) must be absent or empty.
-    if signal.signature(is: "sa{sv}as") {
+    if signal.signature(is: Name.withInvalidated) {
       guard let invalidatedEnd = body.beginArray(elementAlignment: 4), invalidatedEnd == body.position else {
         return nil
       }
@@ -54,12 +76,26 @@ struct DeviceUpdate: Sendable, Equatable {
     return DeviceUpdate(key: key, rssi: rssi, txPower: txPower, manufacturerData: manufacturerData)
   }
 
-  /// The value of `a{qv}` whose variants hold `ay`; nil for any other shape.
-  private static func companies(_ body: inout WireReader) -> [ManufacturerData]? {
+  /// The value of `a{qv}` whose variants hold `ay`; nil for any other shape. A beacon sends the
+  /// same bytes in every advertisement, so one company whose bytes equal what `device` sent last
+  /// time gives back that same array (`recent`): no allocation, and the mirror's record keeps
+  /// the storage it already holds.
+  private static func companies(_ body: inout WireReader, of device: DeviceKey) -> [ManufacturerData]? {
     guard let end = body.beginArray(elementAlignment: 8) else { return nil }
+    let start = body.position
+    // The common case, one company: compared in place.
+    if body.align(8), let company = body.uint16(), body.signature()?.equals(Name.bytes) == true,
+      let bytes = body.byteRange(), body.position == end
+    {
+      if let same = recent.same(device, company: company, bytes: bytes) { return same }
+      let out = [ManufacturerData(companyID: company, data: Array(bytes))]
+      recent.remember(device, out)
+      return out
+    }
+    body.position = start
     var out: [ManufacturerData] = []
     while body.position < end {
-      guard body.align(8), let company = body.uint16(), body.signature()?.equals("ay") == true,
+      guard body.align(8), let company = body.uint16(), body.signature()?.equals(Name.bytes) == true,
         let bytes = body.bytes()
       else { return nil }
       // A repeated company keeps its last value, as the generic path does.
@@ -69,5 +105,45 @@ struct DeviceUpdate: Sendable, Equatable {
     guard body.position == end else { return nil }
     if out.count > 1 { out.sort { $0.companyID < $1.companyID } }
     return out
+  }
+
+  /// The last single-company manufacturer data decoded per device.
+  static let recent = RecentManufacturerData()
+}
+
+/// The last single-company ManufacturerData each device sent, so that an unchanged one is handed
+/// on as the same array. A direct-mapped table of `slots` entries indexed by the device's
+/// address (no `Hasher`): two devices sharing a slot only cost an allocation when they alternate,
+/// which is what every device cost without it, and a flood of random addresses cannot grow it.
+/// Shared by every decoder in the process, behind a lock: the decoders run on D-Bus reader
+/// threads.
+final class RecentManufacturerData: Sendable {
+  static let slots = 1_024
+  private let table = Mutex<[(key: DeviceKey, data: [ManufacturerData])?]>(
+    Array(repeating: nil, count: slots))
+
+  private static func slot(_ device: DeviceKey) -> Int {
+    let mixed = (device.address.uint48 ^ device.adapter &<< 48) &* 0x9E37_79B9_7F4A_7C15
+    return Int(truncatingIfNeeded: mixed >> 54)  // 10 bits: `slots`
+  }
+
+  /// The array remembered for `device` when it holds exactly `company` with `bytes`.
+  func same(_ device: DeviceKey, company: UInt16, bytes: UnsafeRawBufferPointer) -> [ManufacturerData]? {
+    let slot = Self.slot(device)
+    return table.withLock { table -> [ManufacturerData]? in
+      guard let entry = table[slot], entry.key == device, entry.data.count == 1,
+        entry.data[0].companyID == company, entry.data[0].data.count == bytes.count,
+        bytes.isEmpty
+          || entry.data[0].data.withUnsafeBytes({
+            memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+          })
+      else { return nil }
+      return entry.data
+    }
+  }
+
+  func remember(_ device: DeviceKey, _ data: [ManufacturerData]) {
+    let slot = Self.slot(device)
+    table.withLock { $0[slot] = (device, data) }
   }
 }

@@ -108,8 +108,13 @@ public enum Wire {
 /// A string inside a received message: a pointer into the buffer (NUL-terminated, as on the
 /// wire) and its length. Valid only while the decoder runs.
 public struct WireString {
-  let pointer: UnsafePointer<CChar>
+  @usableFromInline let pointer: UnsafePointer<CChar>
   public let count: Int
+
+  @usableFromInline init(pointer: UnsafePointer<CChar>, count: Int) {
+    self.pointer = pointer
+    self.count = count
+  }
 
   /// The first byte, if any.
   var first: UInt8? { count > 0 ? UInt8(bitPattern: pointer[0]) : nil }
@@ -122,6 +127,12 @@ public struct WireString {
     }
   }
 
+  /// Compares with a name known at compile time: a length check and a `memcmp`, nothing else
+  /// (the `String` overload costs a `withUTF8` and its retain/release on every call).
+  @inlinable public func equals(_ name: WireName) -> Bool {
+    name.count == count && memcmp(pointer, name.start, count) == 0
+  }
+
   /// The bytes, without the NUL.
   public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: pointer, count: count) }
 
@@ -131,13 +142,32 @@ public struct WireString {
   }
 }
 
+/// A name the fast decoders compare wire strings with, made from a string literal
+/// (`WireName("RSSI")`): its bytes live in the binary, so a comparison is a `memcmp` with no
+/// allocation and no reference counting.
+public struct WireName {
+  @usableFromInline let start: UnsafePointer<UInt8>
+  @usableFromInline let count: Int
+
+  @inlinable public init(_ text: StaticString) {
+    precondition(text.hasPointerRepresentation, "a WireName is a string literal")
+    start = text.utf8Start
+    count = text.utf8CodeUnitCount
+  }
+
+  /// A copy, for tests and messages.
+  public var string: String {
+    String(decoding: UnsafeBufferPointer(start: start, count: count), as: UTF8.self)
+  }
+}
+
 /// A cursor over a received message, reading values in wire order with the specification's
 /// alignment (relative to the start of the message). Every read checks bounds and returns nil
 /// when the value does not fit, so a decoder cannot read outside the message.
 public struct WireReader {
-  let base: UnsafeRawPointer
-  let count: Int
-  let bigEndian: Bool
+  @usableFromInline let base: UnsafeRawPointer
+  @usableFromInline let count: Int
+  @usableFromInline let bigEndian: Bool
   /// The offset of the next value from the start of the message.
   public var position = 0
 
@@ -148,14 +178,14 @@ public struct WireReader {
   }
 
   /// Skips padding up to a multiple of `alignment` (1, 2, 4 or 8).
-  public mutating func align(_ alignment: Int) -> Bool {
+  @inlinable public mutating func align(_ alignment: Int) -> Bool {
     let aligned = (position + alignment - 1) & ~(alignment - 1)
     guard aligned <= count else { return false }
     position = aligned
     return true
   }
 
-  private mutating func fixed<T: FixedWidthInteger>(_: T.Type) -> T? {
+  @inlinable mutating func fixed<T: FixedWidthInteger>(_: T.Type) -> T? {
     let size = MemoryLayout<T>.size
     guard align(size), position + size <= count else { return nil }
     let raw = base.loadUnaligned(fromByteOffset: position, as: T.self)
@@ -163,14 +193,14 @@ public struct WireReader {
     return bigEndian ? T(bigEndian: raw) : T(littleEndian: raw)
   }
 
-  public mutating func byte() -> UInt8? { fixed(UInt8.self) }
-  public mutating func int16() -> Int16? { fixed(Int16.self) }
-  public mutating func uint16() -> UInt16? { fixed(UInt16.self) }
-  public mutating func int32() -> Int32? { fixed(Int32.self) }
-  public mutating func uint32() -> UInt32? { fixed(UInt32.self) }
+  @inlinable public mutating func byte() -> UInt8? { fixed(UInt8.self) }
+  @inlinable public mutating func int16() -> Int16? { fixed(Int16.self) }
+  @inlinable public mutating func uint16() -> UInt16? { fixed(UInt16.self) }
+  @inlinable public mutating func int32() -> Int32? { fixed(Int32.self) }
+  @inlinable public mutating func uint32() -> UInt32? { fixed(UInt32.self) }
 
   /// `s` or `o`: a 32-bit length, the bytes, a NUL.
-  public mutating func string() -> WireString? {
+  @inlinable public mutating func string() -> WireString? {
     guard let length = uint32().map(Int.init), length < count, position + length < count,
       base.load(fromByteOffset: position + length, as: UInt8.self) == 0
     else { return nil }
@@ -180,7 +210,7 @@ public struct WireReader {
   }
 
   /// `g`: an 8-bit length, the bytes, a NUL.
-  public mutating func signature() -> WireString? {
+  @inlinable public mutating func signature() -> WireString? {
     guard let length = byte().map(Int.init), position + length < count,
       base.load(fromByteOffset: position + length, as: UInt8.self) == 0
     else { return nil }
@@ -191,7 +221,7 @@ public struct WireReader {
 
   /// Starts an array whose elements align to `alignment`; returns the offset where it ends.
   /// Read elements while `position` is below it.
-  public mutating func beginArray(elementAlignment alignment: Int) -> Int? {
+  @inlinable public mutating func beginArray(elementAlignment alignment: Int) -> Int? {
     guard let length = uint32().map(Int.init), length <= count, align(alignment), position + length <= count
     else {
       return nil
@@ -203,6 +233,14 @@ public struct WireReader {
   public mutating func bytes() -> [UInt8]? {
     guard let end = beginArray(elementAlignment: 1) else { return nil }
     let out = Array(UnsafeRawBufferPointer(start: base + position, count: end - position))
+    position = end
+    return out
+  }
+
+  /// `ay`, in place: valid only while the decoder runs.
+  @inlinable public mutating func byteRange() -> UnsafeRawBufferPointer? {
+    guard let end = beginArray(elementAlignment: 1) else { return nil }
+    let out = UnsafeRawBufferPointer(start: base + position, count: end - position)
     position = end
     return out
   }
@@ -235,6 +273,9 @@ public struct WireSignal: ~Copyable {
   }
 
   public func interface(is name: InterfaceName) -> Bool { header.interface?.equals(name.rawValue) == true }
+  public func interface(is name: WireName) -> Bool { header.interface?.equals(name) == true }
+  public func member(is name: WireName) -> Bool { header.member?.equals(name) == true }
+  public func signature(is name: WireName) -> Bool { header.signature?.equals(name) ?? (name.count == 0) }
   public func member(is name: MemberName) -> Bool { header.member?.equals(name.rawValue) == true }
   /// The body's signature, such as `sa{sv}as`.
   public func signature(is text: String) -> Bool { (header.signature?.equals(text) ?? text.isEmpty) }

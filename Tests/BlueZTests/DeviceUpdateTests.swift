@@ -171,6 +171,56 @@ struct DeviceUpdateTests {
     }
   }
 
+  /// The decoder's byte names spell what the generic path's `String`s do.
+  @Test func byteNamesSpellTheGenericNames() {
+    typealias Name = DeviceUpdate.Name
+    #expect(Name.rssi.string == BlueZ.Property.rssi)
+    #expect(Name.txPower.string == BlueZ.Property.txPower)
+    #expect(Name.manufacturerData.string == BlueZ.Property.manufacturerData)
+    #expect(Name.device.string == BlueZ.deviceInterface.rawValue)
+    #expect(Name.properties.string == InterfaceName.properties.rawValue)
+    #expect(Name.propertiesChanged.string == BlueZ.SignalName.propertiesChanged.rawValue)
+  }
+
+  /// A device that sends the same ManufacturerData again gets the same array back (no
+  /// allocation, shared storage); changed bytes, another company or another device get their own.
+  @Test func unchangedManufacturerDataIsHandedOnAsTheSameArray() async throws {
+    // Paths of their own: the remembered arrays are shared by every decoder in the process.
+    let one: ObjectPath = "/org/bluez/hci0/dev_C0_FF_EE_00_77_01"
+    let two: ObjectPath = "/org/bluez/hci0/dev_C0_FF_EE_00_77_02"
+    var other = Self.iBeacon
+    other[21] = 9
+    let sent: [(ObjectPath, UInt16, [UInt8])] = [
+      (one, 0x004C, Self.iBeacon), (one, 0x004C, Self.iBeacon), (one, 0x004C, other), (one, 0x0059, other),
+      (two, 0x0059, other), (one, 0x0059, other),
+    ]
+    let bodies = sent.map { _, company, bytes -> [DBusValue] in
+      [
+        .string(BlueZ.deviceInterface.rawValue),
+        .stringVariantDictionary(["ManufacturerData": Self.manufacturer([(company, .bytes(bytes))])]),
+        .stringArray([]),
+      ]
+    }
+    let items = try await Self.roundTrip(bodies, via: .socket, paths: sent.map(\.0))
+    let arrays = try items.map { item -> [ManufacturerData] in
+      guard case .decoded(let update) = item, let data = update.manufacturerData else {
+        throw CancellationError()
+      }
+      return data
+    }
+    try #require(arrays.count == sent.count)
+    for ((_, company, bytes), data) in zip(sent, arrays) {
+      #expect(data == [ManufacturerData(companyID: company, data: bytes)])
+    }
+    func storage(_ data: [ManufacturerData]) -> UnsafeRawPointer? {
+      data[0].data.withUnsafeBytes { $0.baseAddress }
+    }
+    #expect(storage(arrays[0]) == storage(arrays[1]), "unchanged: the same array")
+    #expect(storage(arrays[1]) != storage(arrays[2]), "changed bytes: a new array")
+    #expect(storage(arrays[3]) != storage(arrays[4]), "another device: its own array")
+    #expect(storage(arrays[3]) == storage(arrays[5]), "unchanged again after another device spoke")
+  }
+
   /// The device's key is read from the path bytes in place; it must agree with parsing the path
   /// as a string, and a path of another shape must be declined.
   @Test func keysFromThePathAgree() async throws {
