@@ -90,7 +90,7 @@ struct DaemonExecutableTests {
       try await eventually { (try? FileManager.default.destinationOfSymbolicLink(atPath: exe)) == daemon },
       "\(exe) is \((try? FileManager.default.destinationOfSymbolicLink(atPath: exe)) ?? "gone")")
     // And it is the daemon: it opens its store, serves its API, and on SIGTERM exits 0 (sent once
-    // its handler is in place: SigCgt in /proc/PID/status; the handler follows "ready").
+    // its handler is in place: SigCgt in /proc/PID/status; it is set before READY=1).
     let log: @Sendable () -> String = {
       (try? String(contentsOfFile: root + "/daemon.log", encoding: .utf8)) ?? ""
     }

@@ -58,6 +58,25 @@ final class MonitoredDaemon: Sendable {
 struct DaemonWithoutHardwareTests {
   let cli = DaemonEndToEndTests()
 
+  /// systemd may stop the unit the moment it said READY=1: that is a clean stop (exit 0), not a
+  /// death by SIGTERM, and the store it opened is intact.
+  @Test(arguments: 0..<5)
+  func aStopRightAfterReadyIsACleanExit(round: Int) async throws {
+    let bus = try PrivateBus.start()
+    defer { bus.stop() }
+    let dir = try scratchDirectory("ready-stop")
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let config = dir + "/beaconbridge.conf"
+    try "".write(toFile: config, atomically: true, encoding: .utf8)
+    let daemon = try MonitoredDaemon(config: config, stateDirectory: dir, bus: bus.address)
+    let deadline = ContinuousClock.now + .seconds(20)
+    while !daemon.notify.drain().contains("READY=1"), ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(1))
+    }
+    #expect(await daemon.stop(), "round \(round): \(daemon.process.terminationReason), log:\n\(daemon.log)")
+    #expect(FileManager.default.fileExists(atPath: dir + "/beaconbridge.sqlite"))
+  }
+
   @Test func withoutBluetoothdItIsReadyAndTripDeadlinesRun() async throws {
     // A bus with no org.bluez at all: bluetoothd is not installed or not running.
     let bus = try PrivateBus.start()

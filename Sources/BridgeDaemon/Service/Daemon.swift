@@ -115,6 +115,10 @@ public struct Daemon: Sendable {
     // Ready once the API is served: the name is owned, the store is open and trips are accepted.
     // Scanning may still wait for an adapter or bluetoothd (as bluetoothd itself starts without
     // a controller); STATUS= and `doctor` say what it waits for.
+    // The stop signals are caught from here on: a SIGTERM right after READY=1 (systemctl stop
+    // as the unit comes up) is a clean stop, queued until the services run, not a death by
+    // signal.
+    let signals = SignalStream.make([SIGTERM, SIGINT, SIGHUP])
     notifier.notify("READY=1")
     logger.log(.notice, "ready: serving \(BridgeServiceNames.busName) on the system bus")
 
@@ -144,7 +148,7 @@ public struct Daemon: Sendable {
       services.append(WatchdogService(notifier: notifier, interval: interval))
     }
     let group = ServiceGroup(
-      services: services, signals: SignalStream.make([SIGTERM, SIGINT, SIGHUP]),
+      services: services, signals: signals,
       reload: {
         notifier.notify("RELOADING=1")
         do {
