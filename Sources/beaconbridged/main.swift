@@ -25,6 +25,13 @@ let usage = "usage: beaconbridged [--config PATH] [--state-dir DIR] (started by 
 var configPath: String?
 var stateDirectory: String?
 var arguments = CommandLine.arguments.dropFirst()[...]
+if arguments.contains("--help") || arguments.contains("-h") {
+  let help = Array(
+    (usage + "The daemon's executable. Run it as 'beaconbridge run' (see 'beaconbridge run --help', "
+      + "man beaconbridge), or through systemd: systemctl start beaconbridge.\n").utf8)
+  _ = help.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+  exit(0)
+}
 while let argument = arguments.popFirst() {
   guard argument == "--config" || argument == "--state-dir", let value = arguments.popFirst(), !value.isEmpty
   else {

@@ -111,6 +111,14 @@ struct DaemonExecutableTests {
     return mask >> (signal - 1) & 1 == 1
   }
 
+  @Test func theDaemonExecutableAnswersHelpAndPointsAtRun() throws {
+    let help = try runProcess(Self.buildFolder + "/beaconbridged", ["--help"])
+    #expect(help.status == 0)
+    #expect(help.stdout.hasPrefix("usage: beaconbridged [--config PATH] [--state-dir DIR]"), "\(help.stdout)")
+    #expect(help.stdout.contains("beaconbridge run --help"))
+    #expect(help.stderr.isEmpty)
+  }
+
   @Test func theDaemonExecutableRefusesWhatRunDoesNotPass() async throws {
     let process = try run(Self.buildFolder + "/beaconbridged", ["--verbose"])
     #expect(await waitForExit(process))
