@@ -111,6 +111,47 @@ struct DaemonExecutableTests {
     return mask >> (signal - 1) & 1 == 1
   }
 
+  /// A package upgrade replaces the executable under a running daemon (dpkg renames the new file
+  /// over the old). Until systemd restarts it, its HTTP children are still its own version: they
+  /// are spawned from /proc/self/exe, not from the path, so uploads go on.
+  @Test func uploadsGoOnAfterTheExecutableIsReplacedUnderTheDaemon() async throws {
+    let scratch = try layout(
+      "upgrade", cliAt: "usr/bin/beaconbridge", daemonAt: "usr/lib/beaconbridge/beaconbridged")
+    defer { try? FileManager.default.removeItem(atPath: scratch) }
+    let root = URL(fileURLWithPath: scratch).resolvingSymlinksInPath().path
+    let bus = try PrivateBus.start()
+    defer { bus.stop() }
+    let backend = try FakeBackend()
+    let state = root + "/state"
+    try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+    let config = try fallbackConfiguration(in: root, upload: "URL = \(backend.url.absoluteString)")
+    let process = try run(
+      root + "/usr/bin/beaconbridge", ["run", "--config", config, "--state-dir", state], bus: bus.address,
+      log: root + "/daemon.log")
+    defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    let cli = DaemonEndToEndTests()
+    #expect(
+      try await eventually(.seconds(20)) {
+        (try? cli.cli(["status"], bus: bus.address, dir: state).status) == 0
+      })
+    // The new version: not a daemon at all, so a child spawned from the path would fail.
+    let daemon = root + "/usr/lib/beaconbridge/beaconbridged"
+    try "#!/bin/sh\nexit 3\n".write(toFile: daemon + ".dpkg-new", atomically: false, encoding: .utf8)
+    #expect(chmod(daemon + ".dpkg-new", 0o755) == 0)
+    #expect(rename(daemon + ".dpkg-new", daemon) == 0)
+    #expect(try cli.cli(["trip", "start", "--trip-id", "u1"], bus: bus.address, dir: state).status == 0)
+    let sent = try cli.cli(
+      ["trip", "events", "--trip-id", "u1", "-"], bus: bus.address, dir: state, stdin: #"[{"type":"a"}]"#)
+    #expect(sent.status == 0, "\(sent.stderr)")
+    #expect(
+      try await eventually(.seconds(20)) {
+        backend.received().contains { $0.status == "200" && $0.key == "u1#0" }
+      },
+      "\((try? String(contentsOfFile: root + "/daemon.log", encoding: .utf8)) ?? "")")
+    kill(process.processIdentifier, SIGTERM)
+    #expect(await waitForExit(process))
+  }
+
   @Test func theDaemonExecutableAnswersHelpAndPointsAtRun() throws {
     let help = try runProcess(Self.buildFolder + "/beaconbridged", ["--help"])
     #expect(help.status == 0)

@@ -312,13 +312,15 @@ public enum HTTPTransfers {
 
   /// From now on, HTTP requests run in child processes of this executable (/proc/self/exe).
   /// Returns false, and requests stay in process, when the executable cannot be named.
+  ///
+  /// The child is spawned from `/proc/self/exe`, not from the path it was started as: after a
+  /// package upgrade has replaced the file, the running daemon's children are still its own
+  /// version (the same pipe format), until systemd restarts it.
   @discardableResult
   public static func useChildProcesses() -> Bool {
     var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-    let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-    guard count > 0 else { return false }
-    CurlTransferProcess.runTransfers(
-      in: String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    guard readlink("/proc/self/exe", &buffer, buffer.count - 1) > 0 else { return false }
+    CurlTransferProcess.runTransfers(in: "/proc/self/exe")
     return true
   }
 
