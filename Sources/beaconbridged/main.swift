@@ -35,7 +35,10 @@ if arguments.contains("--help") || arguments.contains("-h") {
 while let argument = arguments.popFirst() {
   guard argument == "--config" || argument == "--state-dir", let value = arguments.popFirst(), !value.isEmpty
   else {
-    let message = Array("beaconbridged: unexpected argument '\(argument)'; \(usage)".utf8)
+    let problem =
+      argument == "--config" || argument == "--state-dir"
+      ? "\(argument) needs a value" : "unexpected argument '\(argument)'"
+    let message = Array("beaconbridged: \(problem); \(usage)".utf8)
     _ = message.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
     exit(64)
   }

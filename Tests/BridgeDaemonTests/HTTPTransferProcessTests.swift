@@ -90,6 +90,18 @@ import Testing
     #expect(backend.received().isEmpty)
   }
 
+  /// Run by hand (stdin a terminal's EOF, or anything that is not a request), the child says
+  /// what it is on one line and sends nothing.
+  @Test(arguments: ["", "POST http://example/ HTTP/1.1\n"])
+  func theChildRefusesInputThatIsNotARequest(input: String) throws {
+    let run = try runProcess(Self.daemon, ["--http-transfer"], stdin: input)
+    #expect(run.status == 64)
+    #expect(run.stdout.isEmpty)
+    #expect(
+      run.stderr.hasPrefix("beaconbridged --http-transfer: stdin held no transfer request"), "\(run.stderr)")
+    #expect(run.stderr.split(separator: "\n").count == 1)
+  }
+
   @Test func theCodingRoundTrips() throws {
     let request = HTTPRequest(
       method: .get, url: "https://h/x", headers: ["A: b", "C: d"], body: [0, 1, 255], timeout: 2.5,

@@ -160,9 +160,15 @@ struct DaemonExecutableTests {
     #expect(help.stderr.isEmpty)
   }
 
-  @Test func theDaemonExecutableRefusesWhatRunDoesNotPass() async throws {
-    let process = try run(Self.buildFolder + "/beaconbridged", ["--verbose"])
-    #expect(await waitForExit(process))
-    #expect(process.terminationStatus == 64)
+  @Test(arguments: [
+    (["--verbose"], "beaconbridged: unexpected argument '--verbose'; usage: beaconbridged"),
+    (["--config"], "beaconbridged: --config needs a value; usage: beaconbridged"),
+    (["--state-dir", ""], "beaconbridged: --state-dir needs a value; usage: beaconbridged"),
+  ])
+  func theDaemonExecutableRefusesWhatRunDoesNotPass(arguments: [String], message: String) throws {
+    let refused = try runProcess(Self.buildFolder + "/beaconbridged", arguments)
+    #expect(refused.status == 64)
+    #expect(refused.stderr.hasPrefix(message), "\(refused.stderr)")
+    #expect(refused.stderr.split(separator: "\n").count == 1)
   }
 }

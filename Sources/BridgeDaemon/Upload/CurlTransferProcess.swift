@@ -142,7 +142,14 @@ enum CurlTransferProcess {
   /// exit status.
   static func serve() -> Int32 {
     bb_die_with_parent()
-    guard let request = TransferCoding.decodeRequest(readAll(STDIN_FILENO)) else { return 64 }
+    guard let request = TransferCoding.decodeRequest(readAll(STDIN_FILENO)) else {
+      _ = writeAll(
+        STDERR_FILENO,
+        Array(
+          "beaconbridged \(argument): stdin held no transfer request (this is the daemon's own HTTP child, not a command: use 'beaconbridge run')\n"
+            .utf8))
+      return 64
+    }
     let result = CurlClient.performHere(request)
     return writeAll(STDOUT_FILENO, TransferCoding.encode(result)) ? 0 : 1
   }
