@@ -325,8 +325,7 @@ public enum HTTPTransfers {
   /// version (the same pipe format), until systemd restarts it.
   @discardableResult
   public static func useChildProcesses() -> Bool {
-    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-    guard readlink("/proc/self/exe", &buffer, buffer.count - 1) > 0 else { return false }
+    guard access("/proc/self/exe", X_OK) == 0 else { return false }
     CurlTransferProcess.runTransfers(in: "/proc/self/exe")
     return true
   }
