@@ -236,6 +236,26 @@ bench:
 	  --python $(BENCH_VENV)/bin/python --bleak-script Benchmarks/bleak_consumer.py \
 	  --floor .build/bench/bench-floor --harness .build/release/DBusPathBench --out docs/PERFORMANCE.md --repeats $(BENCH_REPEATS) $(BENCH_ARGS)
 
+# `make code-order` rewrites Sources/beaconbridged/hot-functions.txt: the functions the daemon
+# runs in the bench's daemon phase, under callgrind (Benchmarks/code-order.py), which lld lays out
+# side by side in the release build (Package.swift). Rerun it when the daemon's code has moved a
+# lot; `make bench` shows what it buys ("Daemon: RSS with 1000 beacons in range").
+.PHONY: code-order
+code-order:
+	@scripts/install-deps.sh build
+	@scripts/install-deps.sh bench
+	@scripts/install-deps.sh release
+	mkdir -p .build/bench
+	cc -O2 -Wall -Wextra -Werror -o .build/bench/bench-emitter Benchmarks/emitter.c $$(pkg-config --cflags --libs dbus-1)
+	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridge
+	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridged
+	/usr/bin/python3 Benchmarks/code-order.py --daemon .build/release/beaconbridged \
+	  --cli .build/release/beaconbridge --emitter .build/bench/bench-emitter \
+	  --out Sources/beaconbridged/hot-functions.txt
+	# lld reads the list at link time only: relink with it.
+	rm -f .build/release/beaconbridged
+	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridged
+
 # --- Input and output boundaries (issue 14). A separate block so merges stay easy. --------------
 # `make test-io` runs every subcommand (read from the CLI's command table) with stdin closed,
 # stdout to /dev/full, to a closed pipe and closed, and fails unless each exits 1-128 with one

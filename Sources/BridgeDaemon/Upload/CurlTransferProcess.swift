@@ -323,12 +323,22 @@ public enum HTTPTransfers {
   /// The child is spawned from `/proc/self/exe`, not from the path it was started as: after a
   /// package upgrade has replaced the file, the running daemon's children are still its own
   /// version (the same pipe format), until systemd restarts it.
+  ///
+  /// `BEACONBRIDGE_TRANSFER_EXECUTABLE` names another executable for the children: only for a
+  /// daemon run under valgrind (`make code-order`), where /proc/self/exe is valgrind itself.
   @discardableResult
   public static func useChildProcesses() -> Bool {
+    if let named = getenv(transferExecutableVariable), named.pointee != 0 {
+      CurlTransferProcess.runTransfers(in: String(cString: named))
+      return true
+    }
     guard access("/proc/self/exe", X_OK) == 0 else { return false }
     CurlTransferProcess.runTransfers(in: "/proc/self/exe")
     return true
   }
+
+  /// See `useChildProcesses()`.
+  public static let transferExecutableVariable = "BEACONBRIDGE_TRANSFER_EXECUTABLE"
 
   /// Serves one transfer on stdin/stdout; returns the exit status.
   public static func serveChild() -> Int32 { CurlTransferProcess.serve() }

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""The functions the daemon runs, for the linker to put side by side (docs/PERFORMANCE.md, "Where
+the daemon's memory goes": the code layout).
+
+    Benchmarks/code-order.py --daemon .build/release/beaconbridged --cli .build/release/beaconbridge \\
+        --emitter .build/bench/bench-emitter --out Sources/beaconbridged/hot-functions.txt
+
+Runs `make bench`'s daemon phase (Benchmarks/run.py --only daemon, shortened: start-up, idle,
+200 beacons at 10 Hz, 1,000 beacons in range, a flood of random addresses, a trip uploaded to a
+fake backend, SIGTERM) with every daemon under callgrind, and writes the mangled names of the
+functions of the daemon's executable that ran, one per line, sorted. `make code-order` runs it;
+Package.swift hands the file to lld (--symbol-ordering-file). A name the executable no longer has
+is skipped by the linker, and a function missing from the list still works: it is only laid out
+among the cold code. Standard library only.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def functions_run(profile, executable):
+    """The functions of `executable` that have a cost in one callgrind output file. Names are
+    compressed: `fn=(id) name` (or `cfn=`) names an id once, later lines give the id alone."""
+    objects, names, ran = {}, {}, set()
+    current = None
+    with open(profile, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            m = re.match(r"^(c?ob)=\((\d+)\)(?: (.*))?$", line)
+            if m:
+                kind, number, name = m.groups()
+                if name:
+                    objects[number] = name
+                if kind == "ob":
+                    current = objects.get(number)
+                continue
+            m = re.match(r"^(c?)fn=\((\d+)\)(?: (.*))?$", line)
+            if m:
+                called, number, name = m.groups()
+                if name:
+                    names[number] = name
+                if not called and current and os.path.realpath(current) == executable:
+                    name = names.get(number)
+                    if name and not name.startswith("0x"):
+                        ran.add(name)
+    return ran
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--daemon", required=True, help="the release-built beaconbridged")
+    p.add_argument("--cli", required=True, help="the release-built beaconbridge (the bench's trip commands)")
+    p.add_argument("--emitter", required=True, help="Benchmarks/emitter.c, built")
+    p.add_argument("--out", required=True)
+    args = p.parse_args()
+    daemon = os.path.realpath(args.daemon)
+    work = tempfile.mkdtemp(prefix="beaconbridge-code-order-")
+    profiles = os.path.join(work, "profiles")
+    os.mkdir(profiles)
+    # run.py starts `BEACONBRIDGE run …` and `BEACONBRIDGE trip …`: the daemon under callgrind,
+    # the CLI as it is.
+    wrapper = os.path.join(work, "beaconbridge")
+    with open(wrapper, "w") as f:
+        f.write(f"""#!/bin/sh
+if [ "$1" = run ]; then
+  shift
+  # Under valgrind, /proc/self/exe is valgrind: the HTTP children run from the file itself.
+  export BEACONBRIDGE_TRANSFER_EXECUTABLE={daemon}
+  exec valgrind --tool=callgrind --demangle=no --dump-line=no --dump-instr=no \\
+    --callgrind-out-file={profiles}/callgrind.%p {daemon} "$@"
+fi
+exec {os.path.realpath(args.cli)} "$@"
+""")
+    os.chmod(wrapper, 0o755)
+    subprocess.run(
+        [sys.executable, os.path.join(HERE, "run.py"), "--beaconbridge", wrapper, "--bench", "/bin/false",
+         "--emitter", args.emitter, "--python", sys.executable, "--bleak-script", os.devnull,
+         "--out", os.path.join(work, "report.md"), "--repeats", "1", "--only", "daemon",
+         "--idle-seconds", "3", "--flood", "2000", "--load-windows", "1"],
+        check=True, stdout=subprocess.DEVNULL)
+    ran = set()
+    files = sorted(os.listdir(profiles))
+    for name in files:
+        ran |= functions_run(os.path.join(profiles, name), daemon)
+    if len(files) < 2 or len(ran) < 500:
+        raise SystemExit(f"code-order: {len(files)} profile(s), {len(ran)} functions: the daemon did not run")
+    with open(args.out, "w") as f:
+        f.write("".join(name + "\n" for name in sorted(ran)))
+    print(f"code-order: {len(ran)} functions from {len(files)} daemon runs -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
