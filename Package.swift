@@ -41,7 +41,7 @@ let package = Package(
         .unsafeFlags(
           [
             "-Xlinker", "--symbol-ordering-file=\(packageDirectory)Sources/beaconbridged/hot-functions.txt",
-            "-Xlinker", "--no-warn-symbol-ordering",
+            "-Xlinker", "--no-warn-symbol-ordering", "-Xlinker", "--no-export-dynamic",
           ], .when(configuration: .release)),
       ]),
     // SQLite, from Debian's libsqlite3-dev.
