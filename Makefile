@@ -236,7 +236,7 @@ bench:
 	  --python $(BENCH_VENV)/bin/python --bleak-script Benchmarks/bleak_consumer.py \
 	  --floor .build/bench/bench-floor --harness .build/release/DBusPathBench --out docs/PERFORMANCE.md --repeats $(BENCH_REPEATS) $(BENCH_ARGS)
 
-# `make code-order` rewrites Sources/beaconbridged/hot-functions.txt: the functions the daemon
+# `make code-order` rewrites Sources/beaconbridged/link/hot-functions.txt: the functions the daemon
 # runs in the bench's daemon phase, under callgrind (Benchmarks/code-order.py), which lld lays out
 # side by side in the release build (Package.swift). Rerun it when the daemon's code has moved a
 # lot; `make bench` shows what it buys ("Daemon: RSS with 1000 beacons in range").
@@ -251,7 +251,7 @@ code-order:
 	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridged
 	/usr/bin/python3 Benchmarks/code-order.py --daemon .build/release/beaconbridged \
 	  --cli .build/release/beaconbridge --emitter .build/bench/bench-emitter \
-	  --out Sources/beaconbridged/hot-functions.txt
+	  --out Sources/beaconbridged/link/hot-functions.txt
 	# lld reads the list at link time only: relink with it.
 	rm -f .build/release/beaconbridged
 	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridged

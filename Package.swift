@@ -3,7 +3,8 @@ import PackageDescription
 
 // The daemon's code layout (docs/PERFORMANCE.md, "Where the daemon's memory goes"): every
 // function in a section of its own, so that the linker can put the functions the daemon runs
-// side by side (Sources/beaconbridged/hot-functions.txt) and the kernel maps fewer code pages.
+// side by side (Sources/beaconbridged/link/hot-functions.txt, `make code-order`) and the kernel
+// maps fewer code pages. Release builds only.
 let functionSections: [SwiftSetting] = [
   .unsafeFlags(["-Xfrontend", "-function-sections"], .when(configuration: .release))
 ]
@@ -34,14 +35,17 @@ let package = Package(
     // The daemon alone, which `beaconbridge run` execs: the daemon's modules on
     // FoundationEssentials, no Foundation or ICU linked (docs/PERFORMANCE.md).
     .executableTarget(
-      name: "beaconbridged", dependencies: ["BridgeDaemon", "BeaconCore"], exclude: ["hot-functions.txt"],
+      name: "beaconbridged", dependencies: ["BridgeDaemon", "BeaconCore"], exclude: ["link"],
       swiftSettings: functionSections,
       linkerSettings: [
         .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"]),
         .unsafeFlags(
           [
-            "-Xlinker", "--symbol-ordering-file=\(packageDirectory)Sources/beaconbridged/hot-functions.txt",
+            "-Xlinker",
+            "--symbol-ordering-file=\(packageDirectory)Sources/beaconbridged/link/hot-functions.txt",
             "-Xlinker", "--no-warn-symbol-ordering", "-Xlinker", "--no-export-dynamic",
+            // libstdc++ linked statically (Sources/beaconbridged/link/libstdc++.so says how).
+            "-L\(packageDirectory)Sources/beaconbridged/link",
           ], .when(configuration: .release)),
       ]),
     // SQLite, from Debian's libsqlite3-dev.

@@ -3,7 +3,7 @@
 the daemon's memory goes": the code layout).
 
     Benchmarks/code-order.py --daemon .build/release/beaconbridged --cli .build/release/beaconbridge \\
-        --emitter .build/bench/bench-emitter --out Sources/beaconbridged/hot-functions.txt
+        --emitter .build/bench/bench-emitter --out Sources/beaconbridged/link/hot-functions.txt
 
 Runs `make bench`'s daemon phase (Benchmarks/run.py --only daemon, shortened: start-up, idle,
 200 beacons at 10 Hz, 1,000 beacons in range, a flood of random addresses, a trip uploaded to a
