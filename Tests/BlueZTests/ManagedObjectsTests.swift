@@ -1,4 +1,5 @@
 import BeaconCore
+import DBusTestSupport
 import Testing
 
 @testable import BlueZ
@@ -7,6 +8,7 @@ import Testing
 /// `GetManagedObjects` read in place (`ManagedObjects`) against the generic path it replaces
 /// (`ObjectTree(managedObjects:)` then `DeviceMirror.reseed(from:)`): the same devices and the same
 /// tree for every reply, and a clear error, never a partial result, for one that does not fit.
+@Suite(.timeLimit(.minutes(2)))
 struct ManagedObjectsTests {
   static let time = ContinuousClock.now
 
@@ -199,6 +201,28 @@ struct ManagedObjectsTests {
     ]
     #expect(kept == read)
     #expect(ManagedObjects.device.string == BlueZ.deviceInterface.rawValue)
+  }
+
+  /// Through a real dbus-daemon: an `org.bluez` whose GetManagedObjects replies `a{sv}` stops the
+  /// source at start with an error that says so (before, the reply read as an empty tree).
+  @Test func aBluetoothdWithAnotherReplyFailsClearly() async throws {
+    let bus = try PrivateBus.start()
+    defer { bus.stop() }
+    let fake = try Connection(bus.busAddress)
+    defer { fake.close() }
+    _ = try await fake.requestName(BlueZ.service)
+    let exported = try fake.export("/") { call in
+      guard call.member == BlueZ.Method.getManagedObjects else {
+        return .failure(DBusError.unknownMethod(call))
+      }
+      return .success([.stringVariantDictionary(["Powered": .bool(true)])])
+    }
+    defer { exported.unexport() }
+    let error = await #expect(throws: DBusError.self) {
+      _ = try await BlueZAdvertisementSource(bus: bus.busAddress).events()
+    }
+    #expect(error?.name == .invalidArgs)
+    #expect(error?.message == "GetManagedObjects replied with signature 'a{sv}', not 'a{oa{sa{sv}}}'")
   }
 
   @Test func emptyReply() throws {
