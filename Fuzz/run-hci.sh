@@ -32,7 +32,7 @@ flatten() {
 mkdir -p "$out/corpus" "$out/artifacts"
 case "$target" in
   hci-events | btsnoop) sources=(Sources/HCIParsing/*.swift) ;;
-  dbus-wire) sources=(Sources/DBus/Wire.swift Sources/DBus/Names.swift Sources/DBus/DBusError.swift Sources/DBus/CString.swift) ;;
+  dbus-wire) sources=(Sources/DBus/Wire.swift Sources/DBus/WireValue.swift Sources/DBus/DBusValue.swift Sources/DBus/Names.swift Sources/DBus/DBusError.swift Sources/DBus/CString.swift) ;;
   scenario) flatten $(find Sources/BeaconCore -name '*.swift') ;;
   gzone-payload) flatten $(find Sources/BeaconCore Sources/GZone -name '*.swift') ;;
   keyfile)

@@ -1,9 +1,12 @@
 // libFuzzer entry for the in-place D-Bus wire reader (Sources/DBus/Wire.swift), which
-// SignalSocket runs on every byte the bus sends. Compiled with Wire.swift, Names.swift,
-// DBusError.swift and CString.swift by Fuzz/run-hci.sh dbus-wire.
+// SignalSocket runs on every byte the bus sends, and its reader of whole values
+// (Sources/DBus/WireValue.swift), which reads GetManagedObjects in place. Compiled with
+// Wire.swift, WireValue.swift, DBusValue.swift, Names.swift, DBusError.swift and CString.swift by
+// Fuzz/run-hci.sh dbus-wire.
 //
 // The input is a byte stream as read from the socket: messages are framed one after another,
-// each header is read, and each body is walked by its signature with every WireReader read.
+// each header is read, and each body is walked by its signature with every WireReader read,
+// then read again value by value (`value(ofType:)`) and skipped (`skipValue`), which must agree.
 
 /// Names.swift asks libdbus whether a signature is valid; the harness links no libdbus.
 func _signatureIsValid(_ text: String) -> Bool { !text.isEmpty }
@@ -29,10 +32,34 @@ public func fuzzWire(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
       var index = 0
       while index < signature.count, walk(signature, &index, &body, depth: 0) {}
       precondition(body.position <= length, "read past the message")
+      values(signature, WireSignal(header: header, bytes: message).body, length: length)
     }
     offset += length
   }
   return 0
+}
+
+/// Reads the body one complete type at a time as `DBusValue`s and skips it alongside: both stop
+/// at the same place, and a value read has the type it was read as.
+func values(_ signature: [UInt8], _ start: WireReader, length: Int) {
+  var reader = start
+  var skipper = start
+  signature.withUnsafeBytes { type in
+    var index = 0
+    while index < type.count {
+      let begin = index
+      guard WireReader.skipType(type, &index) else { return }
+      let one = UnsafeRawBufferPointer(rebasing: type[begin..<index])
+      let value = reader.value(ofType: one, depth: 0)
+      var skipIndex = 0
+      let skipped = skipper.skip(one, &skipIndex, depth: 0) && skipIndex == one.count
+      precondition(reader.position <= length && skipper.position <= length, "read past the message")
+      precondition((value != nil) == skipped, "reading and skipping disagree")
+      guard let value else { return }
+      precondition(reader.position == skipper.position, "reading and skipping end apart")
+      precondition(value.signature.rawValue == String(decoding: one, as: UTF8.self), "a value of another type")
+    }
+  }
 }
 
 /// Reads one complete type from `signature[index...]`; false when the data does not fit.

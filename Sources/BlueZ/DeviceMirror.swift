@@ -40,6 +40,15 @@ struct DeviceMirror: Sendable {
       guard let record = DeviceRecord(path: path, properties: properties, at: time) else { continue }
       fresh[DeviceKey(path: path, address: record.address)] = record
     }
+    return reseed(with: fresh, lostOf: adapter)
+  }
+
+  /// Replaces the devices with `fresh` (read from a GetManagedObjects reply in place,
+  /// `ManagedObjects`). Returns the addresses of `adapter`'s devices that are gone, sorted by path.
+  @discardableResult
+  mutating func reseed(with fresh: [DeviceKey: DeviceRecord], lostOf adapter: ObjectPath? = nil)
+    -> [BluetoothAddress]
+  {
     var lost: [BluetoothAddress] = []
     if let adapter {
       for (key, record) in devices.sorted(by: { $0.value.path < $1.value.path })

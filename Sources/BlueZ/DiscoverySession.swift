@@ -305,12 +305,14 @@ final class DiscoverySession: @unchecked Sendable {
   /// `adapter`'s devices that the mirror had and BlueZ no longer has, sorted by path.
   @discardableResult
   private func mirrorBlueZ(lostOf adapter: ObjectPath? = nil) async throws -> [BluetoothAddress] {
-    let reply = try await connection.callReturningOne(
+    // Read in place, one object at a time, on the reader thread while the reply is there: no
+    // `DBusValue` tree of a thousand devices is built and freed around the mirror's records.
+    let seed = try await connection.call(
       destination: BlueZ.service, path: BlueZ.objectManagerPath, interface: .objectManager,
-      member: BlueZ.Method.getManagedObjects, timeout: options.callTimeout)
-    var tree = ObjectTree(managedObjects: reply)
-    let lost = mirror.reseed(from: &tree, at: .now, lostOf: adapter)
-    self.tree = tree
+      member: BlueZ.Method.getManagedObjects, timeout: options.callTimeout
+    ) { reply throws(DBusError) in try ManagedObjects(reply, at: .now) }
+    let lost = mirror.reseed(with: seed.devices, lostOf: adapter)
+    tree = seed.tree
     return lost
   }
 

@@ -39,6 +39,16 @@ public struct ObjectTree: Sendable, Equatable {
     return out
   }
 
+  /// Sets an object's interfaces, as a `GetManagedObjects` entry does (`ManagedObjects`).
+  mutating func set(_ interfaces: [InterfaceName: Properties], at path: ObjectPath) {
+    objects[path] = interfaces
+  }
+
+  /// Forgets an object.
+  mutating func remove(_ path: ObjectPath) {
+    objects.removeValue(forKey: path)
+  }
+
   public subscript(path: ObjectPath, interface: InterfaceName) -> Properties? {
     objects[path]?[interface]
   }

@@ -82,7 +82,31 @@ public final class Connection: Sendable {
     let id = core.reserveCall()
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
-        core.send(message, id: id, timeout: timeout, continuation: continuation)
+        core.send(message, id: id, timeout: timeout, reply: .values(continuation))
+      }
+    } onCancel: {
+      core.finishCall(id, error: CancellationError())
+    }
+  }
+
+  /// Calls a method and reads its reply in place with `decode`, which runs on the reader thread
+  /// while the reply is there, over the reply's bytes (`WireMessage`), and returns what it
+  /// makes of them. For large replies (`GetManagedObjects` with a thousand devices): no
+  /// `DBusValue` tree of the whole reply is built, so none is left to free.
+  ///
+  /// Throws what `call` throws, or what `decode` throws.
+  public func call<T: Sendable>(
+    destination: BusName?, path: ObjectPath, interface: InterfaceName?, member: MemberName,
+    _ arguments: [DBusValue] = [], timeout: Duration = Connection.defaultTimeout,
+    decoding decode: @escaping @Sendable (borrowing WireMessage) throws -> T
+  ) async throws -> T {
+    let message = try Message.methodCall(
+      destination: destination, path: path, interface: interface, member: member)
+    try message.append(arguments)
+    let id = core.reserveCall()
+    return try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { continuation in
+        core.send(message, id: id, timeout: timeout, reply: .decoding(decode, continuation))
       }
     } onCancel: {
       core.finishCall(id, error: CancellationError())

@@ -13,19 +13,19 @@ extension ConnectionCore {
 
   func reply(_ message: OpaquePointer) -> DBusHandlerResult {
     let serial = dbus_message_get_reply_serial(message)
-    let continuation = state.withLock { state -> CheckedContinuation<[DBusValue], any Error>? in
+    let pending = state.withLock { state -> PendingReply? in
       guard let id = state.callBySerial.removeValue(forKey: serial),
-        case .waiting(_, let continuation) = state.calls.removeValue(forKey: id)
+        case .waiting(_, let pending) = state.calls.removeValue(forKey: id)
       else { return nil }
-      return continuation
+      return pending
     }
-    guard let continuation else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
-    let body = MessageReader.body(of: message)
+    guard let pending else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
     if dbus_message_get_type(message) == DBUS_MESSAGE_TYPE_ERROR {
+      let body = MessageReader.body(of: message)
       let name = dbus_message_get_error_name(message).map { String(cString: $0) } ?? ErrorName.failed.rawValue
-      continuation.resume(throwing: DBusError(ErrorName(name), body.first?.string ?? ""))
+      pending.fail(DBusError(ErrorName(name), body.first?.string ?? ""))
     } else {
-      continuation.resume(returning: body)
+      pending.take(message)
     }
     return DBUS_HANDLER_RESULT_HANDLED
   }
@@ -40,11 +40,10 @@ extension ConnectionCore {
     }
   }
 
-  /// Sends `message` and parks `continuation` until its reply, error, timeout or cancellation.
+  /// Sends `message` and parks `pending` until its reply, error, timeout or cancellation.
   /// The corresponding C function is `dbus_connection_send`.
   func send(
-    _ message: Message, id: UInt64, timeout: Duration,
-    continuation: CheckedContinuation<[DBusValue], any Error>
+    _ message: Message, id: UInt64, timeout: Duration, reply pending: PendingReply
   ) {
     let failure: (any Error)? = state.withLock { state in
       if let reason = state.closedReason
@@ -63,12 +62,12 @@ extension ConnectionCore {
         state.calls.removeValue(forKey: id)
         return DBusError(.noMemory, "dbus_connection_send failed")
       }
-      state.calls[id] = .waiting(serial: serial, continuation)
+      state.calls[id] = .waiting(serial: serial, pending)
       state.callBySerial[serial] = id
       return nil
     }
     if let failure {
-      continuation.resume(throwing: failure)
+      pending.fail(failure)
       return
     }
     let (seconds, attoseconds) = timeout.components
@@ -80,20 +79,20 @@ extension ConnectionCore {
 
   /// Ends a call early (timeout or cancellation). A call not yet sent is marked cancelled.
   func finishCall(_ id: UInt64, error: any Error) {
-    let continuation = state.withLock { state -> CheckedContinuation<[DBusValue], any Error>? in
+    let pending = state.withLock { state -> PendingReply? in
       switch state.calls[id] {
       case .reserved:
         state.calls[id] = .cancelled
         return nil
-      case .waiting(let serial, let continuation):
+      case .waiting(let serial, let pending):
         state.calls.removeValue(forKey: id)
         state.callBySerial.removeValue(forKey: serial)
-        return continuation
+        return pending
       case .cancelled, nil:
         return nil
       }
     }
-    continuation?.resume(throwing: error)
+    pending?.fail(error)
   }
 
   /// Sends without waiting for a reply (signals, fire-and-forget calls).

@@ -67,7 +67,35 @@ final class ConnectionCore: @unchecked Sendable {
     case reserved
     /// Cancelled before it was sent.
     case cancelled
-    case waiting(serial: UInt32, CheckedContinuation<[DBusValue], any Error>)
+    case waiting(serial: UInt32, PendingReply)
+  }
+
+  /// Where a sent call's reply goes. `take` runs on the reader thread inside
+  /// `dbus_connection_dispatch` with a successful reply and resumes the caller; `fail` resumes it
+  /// with an error (an error reply, a timeout, cancellation, the connection closing).
+  struct PendingReply: @unchecked Sendable {
+    // @unchecked: `take`'s message argument is only used during the call, on the reader thread.
+    let take: (OpaquePointer) -> Void
+    let fail: (any Error) -> Void
+
+    /// The reply's body as `DBusValue`s.
+    static func values(_ continuation: CheckedContinuation<[DBusValue], any Error>) -> PendingReply {
+      PendingReply(
+        take: { continuation.resume(returning: MessageReader.body(of: $0)) },
+        fail: { continuation.resume(throwing: $0) })
+    }
+
+    /// The reply read in place by `decode` (see `Connection.call(…decoding:)`).
+    static func decoding<T: Sendable>(
+      _ decode: @escaping @Sendable (borrowing WireMessage) throws -> T,
+      _ continuation: CheckedContinuation<T, any Error>
+    ) -> PendingReply {
+      PendingReply(
+        take: { message in
+          continuation.resume(with: Result { try WireMessage.withMarshalled(message, decode) })
+        },
+        fail: { continuation.resume(throwing: $0) })
+    }
   }
 
   struct State {
@@ -154,8 +182,8 @@ final class ConnectionCore: @unchecked Sendable {
       let reason = state.closedReason ?? DBusError(.disconnected, "the connection was closed")
       state.closedReason = reason
       state.closing = true
-      let calls = state.calls.values.compactMap { slot -> CheckedContinuation<[DBusValue], any Error>? in
-        if case .waiting(_, let continuation) = slot { return continuation }
+      let calls = state.calls.values.compactMap { slot -> PendingReply? in
+        if case .waiting(_, let pending) = slot { return pending }
         return nil
       }
       let subscribers = Array(state.subscribers.values)
@@ -164,7 +192,7 @@ final class ConnectionCore: @unchecked Sendable {
       state.subscribers.removeAll()
       return (calls.map { ($0, reason) }, subscribers)
     }
-    for (continuation, reason) in calls { continuation.resume(throwing: reason) }
+    for (pending, reason) in calls { pending.fail(reason) }
     for sink in subscribers { sink.finish() }
     dbus_connection_remove_filter(connection, coreFilter, Unmanaged.passUnretained(self).toOpaque())
     dbus_connection_close(connection)

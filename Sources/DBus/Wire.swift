@@ -289,3 +289,31 @@ public struct WireSignal: ~Copyable {
     return reader
   }
 }
+
+/// A received method reply as bytes, for decoders that read a large reply in place
+/// (`Connection.call(…decoding:)`). Valid only during the decoder call.
+public struct WireMessage: ~Copyable {
+  let header: Wire.Header
+  let base: UnsafeRawPointer
+  let count: Int
+
+  init(header: Wire.Header, bytes: UnsafeRawBufferPointer) {
+    self.header = header
+    self.base = bytes.baseAddress!
+    self.count = bytes.count
+  }
+
+  /// Whether the body's signature is `name` (`a{oa{sa{sv}}}`).
+  public func signature(is name: WireName) -> Bool { header.signature?.equals(name) ?? (name.count == 0) }
+  /// The body's signature, for messages.
+  public var signature: String { header.signature?.string ?? "" }
+  /// The whole message's length in bytes.
+  public var length: Int { count }
+  /// A reader at the start of the body.
+  public var body: WireReader {
+    var reader = WireReader(
+      base: base, count: count, bigEndian: base.load(as: UInt8.self) == UInt8(ascii: "B"))
+    reader.position = header.bodyStart
+    return reader
+  }
+}

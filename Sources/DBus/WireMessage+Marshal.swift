@@ -1,0 +1,34 @@
+import CDBus
+
+/// libdbus's side of `WireMessage` (kept out of Wire.swift, which the fuzz harness builds
+/// without libdbus).
+extension WireMessage {
+  /// Runs `body` over `message` as bytes. libdbus keeps a message's header and body apart, so
+  /// they are marshalled into one buffer: a single allocation, freed as soon as `body` returns.
+  /// The corresponding C function is `dbus_message_marshal`.
+  static func withMarshalled<T>(_ message: OpaquePointer, _ body: (borrowing WireMessage) throws -> T) throws
+    -> T
+  {
+    var buffer: UnsafeMutablePointer<CChar>?
+    var length: Int32 = 0
+    guard dbus_message_marshal(message, &buffer, &length) != 0, let buffer else {
+      throw DBusError(.noMemory, "dbus_message_marshal failed")
+    }
+    defer { dbus_free(buffer) }
+    let bytes = UnsafeRawBufferPointer(start: buffer, count: Int(length))
+    guard let header = Wire.header(bytes) else {
+      throw DBusError(.invalidArgs, "a reply of \(length) bytes whose header could not be read in place")
+    }
+    return try body(WireMessage(header: header, bytes: bytes))
+  }
+
+  /// Runs `body` over a method return carrying `values`, as a decoder would receive it: for tests
+  /// and benchmarks of in-place decoders.
+  public static func withReply<T>(carrying values: [DBusValue], _ body: (borrowing WireMessage) throws -> T)
+    throws -> T
+  {
+    let message = try Message.signal(path: "/", interface: "org.example.Reply", member: "Reply")
+    try message.append(values)
+    return try withMarshalled(message.pointer, body)
+  }
+}
