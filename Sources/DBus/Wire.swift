@@ -223,7 +223,7 @@ public struct WireReader {
 
   /// Starts an array whose elements align to `alignment`; returns the offset where it ends.
   /// Read elements while `position` is below it.
-  @inlinable public mutating func beginArray(elementAlignment alignment: Int) -> Int? {
+  @inlinable @inline(__always) public mutating func beginArray(elementAlignment alignment: Int) -> Int? {
     guard let length = uint32().map(Int.init), length <= count, align(alignment), position + length <= count
     else {
       return nil
