@@ -186,7 +186,7 @@ public struct WireReader {
     return true
   }
 
-  @inlinable mutating func fixed<T: FixedWidthInteger>(_: T.Type) -> T? {
+  @inlinable @inline(__always) mutating func fixed<T: FixedWidthInteger>(_: T.Type) -> T? {
     let size = MemoryLayout<T>.size
     guard align(size), position + size <= count else { return nil }
     let raw = base.loadUnaligned(fromByteOffset: position, as: T.self)
@@ -194,11 +194,11 @@ public struct WireReader {
     return bigEndian ? T(bigEndian: raw) : T(littleEndian: raw)
   }
 
-  @inlinable public mutating func byte() -> UInt8? { fixed(UInt8.self) }
-  @inlinable public mutating func int16() -> Int16? { fixed(Int16.self) }
-  @inlinable public mutating func uint16() -> UInt16? { fixed(UInt16.self) }
-  @inlinable public mutating func int32() -> Int32? { fixed(Int32.self) }
-  @inlinable public mutating func uint32() -> UInt32? { fixed(UInt32.self) }
+  @inlinable @inline(__always) public mutating func byte() -> UInt8? { fixed(UInt8.self) }
+  @inlinable @inline(__always) public mutating func int16() -> Int16? { fixed(Int16.self) }
+  @inlinable @inline(__always) public mutating func uint16() -> UInt16? { fixed(UInt16.self) }
+  @inlinable @inline(__always) public mutating func int32() -> Int32? { fixed(Int32.self) }
+  @inlinable @inline(__always) public mutating func uint32() -> UInt32? { fixed(UInt32.self) }
 
   /// `s` or `o`: a 32-bit length, the bytes, a NUL. Always inlined: the header reads four or
   /// five per signal, and the call cost as much as the read.
@@ -212,7 +212,7 @@ public struct WireReader {
   }
 
   /// `g`: an 8-bit length, the bytes, a NUL.
-  @inlinable public mutating func signature() -> WireString? {
+  @inlinable @inline(__always) public mutating func signature() -> WireString? {
     guard let length = byte().map(Int.init), position + length < count,
       base.load(fromByteOffset: position + length, as: UInt8.self) == 0
     else { return nil }
@@ -240,7 +240,7 @@ public struct WireReader {
   }
 
   /// `ay`, in place: valid only while the decoder runs.
-  @inlinable public mutating func byteRange() -> UnsafeRawBufferPointer? {
+  @inlinable @inline(__always) public mutating func byteRange() -> UnsafeRawBufferPointer? {
     guard let end = beginArray(elementAlignment: 1) else { return nil }
     let out = UnsafeRawBufferPointer(start: base + position, count: end - position)
     position = end
