@@ -142,7 +142,9 @@ final class DiscoverySession: @unchecked Sendable {
   func run(_ deliver: ([SourceEvent]) -> Void) async {
     guard subscription != nil || stream != nil else { return }
     var events: [SourceEvent] = []
-    let emit: (SourceEvent) -> Void = { events.append($0) }
+    // `consuming`: an event is moved into the batch, not copied in and then destroyed (a retain
+    // and a release of each of an advertisement's arrays, about 150 instructions, callgrind).
+    let emit: (consuming SourceEvent) -> Void = { events.append($0) }
     while let input = await inputs.next() {
       defer {
         if !events.isEmpty { deliver(events) }
@@ -272,7 +274,7 @@ final class DiscoverySession: @unchecked Sendable {
 
   /// After bluetoothd returns: mirror the new tree, report devices that vanished meanwhile as
   /// lost, and restart discovery. Retries for `resumeWindow`.
-  private func resync(emit: (SourceEvent) -> Void) async {
+  private func resync(emit: (consuming SourceEvent) -> Void) async {
     let previousAdapter = state.adapter ?? lastAdapter
     state.stop()
     let before = mirror
