@@ -6,7 +6,7 @@ import DBus
 extension DiscoverySession {
   // MARK: Monitor calls (passive mode)
 
-  func handle(_ call: AdvertisementMonitor.Call, emit: (SourceEvent) -> Void) {
+  func handle(_ call: AdvertisementMonitor.Call, emit: (consuming SourceEvent) -> Void) {
     switch call {
     case .activated:
       log("bluez: iBeacon advertisement monitor active")
@@ -21,7 +21,7 @@ extension DiscoverySession {
 
   // MARK: Signals
 
-  func handle(_ signal: Signal, emit: (SourceEvent) -> Void, resume: inout Bool) {
+  func handle(_ signal: Signal, emit: (consuming SourceEvent) -> Void, resume: inout Bool) {
     switch (signal.interface, signal.member) {
     case (.bus, BlueZ.SignalName.nameOwnerChanged):
       guard signal.body.count == 3, let new = signal.body[2].string else { return }
@@ -97,12 +97,12 @@ extension DiscoverySession {
   }
 
   /// A fast-decoded Device1 PropertiesChanged: RSSI, TxPower and ManufacturerData only.
-  func handle(_ update: DeviceUpdate, emit: (SourceEvent) -> Void) {
+  func handle(_ update: DeviceUpdate, emit: (consuming SourceEvent) -> Void) {
     if let advertisement = mirror.apply(update, at: now) { emit(.sighting(advertisement)) }
   }
 
   /// Keeps the mirror under `maxDevices` (`DeviceMirror.evict`), reporting the forgotten lost.
-  func evict(emit: (SourceEvent) -> Void) {
+  func evict(emit: (consuming SourceEvent) -> Void) {
     guard let forgotten = mirror.evict(over: options.maxDevices, keep: options.keep) else { return }
     for address in forgotten { emit(.lost(address)) }
     log(

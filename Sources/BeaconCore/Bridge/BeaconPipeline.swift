@@ -43,8 +43,22 @@ public struct BeaconPipeline: Sendable {
   // MARK: Radio
 
   public mutating func ingest(_ event: SourceEvent, at time: Timestamp) -> [Step] {
+    ingest(event, at: time, fastPath: true)
+  }
+
+  /// `ingest`; `fastPath` false takes the general path for every advertisement (tests compare
+  /// the two).
+  mutating func ingest(_ event: SourceEvent, at time: Timestamp, fastPath: Bool) -> [Step] {
     switch event {
-    case .sighting(let ad): return sighted(ad, at: time)
+    case .sighting(let ad):
+      if fastPath, let frame = BeaconFrameParser.soleIBeacon(ad) {
+        // The common case: one iBeacon and nothing else (`soleIBeacon`), as `sighted` would
+        // handle it, without a `FrameParseResult`.
+        var steps: [Step] = []
+        sighted(.iBeacon(frame), id: .iBeacon(frame.identity), from: ad, at: time, into: &steps)
+        return steps
+      }
+      return sighted(ad, at: time)
     case .lost(let address):
       let exits = tracker.lost(address, at: time)
       for case .exited(let b, _) in exits { exited(b) }
@@ -62,25 +76,33 @@ public struct BeaconPipeline: Sendable {
         steps += heardAbout(frame, from: ad.address, at: time)
         continue
       }
-      let (index, entered) = tracker.record(frame, id: id, from: ad, at: time)
-      if entered {
-        steps.append(.event(.beaconEntered(tracker.beacon(at: index))))
-        health.linkURL(id, from: ad.address)
-        steps += health.entered(id, at: time, pairings: pairings).map { .event(.beaconHealth($0)) }
-      }
-      if health.hasPending {
-        let (reports, changes) = health.identityHeard(id, from: ad.address, at: time, pairings: pairings)
-        steps += reports.map { .event(.telemetry($0)) } + changes.map { .event(.beaconHealth($0)) }
-      }
-      // The beacon is read (its distance derived) only when the selector needs it: for paired
-      // beacons.
-      if let change = selector.sighted(
-        id, beacon: tracker.beacon(at: index), pairings: pairings, inRange: tracker.inRange, at: time)
-      {
-        steps += activeChanged(change, at: time)
-      }
+      sighted(frame, id: id, from: ad, at: time, into: &steps)
     }
     return steps
+  }
+
+  /// A frame with an identity (`id`, its `beaconID`): presence, health, the active beacon.
+  @inline(__always)
+  private mutating func sighted(
+    _ frame: BeaconFrame, id: BeaconID, from ad: Advertisement, at time: Timestamp, into steps: inout [Step]
+  ) {
+    let (index, entered) = tracker.record(frame, id: id, from: ad, at: time)
+    if entered {
+      steps.append(.event(.beaconEntered(tracker.beacon(at: index))))
+      health.linkURL(id, from: ad.address)
+      steps += health.entered(id, at: time, pairings: pairings).map { .event(.beaconHealth($0)) }
+    }
+    if health.hasPending {
+      let (reports, changes) = health.identityHeard(id, from: ad.address, at: time, pairings: pairings)
+      steps += reports.map { .event(.telemetry($0)) } + changes.map { .event(.beaconHealth($0)) }
+    }
+    // The beacon is read (its distance derived) only when the selector needs it: for paired
+    // beacons.
+    if let change = selector.sighted(
+      id, beacon: tracker.beacon(at: index), pairings: pairings, inRange: tracker.inRange, at: time)
+    {
+      steps += activeChanged(change, at: time)
+    }
   }
 
   /// A frame without an identity: TLM and URL are linked to the identities heard from the same

@@ -63,8 +63,8 @@ public enum PresenceEvent: Hashable, Sendable {
 ///
 /// `observe` runs for every advertisement (thousands a second with a few hundred beacons in
 /// range), so its per-sighting work is kept constant and allocation-free (issue #8): entries live
-/// in a contiguous array and are updated in place through an id → index dictionary (one hash per
-/// sighting), the RSSI filter is a concrete enum rather than an existential, the exit delay's
+/// in a contiguous array and are updated in place through an id → index table keyed by a 64-bit
+/// identity key (`BeaconIndex`: a few multiplications per sighting, no `Hasher`), the RSSI filter is a concrete enum rather than an existential, the exit delay's
 /// inputs are kept up to date incrementally by `SightingHistory` instead of being recomputed from
 /// 64 samples, and the delay itself is computed only when a deadline is asked for.
 public struct PresenceTracker: Sendable {
@@ -87,6 +87,8 @@ public struct PresenceTracker: Sendable {
   private struct Entry: Sendable {
     /// The beacon, its smoothed RSSI, distance and proximity as of `derivedAt` (see there).
     var beacon: TrackedBeacon
+    /// `beacon.id`'s key in `places`.
+    var key: UInt64
     var filter: PresenceRSSIFilter
     /// Recent sighting times, for the interval and loss estimate.
     var history: SightingHistory
@@ -157,8 +159,9 @@ public struct PresenceTracker: Sendable {
 
   /// The beacons in range, in no particular order (every reader sorts or takes a minimum).
   private var entries: [Entry] = []
-  /// Where each beacon's entry is in `entries`.
-  private var indexByID: [BeaconID: Int] = [:]
+  /// Where each beacon's entry is in `entries`: a table keyed by a 64-bit identity key, no
+  /// `Hasher` per sighting (`BeaconIndex`).
+  private var places = BeaconIndex()
   /// The beacons last heard from each address, so that `lost` need not scan every entry (a flood
   /// of random addresses made that quadratic).
   private var idsByAddress: [BluetoothAddress: Set<BeaconID>] = [:]
@@ -186,7 +189,20 @@ public struct PresenceTracker: Sendable {
   }
 
   public func beacon(_ id: BeaconID) -> TrackedBeacon? {
-    indexByID[id].map { entries[$0].tracked(settings.distance) }
+    position(of: id).map { entries[$0].tracked(settings.distance) }
+  }
+
+  /// Where `id`'s entry is in `entries`.
+  @inline(__always)
+  private func position(of id: BeaconID) -> Int? {
+    position(of: id, key: id.indexKey(seed: places.seed))
+  }
+
+  @inline(__always)
+  private func position(of id: BeaconID, key: UInt64) -> Int? {
+    entries.withUnsafeBufferPointer { entries in
+      places.find(key) { entries[$0].beacon.id == id }
+    }
   }
 
   /// Records a sighting of a beacon frame. A sighting without RSSI still counts as presence.
@@ -206,7 +222,8 @@ public struct PresenceTracker: Sendable {
     -> (index: Int, entered: Bool)
   {
     let rssi = ad.rssi.flatMap { RSSI.isKnown($0) ? $0 : nil }
-    if let index = indexByID[id] {
+    let key = id.indexKey(seed: places.seed)
+    if let index = position(of: id, key: key) {
       if entries[index].beacon.address != ad.address {
         unindex(entries[index].beacon)
         idsByAddress[ad.address, default: []].insert(id)
@@ -220,10 +237,10 @@ public struct PresenceTracker: Sendable {
       beacon: TrackedBeacon(
         id: id, address: ad.address, firstSeen: time, lastSeen: time, sightings: 1, lastRSSI: rssi,
         smoothedRSSI: nil, powerAt1m: frame.powerAt1m, distance: nil, proximity: .unknown),
-      filter: filter, history: SightingHistory(time), exitAfter: nil, derivedAt: time)
+      key: key, filter: filter, history: SightingHistory(time), exitAfter: nil, derivedAt: time)
     entry.settle(settings.distance)
     entries.append(entry)
-    indexByID[id] = entries.count - 1
+    places.insert(key, index: entries.count - 1)
     idsByAddress[ad.address, default: []].insert(id)
     return (entries.count - 1, true)
   }
@@ -232,14 +249,15 @@ public struct PresenceTracker: Sendable {
   /// what a TLM or URL frame from that address is linked to.
   func ids(heardFrom address: BluetoothAddress, since: Timestamp) -> [BeaconID] {
     guard let ids = idsByAddress[address] else { return [] }
-    return ids.filter { id in indexByID[id].map { entries[$0].beacon.lastSeen >= since } ?? false }.sorted()
+    return ids.filter { id in position(of: id).map { entries[$0].beacon.lastSeen >= since } ?? false }
+      .sorted()
   }
 
   /// Packet loss as the exit rule estimates it: the share of the packets expected from the
   /// beacon's advertising interval (its shortest recent gap) over its recent sightings that did
   /// not arrive. nil for a beacon not in range or with fewer than 3 sightings.
   public func packetLoss(_ id: BeaconID) -> Double? {
-    guard let index = indexByID[id] else { return nil }
+    guard let index = position(of: id) else { return nil }
     let history = entries[index].history
     guard history.count >= 3, history.interval.isFinite, history.interval > 0 else { return nil }
     let expected = history.span / history.interval + 1
@@ -281,11 +299,12 @@ public struct PresenceTracker: Sendable {
 
   /// Removes a beacon's entry (not its address index), moving the last entry into its place.
   private mutating func remove(_ id: BeaconID) {
-    guard let index = indexByID.removeValue(forKey: id) else { return }
+    guard let position = position(of: id) else { return }
+    places.remove(entries[position].key, index: position)
     let last = entries.count - 1
-    if index != last {
-      entries.swapAt(index, last)
-      indexByID[entries[index].beacon.id] = index
+    if position != last {
+      entries.swapAt(position, last)
+      places.move(entries[position].key, from: last, to: position)
     }
     entries.removeLast()
   }

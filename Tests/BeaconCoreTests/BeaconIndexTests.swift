@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+
+@testable import BeaconCore
+
+/// `BeaconIndex` (presence's id → entry table, issue 19) against a `Dictionary` doing the same
+/// operations, with keys chosen to collide and to share home slots, and `PresenceTracker` on it
+/// against a plain model of who is in range.
+@Suite struct BeaconIndexTests {
+  /// Random inserts, swap-removes (as the tracker does them) and lookups; the keys come from a
+  /// tiny set, so runs of equal keys and of equal home slots are the common case, and the table
+  /// grows several times.
+  @Test(arguments: [1, 2, 7, 1_000])
+  func agreesWithADictionaryUnderCollisions(keySpace: UInt64) {
+    var random = SeededGenerator(seed: 19 &+ keySpace)
+    var index = BeaconIndex(capacity: 4)
+    // entries[i] is the identity stored at entry i; keyOf its key.
+    var entries: [Int] = []
+    var keyOf: [Int: UInt64] = [:]
+    var model: [Int: Int] = [:]  // identity → entry
+    var nextIdentity = 0
+    for _ in 0..<4_000 {
+      if entries.isEmpty || Int.random(in: 0..<3, using: &random) > 0 {
+        let identity = nextIdentity
+        nextIdentity += 1
+        // Keys that differ only in high bits share a home slot; a small key space repeats keys.
+        let key = UInt64.random(in: 0..<keySpace, using: &random) << 40 | (keySpace == 1_000 ? 5 : 0)
+        keyOf[identity] = key
+        entries.append(identity)
+        index.insert(key, index: entries.count - 1)
+        model[identity] = entries.count - 1
+      } else {
+        let position = Int.random(in: 0..<entries.count, using: &random)
+        let identity = entries[position]
+        index.remove(keyOf[identity]!, index: position)
+        model[identity] = nil
+        let last = entries.count - 1
+        if position != last {
+          entries.swapAt(position, last)
+          index.move(keyOf[entries[position]]!, from: last, to: position)
+          model[entries[position]] = position
+        }
+        entries.removeLast()
+      }
+      #expect(index.count == model.count)
+      // Every present identity is found where the model has it; a removed one is not found.
+      for _ in 0..<4 {
+        let identity = Int.random(in: 0..<max(nextIdentity, 1), using: &random)
+        let key = keyOf[identity] ?? 0
+        let found = index.find(key) { entries[$0] == identity }
+        #expect(found == model[identity])
+      }
+    }
+    for (identity, position) in model {
+      #expect(index.find(keyOf[identity]!) { entries[$0] == identity } == position)
+    }
+  }
+
+  @Test func equalIdentitiesHaveEqualKeysAndKindsDiffer() {
+    let seed: UInt64 = 0x1234
+    let identity = BeaconIdentity(uuid: UUID(), major: 1, minor: 2)
+    let copy = BeaconIdentity(uuid: identity.uuid, major: 1, minor: 2)
+    #expect(BeaconID.iBeacon(identity).indexKey(seed: seed) == BeaconID.iBeacon(copy).indexKey(seed: seed))
+    #expect(
+      BeaconID.iBeacon(identity).indexKey(seed: seed) != BeaconID.altBeacon(identity).indexKey(seed: seed))
+    #expect(
+      BeaconID.iBeacon(identity).indexKey(seed: seed)
+        != BeaconID.iBeacon(BeaconIdentity(uuid: identity.uuid, major: 1, minor: 3)).indexKey(seed: seed))
+    let a = BeaconID.eddystone(namespace: Array(0..<10), instance: Array(10..<16))
+    let b = BeaconID.eddystone(namespace: Array(0..<10), instance: Array(10..<16))
+    let c = BeaconID.eddystone(namespace: Array(0..<10), instance: Array(10..<15) + [99])
+    #expect(a.indexKey(seed: seed) == b.indexKey(seed: seed))
+    #expect(a.indexKey(seed: seed) != c.indexKey(seed: seed))
+    #expect(a.indexKey(seed: seed) != a.indexKey(seed: seed + 1))
+  }
+
+  /// The tracker on the table: many identities of every kind (Eddystone ones differing in one
+  /// byte) entering, being seen again, lost and timing out, against a set of who is in range.
+  @Test func trackerAgreesWithAModelOfWhoIsInRange() {
+    var random = SeededGenerator(seed: 1919)
+    var settings = PresenceSettings()
+    settings.exitTimeout = 5
+    settings.exitTimeoutMax = 5
+    var tracker = PresenceTracker(settings: settings)
+    let uuid = UUID(uuidString: "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")!
+    let frames: [BeaconFrame] =
+      (0..<150).map { i -> BeaconFrame in
+        let identity = BeaconIdentity(uuid: uuid, major: UInt16(i % 3), minor: UInt16(i))
+        return i % 2 == 0
+          ? .iBeacon(IBeaconFrame(identity: identity, measuredPower: -59))
+          : .altBeacon(AltBeaconFrame(companyID: 0x0118, identity: identity, referenceRSSI: -60, reserved: 0))
+      }
+      + (0..<50).map { i in
+        .eddystoneUID(
+          EddystoneUIDFrame(
+            txPower: -20, namespace: Array(repeating: 7, count: 10), instance: [0, 0, 0, 0, 0, UInt8(i)]))
+      }
+    let addresses = (0..<20).map { BluetoothAddress(bytes: [0xC0, 0, 0, 0, 0, UInt8($0)])! }
+    var lastSeen: [BeaconID: (time: Double, address: BluetoothAddress)] = [:]
+    var time = 0.0
+    for step in 0..<6_000 {
+      time += 0.01
+      if step % 500 == 499 {
+        // The backend loses an address: everyone last heard from it exits.
+        let address = addresses.randomElement(using: &random)!
+        let exits = tracker.lost(address, at: Timestamp(seconds: time))
+        let expected = Set(lastSeen.filter { $0.value.address == address }.keys)
+        #expect(
+          Set(exits.map { if case .exited(let b, _) = $0 { b.id } else { nil } }.compactMap { $0 })
+            == expected)
+        for id in expected { lastSeen[id] = nil }
+      } else if step % 100 == 99 {
+        let exits = tracker.expire(at: Timestamp(seconds: time))
+        let expected = Set(lastSeen.filter { time - $0.value.time >= 5 }.keys)
+        #expect(
+          Set(exits.map { if case .exited(let b, _) = $0 { b.id } else { nil } }.compactMap { $0 })
+            == expected)
+        for id in expected { lastSeen[id] = nil }
+      } else {
+        // A skewed choice, so that some beacons go quiet long enough to time out.
+        let pick = Int.random(in: 0..<frames.count, using: &random)
+        let frame = frames[pick % (step % 1_000 < 500 ? frames.count : 60)]
+        let address = addresses.randomElement(using: &random)!
+        let ad = Advertisement(address: address, rssi: -60 - pick % 20, manufacturerData: [])
+        let events = tracker.observe(frame, from: ad, at: Timestamp(seconds: time))
+        let id = frame.beaconID!
+        #expect(events.count == (lastSeen[id] == nil ? 1 : 0))
+        lastSeen[id] = (time, address)
+      }
+      #expect(Set(tracker.inRange.map(\.id)) == Set(lastSeen.keys))
+      for id in frames.prefix(12).map({ $0.beaconID! }) {
+        #expect((tracker.beacon(id) != nil) == (lastSeen[id] != nil))
+      }
+    }
+  }
+}
