@@ -4,6 +4,7 @@ the daemon's memory goes": the code layout).
 
     Benchmarks/code-order.py --daemon .build/release/beaconbridged --cli .build/release/beaconbridge \\
         --emitter .build/bench/bench-emitter --out Sources/beaconbridged/link/hot-functions.txt
+    Benchmarks/code-order.py --check .build/release/beaconbridged
 
 Runs `make bench`'s daemon phase (Benchmarks/run.py --only daemon, shortened: start-up, idle,
 200 beacons at 10 Hz, 1,000 beacons in range, a flood of random addresses, a trip uploaded to a
@@ -11,7 +12,9 @@ fake backend, SIGTERM) with every daemon under callgrind, and writes the mangled
 functions of the daemon's executable that ran, one per line, sorted. `make code-order` runs it;
 Package.swift hands the file to lld (--symbol-ordering-file). A name the executable no longer has
 is skipped by the linker, and a function missing from the list still works: it is only laid out
-among the cold code. Standard library only.
+among the cold code. `--check EXECUTABLE` (run by `make test-system-files`) fails when the list
+is stale (under 90% of its names are in the executable) or was not applied (listed functions
+make under 90% of the first 256 KB of code; an unordered link: about 6%). Standard library only.
 """
 import argparse
 import os
@@ -51,7 +54,37 @@ def functions_run(profile, executable):
     return ran
 
 
+LIST = os.path.join(os.path.dirname(HERE), "Sources", "beaconbridged", "link", "hot-functions.txt")
+
+
+def check(executable, listed_path=LIST):
+    """Whether `executable` was linked with a current list: returns (ok, message)."""
+    listed = set(line for line in open(listed_path).read().split("\n") if line)
+    symbols = subprocess.run(["nm", "-n", "-S", "--defined-only", executable], capture_output=True,
+                             text=True, check=True)
+    functions = []
+    for line in symbols.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "tTwW":
+            functions.append((int(parts[0], 16), int(parts[1], 16), parts[3]))
+    present = sum(1 for _, _, name in functions if name in listed)
+    start = functions[0][0] if functions else 0
+    head = [(size, name) for address, size, name in functions if address < start + 256 * 1024]
+    share = sum(size for size, name in head if name in listed) / max(1, sum(size for size, _ in head))
+    message = (f"{present} of the {len(listed)} listed functions are in {executable}; they make "
+               f"{share:.0%} of the bytes of the first 256 KB of its code")
+    if present < 0.9 * len(listed):
+        return False, message + ": the list is stale, run make code-order"
+    if share < 0.9:
+        return False, message + ": the link did not lay them out first (Package.swift)"
+    return True, message
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--check":
+        ok, message = check(sys.argv[2])
+        print(("code-order: " if ok else "code-order: FAIL: ") + message)
+        raise SystemExit(0 if ok else 1)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--daemon", required=True, help="the release-built beaconbridged")
     p.add_argument("--cli", required=True, help="the release-built beaconbridge (the bench's trip commands)")

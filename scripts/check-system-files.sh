@@ -219,6 +219,15 @@ if [ -x "$daemon" ] && ! ldd "$daemon" | grep -Eq '/opt/swift|libcurl|libicu|lib
 else
   fail "the installed daemon executable: $(ls -l "$daemon" 2>&1; ldd "$daemon" 2>&1 | head -20)"
 fi
+# Linked as docs/PERFORMANCE.md says ("Where the daemon's memory goes", steps 6 to 8): libstdc++
+# static, no exported symbols, the functions it runs laid out first from a current list.
+exported=$(readelf --dyn-syms -W "$daemon" | awk 'NR > 3 && $7 != "UND" && ($5 == "GLOBAL" || $5 == "WEAK")' | wc -l)
+layout=$(python3 Benchmarks/code-order.py --check .build/release/beaconbridged 2>&1) && layout_ok=1 || layout_ok=0
+if ! ldd "$daemon" | grep -q 'libstdc++' && [ "$exported" -lt 100 ] && [ "$layout_ok" = 1 ]; then
+  pass "the daemon links libstdc++ statically, exports $exported symbols; $layout"
+else
+  fail "the daemon's link: libstdc++ $(ldd "$daemon" | grep -c 'libstdc++') (want 0), $exported exported symbols (want < 100); $layout"
+fi
 echo "# edited" >>"$root/etc/beaconbridge/beaconbridge.conf"
 make --no-print-directory install-files DESTDIR="$root" PREFIX=/usr >/dev/null 2>&1
 if tail -1 "$root/etc/beaconbridge/beaconbridge.conf" | grep -q "# edited"; then
