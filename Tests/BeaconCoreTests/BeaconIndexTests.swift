@@ -1,3 +1,4 @@
+import BeaconTestSupport
 import Foundation
 import Testing
 
@@ -132,5 +133,45 @@ import Testing
         #expect((tracker.beacon(id) != nil) == (lastSeen[id] != nil))
       }
     }
+  }
+}
+
+/// After a flood of beacons has come and gone, presence's tables are rebuilt to fit (they keep
+/// their peak's capacity otherwise: 3 MB of index after 100,000 random identities), and every
+/// beacon still in range is still found.
+@Suite struct PresenceCompactionTests {
+  @Test func theIndexShrinksAfterAFloodAndTheRestAreStillFound() throws {
+    var tracker = PresenceTracker()
+    func identity(_ n: Int) -> BeaconIdentity {
+      BeaconIdentity(uuid: Fixtures.fleet, major: UInt16(n / 1000), minor: UInt16(n % 1000))
+    }
+    func address(_ n: Int) -> BluetoothAddress {
+      BluetoothAddress(bytes: [0xC0, 0, 0, 0, UInt8(n / 256), UInt8(n % 256)])!
+    }
+    func sight(_ n: Int, at seconds: Double) -> [PresenceEvent] {
+      let frame = BeaconFrame.iBeacon(IBeaconFrame(identity: identity(n), measuredPower: -59))
+      return tracker.observe(
+        frame, from: Fixtures.iBeacon(identity(n), address: address(n), rssi: -60),
+        at: Timestamp(seconds: seconds))
+    }
+    for n in 0..<5000 { _ = sight(n, at: 0) }
+    let peak = tracker.indexCapacity
+    #expect(peak >= 8192)
+    // Ten stay; the other 4,990 time out.
+    for n in 0..<10 { _ = sight(n, at: 50) }
+    #expect(tracker.expire(at: Timestamp(seconds: 55)).count == 4990)
+    #expect(
+      tracker.indexCapacity <= 1024, "the index kept \(tracker.indexCapacity) slots of its peak \(peak)")
+    #expect(tracker.inRange.count == 10)
+    for n in 0..<10 {
+      #expect(tracker.beacon(.iBeacon(identity(n)))?.sightings == 2, "beacon \(n) lost by the rebuild")
+    }
+    // The rebuilt tables keep working: a new beacon, another sighting, an address lost.
+    #expect(sight(6000, at: 56).count == 1)
+    #expect(sight(3, at: 56).isEmpty)
+    #expect(tracker.lost(address(4), at: Timestamp(seconds: 57)).count == 1)
+    #expect(tracker.inRange.count == 10)
+    #expect(tracker.beacon(.iBeacon(identity(4))) == nil)
+    #expect(tracker.beacon(.iBeacon(identity(3)))?.sightings == 3)
   }
 }

@@ -23,14 +23,28 @@ struct BeaconIndex: Sendable {
   let seed: UInt64
 
   init(capacity: Int = 64) {
+    var hasher = Hasher()
+    hasher.combine(0x6265_6163_6f6e as UInt64)
+    self.init(capacity: capacity, seed: UInt64(truncatingIfNeeded: hasher.finalize()))
+  }
+
+  private init(capacity: Int, seed: UInt64) {
     var size = 16
     while size < capacity * 2 { size *= 2 }
     slots = Array(repeating: 0, count: size)
     keys = Array(repeating: 0, count: size)
     mask = size - 1
-    var hasher = Hasher()
-    hasher.combine(0x6265_6163_6f6e as UInt64)
-    seed = UInt64(truncatingIfNeeded: hasher.finalize())
+    self.seed = seed
+  }
+
+  /// The number of slots.
+  var capacity: Int { slots.count }
+
+  /// A table of the same seed holding `entries`, sized for them (at least the initial 64).
+  func rebuilt(_ entries: some Sequence<(key: UInt64, index: Int)>) -> BeaconIndex {
+    var table = BeaconIndex(capacity: max(64, count), seed: seed)
+    for entry in entries { table.insert(entry.key, index: entry.index) }
+    return table
   }
 
   @inline(__always) private func home(_ key: UInt64) -> Int { Int(truncatingIfNeeded: key) & mask }

@@ -165,6 +165,9 @@ public struct PresenceTracker: Sendable {
   /// The beacons last heard from each address, so that `lost` need not scan every entry (a flood
   /// of random addresses made that quadratic).
   private var idsByAddress: [BluetoothAddress: Set<BeaconID>] = [:]
+  /// When a flood of beacons has come and gone: then the three tables above are rebuilt to fit
+  /// (a Swift array or dictionary, and `BeaconIndex`, keep the capacity of their peak).
+  private var shrink = PeakShrink()
   /// The exit settings, with the logarithm every exit delay needs taken once.
   private var exitRule: ExitRule
 
@@ -307,7 +310,22 @@ public struct PresenceTracker: Sendable {
       places.move(entries[position].key, from: last, to: position)
     }
     entries.removeLast()
+    if shrink.shouldRelease(tracked: entries.count) { compact() }
   }
+
+  /// Rebuilds `entries`, `places` and `idsByAddress` with capacities that fit what is tracked.
+  private mutating func compact() {
+    var fitted: [Entry] = []
+    fitted.reserveCapacity(entries.count)
+    fitted.append(contentsOf: entries)
+    entries = fitted
+    let keys = entries.map(\.key)
+    places = places.rebuilt(keys.indices.lazy.map { (key: keys[$0], index: $0) })
+    idsByAddress = Dictionary(idsByAddress.lazy.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
+  }
+
+  /// The capacity of the table that finds a beacon's entry (tests: it shrinks after a flood).
+  var indexCapacity: Int { places.capacity }
 
   private mutating func unindex(_ beacon: TrackedBeacon) {
     guard var ids = idsByAddress.removeValue(forKey: beacon.address) else { return }
