@@ -76,17 +76,9 @@ public final class Connection: Sendable {
     destination: BusName?, path: ObjectPath, interface: InterfaceName?, member: MemberName,
     _ arguments: [DBusValue] = [], timeout: Duration = Connection.defaultTimeout
   ) async throws -> [DBusValue] {
-    let message = try Message.methodCall(
-      destination: destination, path: path, interface: interface, member: member)
-    try message.append(arguments)
-    let id = core.reserveCall()
-    return try await withTaskCancellationHandler {
-      try await withCheckedThrowingContinuation { continuation in
-        core.send(message, id: id, timeout: timeout, reply: .values(continuation))
-      }
-    } onCancel: {
-      core.finishCall(id, error: CancellationError())
-    }
+    try await send(
+      destination: destination, path: path, interface: interface, member: member, arguments, timeout: timeout
+    ) { .values($0) }
   }
 
   /// Calls a method and reads its reply in place with `decode`, which runs on the reader thread
@@ -100,13 +92,24 @@ public final class Connection: Sendable {
     _ arguments: [DBusValue] = [], timeout: Duration = Connection.defaultTimeout,
     decoding decode: @escaping @Sendable (borrowing WireMessage) throws -> T
   ) async throws -> T {
+    try await send(
+      destination: destination, path: path, interface: interface, member: member, arguments, timeout: timeout
+    ) { .decoding(decode, $0) }
+  }
+
+  /// Both `call`s: sends the call and parks the reply `pending` makes of the continuation.
+  private func send<T: Sendable>(
+    destination: BusName?, path: ObjectPath, interface: InterfaceName?, member: MemberName,
+    _ arguments: [DBusValue], timeout: Duration,
+    reply pending: (CheckedContinuation<T, any Error>) -> ConnectionCore.PendingReply
+  ) async throws -> T {
     let message = try Message.methodCall(
       destination: destination, path: path, interface: interface, member: member)
     try message.append(arguments)
     let id = core.reserveCall()
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
-        core.send(message, id: id, timeout: timeout, reply: .decoding(decode, continuation))
+        core.send(message, id: id, timeout: timeout, reply: pending(continuation))
       }
     } onCancel: {
       core.finishCall(id, error: CancellationError())
