@@ -35,7 +35,8 @@ public final class BlueZAdvertisementSource: AdvertisementSource {
   public let options: Options
   let logger: @Sendable (String) -> Void
   private let currentMode: Mutex<ScanMode>
-  private let running = Mutex<Task<Void, Never>?>(nil)
+  /// The scans started and not yet cleaned up, for `finished()`.
+  private let running = Activity()
 
   public struct Options: Sendable {
     /// How long the D-Bus reader gathers messages before each pass (DESIGN §5, wake-ups). 50 ms
@@ -102,34 +103,95 @@ public final class BlueZAdvertisementSource: AdvertisementSource {
 
   /// One array per D-Bus read pass (or monitor call).
   public func eventBatches() async throws -> AsyncThrowingStream<[SourceEvent], any Error> {
+    let session = try await start()
+    let (stream, continuation) = AsyncThrowingStream.makeStream(of: [SourceEvent].self)
+    let task = Task {
+      do {
+        try await drive(session, isolation: nil) { continuation.yield($0) }
+        continuation.finish()
+      } catch {
+        continuation.finish(throwing: error)
+      }
+    }
+    continuation.onTermination = { _ in task.cancel() }
+    return stream
+  }
+
+  /// The session runs on the caller's actor: a batch from the reader thread resumes it there, and
+  /// `deliver` runs in the same job (no stream, no task of its own).
+  public func run(
+    isolation: isolated (any Actor)?, started: () -> Void, deliver: ([SourceEvent]) async -> Void
+  ) async throws {
+    let session = try await start()
+    started()
+    try await drive(session, isolation: isolation, deliver)
+  }
+
+  /// Connects, mirrors BlueZ and starts discovery; cleans up and throws if that fails.
+  private func start() async throws -> DiscoverySession {
     let connection = try Connection(bus, options: .init(batchInterval: options.batchInterval))
     let session = DiscoverySession(
       connection: connection, adapterName: adapter, preferredMode: preferredMode, options: options,
       logger: logger
     ) { [self] mode in self.currentMode.withLock { $0 = mode } }
+    running.begin()
     do {
       try await session.begin()
     } catch {
       // Cleanup must not inherit cancellation (the consumer stopping during `begin`), or its
       // calls would fail at once.
       await Task { await session.end() }.value
+      running.end()
       throw error
     }
-    let (stream, continuation) = AsyncThrowingStream.makeStream(of: [SourceEvent].self)
-    let task = Task {
-      await session.run { continuation.yield($0) }
-      // Cleanup must not inherit cancellation, or its calls would fail at once.
-      await Task { await session.end() }.value
-      continuation.finish(throwing: session.failure)
-    }
-    continuation.onTermination = { _ in task.cancel() }
-    running.withLock { $0 = task }
-    return stream
+    return session
   }
 
-  /// Waits for the last scan's cleanup (match rules removed, StopDiscovery) to complete.
-  public func finished() async {
-    let task = running.withLock { $0 }
-    await task?.value
+  /// Runs a begun session until it ends or the calling task is cancelled, then cleans up; throws
+  /// why it ended, if not by cancellation.
+  private func drive(
+    _ session: DiscoverySession, isolation: isolated (any Actor)?, _ deliver: ([SourceEvent]) async -> Void
+  ) async throws {
+    await session.run(isolation: isolation, deliver)
+    // Cleanup must not inherit cancellation, or its calls would fail at once.
+    await Task { await session.end() }.value
+    running.end()
+    if let failure = session.failure { throw failure }
+  }
+
+  /// Waits for every scan's cleanup (match rules removed, StopDiscovery) to complete.
+  public func finished() async { await running.idle() }
+}
+
+/// A count of things under way, and the tasks waiting for it to reach zero.
+final class Activity: Sendable {
+  private struct State {
+    var count = 0
+    var waiters: [CheckedContinuation<Void, Never>] = []
+  }
+  private let state = Mutex(State())
+
+  func begin() { state.withLock { $0.count += 1 } }
+
+  func end() {
+    let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+      state.count -= 1
+      guard state.count == 0 else { return [] }
+      defer { state.waiters = [] }
+      return state.waiters
+    }
+    for waiter in waiters { waiter.resume() }
+  }
+
+  /// Returns once nothing is under way.
+  func idle() async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let now = state.withLock { state -> Bool in
+        if state.count == 0 { return true }
+        state.waiters.append(continuation)
+        return false
+      }
+      if now { continuation.resume() }
+    }
   }
 }

@@ -139,19 +139,30 @@ final class DiscoverySession: @unchecked Sendable {
   }
 
   /// Handles signal batches and monitor calls until the consumer cancels or the bus goes away.
-  func run(_ deliver: ([SourceEvent]) -> Void) async {
+  ///
+  /// Runs in the consumer's isolation (`AdvertisementSource.run`): a batch from the reader thread
+  /// resumes this loop as one job on the consumer's actor, and `deliver` runs in that job. The
+  /// rare calls to BlueZ (prune, resync, starting discovery) leave the actor and come back; the
+  /// checks for whether one is due do not.
+  func run(isolation: isolated (any Actor)?, _ deliver: ([SourceEvent]) async -> Void) async {
     guard subscription != nil || stream != nil else { return }
+    // Preferring the reader thread as executor runs the session (and a default actor it runs on)
+    // on that thread, right after the read that resumed it: no other thread wakes per batch.
+    await withTaskExecutorPreference(stream?.executor) { await handleInputs(isolation: isolation, deliver) }
+    if !Task.isCancelled, connection.isClosed || stream != nil {
+      failure = DBusError(.disconnected, "the D-Bus connection to \(connection.address) closed")
+    }
+  }
+
+  private func handleInputs(isolation: isolated (any Actor)?, _ deliver: ([SourceEvent]) async -> Void) async
+  {
     var events: [SourceEvent] = []
     // `consuming`: an event is moved into the batch, not copied in and then destroyed (a retain
     // and a release of each of an advertisement's arrays, about 150 instructions, callgrind).
     let emit: (consuming SourceEvent) -> Void = { events.append($0) }
-    while let input = await inputs.next() {
-      defer {
-        if !events.isEmpty { deliver(events) }
-        events.removeAll(keepingCapacity: true)
-      }
+    while let input = await inputs.next(isolation: isolation) {
       now = .now
-      await pruneIfDue()
+      if pruneIsDue { await prune() }
       var resume = false
       switch input {
       case .signals(let batch):
@@ -164,11 +175,11 @@ final class DiscoverySession: @unchecked Sendable {
         evict(emit: emit)
       case .monitor(let call, let sender):
         // Only bluetoothd may tell us what it found.
-        guard sender != nil, sender == bluezOwner else {
+        if sender != nil, sender == bluezOwner {
+          handle(call, emit: emit)
+        } else {
           log("bluez: ignored a monitor call from \(sender?.rawValue ?? "nobody"), not org.bluez")
-          continue
         }
-        handle(call, emit: emit)
       }
       if resume { await resync(emit: emit) }
       if state.adapter == nil, bluezOwner != nil, let candidate = tree.selectAdapter(named: adapterName),
@@ -177,9 +188,10 @@ final class DiscoverySession: @unchecked Sendable {
         try? await startScanning(on: candidate)
       }
       reportCondition()
-    }
-    if !Task.isCancelled, connection.isClosed || stream != nil {
-      failure = DBusError(.disconnected, "the D-Bus connection to \(connection.address) closed")
+      if !events.isEmpty {
+        await deliver(events)
+        events.removeAll(keepingCapacity: true)
+      }
     }
   }
 
@@ -331,11 +343,16 @@ final class DiscoverySession: @unchecked Sendable {
   /// At most this many RemoveDevice calls per prune, so that the scan never stalls behind them.
   static let removalsPerPrune = 256
 
+  /// Whether `prune` has work: checked for every batch without leaving the consumer's actor.
+  private var pruneIsDue: Bool {
+    state.adapter != nil && lastPrune.duration(to: now) >= options.pruneInterval
+  }
+
   /// Removes devices not heard for `staleDeviceAge` from BlueZ, except those BlueZ knows as
   /// paired, trusted or connected and those the consumer keeps (`DeviceMirror.stale`). Their
   /// InterfacesRemoved then drops them from our mirror too.
-  private func pruneIfDue() async {
-    guard let path = state.adapter, lastPrune.duration(to: now) >= options.pruneInterval else { return }
+  private func prune() async {
+    guard let path = state.adapter else { return }
     lastPrune = now
     let adapter = adapter(path)
     let stale = mirror.stale(

@@ -50,10 +50,15 @@ final class SessionInbox<Element: Sendable>: Sendable {
 
   /// The next element, waiting for one; nil once finished and drained, or when the calling task
   /// is cancelled. One consumer at a time.
-  func next() async -> Element? {
+  ///
+  /// The consumer resumes in its own isolation: a session that runs on its consumer's actor
+  /// (`AdvertisementSource.run`) costs one job on that actor per element, not a hop to the global
+  /// executor and another back.
+  func next(isolation: isolated (any Actor)? = #isolation) async -> Element? {
     if let ready = state.withLock({ $0.queue.isEmpty ? nil : $0.queue.removeFirst() }) { return ready }
     return await withTaskCancellationHandler {
-      await withUnsafeContinuation { (continuation: UnsafeContinuation<Element?, Never>) in
+      await withUnsafeContinuation(isolation: isolation) {
+        (continuation: UnsafeContinuation<Element?, Never>) in
         let now = state.withLock { state -> Element?? in
           if !state.queue.isEmpty { return .some(state.queue.removeFirst()) }
           if state.finished { return .some(nil) }

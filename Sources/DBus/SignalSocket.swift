@@ -63,6 +63,10 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
 
   /// Counters, for measuring how well it batches.
   public var wakeUps: Int { reader.wakeUps.load(ordering: .relaxed) }
+
+  /// The reader thread as a task executor (`SignalSocket+Executor.swift`): a consumer that prefers
+  /// it runs between the reader's passes, on the same thread.
+  public var executor: any TaskExecutor { reader }
 }
 
 /// A pass's decoded items, gathered on the reader thread and handed on by `flush`.
@@ -124,12 +128,14 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
   let rules: [MatchRule]
   let batchInterval: Duration
   let sink: SignalSocketSink
-  private let wakeFD: Int32
-  private let wakeWriteFD: Int32
+  let wakeFD: Int32
+  let wakeWriteFD: Int32
   private let stopping = Atomic<Bool>(false)
   private let done = DispatchSemaphore(value: 0)
   private let started = Atomic<Bool>(false)
   @usableFromInline let wakeUps = Atomic<Int>(0)
+  /// Jobs of tasks that prefer this thread (`SignalSocket+Executor.swift`).
+  let queue = Mutex(JobQueue())
 
   /// `rules`' header keys as C strings, compared for every signal.
   private let compiled: UnsafeMutableBufferPointer<CompiledMatch>
@@ -238,8 +244,7 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
   /// For a reader whose set-up failed: nothing runs, so close here.
   func closeUnstarted() {
     close(fd)
-    if wakeFD >= 0 { close(wakeFD) }
-    if wakeWriteFD >= 0 { close(wakeWriteFD) }
+    closeQueue()
     sink.finish()
   }
 
@@ -248,30 +253,55 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
     else {
       return
     }
-    var one: UInt8 = 1
-    _ = write(wakeWriteFD, &one, 1)
-    // Never the reader thread itself: it sets `stopping` before it finishes the stream (whose
-    // `onTermination` calls this), so it returned above.
+    ring()
+    // The reader thread itself (a job it runs dropped the socket) must not wait for itself: it
+    // stops after that job.
+    if onReaderThread { return }
     done.wait()
     done.signal()  // later callers return at once
   }
 
-  private func run() {
+  /// Waits until the socket is readable (`socket`) or `deadline` passes, running queued jobs
+  /// meanwhile; false once stopping.
+  private func wait(socket: Bool, until deadline: ContinuousClock.Instant?) -> Bool {
     var fds = [
-      pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: socket ? fd : -1, events: Int16(POLLIN), revents: 0),
       pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
     ]
-    flush()
-    loop: while !stopping.load(ordering: .acquiring) {
+    while true {
+      runJobs()
+      if stopping.load(ordering: .acquiring) { return false }
+      var timeout: Int32 = -1
+      if let deadline {
+        let left = ContinuousClock.now.duration(to: deadline)
+        if left <= .zero { return true }
+        let (seconds, attoseconds) = left.components
+        // Rounded up: waking a little early would only wait again.
+        timeout = Int32(seconds * 1_000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+      }
+      guard park() else { continue }
       fds[0].revents = 0
       fds[1].revents = 0
-      let ready = poll(&fds, 2, -1)
+      let ready = poll(&fds, 2, timeout)
+      unpark()
       if ready < 0 {
         if errno == EINTR { continue }
-        break
+        return false
       }
+      if ready == 0 { continue }
       wakeUps.add(1, ordering: .relaxed)
-      if fds[1].revents != 0 { break }
+      if fds[1].revents != 0 {
+        var sink = [UInt8](repeating: 0, count: 64)
+        while read(wakeFD, &sink, sink.count) > 0 {}
+      }
+      if socket, fds[0].revents != 0 { return true }
+    }
+  }
+
+  private func run() {
+    queue.withLock { $0.thread = pthread_self() }
+    flush()
+    loop: while wait(socket: true, until: nil) {
       var (open, drained, taken) = readAvailable()
       var passBytes = taken
       do {
@@ -288,15 +318,19 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
         break loop
       }
       flush()
+      // What the batch resumed (a consumer that prefers this thread) runs now, before any wait.
+      runJobs()
       if !open { break }
-      // A pass stops after `passLimit` bytes; only an emptied socket waits for the next batch.
-      if drained, batchInterval > .zero { ReaderThread.sleep(for: batchInterval) }
+      // A pass stops after `passLimit` bytes; only an emptied socket waits for the next batch,
+      // running jobs meanwhile.
+      if drained, batchInterval > .zero, !wait(socket: false, until: .now + batchInterval) { break }
     }
     stopping.store(true, ordering: .releasing)
     close(fd)
-    close(wakeFD)
-    close(wakeWriteFD)
     sink.finish()
+    // What finishing resumed, and anything queued since, runs elsewhere from now on.
+    runJobs()
+    closeQueue()
     done.signal()
   }
 

@@ -59,8 +59,8 @@ import Testing
             return source
           }
         },
-        consume: { source in
-          for try await _ in try await source.eventBatches() {}
+        consume: { source, started in
+          try await source.run(isolation: nil, started: started) { _ in }
         },
         report: { condition in record.conditions.withLock { $0.append(condition) } },
         log: { _, line in record.lines.withLock { $0.append(line) } },

@@ -125,16 +125,14 @@ public actor BeaconBridge {
     wakeDeadlines()
   }
 
-  /// Reads the source on the actor, an array at a time, so that an advertisement costs neither an
-  /// actor hop nor a stream hand-over of its own.
-  private func consume(_ stream: AsyncThrowingStream<[SourceEvent], any Error>) async throws {
-    for try await batch in stream {
-      for event in batch {
-        let steps = pipeline.ingest(event, at: now)
-        if !steps.isEmpty { await perform(steps) }
-      }
-      wakeDeadlines()
+  /// One array of a source's events, on the actor: an advertisement costs neither an actor hop
+  /// nor a hand-over of its own.
+  private func ingest(batch: [SourceEvent]) async {
+    for event in batch {
+      let steps = pipeline.ingest(event, at: now)
+      if !steps.isEmpty { await perform(steps) }
     }
+    wakeDeadlines()
   }
 
   /// Handles every deadline due now. `run(source:)` calls it on its own; virtual-time drivers
@@ -169,10 +167,17 @@ public actor BeaconBridge {
   /// Consumes a source until it ends, fails or the task is cancelled. Deadlines are not ticked
   /// here: the daemon runs `runDeadlines()` on its own, so that trips keep their deadlines while
   /// no source runs (no adapter, bluetoothd stopped).
-  public func consume(source: some AdvertisementSource) async throws {
-    let stream = try await source.eventBatches()
-    log(.info, "scanning with \(source.description)")
-    try await consume(stream)
+  ///
+  /// The source runs on the actor (`AdvertisementSource.run`): each array it reads is ingested in
+  /// the job that resumed it, with no stream or task between. `started` is called once the source
+  /// runs.
+  public func consume(source: some AdvertisementSource, started: @Sendable () -> Void = {}) async throws {
+    try await source.run(isolation: self) {
+      log(.info, "scanning with \(source.description)")
+      started()
+    } deliver: { batch in
+      await ingest(batch: batch)
+    }
   }
 
   /// The parked deadline loop: resumed by its timer, by `wakeDeadlines`, or by cancellation.

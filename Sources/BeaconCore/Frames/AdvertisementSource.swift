@@ -10,6 +10,17 @@ public protocol AdvertisementSource: Sendable {
   /// of once per advertisement, which at thousands a second is most of its cost. The default
   /// wraps each event of `events()` in an array of one.
   func eventBatches() async throws -> AsyncThrowingStream<[SourceEvent], any Error>
+  /// Runs the source in the caller's isolation: starts it (throwing what `eventBatches()` would),
+  /// calls `started`, then hands each array to `deliver` until the source ends (returns) or fails
+  /// (throws). Cancelling the calling task stops it.
+  ///
+  /// The consumer of a busy source wants this form. A stream between the source and its consumer
+  /// costs a task of its own and a thread hop per array; here a source that reads on a thread of
+  /// its own resumes the caller, on the caller's actor, once per array, and the consumer's work
+  /// runs in that same job. The default drives `eventBatches()`.
+  func run(
+    isolation: isolated (any Actor)?, started: () -> Void, deliver: ([SourceEvent]) async -> Void
+  ) async throws
   /// Returns once a stopped source has put the radio back (StopDiscovery, scan disabled). A
   /// process about to exit awaits it, or the cleanup would die with it.
   func finished() async
@@ -17,6 +28,14 @@ public protocol AdvertisementSource: Sendable {
 
 extension AdvertisementSource {
   public func finished() async {}
+
+  public func run(
+    isolation: isolated (any Actor)?, started: () -> Void, deliver: ([SourceEvent]) async -> Void
+  ) async throws {
+    let batches = try await eventBatches()
+    started()
+    for try await batch in batches { await deliver(batch) }
+  }
 
   public func eventBatches() async throws -> AsyncThrowingStream<[SourceEvent], any Error> {
     let events = try await events()

@@ -129,7 +129,7 @@ public struct Daemon: Sendable {
           adapter: config.adapter, keep: { paired.contains($0) }, waitForHardware: true, onWaiting: onWaiting
         ) { logger.log(.info, $0) }
       },
-      consume: { try await bridge.consume(source: $0) },
+      consume: { try await bridge.consume(source: $0, started: $1) },
       report: { condition in
         scanStatus.set(condition)
         statusChanged.ring()
@@ -241,13 +241,4 @@ struct DaemonHost: ScopeHost {
       url: url, tokenFile: config.tokenFile, timeout: config.uploadTimeout, tls: config.uploadTLS
     ).post(batch)
   }
-}
-
-/// A source whose stream is already running (the daemon starts it itself so that it can say
-/// READY=1 only once scanning has started).
-struct StartedSource: AdvertisementSource {
-  let stream: AsyncThrowingStream<[SourceEvent], any Error>
-  let description: String
-  func eventBatches() async throws -> AsyncThrowingStream<[SourceEvent], any Error> { stream }
-  func events() async throws -> AsyncThrowingStream<SourceEvent, any Error> { Self.flatten(stream) }
 }

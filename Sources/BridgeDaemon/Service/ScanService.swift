@@ -51,8 +51,10 @@ public enum ScanCondition: Sendable, Hashable {
 struct ScanService<C: Clock>: Service where C.Duration == Duration {
   /// Makes a source; it calls the given closure with what it waits for, or nil once it scans.
   var makeSource: @Sendable (_ onWaiting: @escaping @Sendable (String?) -> Void) -> any AdvertisementSource
-  /// Feeds a started source to the bridge until it ends.
-  var consume: @Sendable (any AdvertisementSource) async throws -> Void
+  /// Starts a source and feeds it to the bridge until it ends, calling the given closure once it
+  /// runs (`BeaconBridge.consume(source:started:)`).
+  var consume:
+    @Sendable (any AdvertisementSource, _ started: @escaping @Sendable () -> Void) async throws -> Void
   var report: @Sendable (ScanCondition) -> Void
   var log: @Sendable (LogRecord.Level, String) -> Void
   var explain: @Sendable (any Error) -> String
@@ -66,7 +68,7 @@ struct ScanService<C: Clock>: Service where C.Duration == Duration {
   /// Runs until cancelled.
   func run() async {
     var delay = initialDelay
-    var announced = false
+    let announced = Atomic<Bool>(false)
     while !Task.isCancelled {
       let attempt = Attempt()
       let source = makeSource { reason in attempt.waiting(reason, report: report) }
@@ -74,13 +76,13 @@ struct ScanService<C: Clock>: Service where C.Duration == Duration {
       let begun = clock.now
       var failure: (any Error)?
       do {
-        let stream = try await source.eventBatches()
-        attempt.begin(backend: source.description, report: report)
-        log(
-          .notice,
-          announced ? "scanning again with \(source.description)" : "scanning with \(source.description)")
-        announced = true
-        try await consume(StartedSource(stream: stream, description: source.description))
+        try await consume(source) { [report, log] in
+          attempt.begin(backend: source.description, report: report)
+          let again = announced.exchange(true, ordering: .relaxed)
+          log(
+            .notice,
+            again ? "scanning again with \(source.description)" : "scanning with \(source.description)")
+        }
       } catch {
         failure = error
       }

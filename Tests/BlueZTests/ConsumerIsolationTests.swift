@@ -1,0 +1,68 @@
+import BeaconCore
+import BlueZ
+import BlueZTestSupport
+import DBus
+import Foundation
+import Testing
+
+/// The consumer's form of the BlueZ source (`AdvertisementSource.run(isolation:)`, issue 19):
+/// each batch is handed over on the consumer's actor, in a job on the D-Bus reader thread, so no
+/// other thread wakes per batch; and the radio is put back before `run` returns.
+@Suite(.timeLimit(.minutes(2)))
+struct ConsumerIsolationTests {
+  actor Consumer {
+    var started = false
+    var sightings = 0
+    var threads: Set<String> = []
+
+    func consume(_ source: some AdvertisementSource) async throws {
+      try await source.run(isolation: self) {
+        started = true
+      } deliver: { batch in
+        // On this actor: the compiler lets the closure touch its state, and the runtime agrees.
+        self.assertIsolated()
+        threads.insert(ConsumerIsolationTests.threadName)
+        sightings += batch.count { if case .sighting = $0 { true } else { false } }
+      }
+    }
+  }
+
+  /// The calling thread's name, as the kernel has it.
+  static var threadName: String {
+    (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8))?
+      .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+  }
+
+  @Test func batchesReachTheConsumersActorOnTheReaderThread() async throws {
+    let fixture = try await BlueZFixture.start()
+    defer { fixture.stop() }
+    try await fixture.addAdapter("hci0")
+    let consumer = Consumer()
+    let scan = Task { try await consumer.consume(fixture.source()) }
+    #expect(try await eventually { await consumer.started })
+    let device = try await fixture.addDevice("hci0", beaconAddress.description)
+    for rssi in [-60, -61, -62] {
+      try await fixture.advertise(
+        device, ["ManufacturerData": iBeaconManufacturerData(), "RSSI": .int16(Int16(rssi))])
+    }
+    // InterfacesAdded, then three PropertiesChanged.
+    #expect(try await eventually { await consumer.sightings >= 4 })
+    #expect(await consumer.threads == ["dbus-signal-str"])
+
+    scan.cancel()
+    try await scan.value
+    // `run` returned only after its cleanup: discovery is already stopped.
+    #expect(try await fixture.adapterCalls("hci0").last == "StopDiscovery")
+    #expect(try await fixture.adapterProperty("hci0", "Discovering") == .bool(false))
+  }
+
+  /// A session that fails as it starts throws from `run`, and `started` is never called.
+  @Test func aFailedStartThrowsWithoutStarting() async throws {
+    let fixture = try await BlueZFixture.start()
+    defer { fixture.stop() }
+    try await fixture.addAdapter("hci0")
+    let consumer = Consumer()
+    await #expect(throws: BlueZError.self) { try await consumer.consume(fixture.source(adapter: "hci7")) }
+    #expect(await consumer.started == false)
+  }
+}
