@@ -29,25 +29,38 @@ func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").ut
 let finished = DispatchSemaphore(value: 0)
 let outcome = Mutex<Int32>(0)
 
-Task.detached {
-  let source = BlueZAdvertisementSource(bus: .address(address), adapter: "hci0")
-  do {
-    let batches = try await source.eventBatches()
-    say("ready")
-    var pipeline = BeaconPipeline(pairings: PairingSet([]))
-    var sightings = 0
-    var time = 0.0
-    if count > 0 {
-      loop: for try await batch in batches {
-        for event in batch {
+/// The consumer, as `BeaconBridge.consume(source:)` is one: an actor the source runs on
+/// (`AdvertisementSource.run(isolation:)`), ingesting each batch in the job that delivered it.
+actor Consumer {
+  var pipeline = BeaconPipeline(pairings: PairingSet([]))
+  var sightings = 0
+  var time = 0.0
+
+  func consume(_ source: BlueZAdvertisementSource, count: Int) async throws {
+    let scan = Task {
+      try await source.run(isolation: self) {
+        say("ready")
+        if count == 0 { withUnsafeCurrentTask { $0?.cancel() } }
+      } deliver: { batch in
+        for event in batch where sightings < count {
           if case .sighting = event { sightings += 1 }
           time += 0.0005
           _ = pipeline.ingest(event, at: Timestamp(seconds: time))
-          if sightings >= count { break loop }
         }
+        // Enough: cancelling ends `run` once this batch is handed back.
+        if sightings >= count { withUnsafeCurrentTask { $0?.cancel() } }
       }
     }
-    say("done \(sightings)")
+    try await scan.value
+  }
+}
+
+Task.detached {
+  let source = BlueZAdvertisementSource(bus: .address(address), adapter: "hci0")
+  let consumer = Consumer()
+  do {
+    try await consumer.consume(source, count: count)
+    say("done \(await consumer.sightings)")
   } catch {
     FileHandle.standardError.write(Data("DBusPathBench: \(error)\n".utf8))
     outcome.withLock { $0 = 1 }
