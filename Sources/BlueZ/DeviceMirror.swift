@@ -9,8 +9,13 @@ import DBus
 struct DeviceMirror: Sendable {
   typealias Instant = ContinuousClock.Instant
 
-  private(set) var devices: [DeviceKey: DeviceRecord] = [:]
-  /// When the mirror has shrunk enough to copy it into a smaller table.
+  /// Device `i` is `keys[i]` with `records[i]`; `slots` finds `i` by a seeded 64-bit form of the
+  /// key (`BeaconIndex`, as presence files beacons). A `Dictionary` ran `Hasher` for every
+  /// update, about 250 instructions of an advertisement's path (callgrind, issue 19).
+  private var keys: [DeviceKey] = []
+  private var records: [DeviceRecord] = []
+  private var slots = BeaconIndex()
+  /// When the mirror has shrunk enough to copy it into smaller tables.
   private var shrink = PeakShrink()
 
   /// The adapter the scan runs on: only its devices are sighted or reported lost.
@@ -22,9 +27,53 @@ struct DeviceMirror: Sendable {
 
   init() {}
 
-  var count: Int { devices.count }
+  var count: Int { keys.count }
 
-  subscript(key: DeviceKey) -> DeviceRecord? { devices[key] }
+  subscript(key: DeviceKey) -> DeviceRecord? { position(of: key).map { records[$0] } }
+
+  /// Every device, by key (for tests and checks; not on the scan's path).
+  var devices: [DeviceKey: DeviceRecord] { Dictionary(uniqueKeysWithValues: zip(keys, records)) }
+
+  // MARK: Storage
+
+  private func position(of key: DeviceKey) -> Int? {
+    slots.find(key.indexKey(seed: slots.seed)) { keys[$0] == key }
+  }
+
+  /// Adds a device the mirror does not have; its position.
+  @discardableResult
+  private mutating func insert(_ key: DeviceKey, _ record: DeviceRecord) -> Int {
+    keys.append(key)
+    records.append(record)
+    slots.insert(key.indexKey(seed: slots.seed), index: keys.count - 1)
+    return keys.count - 1
+  }
+
+  /// Forgets the device at `position` (the last one takes its place); its record.
+  @discardableResult
+  private mutating func remove(at position: Int) -> DeviceRecord {
+    slots.remove(keys[position].indexKey(seed: slots.seed), index: position)
+    let last = keys.count - 1
+    if position != last {
+      keys.swapAt(position, last)
+      records.swapAt(position, last)
+      slots.move(keys[position].indexKey(seed: slots.seed), from: last, to: position)
+    }
+    keys.removeLast()
+    return records.removeLast()
+  }
+
+  /// Replaces every device with `devices`, in tables sized for them.
+  private mutating func replace(with devices: some Sequence<(DeviceKey, DeviceRecord)>) {
+    keys = []
+    records = []
+    for (key, record) in devices {
+      keys.append(key)
+      records.append(record)
+    }
+    let seed = slots.seed
+    slots = slots.rebuilt(keys.map { $0.indexKey(seed: seed) })
+  }
 
   // MARK: Seeding
 
@@ -51,12 +100,12 @@ struct DeviceMirror: Sendable {
   {
     var lost: [BluetoothAddress] = []
     if let adapter {
-      for (key, record) in devices.sorted(by: { $0.value.path < $1.value.path })
+      for (key, record) in zip(keys, records).sorted(by: { $0.1.path < $1.1.path })
       where ObjectTree.device(record.path, isOf: adapter) && fresh[key] == nil {
         lost.append(record.address)
       }
     }
-    devices = fresh
+    replace(with: fresh.lazy.map { ($0.key, $0.value) })
     return lost
   }
 
@@ -65,46 +114,42 @@ struct DeviceMirror: Sendable {
   /// The mirror's key for a device path: from the path itself, or (for a path that names no
   /// address) by looking for it.
   func key(for path: ObjectPath) -> DeviceKey? {
-    if let key = DeviceKey(path: path) { return devices[key] != nil ? key : nil }
+    if let key = DeviceKey(path: path) { return position(of: key) != nil ? key : nil }
     // Only a path that names no address (never one of BlueZ's) costs a search.
-    return devices.first { $0.value.path == path }?.key
+    return records.firstIndex { $0.path == path }.map { keys[$0] }
   }
 
   /// InterfacesAdded of a Device1: mirrors it (or updates it); a sighting if it is the adapter's.
   mutating func added(_ path: ObjectPath, _ properties: ObjectTree.Properties, at now: Instant)
     -> Advertisement?
   {
-    var mirrored = key(for: path)
-    if let key = mirrored {
-      devices[key]!.apply(properties, invalidated: [])
+    var mirrored = key(for: path).flatMap(position(of:))
+    if let position = mirrored {
+      records[position].apply(properties, invalidated: [])
     } else if let record = DeviceRecord(path: path, properties: properties, at: now) {
-      let key = DeviceKey(path: path, address: record.address)
-      devices[key] = record
-      mirrored = key
+      mirrored = insert(DeviceKey(path: path, address: record.address), record)
     }
-    guard let key = mirrored, let adapter, ObjectTree.device(path, isOf: adapter) else { return nil }
-    devices[key]!.lastHeard = now
-    return devices[key]!.advertisement
+    guard let position = mirrored, let adapter, ObjectTree.device(path, isOf: adapter) else { return nil }
+    records[position].lastHeard = now
+    return records[position].advertisement
   }
 
   /// InterfacesRemoved of a Device1: forgets it; its address if it was the adapter's (lost).
   mutating func removed(_ path: ObjectPath) -> BluetoothAddress? {
-    guard let key = key(for: path), let device = devices.removeValue(forKey: key), let adapter,
-      ObjectTree.device(path, isOf: adapter)
-    else { return nil }
+    guard let position = key(for: path).flatMap(position(of:)) else { return nil }
+    let device = remove(at: position)
+    guard let adapter, ObjectTree.device(path, isOf: adapter) else { return nil }
     return device.address
   }
 
   /// Forgets every device of an adapter that went away (BlueZ may not remove them first:
   /// python-dbusmock's RemoveAdapter does not). Their addresses, sorted by path.
   mutating func removeDevices(of adapter: ObjectPath) -> [BluetoothAddress] {
-    let gone = devices.filter { ObjectTree.device($0.value.path, isOf: adapter) }
-    var lost: [BluetoothAddress] = []
-    for (key, record) in gone.sorted(by: { $0.value.path < $1.value.path }) {
-      devices[key] = nil
-      lost.append(record.address)
-    }
-    return lost
+    let gone = records.filter { ObjectTree.device($0.path, isOf: adapter) }.sorted { $0.path < $1.path }
+    if gone.isEmpty { return [] }
+    replace(
+      with: zip(keys, records).lazy.filter { !ObjectTree.device($0.1.path, isOf: adapter) }.map { ($0, $1) })
+    return gone.map(\.address)
   }
 
   /// A generic Device1 PropertiesChanged: a sighting when an advertisement property changed.
@@ -117,7 +162,7 @@ struct DeviceMirror: Sendable {
     } else {
       guard let record = DeviceRecord(path: path, properties: [:], at: now) else { return nil }
       key = DeviceKey(path: path, address: record.address)
-      devices[key] = record
+      insert(key, record)
     }
     return change(key, path: path, at: now) { record in
       record.apply(changes, invalidated: invalidated)
@@ -135,24 +180,23 @@ struct DeviceMirror: Sendable {
   }
 
   /// Applies a change to a device (mirroring it if it is new) and returns its advertisement when
-  /// `change` says the advertisement changed and the device is on the adapter. One hash lookup.
+  /// `change` says the advertisement changed and the device is on the adapter. One lookup.
   private mutating func change(
     _ key: DeviceKey, path: ObjectPath?, at now: Instant, _ change: (inout DeviceRecord) -> Bool
   ) -> Advertisement? {
-    var index = devices.index(forKey: key)
+    var index = position(of: key)
     if index == nil {
       guard let path = path ?? key.path, let record = DeviceRecord(path: path, properties: [:], at: now)
       else {
         return nil
       }
-      devices[key] = record
-      index = devices.index(forKey: key)
+      index = insert(key, record)
     }
     guard let index else { return nil }
     let onAdapter = adapterID != nil && key.adapter == adapterID
-    // In place: reading `devices.values[index].advertisement` copied the whole record first
-    // (a retain and a release per field, callgrind).
-    return Self.inPlace(&devices.values[index]) { record -> Advertisement? in
+    // In place: reading `records[index].advertisement` copied the whole record first (a retain
+    // and a release per field, callgrind).
+    return Self.inPlace(&records[index]) { record -> Advertisement? in
       guard change(&record), onAdapter else { return nil }
       record.lastHeard = now
       return record.advertisement
@@ -167,14 +211,14 @@ struct DeviceMirror: Sendable {
 
   /// DeviceFound from our advertisement monitor: a sighting of a mirrored device.
   mutating func found(_ path: ObjectPath, at now: Instant) -> Advertisement? {
-    guard let key = key(for: path), devices[key] != nil else { return nil }
-    devices[key]!.lastHeard = now
-    return devices[key]!.advertisement
+    guard let position = key(for: path).flatMap(position(of:)) else { return nil }
+    records[position].lastHeard = now
+    return records[position].advertisement
   }
 
   /// The address of a device path: the mirrored record's, else the one the path names.
   func address(of path: ObjectPath) -> BluetoothAddress? {
-    key(for: path).flatMap { devices[$0]?.address }
+    key(for: path).flatMap(position(of:)).map { records[$0].address }
       ?? DeviceAdvertisement.address(path: path, properties: nil)
   }
 
@@ -189,18 +233,18 @@ struct DeviceMirror: Sendable {
   /// system).
   mutating func evict(over maxDevices: Int, keep: (BluetoothAddress) -> Bool) -> [BluetoothAddress]? {
     var forgotten: [BluetoothAddress]?
-    if devices.count > maxDevices {
-      let candidates = devices.filter { !$0.value.bonded && !keep($0.value.address) }
-        .sorted { $0.value.lastHeard < $1.value.lastHeard }
-      let excess = devices.count - maxDevices + maxDevices / 10
-      forgotten = []
-      for (key, record) in candidates.prefix(excess) {
-        devices[key] = nil
-        forgotten!.append(record.address)
-      }
+    if keys.count > maxDevices {
+      let excess = keys.count - maxDevices + maxDevices / 10
+      let chosen = Set(
+        records.indices.filter { !records[$0].bonded && !keep(records[$0].address) }
+          .sorted { records[$0].lastHeard < records[$1].lastHeard }.prefix(excess))
+      forgotten = chosen.sorted { records[$0].lastHeard < records[$1].lastHeard }.map { records[$0].address }
+      replace(
+        with: zip(keys, records).enumerated().lazy.filter { !chosen.contains($0.offset) }.map { $0.element })
     }
-    if shrink.shouldRelease(tracked: devices.count) {
-      devices = Dictionary(uniqueKeysWithValues: devices.map { ($0.key, $0.value) })
+    if shrink.shouldRelease(tracked: keys.count) {
+      // Copies sized to fit: the old tables kept their peak's capacity.
+      replace(with: Array(zip(keys, records)))
     }
     return forgotten
   }
@@ -210,15 +254,15 @@ struct DeviceMirror: Sendable {
   func stale(
     of adapter: ObjectPath, heardBefore cutoff: Instant, keep: (BluetoothAddress) -> Bool, limit: Int
   ) -> [(key: DeviceKey, path: ObjectPath)] {
-    devices.filter { _, record in
+    zip(keys, records).filter { _, record in
       record.lastHeard < cutoff && !record.removalAsked && !record.bonded && !keep(record.address)
         && ObjectTree.device(record.path, isOf: adapter)
-    }.sorted { $0.value.path < $1.value.path }.prefix(limit).map { ($0.key, $0.value.path) }
+    }.sorted { $0.1.path < $1.1.path }.prefix(limit).map { (key: $0.0, path: $0.1.path) }
   }
 
   /// RemoveDevice was asked for it: not asked again until it is heard again (BlueZ's
   /// InterfacesRemoved, maybe still unread, reports it lost).
   mutating func removalAsked(_ key: DeviceKey) {
-    devices[key]?.removalAsked = true
+    if let position = position(of: key) { records[position].removalAsked = true }
   }
 }

@@ -89,6 +89,13 @@ struct DeviceKey: Hashable, Sendable {
   var adapter: UInt64
   var address: BluetoothAddress
 
+  /// The 64-bit key `BeaconIndex` files this device under, with the table's `seed` mixed in (the
+  /// mix presence uses for beacons, `IndexKeyMix`): no `Hasher`.
+  @inline(__always)
+  func indexKey(seed: UInt64) -> UInt64 {
+    IndexKeyMix.fold(address.uint48 ^ seed ^ IndexKeyMix.p0, adapter ^ IndexKeyMix.p1)
+  }
+
   /// The adapter's identity from its path (`/org/bluez/hci0`).
   static func adapter(_ path: ObjectPath) -> UInt64 { adapterID(Array(path.lastComponent.utf8)[...]) }
 

@@ -162,4 +162,49 @@ struct DeviceMirrorTests {
     #expect(mirror.address(of: Self.path(Self.hci0, 7)) == Self.address(7))
     #expect(mirror.address(of: Self.hci0) == nil)
   }
+
+  /// The mirror's own table (`BeaconIndex` over parallel arrays, swap-removal) agrees with a
+  /// dictionary through random adds, updates, removals, evictions and an adapter's removal: every
+  /// device it should have is found with its last RSSI, and no other.
+  @Test func theMirrorAgreesWithADictionaryThroughChurn() throws {
+    var random = SystemRandomNumberGenerator()
+    var mirror = DeviceMirror()
+    mirror.adapter = Self.hci0
+    var model: [DeviceKey: Int16] = [:]
+    let adapters = [Self.hci0, Self.hci1]
+    for step in 0..<3_000 {
+      let adapter = adapters[Int.random(in: 0..<2, using: &random)]
+      let last = UInt8.random(in: 0...255, using: &random)
+      let path = Self.path(adapter, last)
+      let key = try #require(DeviceKey(path: path))
+      let rssi = Int16.random(in: -100 ... -30, using: &random)
+      switch Int.random(in: 0..<10, using: &random) {
+      case 0..<4:
+        _ = mirror.added(path, ["RSSI": .int16(rssi)], at: Self.at(step))
+        model[key] = rssi
+      case 4..<7:
+        _ = mirror.apply(DeviceUpdate(key: key, rssi: rssi), at: Self.at(step))
+        model[key] = rssi
+      case 7..<9:
+        _ = mirror.removed(path)
+        model[key] = nil
+      default:
+        if step % 500 == 0 {
+          // A removed adapter takes its devices with it.
+          let gone = mirror.removeDevices(of: Self.hci1)
+          #expect(gone.count == model.keys.filter { $0.adapter == 1 }.count)
+          model = model.filter { $0.key.adapter != 1 }
+        } else if let forgotten = mirror.evict(over: 300, keep: { _ in false }) {
+          // Eviction picks by last heard, over both adapters: whatever it forgot is gone.
+          let before = model.count
+          model = model.filter { mirror[$0.key] != nil }
+          #expect(before - model.count == forgotten.count)
+          #expect(mirror.count <= 300)
+        }
+      }
+      #expect(mirror.count == model.count)
+      #expect(mirror[key]?.rssi == model[key].map { Int($0) })
+    }
+    #expect(mirror.devices.mapValues { $0.rssi ?? 0 } == model.mapValues { Int($0) })
+  }
 }

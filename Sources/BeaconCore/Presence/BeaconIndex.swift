@@ -12,17 +12,17 @@
 /// The keys mix a per-process seed (from `Hasher`, so `SWIFT_DETERMINISTIC_HASHING` makes it
 /// fixed for the instruction benchmarks), so that identities chosen to collide in one process
 /// do not collide in another.
-struct BeaconIndex: Sendable {
+package struct BeaconIndex: Sendable {
   /// Entry index + 1 per slot; 0 is empty.
   private var slots: [Int32]
   /// The key each occupied slot was stored under.
   private var keys: [UInt64]
   private var mask: Int
-  private(set) var count = 0
+  package private(set) var count = 0
   /// The seed `BeaconID.indexKey` mixes in.
-  let seed: UInt64
+  package let seed: UInt64
 
-  init(capacity: Int = 64) {
+  package init(capacity: Int = 64) {
     var hasher = Hasher()
     hasher.combine(0x6265_6163_6f6e as UInt64)
     self.init(capacity: capacity, seed: UInt64(truncatingIfNeeded: hasher.finalize()))
@@ -38,12 +38,13 @@ struct BeaconIndex: Sendable {
   }
 
   /// The number of slots.
-  var capacity: Int { slots.count }
+  package var capacity: Int { slots.count }
 
-  /// A table of the same seed holding `entries`, sized for them (at least the initial 64).
-  func rebuilt(_ entries: some Sequence<(key: UInt64, index: Int)>) -> BeaconIndex {
-    var table = BeaconIndex(capacity: max(64, count), seed: seed)
-    for entry in entries { table.insert(entry.key, index: entry.index) }
+  /// A table of the same seed holding entry `i` under `keys[i]`, sized for them (at least the
+  /// initial 64).
+  package func rebuilt(_ keys: [UInt64]) -> BeaconIndex {
+    var table = BeaconIndex(capacity: max(64, keys.count), seed: seed)
+    for (index, key) in keys.enumerated() { table.insert(key, index: index) }
     return table
   }
 
@@ -51,7 +52,7 @@ struct BeaconIndex: Sendable {
 
   /// The entry index stored under `key` for which `matches` holds, or nil.
   @inline(__always)
-  func find(_ key: UInt64, matches: (Int) -> Bool) -> Int? {
+  package func find(_ key: UInt64, matches: (Int) -> Bool) -> Int? {
     var position = home(key)
     while true {
       let stored = slots[position]
@@ -72,7 +73,7 @@ struct BeaconIndex: Sendable {
   }
 
   /// Stores entry `index` under `key` (not there yet).
-  mutating func insert(_ key: UInt64, index: Int) {
+  package mutating func insert(_ key: UInt64, index: Int) {
     if (count + 1) * 2 > slots.count { grow() }
     var position = home(key)
     while slots[position] != 0 { position = (position + 1) & mask }
@@ -82,12 +83,12 @@ struct BeaconIndex: Sendable {
   }
 
   /// Entry `index`, stored under `key`, now lives at `newIndex`.
-  mutating func move(_ key: UInt64, from index: Int, to newIndex: Int) {
+  package mutating func move(_ key: UInt64, from index: Int, to newIndex: Int) {
     slots[slot(of: index, key: key)] = Int32(newIndex + 1)
   }
 
   /// Forgets entry `index`, stored under `key`.
-  mutating func remove(_ key: UInt64, index: Int) {
+  package mutating func remove(_ key: UInt64, index: Int) {
     var hole = slot(of: index, key: key)
     slots[hole] = 0
     count -= 1
@@ -166,14 +167,14 @@ extension BeaconIdentity {
   }
 }
 
-enum IndexKeyMix {
-  static var p0: UInt64 { 0xa076_1d64_78bd_642f }
-  static var p1: UInt64 { 0xe703_7ed1_a0b4_28db }
-  static var p2: UInt64 { 0x8ebc_6af0_9c88_c6e3 }
+package enum IndexKeyMix {
+  package static var p0: UInt64 { 0xa076_1d64_78bd_642f }
+  package static var p1: UInt64 { 0xe703_7ed1_a0b4_28db }
+  package static var p2: UInt64 { 0x8ebc_6af0_9c88_c6e3 }
 
   /// The high and low halves of the full product, xored (wyhash's `mum`).
   @inline(__always)
-  static func fold(_ a: UInt64, _ b: UInt64) -> UInt64 {
+  package static func fold(_ a: UInt64, _ b: UInt64) -> UInt64 {
     let product = a.multipliedFullWidth(by: b)
     return product.high ^ product.low
   }

@@ -319,8 +319,7 @@ public struct PresenceTracker: Sendable {
     fitted.reserveCapacity(entries.count)
     fitted.append(contentsOf: entries)
     entries = fitted
-    let keys = entries.map(\.key)
-    places = places.rebuilt(keys.indices.lazy.map { (key: keys[$0], index: $0) })
+    places = places.rebuilt(entries.map(\.key))
     idsByAddress = Dictionary(idsByAddress.lazy.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
   }
 
