@@ -189,17 +189,18 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
     compiled.deallocate()
   }
 
-  /// Whether any rule's header keys match (what `MatchRule.matchesHeader` checks).
-  private func matches(
-    sender: UnsafePointer<CChar>?, path: UnsafePointer<CChar>?, interface: UnsafePointer<CChar>?,
-    member: UnsafePointer<CChar>?
-  ) -> Bool {
-    for match in compiled
-    where match.matches(sender: sender, path: path, interface: interface, member: member) {
+  /// Whether any rule's header keys match (what `MatchRule.matchesHeader` checks). The rule
+  /// that matched last is tried first: a scan's signals are nearly all one kind.
+  private func matches(_ header: Wire.Header) -> Bool {
+    if lastMatch < compiled.count, compiled[lastMatch].matches(header) { return true }
+    for index in compiled.indices where index != lastMatch && compiled[index].matches(header) {
+      lastMatch = index
       return true
     }
     return false
   }
+  /// The index in `compiled` of the rule that matched last.
+  private var lastMatch = 0
 
   /// Bytes asked of the kernel per read.
   static var chunk: Int { 64 * 1024 }
@@ -386,11 +387,7 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
     }
     switch header.type {
     case Wire.MessageType.signal.rawValue:
-      guard
-        matches(
-          sender: header.sender?.pointer, path: header.path?.pointer, interface: header.interface?.pointer,
-          member: header.member?.pointer)
-      else { return }
+      guard matches(header) else { return }
       if !sink.take(WireSignal(header: header, bytes: bytes)) { generic(bytes) }
     case Wire.MessageType.methodReturn.rawValue, Wire.MessageType.error.rawValue:
       guard let serial = header.replySerial, let member = awaiting.removeValue(forKey: serial) else { return }
@@ -440,48 +437,63 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
 
 }
 
-/// A match rule's header keys as NUL-terminated C strings, allocated once per socket, so that
-/// matching a signal is `strcmp`s only: `MatchRule.matchesHeader` bridges each `String` on every
-/// call. Same rule as `matchesHeader`: a well-known sender is left to the bus.
+/// A match rule's header keys as C strings with their lengths, allocated once per socket, so
+/// that matching a signal compares lengths and then bytes in place: `MatchRule.matchesHeader`
+/// bridges each `String` on every call. Same rule as `matchesHeader`: a well-known sender is left
+/// to the bus. The member is compared first: it tells the rules of one interface apart, mostly
+/// by its length alone.
 struct CompiledMatch {
-  let sender: UnsafeMutablePointer<CChar>?
-  let interface: UnsafeMutablePointer<CChar>?
-  let member: UnsafeMutablePointer<CChar>?
-  let path: UnsafeMutablePointer<CChar>?
-  let pathNamespace: UnsafeMutablePointer<CChar>?
-  let pathNamespaceCount: Int
+  /// One key: nil `text` matches anything.
+  struct Key {
+    let text: UnsafeMutablePointer<CChar>?
+    let count: Int
 
-  init(_ rule: MatchRule) {
-    sender = rule.sender.flatMap { $0.isUnique || $0 == .bus ? strdup($0.rawValue) : nil }
-    interface = rule.interface.map { strdup($0.rawValue) }
-    member = rule.member.map { strdup($0.rawValue) }
-    path = rule.path.map { strdup($0.rawValue) }
-    // "/" holds every path.
-    pathNamespace = rule.pathNamespace.flatMap { $0.rawValue == "/" ? nil : strdup($0.rawValue) }
-    pathNamespaceCount = pathNamespace.map { strlen($0) } ?? 0
+    init(_ text: String?) {
+      self.text = text.map { strdup($0) }
+      count = self.text.map { strlen($0) } ?? 0
+    }
+
+    /// Whether the header's field `span` is this key.
+    @inline(__always) func matches(_ span: Wire.Span, in base: UnsafeRawPointer) -> Bool {
+      guard let text else { return true }
+      return span.isPresent && Int(span.count) == count && Wire.same(base + Int(span.at), text, count: count)
+    }
   }
 
-  func matches(
-    sender signalSender: UnsafePointer<CChar>?, path signalPath: UnsafePointer<CChar>?,
-    interface signalInterface: UnsafePointer<CChar>?, member signalMember: UnsafePointer<CChar>?
-  ) -> Bool {
-    func equal(_ text: UnsafePointer<CChar>?, _ want: UnsafeMutablePointer<CChar>?) -> Bool {
-      guard let want else { return true }
-      guard let text else { return false }
-      return strcmp(text, want) == 0
-    }
-    guard equal(signalSender, sender), equal(signalInterface, interface), equal(signalMember, member),
-      equal(signalPath, path)
+  let sender: Key
+  let interface: Key
+  let member: Key
+  let path: Key
+  let pathNamespace: Key
+
+  init(_ rule: MatchRule) {
+    sender = Key(rule.sender.flatMap { $0.isUnique || $0 == .bus ? $0.rawValue : nil })
+    interface = Key(rule.interface?.rawValue)
+    member = Key(rule.member?.rawValue)
+    path = Key(rule.path?.rawValue)
+    // "/" holds every path.
+    pathNamespace = Key(rule.pathNamespace.flatMap { $0.rawValue == "/" ? nil : $0.rawValue })
+  }
+
+  func matches(_ header: Wire.Header) -> Bool {
+    let base = header.base
+    guard member.matches(header.memberSpan, in: base), interface.matches(header.interfaceSpan, in: base),
+      path.matches(header.pathSpan, in: base), sender.matches(header.senderSpan, in: base)
     else { return false }
-    if let pathNamespace {
-      guard let signalPath, strncmp(signalPath, pathNamespace, pathNamespaceCount) == 0 else { return false }
-      let next = signalPath[pathNamespaceCount]
-      return next == 0 || next == CChar(UInt8(ascii: "/"))
+    if let namespace = pathNamespace.text {
+      // The namespace itself, or a path below it.
+      let span = header.pathSpan
+      let count = Int(span.count)
+      guard span.isPresent, count >= pathNamespace.count,
+        Wire.same(base + Int(span.at), namespace, count: pathNamespace.count)
+      else { return false }
+      return count == pathNamespace.count
+        || base.load(fromByteOffset: Int(span.at) + pathNamespace.count, as: UInt8.self) == UInt8(ascii: "/")
     }
     return true
   }
 
   func release() {
-    for text in [sender, interface, member, path, pathNamespace] { free(text) }
+    for key in [sender, interface, member, path, pathNamespace] { free(key.text) }
   }
 }

@@ -42,6 +42,34 @@ public enum Wire {
     return total
   }
 
+  /// Whether `count` bytes at `a` and `b` are equal: eight at a time, inline. Names in a header
+  /// are 4 to 40 bytes long, and a call to `memcmp` cost more than the comparison itself (its
+  /// PLT call and the registers saved around it).
+  @inlinable @inline(__always) static func same(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, count: Int)
+    -> Bool
+  {
+    if count >= 8 {
+      var offset = 0
+      while offset &+ 8 < count {
+        guard
+          a.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            == b.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+        else { return false }
+        offset &+= 8
+      }
+      // The last eight, overlapping the words before.
+      return a.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self)
+        == b.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self)
+    }
+    var offset = 0
+    while offset < count {
+      guard a.load(fromByteOffset: offset, as: UInt8.self) == b.load(fromByteOffset: offset, as: UInt8.self)
+      else { return false }
+      offset &+= 1
+    }
+    return true
+  }
+
   static func load32(_ bytes: UnsafeRawBufferPointer, _ offset: Int, bigEndian: Bool) -> UInt32 {
     let value = bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
     return bigEndian ? UInt32(bigEndian: value) : UInt32(littleEndian: value)
@@ -49,59 +77,129 @@ public enum Wire {
 
   /// A message's header, read in place. `@usableFromInline` so that `WireSignal`'s accessors
   /// inline into a decoder in another module.
+  ///
+  /// Compact on purpose: the reader thread builds one per signal and hands it on by value, so
+  /// each string field is where it starts and how long it is (`Span`, 8 bytes), not a
+  /// `WireString?` (17 bytes and a tag), and the optional views are made only when asked for.
   @usableFromInline struct Header {
+    @usableFromInline let base: UnsafeRawPointer
     @usableFromInline var type: UInt8
     @usableFromInline var serial: UInt32
     @usableFromInline var replySerial: UInt32?
-    @usableFromInline var path: WireString?
-    @usableFromInline var interface: WireString?
-    @usableFromInline var member: WireString?
-    @usableFromInline var errorName: WireString?
-    @usableFromInline var sender: WireString?
-    @usableFromInline var signature: WireString?
+    @usableFromInline var pathSpan = Span()
+    @usableFromInline var interfaceSpan = Span()
+    @usableFromInline var memberSpan = Span()
+    @usableFromInline var errorNameSpan = Span()
+    @usableFromInline var senderSpan = Span()
+    @usableFromInline var signatureSpan = Span()
     @usableFromInline var bodyStart: Int
+
+    init(base: UnsafeRawPointer, type: UInt8, serial: UInt32) {
+      self.base = base
+      self.type = type
+      self.serial = serial
+      self.bodyStart = 0
+    }
+
+    @inlinable var path: WireString? { pathSpan.string(base) }
+    @inlinable var interface: WireString? { interfaceSpan.string(base) }
+    @inlinable var member: WireString? { memberSpan.string(base) }
+    @inlinable var errorName: WireString? { errorNameSpan.string(base) }
+    @inlinable var sender: WireString? { senderSpan.string(base) }
+    @inlinable var signature: WireString? { signatureSpan.string(base) }
+  }
+
+  /// A string header field: the offset of its first byte in the message (never 0, where the
+  /// fixed header is; 0 means absent) and its length without the NUL.
+  @usableFromInline struct Span {
+    @usableFromInline var at: UInt32 = 0
+    @usableFromInline var count: UInt32 = 0
+
+    init() {}
+
+    init(at: Int, count: Int) {
+      self.at = UInt32(truncatingIfNeeded: at)
+      self.count = UInt32(truncatingIfNeeded: count)
+    }
+
+    @inlinable var isPresent: Bool { at != 0 }
+
+    @inlinable func string(_ base: UnsafeRawPointer) -> WireString? {
+      guard at != 0 else { return nil }
+      return WireString(
+        pointer: (base + Int(at)).assumingMemoryBound(to: CChar.self), count: Int(count))
+    }
+  }
+
+  /// A header field's code, its one-character signature and the signature's NUL, as the four
+  /// bytes that start every field (read as one little-endian word).
+  private static func fieldWord(_ code: UInt8, _ kind: Unicode.Scalar) -> UInt32 {
+    UInt32(code) | 1 << 8 | UInt32(UInt8(ascii: kind)) << 16
   }
 
   /// Reads the header of one complete message (`bytes` is exactly the message).
+  ///
+  /// Each field starts 8-aligned with its code, a signature of one type and the NUL: those four
+  /// bytes are read and told apart as one word, and the value after them (a string, a
+  /// signature, or a `u`) read straight. Any other field's value is skipped by a `WireReader`.
+  /// The same checks as reading it value by value (Fuzz/dbus-wire compares the two).
   static func header(_ bytes: UnsafeRawBufferPointer) -> Header? {
     guard bytes.count >= fixedHeaderLength, let base = bytes.baseAddress else { return nil }
-    var reader = WireReader(base: base, count: bytes.count, bigEndian: bytes[0] == UInt8(ascii: "B"))
-    let type = bytes[1]
-    let fieldsLength = Int(load32(bytes, 12, bigEndian: reader.bigEndian))
-    var header = Header(
-      type: type, serial: load32(bytes, 8, bigEndian: reader.bigEndian), bodyStart: 0)
-    reader.position = 16
-    let fieldsEnd = 16 + fieldsLength
-    guard fieldsEnd <= bytes.count else { return nil }
-    while reader.position < fieldsEnd {
-      guard reader.align(8), let code = reader.byte(), let signature = reader.signature(),
-        signature.count == 1
-      else { return nil }
-      let kind = signature.first
-      switch (code, kind) {
-      case (1, UInt8(ascii: "o")): guard let value = reader.string() else { return nil }; header.path = value
-      case (2, UInt8(ascii: "s")):
-        guard let value = reader.string() else { return nil }; header.interface = value
-      case (3, UInt8(ascii: "s")):
-        guard let value = reader.string() else { return nil }; header.member = value
-      case (4, UInt8(ascii: "s")):
-        guard let value = reader.string() else { return nil }; header.errorName = value
-      case (5, UInt8(ascii: "u")):
-        guard let value = reader.uint32() else { return nil }; header.replySerial = value
-      case (7, UInt8(ascii: "s")):
-        guard let value = reader.string() else { return nil }; header.sender = value
-      case (8, UInt8(ascii: "g")):
-        guard let value = reader.signature() else { return nil }; header.signature = value
-      default:
-        // DESTINATION, UNIX_FDS and fields from later versions of the specification are skipped;
-        // one of a type that cannot be skipped ends the fast read.
+    let count = bytes.count
+    let bigEndian = bytes[0] == UInt8(ascii: "B")
+    let fieldsLength = Int(load32(bytes, 12, bigEndian: bigEndian))
+    var header = Header(base: base, type: bytes[1], serial: load32(bytes, 8, bigEndian: bigEndian))
+    let fieldsEnd = fixedHeaderLength + fieldsLength
+    guard fieldsEnd <= count else { return nil }
+    var position = fixedHeaderLength
+    while position < fieldsEnd {
+      position = (position + 7) & ~7
+      guard position + 4 <= count else { return nil }
+      let word = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: position, as: UInt32.self))
+      // A signature of exactly one type, then its NUL.
+      guard word & 0xFF00_FF00 == 0x0000_0100 else { return nil }
+      position += 4
+      switch UInt8(truncatingIfNeeded: word >> 16) {
+      case UInt8(ascii: "s"), UInt8(ascii: "o"):
+        // 4-aligned already (the field started 8-aligned).
+        guard position + 4 <= count else { return nil }
+        let length = Int(load32(bytes, position, bigEndian: bigEndian))
+        position += 4
+        guard length < count, position + length < count, bytes[position + length] == 0 else { return nil }
+        let span = Span(at: position, count: length)
+        switch word {
+        case fieldWord(1, "o"): header.pathSpan = span
+        case fieldWord(2, "s"): header.interfaceSpan = span
+        case fieldWord(3, "s"): header.memberSpan = span
+        case fieldWord(4, "s"): header.errorNameSpan = span
+        case fieldWord(7, "s"): header.senderSpan = span
+        default: break
+        }
+        position += length + 1
+      case UInt8(ascii: "g"):
+        guard position < count else { return nil }
+        let length = Int(bytes[position])
+        position += 1
+        guard position + length < count, bytes[position + length] == 0 else { return nil }
+        if word == fieldWord(8, "g") { header.signatureSpan = Span(at: position, count: length) }
+        position += length + 1
+      case UInt8(ascii: "u"):
+        guard position + 4 <= count else { return nil }
+        if word == fieldWord(5, "u") { header.replySerial = load32(bytes, position, bigEndian: bigEndian) }
+        position += 4
+      case let kind:
+        // DESTINATION's siblings of other basic types and fields from later versions of the
+        // specification are skipped; one of a type that cannot be skipped ends the fast read.
+        var reader = WireReader(base: base, count: count, bigEndian: bigEndian)
+        reader.position = position
         guard reader.skipBasic(kind) else { return nil }
+        position = reader.position
       }
     }
-    guard reader.position == fieldsEnd else { return nil }
-    reader.position = fieldsEnd
-    guard reader.align(8) else { return nil }
-    header.bodyStart = reader.position
+    guard position == fieldsEnd else { return nil }
+    position = (position + 7) & ~7
+    guard position <= count else { return nil }
+    header.bodyStart = position
     return header
   }
 }
@@ -134,6 +232,11 @@ public struct WireString {
     name.count == count && memcmp(pointer, name.start, count) == 0
   }
 
+  /// Whether it starts with `name` (compared in place, like `equals`).
+  @inlinable public func hasPrefix(_ name: WireName) -> Bool {
+    name.count <= count && memcmp(pointer, name.start, name.count) == 0
+  }
+
   /// The bytes, without the NUL.
   @inlinable public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: pointer, count: count) }
 
@@ -148,7 +251,8 @@ public struct WireString {
 /// allocation and no reference counting.
 public struct WireName {
   @usableFromInline let start: UnsafePointer<UInt8>
-  @usableFromInline let count: Int
+  /// The length in bytes.
+  public let count: Int
 
   @inlinable public init(_ text: StaticString) {
     precondition(text.hasPointerRepresentation, "a WireName is a string literal")
