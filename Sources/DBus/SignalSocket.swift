@@ -92,7 +92,8 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
   /// Decodes `wire` into the batch; false if the decoder declined it.
   @inlinable func take(_ wire: borrowing WireSignal) -> Bool {
     guard let item = decode(wire) else { return false }
-    items.append(.decoded(item))
+    // Moved in: a copy cost a retain of the item's storage here and a release of the original.
+    items.append(.decoded(consume item))
     return true
   }
 
