@@ -20,7 +20,9 @@ public func fuzzWire(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     guard let length = try? Wire.messageLength(rest), length <= rest.count else { break }
     precondition(length >= Wire.fixedHeaderLength)
     let message = UnsafeRawBufferPointer(rebasing: rest[0..<length])
-    if let header = Wire.header(message) {
+    let header = Wire.header(message)
+    referenceAgrees(header, message)
+    if let header {
       precondition(header.bodyStart <= length)
       let signal = WireSignal(header: header, bytes: message)
       _ = signal.interface(is: "org.freedesktop.DBus.Properties")
@@ -57,7 +59,8 @@ func values(_ signature: [UInt8], _ start: WireReader, length: Int) {
       precondition((value != nil) == skipped, "reading and skipping disagree")
       guard let value else { return }
       precondition(reader.position == skipper.position, "reading and skipping end apart")
-      precondition(value.signature.rawValue == String(decoding: one, as: UTF8.self), "a value of another type")
+      precondition(
+        value.signature.rawValue == String(decoding: one, as: UTF8.self), "a value of another type")
     }
   }
 }
@@ -148,4 +151,51 @@ func skipType(_ signature: [UInt8], _ index: inout Int) -> Bool {
     return true
   default: return true
   }
+}
+
+/// `Wire.header` reads each field's code and signature as one word; this reads the same header
+/// value by value with a `WireReader` (as it was read before), and both must agree on every field.
+func referenceAgrees(_ fast: Wire.Header?, _ bytes: UnsafeRawBufferPointer) {
+  func same(_ a: WireString?, _ b: WireString?) -> Bool {
+    a?.pointer == b?.pointer && a?.count == b?.count
+  }
+  var path: WireString?
+  var interface: WireString?
+  var member: WireString?
+  var errorName: WireString?
+  var sender: WireString?
+  var signature: WireString?
+  var replySerial: UInt32?
+  let reference: Int? = {
+    guard bytes.count >= 16, let base = bytes.baseAddress else { return nil }
+    var reader = WireReader(base: base, count: bytes.count, bigEndian: bytes[0] == UInt8(ascii: "B"))
+    let fieldsLength = Int(Wire.load32(bytes, 12, bigEndian: reader.bigEndian))
+    reader.position = 16
+    let fieldsEnd = 16 + fieldsLength
+    guard fieldsEnd <= bytes.count else { return nil }
+    while reader.position < fieldsEnd {
+      guard reader.align(8), let code = reader.byte(), let kind = reader.signature(), kind.count == 1
+      else { return nil }
+      switch (code, kind.first) {
+      case (1, UInt8(ascii: "o")): guard let value = reader.string() else { return nil }; path = value
+      case (2, UInt8(ascii: "s")): guard let value = reader.string() else { return nil }; interface = value
+      case (3, UInt8(ascii: "s")): guard let value = reader.string() else { return nil }; member = value
+      case (4, UInt8(ascii: "s")): guard let value = reader.string() else { return nil }; errorName = value
+      case (5, UInt8(ascii: "u")): guard let value = reader.uint32() else { return nil }; replySerial = value
+      case (7, UInt8(ascii: "s")): guard let value = reader.string() else { return nil }; sender = value
+      case (8, UInt8(ascii: "g")): guard let value = reader.signature() else { return nil }; signature = value
+      default: guard reader.skipBasic(kind.first) else { return nil }
+      }
+    }
+    guard reader.position == fieldsEnd, reader.align(8) else { return nil }
+    return reader.position
+  }()
+  precondition((fast == nil) == (reference == nil), "the header readers disagree on whether it is valid")
+  guard let fast, let reference else { return }
+  precondition(fast.bodyStart == reference && fast.replySerial == replySerial, "the header readers disagree")
+  precondition(fast.type == bytes[1] && fast.serial == Wire.load32(bytes, 8, bigEndian: bytes[0] == 66))
+  precondition(
+    same(fast.path, path) && same(fast.interface, interface) && same(fast.member, member)
+      && same(fast.errorName, errorName) && same(fast.sender, sender) && same(fast.signature, signature),
+    "the header readers disagree on a field")
 }
