@@ -160,24 +160,39 @@ struct DeviceKey: Hashable, Sendable {
       }
       adapterIndex = UInt64(adapter.index)
     }
-    var value: UInt64 = 0
-    for pair in 0..<6 {
-      let at = devStart + 5 + pair * 3
-      guard let high = Self.hex(bytes[at]), let low = Self.hex(bytes[at + 1]) else { return nil }
-      if pair < 5, bytes[at + 2] != UInt8(ascii: "_") { return nil }
-      value = value << 8 | UInt64(high << 4 | low)
-    }
-    guard let address = BluetoothAddress(uint48: value) else { return nil }
+    // `XX_XX_XX_XX_XX_XX` as two words of eight bytes, `XX_XX_XX` each (offsets 0 and 9), and
+    // the `_` between them: a dozen word operations instead of a branch per character.
+    let start = bytes.baseAddress! + devStart + 5
+    guard start.load(fromByteOffset: 8, as: UInt8.self) == UInt8(ascii: "_"),
+      let high = Self.hexTriple(UInt64(littleEndian: start.loadUnaligned(as: UInt64.self))),
+      let low = Self.hexTriple(UInt64(littleEndian: start.loadUnaligned(fromByteOffset: 9, as: UInt64.self))),
+      let address = BluetoothAddress(uint48: UInt64(high) << 24 | UInt64(low))
+    else { return nil }
     self.init(adapter: adapterIndex, address: address)
   }
 
-  private static func hex(_ byte: UInt8) -> UInt8? {
-    switch byte {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-    default: nil
-    }
+  /// `XX_XX_XX` (eight bytes, the first in the low byte of `word`) as three bytes, the first
+  /// highest; nil unless each X is a hex digit (either case) and both separators are `_`.
+  private static func hexTriple(_ word: UInt64) -> UInt32? {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let high: UInt64 = 0x8080_8080_8080_8080
+    let separators: UInt64 = 0x0000_FF00_00FF_0000
+    guard word & separators == 0x0000_5F00_005F_0000 else { return nil }
+    // The separators read as "0" from here on, so that all eight bytes are checked alike.
+    let x = word & ~separators | 0x0000_3000_0030_0000
+    guard x & high == 0 else { return nil }
+    // Bytes below 0x80: adding (0x80 - n) sets a byte's top bit when it is at least n, and no
+    // byte carries into the next.
+    func atLeast(_ value: UInt64, _ n: UInt64) -> UInt64 { (value &+ (0x80 &- n) &* ones) & high }
+    let digit = atLeast(x, 0x30) & ~atLeast(x, 0x3A)
+    let lower = x | 0x2020_2020_2020_2020
+    let letter = atLeast(lower, 0x61) & ~atLeast(lower, 0x67)
+    guard digit | letter == high else { return nil }
+    // Each byte's value: its low nibble, plus 9 for a letter.
+    let nibbles = (x & 0x0F0F_0F0F_0F0F_0F0F) &+ (letter >> 7) &* 9
+    // Byte 0 is X0 << 4 | X1, byte 3 is X3 << 4 | X4, byte 6 is X6 << 4 | X7.
+    let pairs = nibbles << 4 | nibbles >> 8
+    return UInt32(truncatingIfNeeded: (pairs & 0xFF) << 16 | (pairs >> 24 & 0xFF) << 8 | pairs >> 48 & 0xFF)
   }
 
   /// BlueZ's path for this device, where the adapter is `hciN`.

@@ -226,7 +226,7 @@ struct DeviceUpdateTests {
   @Test func keysFromThePathAgree() async throws {
     let good: [ObjectPath] = [
       "/org/bluez/hci0/dev_C0_FF_EE_00_00_01", "/org/bluez/hci12/dev_aa_bb_cc_dd_ee_ff",
-      "/org/bluez/hci3/dev_00_00_00_00_00_00",
+      "/org/bluez/hci3/dev_00_00_00_00_00_00", "/org/bluez/hci1/dev_aB_Cd_eF_09_1a_F0",
     ]
     let odd: [ObjectPath] = [
       "/org/bluez/hci0/dev_C0_FF_EE_00_00", "/org/bluez/hci0/dev_C0_FF_EE_00_00_01_02",
@@ -234,6 +234,10 @@ struct DeviceUpdateTests {
       "/org/bluez/hci0/dev_C0_FF_EE_00_00_01/service0001", "/org/bluez/hcix/dev_C0_FF_EE_00_00_01",
       // Not hciN by HCIDeviceID's rule (a leading zero, over 9999): declined here, hashed there.
       "/org/bluez/hci01/dev_C0_FF_EE_00_00_01", "/org/bluez/hci10000/dev_C0_FF_EE_00_00_01",
+      // The address is read eight bytes at a time: a bad digit or separator in either word.
+      "/org/bluez/hci0/dev_C0_FF_EE_00_00_0g", "/org/bluez/hci0/dev_Z0_FF_EE_00_00_01",
+      "/org/bluez/hci0/dev_C0_FF_EEa00_00_01", "/org/bluez/hci0/dev_C0_FF_EE_000_00_1",
+      "/org/bluez/hci0/dev_C0_F__EE_00_00_01", "/org/bluez/hci0/dev_C0FFF_EE_00_00_01",
     ]
     let body: [DBusValue] = [
       .string(BlueZ.deviceInterface.rawValue), .stringVariantDictionary(["RSSI": .int16(-50)]),
