@@ -25,21 +25,30 @@ public enum Wire {
 
   /// The whole length of the message starting at `bytes`, once 16 bytes are there; nil if fewer
   /// are. Throws on a header no bus would send.
-  static func messageLength(_ bytes: UnsafeRawBufferPointer) throws(DBusError) -> Int? {
+  /// Always inlined into the framing loop; the errors are made out of line.
+  @inline(__always) static func messageLength(_ bytes: UnsafeRawBufferPointer) throws(DBusError) -> Int? {
     guard bytes.count >= fixedHeaderLength else { return nil }
     let bigEndian: Bool
     switch bytes[0] {
     case UInt8(ascii: "l"): bigEndian = false
     case UInt8(ascii: "B"): bigEndian = true
-    default: throw DBusError(.failed, "not a D-Bus message (endianness byte \(bytes[0]))")
+    default: throw notAMessage(bytes[0])
     }
     let body = Int(load32(bytes, 4, bigEndian: bigEndian))
     let fields = Int(load32(bytes, 12, bigEndian: bigEndian))
     let total = fixedHeaderLength + ((fields + 7) & ~7) + body
     guard body <= maximumMessageLength, fields <= maximumMessageLength, total <= maximumMessageLength else {
-      throw DBusError(.failed, "a D-Bus message of \(total) bytes is over the protocol's limit")
+      throw overLimit(total)
     }
     return total
+  }
+
+  @inline(never) static func notAMessage(_ byte: UInt8) -> DBusError {
+    DBusError(.failed, "not a D-Bus message (endianness byte \(byte))")
+  }
+
+  @inline(never) static func overLimit(_ total: Int) -> DBusError {
+    DBusError(.failed, "a D-Bus message of \(total) bytes is over the protocol's limit")
   }
 
   /// Whether `count` bytes at `a` and `b` are equal: eight at a time, inline. Names in a header
