@@ -170,41 +170,45 @@ public enum Wire {
       // A signature of exactly one type, then its NUL.
       guard word & 0xFF00_FF00 == 0x0000_0100 else { return nil }
       position += 4
-      switch UInt8(truncatingIfNeeded: word >> 16) {
-      case UInt8(ascii: "s"), UInt8(ascii: "o"):
-        // 4-aligned already (the field started 8-aligned).
+      // The fields a signal carries, by their whole word (one decision, not one on the type
+      // and another on the code); any other field by its type.
+      switch word {
+      case fieldWord(1, "o"):
+        guard let span = stringSpan(bytes, &position, bigEndian: bigEndian) else { return nil }
+        header.pathSpan = span
+      case fieldWord(2, "s"):
+        guard let span = stringSpan(bytes, &position, bigEndian: bigEndian) else { return nil }
+        header.interfaceSpan = span
+      case fieldWord(3, "s"):
+        guard let span = stringSpan(bytes, &position, bigEndian: bigEndian) else { return nil }
+        header.memberSpan = span
+      case fieldWord(7, "s"):
+        guard let span = stringSpan(bytes, &position, bigEndian: bigEndian) else { return nil }
+        header.senderSpan = span
+      case fieldWord(8, "g"):
+        guard let span = signatureSpan(bytes, &position) else { return nil }
+        header.signatureSpan = span
+      case fieldWord(4, "s"):
+        guard let span = stringSpan(bytes, &position, bigEndian: bigEndian) else { return nil }
+        header.errorNameSpan = span
+      case fieldWord(5, "u"):
         guard position + 4 <= count else { return nil }
-        let length = Int(load32(bytes, position, bigEndian: bigEndian))
+        header.replySerial = load32(bytes, position, bigEndian: bigEndian)
         position += 4
-        guard length < count, position + length < count, bytes[position + length] == 0 else { return nil }
-        let span = Span(at: position, count: length)
-        switch word {
-        case fieldWord(1, "o"): header.pathSpan = span
-        case fieldWord(2, "s"): header.interfaceSpan = span
-        case fieldWord(3, "s"): header.memberSpan = span
-        case fieldWord(4, "s"): header.errorNameSpan = span
-        case fieldWord(7, "s"): header.senderSpan = span
-        default: break
+      default:
+        switch UInt8(truncatingIfNeeded: word >> 16) {
+        case UInt8(ascii: "s"), UInt8(ascii: "o"):
+          guard stringSpan(bytes, &position, bigEndian: bigEndian) != nil else { return nil }
+        case UInt8(ascii: "g"):
+          guard signatureSpan(bytes, &position) != nil else { return nil }
+        case let kind:
+          // DESTINATION's siblings of other basic types and fields from later versions of the
+          // specification are skipped; one of a type that cannot be skipped ends the fast read.
+          var reader = WireReader(base: base, count: count, bigEndian: bigEndian)
+          reader.position = position
+          guard reader.skipBasic(kind) else { return nil }
+          position = reader.position
         }
-        position += length + 1
-      case UInt8(ascii: "g"):
-        guard position < count else { return nil }
-        let length = Int(bytes[position])
-        position += 1
-        guard position + length < count, bytes[position + length] == 0 else { return nil }
-        if word == fieldWord(8, "g") { header.signatureSpan = Span(at: position, count: length) }
-        position += length + 1
-      case UInt8(ascii: "u"):
-        guard position + 4 <= count else { return nil }
-        if word == fieldWord(5, "u") { header.replySerial = load32(bytes, position, bigEndian: bigEndian) }
-        position += 4
-      case let kind:
-        // DESTINATION's siblings of other basic types and fields from later versions of the
-        // specification are skipped; one of a type that cannot be skipped ends the fast read.
-        var reader = WireReader(base: base, count: count, bigEndian: bigEndian)
-        reader.position = position
-        guard reader.skipBasic(kind) else { return nil }
-        position = reader.position
       }
     }
     guard position == fieldsEnd else { return nil }
@@ -212,6 +216,31 @@ public enum Wire {
     guard position <= count else { return nil }
     header.bodyStart = position
     return header
+  }
+  /// `s` or `o` at `position` (4-aligned already: the field started 8-aligned), moving past it.
+  @inline(__always) private static func stringSpan(
+    _ bytes: UnsafeRawBufferPointer, _ position: inout Int, bigEndian: Bool
+  ) -> Span? {
+    let count = bytes.count
+    guard position + 4 <= count else { return nil }
+    let length = Int(load32(bytes, position, bigEndian: bigEndian))
+    let start = position + 4
+    guard length < count, start + length < count, bytes[start + length] == 0 else { return nil }
+    position = start + length + 1
+    return Span(at: start, count: length)
+  }
+
+  /// `g` at `position`, moving past it.
+  @inline(__always) private static func signatureSpan(_ bytes: UnsafeRawBufferPointer, _ position: inout Int)
+    -> Span?
+  {
+    let count = bytes.count
+    guard position < count else { return nil }
+    let length = Int(bytes[position])
+    let start = position + 1
+    guard start + length < count, bytes[start + length] == 0 else { return nil }
+    position = start + length + 1
+    return Span(at: start, count: length)
   }
 }
 
