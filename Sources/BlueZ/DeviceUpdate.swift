@@ -39,8 +39,9 @@ struct DeviceUpdate: Sendable, Equatable {
   }
 
   static func decode(_ signal: borrowing WireSignal) -> DeviceUpdate? {
+    let withInvalidated = signal.signature(is: Name.withInvalidated)
     guard signal.member(is: Name.propertiesChanged), signal.interface(is: Name.properties),
-      signal.signature(is: Name.withInvalidated) || signal.signature(is: Name.withoutInvalidated),
+      withInvalidated || signal.signature(is: Name.withoutInvalidated),
       let key = signal.withPath(DeviceKey.init)
     else { return nil }
     var body = signal.body
@@ -67,7 +68,7 @@ struct DeviceUpdate: Sendable, Equatable {
     }
     guard body.position == end else { return nil }
     // Invalidated properties (`as`) must be absent or empty.
-    if signal.signature(is: Name.withInvalidated) {
+    if withInvalidated {
       guard let invalidatedEnd = body.beginArray(elementAlignment: 4), invalidatedEnd == body.position else {
         return nil
       }
