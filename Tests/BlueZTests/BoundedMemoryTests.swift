@@ -68,8 +68,9 @@ struct BoundedMemoryTests {
       paths.append(try await fixture.addDevice("hci0", String(format: "5A:00:00:00:00:%02X", i)))
     }
     // Over 20, the oldest are forgotten (those over, plus a tenth of the cap, per round), the kept
-    // one skipped: 6 or 7 in all, depending on how the new devices fall into D-Bus batches.
-    try await recorder.wait("the oldest are forgotten") { $0.lost.count >= 6 }
+    // one skipped: 5, 6 or 7 in all, depending on how the new devices fall into D-Bus batches
+    // (3 then 2 forget 5 then none; 4 then 1, 6; all 5 at once, or 2 then 3, 7).
+    try await recorder.wait("the oldest are forgotten") { $0.lost.count >= 5 }
     // A barrier instead of a sleep: the source reports in order, so once a later signal is heard
     // every loss from the batches before it has been reported.
     let heard = recorder.sightings.count
@@ -78,7 +79,7 @@ struct BoundedMemoryTests {
     let lost = Set(recorder.lost)
     #expect(!lost.contains(kept))
     #expect(!lost.contains(BluetoothAddress("5A:00:00:00:00:09")!))
-    #expect((6...7).contains(lost.count), "\(lost)")
+    #expect((5...7).contains(lost.count), "\(lost)")
     // Devices in one D-Bus batch share a time, so which of the first twenty go is not fixed;
     // none of the five newest does.
     #expect(lost.allSatisfy { $0.description < "5A:00:00:00:00:14" }, "only devices from the first twenty")
