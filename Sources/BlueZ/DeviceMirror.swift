@@ -67,6 +67,8 @@ struct DeviceMirror: Sendable {
   private mutating func replace(with devices: some Sequence<(DeviceKey, DeviceRecord)>) {
     keys = []
     records = []
+    keys.reserveCapacity(devices.underestimatedCount)
+    records.reserveCapacity(devices.underestimatedCount)
     for (key, record) in devices {
       keys.append(key)
       records.append(record)
@@ -235,12 +237,13 @@ struct DeviceMirror: Sendable {
     var forgotten: [BluetoothAddress]?
     if keys.count > maxDevices {
       let excess = keys.count - maxDevices + maxDevices / 10
-      let chosen = Set(
-        records.indices.filter { !records[$0].bonded && !keep(records[$0].address) }
-          .sorted { records[$0].lastHeard < records[$1].lastHeard }.prefix(excess))
-      forgotten = chosen.sorted { records[$0].lastHeard < records[$1].lastHeard }.map { records[$0].address }
-      replace(
-        with: zip(keys, records).enumerated().lazy.filter { !chosen.contains($0.offset) }.map { $0.element })
+      let chosen = records.indices.filter { !records[$0].bonded && !keep(records[$0].address) }
+        .sorted { records[$0].lastHeard < records[$1].lastHeard }.prefix(excess)
+      forgotten = chosen.map { records[$0].address }
+      // In place, from the highest position down: a swap-removal then only ever moves a device
+      // that stays. Rebuilding the tables instead cost a megabyte of fresh arrays per round of a
+      // flood, and left the heap fragmented after it.
+      for position in chosen.sorted(by: >) { remove(at: position) }
     }
     if shrink.shouldRelease(tracked: keys.count) {
       // Copies sized to fit: the old tables kept their peak's capacity.

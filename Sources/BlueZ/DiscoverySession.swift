@@ -91,8 +91,10 @@ final class DiscoverySession: @unchecked Sendable {
       // `batches` then only ends, and the forwarder below finishes `inputs` when it does.
       let stream = try SignalSocket(
         .address(connection.address), rules: Self.rules, batchInterval: options.batchInterval,
-        setupTimeout: options.callTimeout, decode: DeviceUpdate.decode
-      ) { inputs.yield(.signals($0)) }
+        setupTimeout: options.callTimeout, decode: DeviceUpdate.decode,
+        // No further read while the session still holds a batch (awaiting BlueZ while it prunes,
+        // say): a flood then waits in the bus, not in our heap.
+        deliver: { inputs.yield(.signals($0)) }, ready: { inputs.isDrained })
       self.stream = stream
       batches = stream.batches
     } catch {

@@ -38,6 +38,10 @@ final class SessionInbox<Element: Sendable>: Sendable {
     waiter?.resume(returning: element)
   }
 
+  /// Whether the consumer has taken everything yielded so far (or the inbox has ended): the
+  /// reader's backpressure (`SignalSocket`'s `ready`).
+  var isDrained: Bool { state.withLock { $0.queue.isEmpty || $0.finished } }
+
   /// Ends the inbox: the consumer gets what is queued, then nil.
   func finish() {
     let waiter = state.withLock { state -> UnsafeContinuation<Element?, Never>? in

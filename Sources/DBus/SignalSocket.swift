@@ -37,16 +37,21 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
   /// With `deliver`, each batch is handed to it on the reader thread instead of to `batches`
   /// (which then only ends): a consumer that merges batches into a stream of its own saves a
   /// task hop per batch.
+  ///
+  /// With `ready`, the reader reads no further while it returns false (the consumer still holds
+  /// what it was given, awaiting a call, say): the bus keeps the rest, and the consumer's backlog
+  /// is one batch, however long it waits. Jobs still run meanwhile (`executor`), and `ready` is
+  /// asked again after them and at least every `batchInterval`.
   @inlinable public init(
     _ bus: BusAddress, rules: [MatchRule], batchInterval: Duration = .milliseconds(50),
     setupTimeout: Duration = .seconds(5), decode: @escaping @Sendable (borrowing WireSignal) -> Decoded?,
-    deliver: (@Sendable ([SignalItem<Decoded>]) -> Void)? = nil
+    deliver: (@Sendable ([SignalItem<Decoded>]) -> Void)? = nil, ready: (@Sendable () -> Bool)? = nil
   ) throws(DBusError) {
     let (stream, continuation) = AsyncStream.makeStream(of: [SignalItem<Decoded>].self)
     let batch = SignalBatch(continuation: continuation, decode: decode, deliver: deliver)
     let sink = SignalSocketSink(
       take: { batch.take($0) }, takeSignal: { batch.items.append(.signal($0)) }, flush: { batch.flush() },
-      finish: { continuation.finish() })
+      finish: { continuation.finish() }, ready: ready ?? { true })
     let (reader, name) = try SignalSocketReader.open(
       bus, rules: rules, batchInterval: batchInterval, setupTimeout: setupTimeout, sink: sink)
     self.reader = reader
@@ -110,15 +115,17 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
   let takeSignal: (Signal) -> Void
   let flush: () -> Void
   let finish: () -> Void
+  let ready: () -> Bool
 
   @usableFromInline init(
     take: @escaping (borrowing WireSignal) -> Bool, takeSignal: @escaping (Signal) -> Void,
-    flush: @escaping () -> Void, finish: @escaping () -> Void
+    flush: @escaping () -> Void, finish: @escaping () -> Void, ready: @escaping () -> Bool
   ) {
     self.take = take
     self.takeSignal = takeSignal
     self.flush = flush
     self.finish = finish
+    self.ready = ready
   }
 }
 
@@ -323,6 +330,10 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
       // What the batch resumed (a consumer that prefers this thread) runs now, before any wait.
       runJobs()
       if !open { break }
+      // Backpressure (`ready`): no further read while the consumer still holds the last batch.
+      while !sink.ready() {
+        if !wait(socket: false, until: .now + max(batchInterval, .milliseconds(10))) { break loop }
+      }
       // A pass stops after `passLimit` bytes; only an emptied socket waits for the next batch,
       // running jobs meanwhile.
       if drained, batchInterval > .zero, !wait(socket: false, until: .now + batchInterval) { break }

@@ -111,4 +111,43 @@ struct SignalSocketExecutorTests {
     // The stream ended: the reader is gone.
     #expect(await batches.next() == nil)
   }
+
+  /// Backpressure: while `ready` says no, the reader reads nothing further (the bus keeps the
+  /// signals); once it says yes, the rest arrive, in order and complete.
+  @Test func theReaderWaitsUntilTheConsumerIsReady() async throws {
+    let bus = try PrivateBusTrait.bus()
+    let state = Mutex<(batches: Int, numbers: [UInt32], ready: Bool)>((0, [], false))
+    let socket = try SignalSocket(
+      bus.busAddress, rules: [MatchRule(interface: Self.interface)], batchInterval: .milliseconds(5),
+      decode: Self.sequence,
+      deliver: { batch in
+        state.withLock { state in
+          state.batches += 1
+          for case .decoded(let number) in batch { state.numbers.append(number) }
+        }
+      },
+      ready: { state.withLock { $0.ready } })
+    defer { socket.cancel() }
+    let sender = try Connection(bus.busAddress)
+    defer { sender.close() }
+    // More than one pass holds (`passLimit`, 256 KiB): the first batch cannot be all of them.
+    let total = 5_000
+    for number in 0..<total {
+      try sender.emit(path: "/seq", interface: Self.interface, member: "Seq", [.uint32(UInt32(number))])
+    }
+    // The first pass is delivered; then the reader holds back, pass after pass.
+    let deadline = ContinuousClock.now + .seconds(10)
+    while state.withLock({ $0.batches }) < 1, ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(5))
+    }
+    try await Task.sleep(for: .milliseconds(200))
+    let held = state.withLock { $0 }
+    #expect(held.batches == 1)
+    #expect(held.numbers.count < total)
+    state.withLock { $0.ready = true }
+    while state.withLock({ $0.numbers.count }) < total, ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(5))
+    }
+    #expect(state.withLock { $0.numbers } == (0..<total).map { UInt32($0) })
+  }
 }
