@@ -43,7 +43,7 @@ esac
 cp -n Fuzz/"$target"/corpus/* "$out/corpus/" 2>/dev/null || true
 
 # ld.gold warns about every ASan helper symbol; keep the build log quiet unless it fails.
-if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -g -module-name "HCIFuzz" \
+if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -g -module-name "HCIFuzz" -package-name beaconbridge \
   "${sources[@]}" "Fuzz/$target/FuzzEntry.swift" -o "$out/fuzz" >"$out/build.log" 2>&1; then
   grep -v "Cannot export local symbol" "$out/build.log" >&2
   echo "fuzz $target: the harness did not build" >&2

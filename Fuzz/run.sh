@@ -17,7 +17,7 @@ mkdir -p "$out/corpus" "$out/artifacts"
 # One module: the harness plus the pure-Swift sources it exercises. lld avoids gold's warnings
 # about ASan's local symbols.
 swiftc -sanitize=fuzzer,address -parse-as-library -O -g -use-ld=lld \
-  -module-name FrameParserFuzz \
+  -module-name FrameParserFuzz -package-name beaconbridge \
   "$root/Fuzz/FrameParserFuzz/main.swift" \
   "$root"/Sources/BeaconCore/Frames/*.swift \
   "$root"/Sources/BeaconCore/Support/*.swift \
