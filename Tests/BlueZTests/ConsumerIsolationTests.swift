@@ -38,7 +38,8 @@ struct ConsumerIsolationTests {
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
     let consumer = Consumer()
-    let scan = Task { try await consumer.consume(fixture.source()) }
+    let source = fixture.source()
+    let scan = Task { try await consumer.consume(source) }
     #expect(try await eventually { await consumer.started })
     let device = try await fixture.addDevice("hci0", beaconAddress.description)
     for rssi in [-60, -61, -62] {
@@ -50,10 +51,12 @@ struct ConsumerIsolationTests {
     #expect(await consumer.threads == ["dbus-signal-str"])
 
     scan.cancel()
-    try await scan.value
-    // `run` returned only after its cleanup: discovery is already stopped.
+    // `finished()` waits for the cleanup (what a process on its way out awaits)...
+    await source.finished()
     #expect(try await fixture.adapterCalls("hci0").last == "StopDiscovery")
     #expect(try await fixture.adapterProperty("hci0", "Discovering") == .bool(false))
+    // ...and `run` returns only after it, without an error.
+    try await scan.value
   }
 
   /// A session that fails as it starts throws from `run`, and `started` is never called.
