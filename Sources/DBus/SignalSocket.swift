@@ -41,7 +41,7 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
   /// With `ready`, the reader reads no further while it returns false (the consumer still holds
   /// what it was given, awaiting a call, say): the bus keeps the rest, and the consumer's backlog
   /// is one batch, however long it waits. Jobs still run meanwhile (`executor`), and `ready` is
-  /// asked again after them and at least every `batchInterval`.
+  /// asked again once per `batchInterval` (at least 10 ms) until it says yes.
   @inlinable public init(
     _ bus: BusAddress, rules: [MatchRule], batchInterval: Duration = .milliseconds(50),
     setupTimeout: Duration = .seconds(5), decode: @escaping @Sendable (borrowing WireSignal) -> Decoded?,
