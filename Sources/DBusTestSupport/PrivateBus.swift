@@ -89,8 +89,16 @@ public final class PrivateBus: Sendable {
 
   public var busAddress: BusAddress { .address(address) }
 
+  /// Freezes the bus daemon (SIGSTOP): a client's connection and calls wait, as on a bus that is
+  /// overloaded, until `thaw`.
+  public func freeze() { _ = Foundation.kill(process.processIdentifier, SIGSTOP) }
+
+  /// Lets a frozen bus daemon run again (SIGCONT).
+  public func thaw() { _ = Foundation.kill(process.processIdentifier, SIGCONT) }
+
   /// Stops the daemon and removes its directory.
   public func stop() {
+    thaw()
     Self.kill(process)
     try? FileManager.default.removeItem(at: directory)
   }

@@ -50,6 +50,9 @@ let daemon = Daemon(
   configPath: configPath,
   stateDirectory: StateDirectory.resolve(option: stateDirectory, environment: environment),
   environment: environment)
+// The stop and reload signals wait for the daemon's SignalStream, from before any other thread
+// starts: a SIGTERM right after READY=1 is a clean stop, not a lost signal (SignalStream.hold).
+SignalStream.hold([SIGTERM, SIGINT, SIGHUP])
 // A synchronous main whose thread parks here. An async main ends the main thread in
 // dispatch_main's pthread_exit, whose forced unwind reads the binary's .eh_frame tables (about
 // 0.7 MB of RSS, docs/PERFORMANCE.md); nothing in the daemon runs on the main actor.

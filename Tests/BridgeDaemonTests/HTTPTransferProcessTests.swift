@@ -79,6 +79,37 @@ import Testing
     #expect(ContinuousClock.now - start < .seconds(30))
   }
 
+  /// systemd stops the unit with SIGTERM to each of its processes: a transfer's child ends on it,
+  /// though it is spawned from a pool thread (whose mask blocks SIGTERM) of a daemon that holds
+  /// SIGTERM for its SignalStream.
+  @Test func theChildEndsOnSIGTERM() async throws {
+    let backend = try FakeBackend(["--script", "hang", "--hang", "60"])
+    let body = Array(#"{"tripId":"t","sequence":0,"events":[]}"#.utf8)
+    let request = HTTPRequest(
+      method: .post, url: backend.url.absoluteString, headers: [ContentDigest.header(for: body)], body: body,
+      timeout: 60)
+    let child = CurlTransferProcess.Child(executable: Self.daemon, request: TransferCoding.encode(request))
+    let result = Task {
+      await withCheckedContinuation { continuation in
+        child.continuation = continuation
+        child.start()
+      }
+    }
+    let deadline = ContinuousClock.now + .seconds(20)
+    while child.pid.load(ordering: .sequentiallyConsistent) == 0, ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    let pid = child.pid.load(ordering: .sequentiallyConsistent)
+    try #require(pid > 0, "no child spawned")
+    let start = ContinuousClock.now
+    kill(pid, SIGTERM)
+    guard case .failure = await result.value else {
+      Issue.record("a reply from a hung server")
+      return
+    }
+    #expect(ContinuousClock.now - start < .seconds(10), "the child outlived SIGTERM")
+  }
+
   @Test func aMissingExecutableIsAnError() async throws {
     let backend = try FakeBackend([])
     guard case .failure(let error) = await post(backend, timeout: 5, executable: "/nonexistent/beaconbridged")

@@ -59,8 +59,9 @@ struct DaemonWithoutHardwareTests {
   let cli = DaemonEndToEndTests()
 
   /// systemd may stop the unit the moment it said READY=1: that is a clean stop (exit 0), not a
-  /// death by SIGTERM, and the store it opened is intact.
-  @Test(arguments: 0..<5)
+  /// death by SIGTERM, and the store it opened is intact. Twelve rounds: the signal was once lost
+  /// (SIG_IGN before libdispatch's handler) in about one start in fifteen, and the daemon ran on.
+  @Test(arguments: 0..<12)
   func aStopRightAfterReadyIsACleanExit(round: Int) async throws {
     let bus = try PrivateBus.start()
     defer { bus.stop() }
@@ -75,6 +76,31 @@ struct DaemonWithoutHardwareTests {
     }
     #expect(await daemon.stop(), "round \(round): \(daemon.process.terminationReason), log:\n\(daemon.log)")
     #expect(FileManager.default.fileExists(atPath: dir + "/beaconbridge.sqlite"))
+  }
+
+  /// A stop during start-up waits for the daemon's signal handling, then stops it cleanly: it is
+  /// neither lost nor a death by SIGTERM. The bus is frozen, so the daemon is held after opening
+  /// its store ("armed") and before it owns its name, where it is when the signal comes.
+  @Test func aStopDuringStartUpWaitsAndIsACleanExit() async throws {
+    let bus = try PrivateBus.start()
+    defer { bus.stop() }
+    let dir = try scratchDirectory("early-stop")
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let config = dir + "/beaconbridge.conf"
+    try "".write(toFile: config, atomically: true, encoding: .utf8)
+    bus.freeze()
+    let daemon = try MonitoredDaemon(config: config, stateDirectory: dir, bus: bus.address)
+    let deadline = ContinuousClock.now + .seconds(20)
+    while !daemon.log.contains("armed"), ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(5))
+    }
+    kill(daemon.process.processIdentifier, SIGTERM)
+    try await Task.sleep(for: .milliseconds(300))
+    #expect(daemon.process.isRunning, "the stop did not wait: \(daemon.process.terminationReason)")
+    bus.thaw()
+    #expect(await waitForExit(daemon.process), "log:\n\(daemon.log)")
+    #expect(daemon.process.terminationReason == .exit && daemon.process.terminationStatus == 0)
+    #expect(daemon.log.contains("stopping (signal 15)"), "log:\n\(daemon.log)")
   }
 
   @Test func withoutBluetoothdItIsReadyAndTripDeadlinesRun() async throws {

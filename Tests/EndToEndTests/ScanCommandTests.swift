@@ -5,6 +5,7 @@ import BlueZTestSupport
 import DBus
 import DBusTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 /// `beaconbridge scan` as a user runs it: the real binary, against python-dbusmock's BlueZ on a
@@ -62,7 +63,14 @@ struct ScanCommandTests {
     let fixture = try await BlueZFixture.start()
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
-    let (process, out, err) = try launch(["scan", "--json", "--duration", "8"], bus: fixture.bus.address)
+    // No fixed duration: on a loaded machine dbusmock's calls alone can take seconds. The scan
+    // runs until its beaconEntered line is out, then Ctrl-C ends it.
+    let (process, out, err) = try launch(["scan", "--json"], bus: fixture.bus.address)
+    let collected = Mutex(Data())
+    out.fileHandleForReading.readabilityHandler = { handle in
+      let chunk = handle.availableData
+      collected.withLock { $0.append(chunk) }
+    }
     // Wait until it scans, then advertise.
     let deadline = ContinuousClock.now.advanced(by: .seconds(20))
     while try await !fixture.adapterCalls("hci0").contains("StartDiscovery"), ContinuousClock.now < deadline {
@@ -70,8 +78,17 @@ struct ScanCommandTests {
     }
     let device = try await fixture.addDevice("hci0", beaconAddress.description)
     try await fixture.advertise(device, ["ManufacturerData": iBeaconManufacturerData(), "RSSI": .int16(-61)])
+    let seen = ContinuousClock.now.advanced(by: .seconds(30))
+    while !collected.withLock({ String(decoding: $0, as: UTF8.self) }).contains("beaconEntered"),
+      ContinuousClock.now < seen
+    {
+      try await Task.sleep(for: .milliseconds(50))
+    }
+    kill(process.processIdentifier, SIGINT)
     #expect(await waitForExit(process), "process did not exit in time")
-    let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    out.fileHandleForReading.readabilityHandler = nil
+    let rest = out.fileHandleForReading.readDataToEndOfFile()
+    let stdout = collected.withLock { String(decoding: $0 + rest, as: UTF8.self) }
     let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     #expect(process.terminationStatus == 0, "stderr: \(stderr)")
     let lines = try stdout.split(separator: "\n").map { try JSONValue.parse(Data($0.utf8)) }

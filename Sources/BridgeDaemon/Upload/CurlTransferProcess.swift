@@ -100,7 +100,20 @@ enum CurlTransferProcess {
         strdup(executable), strdup(CurlTransferProcess.argument), nil,
       ]
       defer { for pointer in argv { free(pointer) } }
-      let spawned = posix_spawn(&child, executable, &actions, nil, argv, environ)
+      // The child starts with no signal blocked and the stop signals at their defaults: the
+      // daemon holds them for its SignalStream, and a pool thread's mask is nearly full.
+      var attributes = posix_spawnattr_t()
+      posix_spawnattr_init(&attributes)
+      defer { posix_spawnattr_destroy(&attributes) }
+      var none = sigset_t()
+      sigemptyset(&none)
+      var stops = sigset_t()
+      sigemptyset(&stops)
+      for number in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&stops, number) }
+      posix_spawnattr_setsigmask(&attributes, &none)
+      posix_spawnattr_setsigdefault(&attributes, &stops)
+      posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+      let spawned = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
       close(input[0])
       close(output[1])
       guard spawned == 0 else {
