@@ -32,9 +32,9 @@ let outcome = Mutex<Int32>(0)
 /// The consumer, as `BeaconBridge.consume(source:)` is one: an actor the source runs on
 /// (`AdvertisementSource.run(isolation:)`), ingesting each batch in the job that delivered it.
 actor Consumer {
-  var pipeline = BeaconPipeline(pairings: PairingSet([]))
+  @exclusivity(unchecked) var pipeline = BeaconPipeline(pairings: PairingSet([]))
   var sightings = 0
-  var time = 0.0
+  let clock = BridgeClock(ContinuousClock())
 
   func consume(_ source: BlueZAdvertisementSource, count: Int) async throws {
     let scan = Task {
@@ -42,10 +42,13 @@ actor Consumer {
         say("ready")
         if count == 0 { withUnsafeCurrentTask { $0?.cancel() } }
       } deliver: { batch in
-        for event in batch where sightings < count {
-          if case .sighting = event { sightings += 1 }
-          time += 0.0005
-          _ = pipeline.ingest(event, at: Timestamp(seconds: time))
+        // As the bridge does: one clock reading per batch.
+        let time = clock.now()
+        batch.withUnsafeBufferPointer { events in
+          for index in events.indices where sightings < count {
+            if case .sighting = events[index] { sightings += 1 }
+            _ = pipeline.ingest(events[index], at: time)
+          }
         }
         // Enough: cancelling ends `run` once this batch is handed back.
         if sightings >= count { withUnsafeCurrentTask { $0?.cancel() } }

@@ -98,7 +98,8 @@ extension DiscoverySession {
 
   /// A fast-decoded Device1 PropertiesChanged: RSSI, TxPower and ManufacturerData only.
   func handle(_ update: DeviceUpdate, emit: (consuming SourceEvent) -> Void) {
-    if let advertisement = mirror.apply(update, at: now) { emit(.sighting(advertisement)) }
+    // `consume`: moved into the event, not copied and then destroyed (callgrind, issue 19).
+    if let advertisement = mirror.apply(update, at: now) { emit(.sighting(consume advertisement)) }
   }
 
   /// Keeps the mirror under `maxDevices` (`DeviceMirror.evict`), reporting the forgotten lost.
