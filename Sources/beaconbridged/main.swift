@@ -19,6 +19,7 @@ if CommandLine.arguments.count == 2 && CommandLine.arguments[1] == HTTPTransfers
   exit(HTTPTransfers.serveChild())
 }
 MallocTuning.useOneArena()
+MallocTuning.mapLargeBlocks()
 signal(SIGPIPE, SIG_IGN)
 
 let usage = "usage: beaconbridged [--config PATH] [--state-dir DIR] (started by 'beaconbridge run')\n"

@@ -42,13 +42,13 @@ public struct BeaconPipeline: Sendable {
 
   // MARK: Radio
 
-  public mutating func ingest(_ event: SourceEvent, at time: Timestamp) -> [Step] {
+  public mutating func ingest(_ event: borrowing SourceEvent, at time: Timestamp) -> [Step] {
     ingest(event, at: time, fastPath: true)
   }
 
   /// `ingest`; `fastPath` false takes the general path for every advertisement (tests compare
   /// the two).
-  mutating func ingest(_ event: SourceEvent, at time: Timestamp, fastPath: Bool) -> [Step] {
+  mutating func ingest(_ event: borrowing SourceEvent, at time: Timestamp, fastPath: Bool) -> [Step] {
     switch event {
     case .sighting(let ad):
       if fastPath, let frame = BeaconFrameParser.soleIBeacon(ad) {
