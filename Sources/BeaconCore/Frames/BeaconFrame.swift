@@ -7,12 +7,33 @@
 /// The identity of an iBeacon (Apple) or AltBeacon (Radius Networks): a 16-byte proximity UUID,
 /// a major and a minor. AltBeacon's id1/id2/id3 use the same layout.
 public struct BeaconIdentity: Hashable, Comparable, Sendable, CustomStringConvertible {
-  public var uuid: UUID
+  /// The UUID's 16 bytes as two words, in memory order (bytes 0–7, 8–15): equal words, equal
+  /// UUIDs. Stored this way rather than as a `UUID` because an identity is built for every
+  /// advertisement heard and compared on every lookup: `UUID(uuid:)` is a call into Foundation
+  /// with the 16 bytes passed one by one, and reading the bytes of a `UUID` back as words copied
+  /// them byte by byte (callgrind, issue 19). `uuid` builds the `UUID` when it is asked for.
+  var uuidLow: UInt64
+  var uuidHigh: UInt64
   public var major: UInt16
   public var minor: UInt16
 
+  public var uuid: UUID {
+    get { UUID(uuid: unsafeBitCast((uuidLow, uuidHigh), to: uuid_t.self)) }
+    set { (uuidLow, uuidHigh) = Self.words(newValue) }
+  }
+
   public init(uuid: UUID, major: UInt16, minor: UInt16) {
-    self.uuid = uuid
+    (uuidLow, uuidHigh) = Self.words(uuid)
+    self.major = major
+    self.minor = minor
+  }
+
+  /// An identity whose UUID's bytes, read as two words in memory order, are `uuidLow` and
+  /// `uuidHigh`.
+  @inline(__always)
+  init(uuidLow: UInt64, uuidHigh: UInt64, major: UInt16, minor: UInt16) {
+    self.uuidLow = uuidLow
+    self.uuidHigh = uuidHigh
     self.major = major
     self.minor = minor
   }
@@ -20,11 +41,23 @@ public struct BeaconIdentity: Hashable, Comparable, Sendable, CustomStringConver
   /// Hashes the UUID as two words rather than 16 separate bytes: presence hashes an identity on
   /// every sighting, and `UUID`'s own hashing feeds the hasher byte by byte.
   public func hash(into hasher: inout Hasher) {
-    withUnsafeBytes(of: uuid.uuid) { raw in
-      hasher.combine(raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
-      hasher.combine(raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
-    }
+    hasher.combine(uuidLow)
+    hasher.combine(uuidHigh)
     hasher.combine(UInt32(major) << 16 | UInt32(minor))
+  }
+
+  /// The UUID's 16 bytes as two words, in memory order: equal words, equal UUIDs.
+  @inline(__always)
+  var uuidWords: (low: UInt64, high: UInt64) { (uuidLow, uuidHigh) }
+
+  /// A UUID's 16 bytes as two words, in memory order.
+  static func words(_ uuid: UUID) -> (low: UInt64, high: UInt64) {
+    withUnsafeBytes(of: uuid.uuid) { raw in
+      (
+        raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+        raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+      )
+    }
   }
 
   public static func < (lhs: BeaconIdentity, rhs: BeaconIdentity) -> Bool {

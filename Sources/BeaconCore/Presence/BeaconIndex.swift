@@ -157,13 +157,9 @@ extension BeaconID {
 extension BeaconIdentity {
   @inline(__always)
   func indexKey(seed: UInt64, kind: UInt64) -> UInt64 {
-    withUnsafeBytes(of: uuid.uuid) { raw in
-      let low = raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)
-      let high = raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
-      let rest = UInt64(major) << 16 | UInt64(minor) | kind << 32
-      let a = IndexKeyMix.fold(low ^ seed ^ IndexKeyMix.p0, high ^ IndexKeyMix.p1)
-      return IndexKeyMix.fold(a ^ rest, seed ^ IndexKeyMix.p2)
-    }
+    let rest = UInt64(major) << 16 | UInt64(minor) | kind << 32
+    let a = IndexKeyMix.fold(uuidLow ^ seed ^ IndexKeyMix.p0, uuidHigh ^ IndexKeyMix.p1)
+    return IndexKeyMix.fold(a ^ rest, seed ^ IndexKeyMix.p2)
   }
 }
 
