@@ -419,19 +419,28 @@ struct SightingHistory: Sendable {
 
   mutating func append(_ time: Timestamp) {
     let t = time.seconds
-    let previous = times[newestIndex]
     if times.count < Self.capacity {
+      // Not full yet: the ring has not turned, so the newest time is the last.
+      let previous = times[times.count - 1]
       times.append(t)
+      consider(t - previous)
     } else {
+      // Full (the steady state): the newest time replaces the oldest, in one pass over the
+      // buffer (no bounds check or uniqueness check per access).
+      let oldest = self.oldest
       let next = oldest + 1 == Self.capacity ? 0 : oldest + 1
-      let evicted = times[next] - times[oldest]
+      let newest = oldest == 0 ? Self.capacity - 1 : oldest - 1
+      let (previous, evicted) = times.withUnsafeMutableBufferPointer { times in
+        let gaps = (times[newest], times[next] - times[oldest])
+        times[oldest] = t
+        return gaps
+      }
       if evicted > Self.minimumGap, evicted == interval { atInterval -= 1 }
-      times[oldest] = t
-      oldest = next
+      self.oldest = next
+      consider(t - previous)
     }
     // With no gap left at the old minimum every remaining gap is longer than it, so a new gap
     // at or below it is the new minimum; otherwise the window is rescanned.
-    consider(t - previous)
     if atInterval == 0 && interval.isFinite { rescan() }
   }
 
