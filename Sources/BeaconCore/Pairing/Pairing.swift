@@ -48,11 +48,22 @@ public struct Pairing: Hashable, Sendable, Codable {
 /// The set of pairings, with lookup by beacon identity.
 public struct PairingSet: Hashable, Sendable {
   public private(set) var pairings: [Pairing] {
-    didSet { patterns = pairings.map(Pattern.init) }
+    didSet { (patterns, minorFilter) = Self.index(pairings) }
   }
   /// `pairings[i]`'s identity pattern, as `pairing(for:)` compares it: the UUID as two words
   /// (`Pairing.matches` compared two `UUID`s, a call into Foundation per pairing per sighting).
   private var patterns: [Pattern]
+  /// Bit `minor % 64` set for the minor of every pattern, every bit when a pattern leaves the
+  /// minor out: a beacon whose bit is clear matches no pairing, which one test tells (most
+  /// beacons heard are not paired, and most of those differ from the pairings in their minor).
+  private var minorFilter: UInt64
+
+  private static func index(_ pairings: [Pairing]) -> ([Pattern], UInt64) {
+    let filter = pairings.reduce(0 as UInt64) { bits, pairing in
+      bits | (pairing.minor.map { 1 << ($0 & 63) } ?? ~0)
+    }
+    return (pairings.map(Pattern.init), filter)
+  }
 
   /// A pairing's identity pattern: the UUID's bytes as two words, and major and minor as one
   /// word (major in the high half) under a mask that leaves out a field the pairing leaves out.
@@ -80,7 +91,7 @@ public struct PairingSet: Hashable, Sendable {
 
   public init(_ pairings: [Pairing] = []) {
     self.pairings = pairings
-    patterns = pairings.map(Pattern.init)
+    (patterns, minorFilter) = Self.index(pairings)
   }
 
   public static func == (a: PairingSet, b: PairingSet) -> Bool { a.pairings == b.pairings }
@@ -90,7 +101,7 @@ public struct PairingSet: Hashable, Sendable {
   /// The pairing for a beacon: the most specific match; between equally specific ones, the
   /// lowest device ID, so the choice never depends on insertion order.
   public func pairing(for id: BeaconID) -> Pairing? {
-    guard let identity = id.identity else { return nil }
+    guard let identity = id.identity, minorFilter >> (identity.minor & 63) & 1 != 0 else { return nil }
     // A loop over the patterns rather than filter and min: this runs for every sighting, and
     // filter allocates. The pairings themselves are read only for a match.
     var best = -1
