@@ -59,6 +59,37 @@ import Testing
     }
   }
 
+  /// `<` on identities and on beacon IDs is the order of their strings, as it was when it
+  /// compared `uuidString`s and `sortKey`s.
+  @Test func orderIsTheStringOrder() {
+    var rng = SplitMix64(seed: 0x19_0504)
+    let uuids =
+      (0..<4).map { _ in Self.uuid(&rng) } + [Self.uuid(&rng, near: Fixtures.fleet), Fixtures.fleet]
+    let numbers: [UInt16] = [0, 1, 2, 9, 10, 11, 99, 100, 65_535]
+    func identity() -> BeaconIdentity {
+      BeaconIdentity(
+        uuid: uuids.randomElement(using: &rng)!, major: numbers.randomElement(using: &rng)!,
+        minor: numbers.randomElement(using: &rng)!)
+    }
+    func id() -> BeaconID {
+      switch Int.random(in: 0..<5, using: &rng) {
+      case 0: .eddystone(namespace: rng.bytes(10), instance: rng.bytes(6))
+      case 1: .altBeacon(identity())
+      default: .iBeacon(identity())
+      }
+    }
+    for index in 0..<3_000 {
+      let a = identity()
+      let b = identity()
+      #expect(
+        (a < b) == ((a.uuid.uuidString, a.major, a.minor) < (b.uuid.uuidString, b.major, b.minor)),
+        "#\(index)")
+      let x = id()
+      let y = Bool.random(using: &rng) ? id() : x
+      #expect((x < y) == BeaconID.sortKeyOrder(x, y), "#\(index) \(x) \(y)")
+    }
+  }
+
   /// What `PairingSet.pairing(for:)` did before it matched on words: every pairing through
   /// `Pairing.matches`, the most specific, then the lowest device ID.
   static func reference(_ pairings: [Pairing], _ id: BeaconID) -> Pairing? {

@@ -60,8 +60,12 @@ public struct BeaconIdentity: Hashable, Comparable, Sendable, CustomStringConver
     }
   }
 
+  /// By UUID string, then major, then minor. The UUID strings are compared through the bytes
+  /// (most significant first, as the words byte-swapped): the uppercase hex of a fixed-length
+  /// UUID orders as its bytes do, and `uuidString` formats through `snprintf`.
   public static func < (lhs: BeaconIdentity, rhs: BeaconIdentity) -> Bool {
-    (lhs.uuid.uuidString, lhs.major, lhs.minor) < (rhs.uuid.uuidString, rhs.major, rhs.minor)
+    (lhs.uuidLow.byteSwapped, lhs.uuidHigh.byteSwapped, lhs.major, lhs.minor)
+      < (rhs.uuidLow.byteSwapped, rhs.uuidHigh.byteSwapped, rhs.major, rhs.minor)
   }
 
   public var description: String { "\(uuid.uuidString) \(major)/\(minor)" }
@@ -243,5 +247,21 @@ public enum BeaconID: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
   }
 
-  public static func < (lhs: BeaconID, rhs: BeaconID) -> Bool { lhs.sortKey < rhs.sortKey }
+  /// By `sortKey`. For two iBeacon or two AltBeacon identities, without building it: the keys
+  /// then differ first in the UUID (compared through its bytes, as in `BeaconIdentity`), else in
+  /// "major minor" as decimal text (so 10 sorts before 9, as the key always had it).
+  public static func < (lhs: BeaconID, rhs: BeaconID) -> Bool {
+    switch (lhs, rhs) {
+    case (.iBeacon(let a), .iBeacon(let b)), (.altBeacon(let a), .altBeacon(let b)):
+      let x = (a.uuidLow.byteSwapped, a.uuidHigh.byteSwapped)
+      let y = (b.uuidLow.byteSwapped, b.uuidHigh.byteSwapped)
+      if x != y { return x < y }
+      return "\(a.major) \(a.minor)" < "\(b.major) \(b.minor)"
+    default:
+      return lhs.sortKey < rhs.sortKey
+    }
+  }
+
+  /// The order `<` gives (tests compare it with the fast one).
+  static func sortKeyOrder(_ lhs: BeaconID, _ rhs: BeaconID) -> Bool { lhs.sortKey < rhs.sortKey }
 }
