@@ -57,6 +57,38 @@ import Testing
     if case .exited(_, let reason)? = exits.first { #expect(reason == .lost) }
   }
 
+  static func lostIDs(_ events: [PresenceEvent]) -> [BeaconID] {
+    var ids: [BeaconID] = []
+    for case .exited(let beacon, .lost) in events { ids.append(beacon.id) }
+    return ids
+  }
+
+  /// A beacon heard from a new address (address rotation) belongs to that address from then
+  /// on: `lost` of the old one leaves it in range, `lost` of the new one exits it. Another beacon
+  /// still heard from the old address stays linked to it.
+  @Test func aBeaconThatChangesAddressIsLostWithTheNewOne() {
+    var tracker = PresenceTracker()
+    let other = BeaconFrame.iBeacon(IBeaconFrame(identity: Fixtures.otherVanBeacon, measuredPower: -59))
+    let moved = Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.otherVanAddress, rssi: -62)
+    _ = tracker.observe(frame, from: ad(rssi: -60), at: .zero)
+    _ = tracker.observe(
+      other, from: Fixtures.iBeacon(Fixtures.otherVanBeacon, address: Fixtures.vanAddress, rssi: -70),
+      at: .zero)
+    #expect(tracker.observe(frame, from: moved, at: Timestamp(seconds: 1)).isEmpty)
+    #expect(tracker.beacon(.iBeacon(Fixtures.vanBeacon))?.address == Fixtures.otherVanAddress)
+    #expect(tracker.beacon(.iBeacon(Fixtures.vanBeacon))?.sightings == 2)
+    #expect(
+      Self.lostIDs(tracker.lost(Fixtures.vanAddress, at: Timestamp(seconds: 2))) == [
+        .iBeacon(Fixtures.otherVanBeacon)
+      ])
+    #expect(tracker.beacon(.iBeacon(Fixtures.vanBeacon)) != nil)
+    #expect(
+      Self.lostIDs(tracker.lost(Fixtures.otherVanAddress, at: Timestamp(seconds: 2))) == [
+        .iBeacon(Fixtures.vanBeacon)
+      ])
+    #expect(tracker.inRange.isEmpty)
+  }
+
   @Test func distanceAndProximityFollowTheSmoothedRSSI() {
     var tracker = PresenceTracker()
     _ = tracker.observe(frame, from: ad(rssi: -59), at: .zero)

@@ -97,11 +97,13 @@ public struct BeaconPipeline: Sendable {
       steps += reports.map { .event(.telemetry($0)) } + changes.map { .event(.beaconHealth($0)) }
     }
     // The beacon is read (its distance derived) only when the selector needs it: for paired
-    // beacons.
-    if let change = selector.sighted(
-      id, beacon: tracker.beacon(at: index), pairings: pairings, inRange: tracker.inRange, at: time)
+    // beacons. Most beacons heard are not: for them the selector is not called at all.
+    if let pairing = pairings.pairing(for: id),
+      selector.sighted(
+        paired: tracker.beacon(at: index), pairing: pairing, pairings: pairings, inRange: { tracker.inRange },
+        at: time)
     {
-      steps += activeChanged(change, at: time)
+      steps += activeChanged(selector.active, at: time)
     }
   }
 

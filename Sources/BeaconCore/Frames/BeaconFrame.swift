@@ -7,12 +7,33 @@
 /// The identity of an iBeacon (Apple) or AltBeacon (Radius Networks): a 16-byte proximity UUID,
 /// a major and a minor. AltBeacon's id1/id2/id3 use the same layout.
 public struct BeaconIdentity: Hashable, Comparable, Sendable, CustomStringConvertible {
-  public var uuid: UUID
+  /// The UUID's 16 bytes as two words, in memory order (bytes 0–7, 8–15): equal words, equal
+  /// UUIDs. Stored this way rather than as a `UUID` because an identity is built for every
+  /// advertisement heard and compared on every lookup: `UUID(uuid:)` is a call into Foundation
+  /// with the 16 bytes passed one by one, and reading the bytes of a `UUID` back as words copied
+  /// them byte by byte (callgrind, issue 19). `uuid` builds the `UUID` when it is asked for.
+  var uuidLow: UInt64
+  var uuidHigh: UInt64
   public var major: UInt16
   public var minor: UInt16
 
+  public var uuid: UUID {
+    get { UUID(uuid: unsafeBitCast((uuidLow, uuidHigh), to: uuid_t.self)) }
+    set { (uuidLow, uuidHigh) = Self.words(newValue) }
+  }
+
   public init(uuid: UUID, major: UInt16, minor: UInt16) {
-    self.uuid = uuid
+    (uuidLow, uuidHigh) = Self.words(uuid)
+    self.major = major
+    self.minor = minor
+  }
+
+  /// An identity whose UUID's bytes, read as two words in memory order, are `uuidLow` and
+  /// `uuidHigh`.
+  @inline(__always)
+  init(uuidLow: UInt64, uuidHigh: UInt64, major: UInt16, minor: UInt16) {
+    self.uuidLow = uuidLow
+    self.uuidHigh = uuidHigh
     self.major = major
     self.minor = minor
   }
@@ -20,15 +41,31 @@ public struct BeaconIdentity: Hashable, Comparable, Sendable, CustomStringConver
   /// Hashes the UUID as two words rather than 16 separate bytes: presence hashes an identity on
   /// every sighting, and `UUID`'s own hashing feeds the hasher byte by byte.
   public func hash(into hasher: inout Hasher) {
-    withUnsafeBytes(of: uuid.uuid) { raw in
-      hasher.combine(raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
-      hasher.combine(raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
-    }
+    hasher.combine(uuidLow)
+    hasher.combine(uuidHigh)
     hasher.combine(UInt32(major) << 16 | UInt32(minor))
   }
 
+  /// The UUID's 16 bytes as two words, in memory order: equal words, equal UUIDs.
+  @inline(__always)
+  var uuidWords: (low: UInt64, high: UInt64) { (uuidLow, uuidHigh) }
+
+  /// A UUID's 16 bytes as two words, in memory order.
+  static func words(_ uuid: UUID) -> (low: UInt64, high: UInt64) {
+    withUnsafeBytes(of: uuid.uuid) { raw in
+      (
+        raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+        raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+      )
+    }
+  }
+
+  /// By UUID string, then major, then minor. The UUID strings are compared through the bytes
+  /// (most significant first, as the words byte-swapped): the uppercase hex of a fixed-length
+  /// UUID orders as its bytes do, and `uuidString` formats through `snprintf`.
   public static func < (lhs: BeaconIdentity, rhs: BeaconIdentity) -> Bool {
-    (lhs.uuid.uuidString, lhs.major, lhs.minor) < (rhs.uuid.uuidString, rhs.major, rhs.minor)
+    (lhs.uuidLow.byteSwapped, lhs.uuidHigh.byteSwapped, lhs.major, lhs.minor)
+      < (rhs.uuidLow.byteSwapped, rhs.uuidHigh.byteSwapped, rhs.major, rhs.minor)
   }
 
   public var description: String { "\(uuid.uuidString) \(major)/\(minor)" }
@@ -210,5 +247,21 @@ public enum BeaconID: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
   }
 
-  public static func < (lhs: BeaconID, rhs: BeaconID) -> Bool { lhs.sortKey < rhs.sortKey }
+  /// By `sortKey`. For two iBeacon or two AltBeacon identities, without building it: the keys
+  /// then differ first in the UUID (compared through its bytes, as in `BeaconIdentity`), else in
+  /// "major minor" as decimal text (so 10 sorts before 9, as the key always had it).
+  public static func < (lhs: BeaconID, rhs: BeaconID) -> Bool {
+    switch (lhs, rhs) {
+    case (.iBeacon(let a), .iBeacon(let b)), (.altBeacon(let a), .altBeacon(let b)):
+      let x = (a.uuidLow.byteSwapped, a.uuidHigh.byteSwapped)
+      let y = (b.uuidLow.byteSwapped, b.uuidHigh.byteSwapped)
+      if x != y { return x < y }
+      return "\(a.major) \(a.minor)" < "\(b.major) \(b.minor)"
+    default:
+      return lhs.sortKey < rhs.sortKey
+    }
+  }
+
+  /// The order `<` gives (tests compare it with the fast one).
+  static func sortKeyOrder(_ lhs: BeaconID, _ rhs: BeaconID) -> Bool { lhs.sortKey < rhs.sortKey }
 }

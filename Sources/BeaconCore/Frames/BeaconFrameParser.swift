@@ -133,9 +133,7 @@ public enum BeaconFrameParser {
       guard let fields = entries[0].data.withUnsafeBufferPointer({ iBeaconFields(companyID, $0) }) else {
         return nil
       }
-      return IBeaconFrame(
-        identity: BeaconIdentity(uuid: UUID(uuid: fields.uuid), major: fields.major, minor: fields.minor),
-        measuredPower: fields.power)
+      return IBeaconFrame(identity: fields.identity, measuredPower: fields.power)
     }
   }
 
@@ -150,10 +148,7 @@ public enum BeaconFrameParser {
         if let fields = entries[i].data.withUnsafeBufferPointer({ iBeaconFields(companyID, $0) }) {
           frames.append(
             .iBeacon(
-              IBeaconFrame(
-                identity: BeaconIdentity(
-                  uuid: UUID(uuid: fields.uuid), major: fields.major, minor: fields.minor),
-                measuredPower: fields.power)))
+              IBeaconFrame(identity: fields.identity, measuredPower: fields.power)))
           continue
         }
         switch parseManufacturerData(entries[i]) {
@@ -176,15 +171,12 @@ public enum BeaconFrameParser {
   /// then reads, rejections included).
   @inline(__always)
   private static func iBeaconFields(_ companyID: UInt16, _ d: UnsafeBufferPointer<UInt8>) -> (
-    uuid: uuid_t, major: UInt16, minor: UInt16, power: Int8
+    identity: BeaconIdentity, power: Int8
   )? {
     guard companyID == appleCompanyID, d.count == 2 + Int(iBeaconLength), d[0] == iBeaconType,
       d[1] == iBeaconLength
     else { return nil }
-    return (
-      UnsafeRawBufferPointer(d).loadUnaligned(fromByteOffset: 2, as: uuid_t.self), be16(d, at: 18),
-      be16(d, at: 20), Int8(bitPattern: d[22])
-    )
+    return (identity(d, at: 2), Int8(bitPattern: d[22]))
   }
 
   /// nil when the data is not a beacon frame at all.
@@ -208,7 +200,7 @@ public enum BeaconFrameParser {
             "iBeacon header with length byte 0x\(Hex.byte(d[1])) and a \(d.count - 2)-byte body; "
               + "expected 0x15 and 21"))
       }
-      let identity = BeaconIdentity(uuid: uuid(d, at: 2), major: be16(d, at: 18), minor: be16(d, at: 20))
+      let identity = identity(d, at: 2)
       return .success(.iBeacon(IBeaconFrame(identity: identity, measuredPower: Int8(bitPattern: d[22]))))
     }
     if d.count >= 2, d[0] == altBeaconCodeHigh, d[1] == altBeaconCodeLow {
@@ -228,7 +220,7 @@ public enum BeaconFrameParser {
             "AltBeacon code with \(d.count) bytes of manufacturer data; expected \(altBeaconDataLength) "
               + "(or \(altBeaconDataLength - 1) without the reserved byte)"))
       }
-      let identity = BeaconIdentity(uuid: uuid(d, at: 2), major: be16(d, at: 18), minor: be16(d, at: 20))
+      let identity = identity(d, at: 2)
       return .success(
         .altBeacon(
           AltBeaconFrame(
@@ -322,9 +314,15 @@ public enum BeaconFrameParser {
     UInt32(d[i]) << 24 | UInt32(d[i + 1]) << 16 | UInt32(d[i + 2]) << 8 | UInt32(d[i + 3])
   }
 
-  /// The 16 bytes at `i` as a UUID, copied in one load rather than byte by byte.
-  static func uuid(_ d: UnsafeBufferPointer<UInt8>, at i: Int) -> UUID {
-    precondition(i >= 0 && i + 16 <= d.count)
-    return UUID(uuid: UnsafeRawBufferPointer(d).loadUnaligned(fromByteOffset: i, as: uuid_t.self))
+  /// The 20 bytes at `i` as an identity: a 16-byte UUID, then major and minor (big-endian). The
+  /// UUID is read as two word loads, never through `UUID` (see `BeaconIdentity.uuidLow`).
+  @inline(__always)
+  static func identity(_ d: UnsafeBufferPointer<UInt8>, at i: Int) -> BeaconIdentity {
+    precondition(i >= 0 && i + 20 <= d.count)
+    let raw = UnsafeRawBufferPointer(d)
+    return BeaconIdentity(
+      uuidLow: raw.loadUnaligned(fromByteOffset: i, as: UInt64.self),
+      uuidHigh: raw.loadUnaligned(fromByteOffset: i + 8, as: UInt64.self), major: be16(d, at: i + 16),
+      minor: be16(d, at: i + 18))
   }
 }

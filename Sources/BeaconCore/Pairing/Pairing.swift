@@ -47,28 +47,81 @@ public struct Pairing: Hashable, Sendable, Codable {
 
 /// The set of pairings, with lookup by beacon identity.
 public struct PairingSet: Hashable, Sendable {
-  public private(set) var pairings: [Pairing]
+  public private(set) var pairings: [Pairing] {
+    didSet { (patterns, minorFilter) = Self.index(pairings) }
+  }
+  /// `pairings[i]`'s identity pattern, as `pairing(for:)` compares it: the UUID as two words
+  /// (`Pairing.matches` compared two `UUID`s, a call into Foundation per pairing per sighting).
+  private var patterns: [Pattern]
+  /// Bit `minor % 64` set for the minor of every pattern, every bit when a pattern leaves the
+  /// minor out: a beacon whose bit is clear matches no pairing, which one test tells (most
+  /// beacons heard are not paired, and most of those differ from the pairings in their minor).
+  private var minorFilter: UInt64
+
+  private static func index(_ pairings: [Pairing]) -> ([Pattern], UInt64) {
+    let filter = pairings.reduce(0 as UInt64) { bits, pairing in
+      bits | (pairing.minor.map { 1 << ($0 & 63) } ?? ~0)
+    }
+    return (pairings.map(Pattern.init), filter)
+  }
+
+  /// A pairing's identity pattern: the UUID's bytes as two words, and major and minor as one
+  /// word (major in the high half) under a mask that leaves out a field the pairing leaves out.
+  private struct Pattern: Hashable, Sendable {
+    var low: UInt64
+    var high: UInt64
+    var mask: UInt32
+    var numbers: UInt32
+    /// `Pairing.specificity`.
+    var specificity: Int
+
+    init(_ pairing: Pairing) {
+      (low, high) = BeaconIdentity.words(pairing.uuid)
+      mask = (pairing.major == nil ? 0 : 0xFFFF_0000) | (pairing.minor == nil ? 0 : 0xFFFF)
+      numbers = (UInt32(pairing.major ?? 0) << 16 | UInt32(pairing.minor ?? 0)) & mask
+      specificity = pairing.specificity
+    }
+
+    /// `Pairing.matches`, for an identity's UUID words and `major << 16 | minor`.
+    @inline(__always)
+    func matches(low: UInt64, high: UInt64, numbers: UInt32) -> Bool {
+      (low ^ self.low) | (high ^ self.high) | UInt64(numbers & mask ^ self.numbers) == 0
+    }
+  }
 
   public init(_ pairings: [Pairing] = []) {
     self.pairings = pairings
+    (patterns, minorFilter) = Self.index(pairings)
   }
+
+  public static func == (a: PairingSet, b: PairingSet) -> Bool { a.pairings == b.pairings }
+
+  public func hash(into hasher: inout Hasher) { hasher.combine(pairings) }
 
   /// The pairing for a beacon: the most specific match; between equally specific ones, the
   /// lowest device ID, so the choice never depends on insertion order.
   public func pairing(for id: BeaconID) -> Pairing? {
-    guard let identity = id.identity else { return nil }
-    // A loop rather than filter and min: this runs for every sighting, and filter allocates.
-    var best: Pairing?
-    for pairing in pairings where pairing.matches(identity) {
-      if let b = best,
-        pairing.specificity != b.specificity
-          ? pairing.specificity <= b.specificity : pairing.deviceId >= b.deviceId
-      {
-        continue
+    guard let identity = id.identity, minorFilter >> (identity.minor & 63) & 1 != 0 else { return nil }
+    // A loop over the patterns rather than filter and min: this runs for every sighting, and
+    // filter allocates. The pairings themselves are read only for a match.
+    var best = -1
+    var bestSpecificity = -1
+    let (low, high) = identity.uuidWords
+    let numbers = UInt32(identity.major) << 16 | UInt32(identity.minor)
+    patterns.withUnsafeBufferPointer { patterns in
+      for i in patterns.indices where patterns[i].matches(low: low, high: high, numbers: numbers) {
+        let specificity = patterns[i].specificity
+        if best >= 0,
+          specificity != bestSpecificity
+            ? specificity <= bestSpecificity : pairings[i].deviceId >= pairings[best].deviceId
+        {
+          continue
+        }
+        best = i
+        bestSpecificity = specificity
       }
-      best = pairing
     }
-    return best
+    return best >= 0 ? pairings[best] : nil
   }
 
   /// Adds or replaces the pairing with the same identity pattern.

@@ -14,10 +14,10 @@
 /// do not collide in another.
 package struct BeaconIndex: Sendable {
   /// Entry index + 1 per slot; 0 is empty.
-  private var slots: [Int32]
+  @usableFromInline var slots: [Int32]
   /// The key each occupied slot was stored under.
-  private var keys: [UInt64]
-  private var mask: Int
+  @usableFromInline var keys: [UInt64]
+  @usableFromInline var mask: Int
   package private(set) var count = 0
   /// The seed `BeaconID.indexKey` mixes in.
   package let seed: UInt64
@@ -48,17 +48,27 @@ package struct BeaconIndex: Sendable {
     return table
   }
 
-  @inline(__always) private func home(_ key: UInt64) -> Int { Int(truncatingIfNeeded: key) & mask }
+  @inlinable @inline(__always) func home(_ key: UInt64) -> Int { Int(truncatingIfNeeded: key) & mask }
 
   /// The entry index stored under `key` for which `matches` holds, or nil.
-  @inline(__always)
+  ///
+  /// Inlinable, so that a caller in another module (BlueZ's device mirror looks a device up for
+  /// every signal) gets it inlined with its `matches` closure rather than a call and a closure
+  /// call per lookup.
+  @inlinable @inline(__always)
   package func find(_ key: UInt64, matches: (Int) -> Bool) -> Int? {
-    var position = home(key)
-    while true {
-      let stored = slots[position]
-      if stored == 0 { return nil }
-      if keys[position] == key, matches(Int(stored) - 1) { return Int(stored) - 1 }
-      position = (position + 1) & mask
+    slots.withUnsafeBufferPointer { slots in
+      keys.withUnsafeBufferPointer { keys in
+        // At most half full, so an empty slot ends every probe; the positions are masked, so
+        // always in the buffers (both `mask + 1` long).
+        var position = home(key)
+        while true {
+          let stored = slots[position]
+          if stored == 0 { return nil }
+          if keys[position] == key, matches(Int(stored) - 1) { return Int(stored) - 1 }
+          position = (position + 1) & mask
+        }
+      }
     }
   }
 
@@ -157,13 +167,9 @@ extension BeaconID {
 extension BeaconIdentity {
   @inline(__always)
   func indexKey(seed: UInt64, kind: UInt64) -> UInt64 {
-    withUnsafeBytes(of: uuid.uuid) { raw in
-      let low = raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)
-      let high = raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
-      let rest = UInt64(major) << 16 | UInt64(minor) | kind << 32
-      let a = IndexKeyMix.fold(low ^ seed ^ IndexKeyMix.p0, high ^ IndexKeyMix.p1)
-      return IndexKeyMix.fold(a ^ rest, seed ^ IndexKeyMix.p2)
-    }
+    let rest = UInt64(major) << 16 | UInt64(minor) | kind << 32
+    let a = IndexKeyMix.fold(uuidLow ^ seed ^ IndexKeyMix.p0, uuidHigh ^ IndexKeyMix.p1)
+    return IndexKeyMix.fold(a ^ rest, seed ^ IndexKeyMix.p2)
   }
 }
 

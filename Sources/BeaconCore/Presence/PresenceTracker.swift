@@ -227,25 +227,40 @@ public struct PresenceTracker: Sendable {
     let rssi = ad.rssi.flatMap { RSSI.isKnown($0) ? $0 : nil }
     let key = id.indexKey(seed: places.seed)
     if let index = position(of: id, key: key) {
-      if entries[index].beacon.address != ad.address {
-        unindex(entries[index].beacon)
-        idsByAddress[ad.address, default: []].insert(id)
-      }
+      if entries[index].beacon.address != ad.address { moved(index, to: ad.address) }
       entries[index].sighted(frame, from: ad.address, rssi: rssi, at: time)
       return (index, false)
     }
+    return (enter(frame, id: id, key: key, from: ad.address, rssi: rssi, at: time), true)
+  }
+
+  /// The beacon at `index` is now heard from `address`. Out of line, like `enter`: the sighting
+  /// of a beacon already in range from the same address (nearly every sighting) is then a
+  /// smaller function, with fewer registers to save and less stack to set up.
+  @inline(never)
+  private mutating func moved(_ index: Int, to address: BluetoothAddress) {
+    unindex(entries[index].beacon)
+    idsByAddress[address, default: []].insert(entries[index].beacon.id)
+  }
+
+  /// A beacon not in range enters; returns its entry's index.
+  @inline(never)
+  private mutating func enter(
+    _ frame: BeaconFrame, id: BeaconID, key: UInt64, from address: BluetoothAddress, rssi: Int?,
+    at time: Timestamp
+  ) -> Int {
     var filter = PresenceRSSIFilter(settings.rssi.filter, settings: settings.rssi)
     if let rssi { filter.add(Double(rssi), at: time) }
     var entry = Entry(
       beacon: TrackedBeacon(
-        id: id, address: ad.address, firstSeen: time, lastSeen: time, sightings: 1, lastRSSI: rssi,
+        id: id, address: address, firstSeen: time, lastSeen: time, sightings: 1, lastRSSI: rssi,
         smoothedRSSI: nil, powerAt1m: frame.powerAt1m, distance: nil, proximity: .unknown),
       key: key, filter: filter, history: SightingHistory(time), exitAfter: nil, derivedAt: time)
     entry.settle(settings.distance)
     entries.append(entry)
     places.insert(key, index: entries.count - 1)
-    idsByAddress[ad.address, default: []].insert(id)
-    return (entries.count - 1, true)
+    idsByAddress[address, default: []].insert(id)
+    return entries.count - 1
   }
 
   /// The beacons last heard from `address`, each heard at `since` or later, in identity order:
@@ -419,19 +434,28 @@ struct SightingHistory: Sendable {
 
   mutating func append(_ time: Timestamp) {
     let t = time.seconds
-    let previous = times[newestIndex]
     if times.count < Self.capacity {
+      // Not full yet: the ring has not turned, so the newest time is the last.
+      let previous = times[times.count - 1]
       times.append(t)
+      consider(t - previous)
     } else {
+      // Full (the steady state): the newest time replaces the oldest, in one pass over the
+      // buffer (no bounds check or uniqueness check per access).
+      let oldest = self.oldest
       let next = oldest + 1 == Self.capacity ? 0 : oldest + 1
-      let evicted = times[next] - times[oldest]
+      let newest = oldest == 0 ? Self.capacity - 1 : oldest - 1
+      let (previous, evicted) = times.withUnsafeMutableBufferPointer { times in
+        let gaps = (times[newest], times[next] - times[oldest])
+        times[oldest] = t
+        return gaps
+      }
       if evicted > Self.minimumGap, evicted == interval { atInterval -= 1 }
-      times[oldest] = t
-      oldest = next
+      self.oldest = next
+      consider(t - previous)
     }
     // With no gap left at the old minimum every remaining gap is longer than it, so a new gap
     // at or below it is the new minimum; otherwise the window is rescanned.
-    consider(t - previous)
     if atInterval == 0 && interval.isFinite { rescan() }
   }
 

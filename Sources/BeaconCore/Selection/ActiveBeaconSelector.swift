@@ -69,17 +69,20 @@ public struct ActiveBeaconSelector: Sendable {
     _ beacon: TrackedBeacon, pairings: PairingSet, inRange: @autoclosure () -> [TrackedBeacon],
     at time: Timestamp
   ) -> ActiveBeacon?? {
-    sighted(beacon.id, beacon: beacon, pairings: pairings, inRange: inRange(), at: time)
+    guard let pairing = pairings.pairing(for: beacon.id),
+      sighted(paired: beacon, pairing: pairing, pairings: pairings, inRange: inRange, at: time)
+    else { return nil }
+    return .some(active)
   }
 
-  /// `sighted` for the beacon `id`, read only when it is paired: presence derives a beacon's
-  /// distance when it is read, and most beacons heard are not paired.
+  /// `sighted` for a beacon whose pairing is `pairing` (`pairings.pairing(for: beacon.id)`), which
+  /// the caller has looked up first: for an unpaired beacon (most of them) nothing else runs, and
+  /// neither the beacon nor `inRange` is built. Returns whether the active beacon changed; it is
+  /// then `active` (never nil: a sighting only ever activates).
   mutating func sighted(
-    _ id: BeaconID, beacon: @autoclosure () -> TrackedBeacon, pairings: PairingSet,
-    inRange: @autoclosure () -> [TrackedBeacon], at time: Timestamp
-  ) -> ActiveBeacon?? {
-    guard let pairing = pairings.pairing(for: id) else { return nil }
-    let beacon = beacon()
+    paired beacon: TrackedBeacon, pairing: Pairing, pairings: PairingSet,
+    inRange: () -> [TrackedBeacon], at time: Timestamp
+  ) -> Bool {
     var candidate =
       candidates[beacon.id]
       ?? Candidate(visitStart: beacon.firstSeen, sightings: 0, lastSeen: time, challengerSince: nil)
@@ -96,15 +99,16 @@ public struct ActiveBeaconSelector: Sendable {
       current.pairing = pairing
       active = current
       // The active beacon holding its ground resets every challenge against it.
-      return nil
+      return false
     }
-    guard isQualified(beacon.id) else { return nil }
+    guard isQualified(beacon.id) else { return false }
 
     guard let current = active else {
       // No active beacon: the strongest qualified candidate in range wins.
       let best =
         inRange().filter { pairings.pairing(for: $0.id) != nil && isQualified($0.id) }.first ?? beacon
-      return .some(activate(best, pairing: pairings.pairing(for: best.id) ?? pairing, at: time))
+      activate(best, pairing: pairings.pairing(for: best.id) ?? pairing, at: time)
+      return true
     }
 
     // A challenge: stronger by the margin, on this sighting.
@@ -116,12 +120,13 @@ public struct ActiveBeaconSelector: Sendable {
     }
     guard stronger else {
       candidates[beacon.id]?.challengerSince = nil
-      return nil
+      return false
     }
     let since = candidate.challengerSince ?? time
     candidates[beacon.id]?.challengerSince = since
-    guard time - since >= settings.switchSustain else { return nil }
-    return .some(activate(beacon, pairing: pairing, at: time))
+    guard time - since >= settings.switchSustain else { return false }
+    activate(beacon, pairing: pairing, at: time)
+    return true
   }
 
   /// A beacon left presence. Its dwell starts again on its next visit; if it is the active beacon,
@@ -158,15 +163,12 @@ public struct ActiveBeaconSelector: Sendable {
     active.map { $0.lastSeen + settings.activeHold }
   }
 
-  private mutating func activate(_ beacon: TrackedBeacon, pairing: Pairing, at time: Timestamp)
-    -> ActiveBeacon
-  {
+  private mutating func activate(_ beacon: TrackedBeacon, pairing: Pairing, at time: Timestamp) {
     for key in candidates.keys { candidates[key]?.challengerSince = nil }
     let chosen = ActiveBeacon(
       id: beacon.id, pairing: pairing, since: time, lastSeen: candidates[beacon.id]?.lastSeen ?? time,
       smoothedRSSI: beacon.smoothedRSSI, lastRSSI: beacon.lastRSSI, distance: beacon.distance,
       proximity: beacon.proximity)
     active = chosen
-    return chosen
   }
 }

@@ -62,6 +62,9 @@ enum PresenceRSSIFilter: Sendable {
     }
   }
 
+  /// Inlined into presence's sighting, so that the Kalman filter (the default) is updated in
+  /// place rather than copied out of the enum and back through a call.
+  @inline(__always)
   mutating func add(_ rssi: Double, at time: Timestamp) {
     switch self {
     case .kalman(var filter):
@@ -150,6 +153,7 @@ public struct KalmanRSSIFilter: RSSIFilter {
     self.referenceInterval = referenceInterval
   }
 
+  @inline(__always)
   public mutating func add(_ rssi: Double, at time: Timestamp) {
     guard rssi.isFinite else { return }
     guard let x = estimate else {
