@@ -442,6 +442,19 @@ public struct WireSignal: ~Copyable {
     reader.position = header.bodyStart
     return reader
   }
+  /// The whole message as received, header and body: for a decoder that compares a message with
+  /// one it saw before. Valid only during the decoder call, like the signal.
+  @inlinable public func withBytes<T>(_ body: (UnsafeRawBufferPointer) -> T) -> T {
+    body(UnsafeRawBufferPointer(start: base, count: count))
+  }
+  /// Runs `body` over `bytes` read as one received message, as `SignalSocket` hands it to a
+  /// decoder; nil unless they are exactly one message with a readable header. For tests and benchmarks of decoders.
+  public static func withSignal<T>(_ bytes: UnsafeRawBufferPointer, _ body: (borrowing WireSignal) -> T) -> T?
+  {
+    guard let length = try? Wire.messageLength(bytes), length == bytes.count, let header = Wire.header(bytes)
+    else { return nil }
+    return body(WireSignal(header: header, bytes: bytes))
+  }
 }
 
 /// A received method reply as bytes, for decoders that read a large reply in place

@@ -1,10 +1,10 @@
 import BeaconCore
-import DBus
 import DBusTestSupport
 import Foundation
 import Testing
 
 @testable import BlueZ
+@testable import DBus
 
 /// The fast Device1 PropertiesChanged decoder against the generic path, through a real
 /// dbus-daemon: whatever it decodes must mirror exactly as the generic `DBusValue` path would,
@@ -312,5 +312,122 @@ struct DeviceUpdateTests {
     }
     // The generator makes plenty of the shapes BlueZ sends; the fast path must take them.
     #expect(decoded > 10)
+  }
+
+  // MARK: Repeats (`RepeatedUpdates`)
+
+  /// A Device1 PropertiesChanged as the bus sends it, with `rssi` and `serial`.
+  static func advertisement(
+    _ path: ObjectPath = DeviceUpdateTests.path, rssi: Int16, serial: UInt32,
+    beacon: [UInt8] = DeviceUpdateTests.iBeacon,
+    txPower: Int16? = nil
+  ) throws -> [UInt8] {
+    var changed: [String: DBusValue] = [
+      "RSSI": .int16(rssi), "ManufacturerData": manufacturer([(0x004C, .bytes(beacon))]),
+    ]
+    if let txPower { changed["TxPower"] = .int16(txPower) }
+    return try WireSignal.marshalled(
+      path: path, interface: .properties, member: BlueZ.SignalName.propertiesChanged,
+      [.string(BlueZ.deviceInterface.rawValue), .stringVariantDictionary(changed), .stringArray([])],
+      serial: serial)
+  }
+
+  /// What `bytes` decode to with `repeats` (nil: a full decode, nothing remembered).
+  static func decode(_ bytes: [UInt8], _ repeats: RepeatedUpdates?) -> DeviceUpdate? {
+    bytes.withUnsafeBytes { raw in
+      WireSignal.withSignal(raw) { DeviceUpdate.decode($0, repeats: repeats) } ?? nil
+    }
+  }
+
+  /// Whether `repeats` answers `bytes` from what it remembered, without a full decode.
+  static func repeated(_ bytes: [UInt8], _ repeats: RepeatedUpdates) -> DeviceUpdate? {
+    bytes.withUnsafeBytes { raw in
+      WireSignal.withSignal(raw) { signal -> DeviceUpdate? in
+        guard let slot = signal.withPath(RepeatedUpdates.slot) else { return nil }
+        return signal.withBytes { repeats.update(for: $0, slot: slot) }
+      } ?? nil
+    }
+  }
+
+  /// The same advertisement again, with another serial and RSSI, is answered from the one
+  /// remembered, and equals a full decode. Any other byte changed, or another device in the same
+  /// slot, is decoded in full.
+  @Test func aRepeatIsAnsweredFromTheLastMessageAndNothingElseIs() throws {
+    let repeats = RepeatedUpdates()
+    let first = try Self.advertisement(rssi: -61, serial: 1)
+    #expect(Self.repeated(first, repeats) == nil, "nothing remembered yet")
+    let decoded = try #require(Self.decode(first, repeats))
+    #expect(decoded.rssi == -61)
+
+    let again = try Self.advertisement(rssi: -87, serial: 2)
+    let answered = try #require(Self.repeated(again, repeats), "only the serial and the RSSI changed")
+    #expect(answered.rssi == -87)
+    #expect(answered == Self.decode(again, nil))
+
+    var other = Self.iBeacon
+    other[20] ^= 1
+    let changed = try Self.advertisement(rssi: -87, serial: 3, beacon: other)
+    #expect(Self.repeated(changed, repeats) == nil, "the beacon's bytes changed")
+    let full = try #require(Self.decode(changed, repeats))
+    #expect(full.manufacturerData == [ManufacturerData(companyID: 0x004C, data: other)])
+
+    let withTxPower = try Self.advertisement(rssi: -87, serial: 4, beacon: other, txPower: 4)
+    #expect(Self.repeated(withTxPower, repeats) == nil, "another shape")
+
+    // Another device whose path falls in the same slot.
+    let slot = try #require(RepeatedUpdates.slot(path: Self.path))
+    let neighbour = try #require(
+      (0..<100_000).lazy.map {
+        ObjectPath(
+          String(format: "/org/bluez/hci0/dev_C0_FF_EE_%02X_%02X_%02X", $0 >> 16, ($0 >> 8) & 0xFF, $0 & 0xFF)
+        )
+      }
+      .first { $0 != Self.path && RepeatedUpdates.slot(path: $0) == slot })
+    _ = Self.decode(try Self.advertisement(rssi: -50, serial: 5, beacon: other), repeats)
+    let theirs = try Self.advertisement(neighbour, rssi: -50, serial: 6, beacon: other)
+    #expect(Self.repeated(theirs, repeats) == nil, "another device in the slot")
+    #expect(Self.decode(theirs, repeats)?.key == DeviceKey(path: neighbour))
+  }
+
+  /// Differential: a stream of advertisements from a few devices, each a repeat with a new
+  /// serial and RSSI or with one byte changed anywhere, decodes with `RepeatedUpdates` exactly as
+  /// without it, and most repeats are answered from memory.
+  @Test func decodingWithRepeatsEqualsDecodingWithout() throws {
+    var generator = SeededGenerator(seed: 19)
+    let paths: [ObjectPath] = (1...8).map {
+      ObjectPath(String(format: "/org/bluez/hci0/dev_C0_FF_EE_00_00_%02X", $0))
+    }
+    let repeats = RepeatedUpdates()
+    var answered = 0
+    var decodedInFull = 0
+    for serial in 1...4_000 {
+      let path = paths.randomElement(using: &generator)!
+      var bytes = try Self.advertisement(
+        path, rssi: Int16.random(in: -100 ... -20, using: &generator), serial: UInt32(serial),
+        txPower: serial % 97 == 0 ? 3 : nil)
+      if Int.random(in: 0..<4, using: &generator) == 0 {
+        bytes[Int.random(in: 0..<bytes.count, using: &generator)] ^= UInt8.random(
+          in: 1...255, using: &generator)
+      }
+      let expected = Self.decode(bytes, nil)
+      if let early = Self.repeated(bytes, repeats) {
+        answered += 1
+        #expect(early == expected, "answered from memory: \(bytes)")
+      } else if expected != nil {
+        decodedInFull += 1
+      }
+      #expect(Self.decode(bytes, repeats) == expected, "\(bytes)")
+    }
+    #expect(answered > 2_000, "repeats answered from memory: \(answered)")
+    #expect(decodedInFull > 100)
+  }
+}
+
+extension RepeatedUpdates {
+  /// The slot of the device at `path`, for tests.
+  static func slot(path: ObjectPath) -> Int? {
+    Array(path.rawValue.utf8).withUnsafeBytes { raw in
+      slot(WireString(pointer: raw.baseAddress!.assumingMemoryBound(to: CChar.self), count: raw.count))
+    }
   }
 }
