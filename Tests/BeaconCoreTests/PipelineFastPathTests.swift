@@ -109,4 +109,50 @@ import Testing
     #expect(fast.health.health == general.health.health)
     #expect(fast.health.ignoredFrames == general.health.ignoredFrames)
   }
+
+  /// A source's batch ingested in place (`ingest(_:from:at:)`, as `BeaconBridge` does) gives the
+  /// steps of its events ingested one by one, in order, and ends in the same state; each call
+  /// stops after the first event with steps and leaves the index after it.
+  @Test func aBatchGivesTheStepsOfItsEventsOneByOne() {
+    var rng = SplitMix64(seed: 0x19_0003)
+    let pairings = PairingSet([Fixtures.vanPairing, Fixtures.otherVanPairing])
+    var batched = BeaconPipeline(pairings: pairings)
+    var single = BeaconPipeline(pairings: pairings)
+    var time = 0.0
+    var steps = 0
+    for round in 0..<300 {
+      time += Double.random(in: 0...0.5, using: &rng)
+      let at = Timestamp(seconds: time)
+      let batch: [SourceEvent] = (0..<Int.random(in: 0...40, using: &rng)).map { _ in
+        Int.random(in: 0..<100, using: &rng) == 0
+          ? .lost(Self.addresses.randomElement(using: &rng)!) : .sighting(Self.advertisement(&rng))
+      }
+      let expected = batch.flatMap { single.ingest($0, at: at) }
+      var got: [BeaconPipeline.Step] = []
+      var index = 0
+      var calls = 0
+      batch.withUnsafeBufferPointer { events in
+        while index < events.count {
+          let before = index
+          let more = batched.ingest(events, from: &index, at: at)
+          calls += 1
+          #expect(index > before, "#\(round): no progress")
+          // Stopped at the first event with steps, or at the end.
+          #expect(!more.isEmpty || index == events.count, "#\(round)")
+          got += more
+        }
+      }
+      #expect(got == expected, "#\(round)")
+      #expect(calls <= batch.count)
+      steps += got.count
+      if round % 50 == 0 {
+        time += 30
+        #expect(batched.tick(at: Timestamp(seconds: time)) == single.tick(at: Timestamp(seconds: time)))
+      }
+    }
+    #expect(steps > 100)
+    #expect(batched.tracker.inRange == single.tracker.inRange)
+    #expect(batched.selector.active == single.selector.active)
+    #expect(batched.health.health == single.health.health)
+  }
 }

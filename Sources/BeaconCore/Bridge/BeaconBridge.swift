@@ -137,15 +137,9 @@ public actor BeaconBridge {
     var index = 0
     while index < batch.count {
       // In place, up to the next event with steps: a `for event in batch` copies every event out
-      // of the array and destroys the copy (a retain and a release per array it holds).
-      let steps = batch.withUnsafeBufferPointer { events in
-        while index < events.count {
-          let steps = pipeline.ingest(events[index], at: time)
-          index += 1
-          if !steps.isEmpty { return steps }
-        }
-        return []
-      }
+      // of the array and destroys the copy (a retain and a release per array it holds), and so
+      // does passing `events[index]` to `pipeline.ingest` (`ingest(_:from:at:)` says why).
+      let steps = batch.withUnsafeBufferPointer { events in pipeline.ingest(events, from: &index, at: time) }
       if !steps.isEmpty {
         await perform(steps)
         time = now

@@ -46,6 +46,50 @@ public struct BeaconPipeline: Sendable {
     ingest(event, at: time, fastPath: true)
   }
 
+  /// `ingest` for `events` from `index` on, up to and including the first that has steps (which
+  /// it returns); `index` is left after the last event ingested. For a source's batch, read in
+  /// place: the caller cannot pass `events[index]` to a mutating call without a copy of the
+  /// event (the compiler cannot tell that the call leaves the buffer alone), a retain and a
+  /// release of each of its advertisement's arrays.
+  public mutating func ingest(
+    _ events: UnsafeBufferPointer<SourceEvent>, from index: inout Int, at time: Timestamp
+  ) -> [Step] {
+    while index < events.count {
+      var steps: [Step] = []
+      // What the common case needs is read first, by a call that mutates nothing, so that the
+      // event is read where it is: passed to a mutating call, it was copied first.
+      if let sole = Self.soleIBeacon(events[index]) {
+        sighted(
+          .iBeacon(sole.frame), id: .iBeacon(sole.frame.identity), address: sole.address, rssi: sole.rssi,
+          at: time,
+          into: &steps)
+      } else {
+        steps = ingest(events[index], at: time, fastPath: false)
+      }
+      index += 1
+      if !steps.isEmpty { return steps }
+    }
+    return []
+  }
+
+  /// A sighting of one iBeacon and nothing else (`BeaconFrameParser.soleIBeacon`), with what
+  /// presence reads of its advertisement.
+  struct SoleIBeacon {
+    var frame: IBeaconFrame
+    var address: BluetoothAddress
+    var rssi: Int?
+  }
+
+  static func soleIBeacon(_ event: borrowing SourceEvent) -> SoleIBeacon? {
+    switch event {
+    case .sighting(let ad):
+      guard let frame = BeaconFrameParser.soleIBeacon(ad) else { return nil }
+      return SoleIBeacon(frame: frame, address: ad.address, rssi: ad.rssi)
+    case .lost, .rejected:
+      return nil
+    }
+  }
+
   /// `ingest`; `fastPath` false takes the general path for every advertisement (tests compare
   /// the two).
   mutating func ingest(_ event: borrowing SourceEvent, at time: Timestamp, fastPath: Bool) -> [Step] {
@@ -86,14 +130,23 @@ public struct BeaconPipeline: Sendable {
   private mutating func sighted(
     _ frame: BeaconFrame, id: BeaconID, from ad: Advertisement, at time: Timestamp, into steps: inout [Step]
   ) {
-    let (index, entered) = tracker.record(frame, id: id, from: ad, at: time)
+    sighted(frame, id: id, address: ad.address, rssi: ad.rssi, at: time, into: &steps)
+  }
+
+  /// `sighted` with what it reads of the advertisement: its address and its RSSI.
+  @inline(__always)
+  private mutating func sighted(
+    _ frame: BeaconFrame, id: BeaconID, address: BluetoothAddress, rssi: Int?, at time: Timestamp,
+    into steps: inout [Step]
+  ) {
+    let (index, entered) = tracker.record(frame, id: id, address: address, rssi: rssi, at: time)
     if entered {
       steps.append(.event(.beaconEntered(tracker.beacon(at: index))))
-      health.linkURL(id, from: ad.address)
+      health.linkURL(id, from: address)
       steps += health.entered(id, at: time, pairings: pairings).map { .event(.beaconHealth($0)) }
     }
     if health.hasPending {
-      let (reports, changes) = health.identityHeard(id, from: ad.address, at: time, pairings: pairings)
+      let (reports, changes) = health.identityHeard(id, from: address, at: time, pairings: pairings)
       steps += reports.map { .event(.telemetry($0)) } + changes.map { .event(.beaconHealth($0)) }
     }
     // The beacon is read (its distance derived) only when the selector needs it: for paired

@@ -224,14 +224,22 @@ public struct PresenceTracker: Sendable {
   mutating func record(_ frame: BeaconFrame, id: BeaconID, from ad: Advertisement, at time: Timestamp)
     -> (index: Int, entered: Bool)
   {
-    let rssi = ad.rssi.flatMap { RSSI.isKnown($0) ? $0 : nil }
+    record(frame, id: id, address: ad.address, rssi: ad.rssi, at: time)
+  }
+
+  /// `record` with what it reads of the advertisement: its address and its RSSI.
+  @inline(__always)
+  mutating func record(
+    _ frame: BeaconFrame, id: BeaconID, address: BluetoothAddress, rssi reported: Int?, at time: Timestamp
+  ) -> (index: Int, entered: Bool) {
+    let rssi = reported.flatMap { RSSI.isKnown($0) ? $0 : nil }
     let key = id.indexKey(seed: places.seed)
     if let index = position(of: id, key: key) {
-      if entries[index].beacon.address != ad.address { moved(index, to: ad.address) }
-      entries[index].sighted(frame, from: ad.address, rssi: rssi, at: time)
+      if entries[index].beacon.address != address { moved(index, to: address) }
+      entries[index].sighted(frame, from: address, rssi: rssi, at: time)
       return (index, false)
     }
-    return (enter(frame, id: id, key: key, from: ad.address, rssi: rssi, at: time), true)
+    return (enter(frame, id: id, key: key, from: address, rssi: rssi, at: time), true)
   }
 
   /// The beacon at `index` is now heard from `address`. Out of line, like `enter`: the sighting
