@@ -43,16 +43,28 @@ struct DeviceUpdate: Sendable, Equatable {
   /// `decode`, with `repeats` to look the message up in and to remember it in (nil: neither,
   /// for tests that compare the two).
   static func decode(_ signal: borrowing WireSignal, repeats: RepeatedUpdates?) -> DeviceUpdate? {
-    let slot = repeats == nil ? nil : signal.withPath(RepeatedUpdates.slot)
-    if let repeats, let slot, let again = signal.withBytes({ repeats.update(for: $0, slot: slot) }) {
-      return again
-    }
     let withInvalidated = signal.signature(is: Name.withInvalidated)
     guard signal.member(is: Name.propertiesChanged), signal.interface(is: Name.properties),
       withInvalidated || signal.signature(is: Name.withoutInvalidated),
-      let key = signal.withPath(DeviceKey.init)
+      let path = signal.withPath({ $0.bytes })
     else { return nil }
+    // From here on, what the decoder reads is the path, the byte order and the body: a message
+    // equal to the one `repeats` remembers for this path in those (but for the RSSI) decodes as
+    // that one did.
     var body = signal.body
+    let bodyStart = body.position
+    // Both valid for as long as the signal is.
+    let (bodyBytes, bigEndian) = signal.withBytes {
+      (UnsafeRawBufferPointer(rebasing: $0[bodyStart...]), $0.load(as: UInt8.self) == UInt8(ascii: "B"))
+    }
+    let shape = RepeatedUpdates.Shape(
+      pathCount: path.count, bodyCount: bodyBytes.count, bigEndian: bigEndian,
+      withInvalidated: withInvalidated)
+    let slot = repeats == nil ? nil : RepeatedUpdates.slot(path)
+    if let repeats, let slot, let again = repeats.update(path: path, body: bodyBytes, shape, slot: slot) {
+      return again
+    }
+    guard let key = signal.withPath(DeviceKey.init) else { return nil }
     guard body.string()?.equals(Name.device) == true,
       let end = body.beginArray(elementAlignment: 8)
     else { return nil }
@@ -88,7 +100,8 @@ struct DeviceUpdate: Sendable, Equatable {
     guard rssi != nil || txPower != nil || manufacturerData != nil else { return nil }
     let update = DeviceUpdate(key: key, rssi: rssi, txPower: txPower, manufacturerData: manufacturerData)
     if let repeats, let slot, rssi != nil {
-      signal.withBytes { repeats.remember($0, slot: slot, rssiOffset: rssiOffset, update) }
+      repeats.remember(
+        path: path, body: bodyBytes, shape, slot: slot, rssiOffset: rssiOffset - bodyStart, update)
     }
     return update
   }
@@ -130,27 +143,46 @@ struct DeviceUpdate: Sendable, Equatable {
   static let repeats = RepeatedUpdates()
 }
 
-/// The last Device1 PropertiesChanged with an RSSI that each device sent, as bytes, and what it
-/// decoded to. BlueZ sends a beacon's every advertisement as the same message but for two
-/// fields: the serial and the RSSI. A message equal to the one remembered for its path in every
-/// other byte decodes to what that one did, with the new RSSI: the names, the path and the
-/// manufacturer data are not read again (about 700 instructions of the 3,700 an advertisement
-/// cost, issue 19). Any other difference, or another device in the slot, decodes in full.
+/// The last Device1 PropertiesChanged with an RSSI that each device sent, as the bytes the
+/// decoder reads (its path and its body), and what it decoded to. BlueZ sends a beacon's every
+/// advertisement as the same message but for its serial and its RSSI. A message whose names
+/// `decode` has checked, and whose byte order, path and body equal the ones remembered for its
+/// slot but for the RSSI, decodes to what that one did with the new RSSI: the path and the
+/// manufacturer data are not read again (issue 19). Any other difference, or another device in
+/// the slot, decodes in full. Neither the header's other fields (serial, sender) nor its names
+/// are kept: `decode` does not read the former, and checks the latter against constants.
 ///
 /// Direct-mapped by the path's last eight bytes (the low half of the device's address): `slots`
-/// entries of at most `slotBytes` bytes each (a BlueZ advertisement is about 300), in one
-/// buffer whose pages are only touched as slots are used; longer messages are not remembered.
-/// Shared by every decoder in the process behind a lock, like `RecentManufacturerData`.
+/// entries of at most `slotBytes` bytes of path and body (a BlueZ advertisement has about 160),
+/// in one buffer whose pages are only touched as slots are used; longer ones are not
+/// remembered. Shared by every decoder in the process behind a lock, like
+/// `RecentManufacturerData`.
 final class RepeatedUpdates: Sendable {
   static let slots = 512
-  static let slotBytes = 384
+  static let slotBytes = 256
+
+  /// What, besides the bytes, two messages must share to decode alike.
+  struct Shape: Equatable {
+    var pathCount: Int32
+    var bodyCount: Int32
+    var bigEndian: Bool
+    /// `sa{sv}as` rather than `sa{sv}`: the body's end is read differently.
+    var withInvalidated: Bool
+
+    init(pathCount: Int, bodyCount: Int, bigEndian: Bool, withInvalidated: Bool) {
+      self.pathCount = Int32(truncatingIfNeeded: pathCount)
+      self.bodyCount = Int32(truncatingIfNeeded: bodyCount)
+      self.bigEndian = bigEndian
+      self.withInvalidated = withInvalidated
+    }
+  }
 
   /// `@unchecked Sendable`: its buffer is only touched under the lock.
   private struct Table: ~Copyable, @unchecked Sendable {
-    let bytes = UnsafeMutableRawPointer.allocate(byteCount: slots * slotBytes, alignment: 16)
-    /// Per slot: the remembered message's length (0: none) and where its RSSI (an `n`, two
-    /// bytes) starts. Apart from the updates, so that a comparison retains nothing.
-    var shapes = [(count: Int, rssiOffset: Int)](repeating: (0, 0), count: slots)
+    let bytes = UnsafeMutableRawPointer.allocate(byteCount: slots * slotBytes, alignment: 64)
+    /// Per slot: the remembered message's shape (nil: none) and where in its body its RSSI (an
+    /// `n`, two bytes) starts. Apart from the updates, so that a comparison retains nothing.
+    var shapes = [(shape: Shape, rssiOffset: Int)?](repeating: nil, count: slots)
     var updates = [DeviceUpdate?](repeating: nil, count: slots)
     deinit { bytes.deallocate() }
   }
@@ -158,40 +190,50 @@ final class RepeatedUpdates: Sendable {
   private let table = Mutex(Table())
 
   /// The slot for the device at `path`, from its last eight bytes.
-  static func slot(_ path: WireString) -> Int? {
-    let bytes = path.bytes
-    guard bytes.count >= 8 else { return nil }
-    let tail = bytes.baseAddress!.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self)
-    return Int(truncatingIfNeeded: ((tail ^ UInt64(bytes.count)) &* 0x9E37_79B9_7F4A_7C15) >> 55)  // 9 bits
+  static func slot(_ path: UnsafeRawBufferPointer) -> Int? {
+    guard path.count >= 8 else { return nil }
+    let tail = path.baseAddress!.loadUnaligned(fromByteOffset: path.count - 8, as: UInt64.self)
+    return Int(truncatingIfNeeded: ((tail ^ UInt64(path.count)) &* 0x9E37_79B9_7F4A_7C15) >> 55)  // 9 bits
   }
 
-  /// What `message` decodes to, when the message remembered in `slot` equals it but for the
-  /// serial (bytes 8 to 11) and the RSSI.
-  func update(for message: UnsafeRawBufferPointer, slot: Int) -> DeviceUpdate? {
+  /// What a message decodes to, when the one remembered in `slot` has its `shape`, its `path`
+  /// and its `body` but for the RSSI.
+  func update(path: UnsafeRawBufferPointer, body bytes: UnsafeRawBufferPointer, _ shape: Shape, slot: Int)
+    -> DeviceUpdate?
+  {
     table.withLock { table -> DeviceUpdate? in
-      let (count, rssi) = table.shapes[slot]
-      guard count == message.count, count > 0 else { return nil }
-      let new = message.baseAddress!
+      guard let (remembered, rssi) = table.shapes[slot], remembered == shape else { return nil }
+      let pathCount = path.count
+      let bodyCount = bytes.count
+      let body = bytes.baseAddress!
       let old = table.bytes + slot * Self.slotBytes
-      // The two fields that may differ are copied over the remembered ones first, so that one
-      // comparison covers every other byte. What they held before is never compared.
-      old.advanced(by: 8).copyMemory(from: new + 8, byteCount: 4)
-      old.advanced(by: rssi).copyMemory(from: new + rssi, byteCount: 2)
-      guard memcmp(old, new, message.count) == 0 else { return nil }
-      let raw = new.loadUnaligned(fromByteOffset: rssi, as: UInt16.self)
-      let bigEndian = new.load(as: UInt8.self) == UInt8(ascii: "B")
-      guard var update = table.updates[slot] else { return nil }
-      update.rssi = Int16(bitPattern: bigEndian ? UInt16(bigEndian: raw) : UInt16(littleEndian: raw))
-      return update
+      // The RSSI is copied over the remembered one first, so that one comparison covers every
+      // other byte of the body. What it held before is never compared.
+      (old + pathCount + rssi).copyMemory(from: body + rssi, byteCount: 2)
+      guard let update = table.updates[slot], memcmp(old + pathCount, body, bodyCount) == 0,
+        memcmp(old, path.baseAddress!, pathCount) == 0
+      else { return nil }
+      let raw = body.loadUnaligned(fromByteOffset: rssi, as: UInt16.self)
+      var again = update
+      again.rssi = Int16(bitPattern: shape.bigEndian ? UInt16(bigEndian: raw) : UInt16(littleEndian: raw))
+      return again
     }
   }
 
-  /// Remembers `message`, which decoded to `update` with its RSSI at `rssiOffset`, in `slot`.
-  func remember(_ message: UnsafeRawBufferPointer, slot: Int, rssiOffset: Int, _ update: DeviceUpdate) {
-    guard message.count <= Self.slotBytes, rssiOffset >= 16, rssiOffset + 2 <= message.count else { return }
+  /// Remembers a message of `shape`, `path` and `body`, which decoded to `update` with its RSSI
+  /// at `rssiOffset` in the body, in `slot`.
+  func remember(
+    path: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, _ shape: Shape, slot: Int, rssiOffset: Int,
+    _ update: DeviceUpdate
+  ) {
+    guard path.count + body.count <= Self.slotBytes, rssiOffset >= 0, rssiOffset + 2 <= body.count,
+      !path.isEmpty, !body.isEmpty
+    else { return }
     table.withLock { table in
-      (table.bytes + slot * Self.slotBytes).copyMemory(from: message.baseAddress!, byteCount: message.count)
-      table.shapes[slot] = (message.count, rssiOffset)
+      let old = table.bytes + slot * Self.slotBytes
+      old.copyMemory(from: path.baseAddress!, byteCount: path.count)
+      (old + path.count).copyMemory(from: body.baseAddress!, byteCount: body.count)
+      table.shapes[slot] = (shape, rssiOffset)
       table.updates[slot] = update
     }
   }
