@@ -117,10 +117,18 @@ enum SocketSetup {
     let message = try Message.methodCall(
       destination: .bus, path: "/org/freedesktop/DBus", interface: .bus, member: member)
     try message.append(arguments)
-    dbus_message_set_serial(message.pointer, serial)
+    return try message.marshalled(serial: serial)
+  }
+}
+
+extension Message {
+  /// The message as it goes on the wire, with `serial`.
+  /// The corresponding C functions are `dbus_message_set_serial` and `dbus_message_marshal`.
+  func marshalled(serial: UInt32) throws(DBusError) -> [UInt8] {
+    dbus_message_set_serial(pointer, serial)
     var buffer: UnsafeMutablePointer<CChar>?
     var length: Int32 = 0
-    guard dbus_message_marshal(message.pointer, &buffer, &length) != 0, let buffer else {
+    guard dbus_message_marshal(pointer, &buffer, &length) != 0, let buffer else {
       throw DBusError(.noMemory, "dbus_message_marshal failed")
     }
     defer { dbus_free(buffer) }

@@ -36,19 +36,11 @@ extension WireMessage {
 extension WireSignal {
   /// A signal as the bus sends it, marshalled by libdbus with `serial`: for tests and benchmarks
   /// of in-place decoders (`withSignal`).
-  /// The corresponding C functions are `dbus_message_set_serial` and `dbus_message_marshal`.
   public static func marshalled(
     path: ObjectPath, interface: InterfaceName, member: MemberName, _ values: [DBusValue], serial: UInt32 = 1
   ) throws -> [UInt8] {
     let message = try Message.signal(path: path, interface: interface, member: member)
     try message.append(values)
-    dbus_message_set_serial(message.pointer, serial)
-    var buffer: UnsafeMutablePointer<CChar>?
-    var length: Int32 = 0
-    guard dbus_message_marshal(message.pointer, &buffer, &length) != 0, let buffer else {
-      throw DBusError(.noMemory, "dbus_message_marshal failed")
-    }
-    defer { dbus_free(buffer) }
-    return Array(UnsafeRawBufferPointer(start: buffer, count: Int(length)))
+    return try message.marshalled(serial: serial)
   }
 }
