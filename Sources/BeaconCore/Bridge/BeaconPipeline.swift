@@ -59,7 +59,10 @@ public struct BeaconPipeline: Sendable {
       // What the common case needs is read first, by a call that mutates nothing, so that the
       // event is read where it is: passed to a mutating call, it was copied first.
       if let sole = Self.soleIBeacon(events[index]) {
-        sighted(sole, at: time, into: &steps)
+        sighted(
+          .iBeacon(sole.frame), id: .iBeacon(sole.frame.identity), address: sole.address, rssi: sole.rssi,
+          at: time,
+          into: &steps)
       } else {
         steps = ingest(events[index], at: time, fastPath: false)
       }
@@ -77,15 +80,6 @@ public struct BeaconPipeline: Sendable {
     var rssi: Int?
   }
 
-  /// The common case: one iBeacon and nothing else, as `sighted(_:at:)` would handle it, without
-  /// a `FrameParseResult`.
-  private mutating func sighted(_ sole: SoleIBeacon, at time: Timestamp, into steps: inout [Step]) {
-    sighted(
-      .iBeacon(sole.frame), id: .iBeacon(sole.frame.identity), address: sole.address, rssi: sole.rssi,
-      at: time,
-      into: &steps)
-  }
-
   static func soleIBeacon(_ event: borrowing SourceEvent) -> SoleIBeacon? {
     switch event {
     case .sighting(let ad):
@@ -99,13 +93,15 @@ public struct BeaconPipeline: Sendable {
   /// `ingest`; `fastPath` false takes the general path for every advertisement (tests compare
   /// the two).
   mutating func ingest(_ event: borrowing SourceEvent, at time: Timestamp, fastPath: Bool) -> [Step] {
-    if fastPath, let sole = Self.soleIBeacon(event) {
-      var steps: [Step] = []
-      sighted(sole, at: time, into: &steps)
-      return steps
-    }
     switch event {
     case .sighting(let ad):
+      if fastPath, let frame = BeaconFrameParser.soleIBeacon(ad) {
+        // The common case: one iBeacon and nothing else (`soleIBeacon`), as `sighted` would
+        // handle it, without a `FrameParseResult`.
+        var steps: [Step] = []
+        sighted(.iBeacon(frame), id: .iBeacon(frame.identity), from: ad, at: time, into: &steps)
+        return steps
+      }
       return sighted(ad, at: time)
     case .lost(let address):
       let exits = tracker.lost(address, at: time)
