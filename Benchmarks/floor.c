@@ -206,8 +206,8 @@ int main(int argc, char **argv) {
     memmove(buffer, buffer + offset, filled - offset);
     filled -= offset;
     if (closed) break;
-    // As SignalSocket does: a read of 8 KiB or more (the socket holds only about 50 signals, and
-    // the bus refills it meanwhile) is followed by another before sleeping, up to 256 KiB.
+    // As SignalSocket does: a read of 8 KiB or more (the socket holds about 170 small signals,
+    // and the bus refills it meanwhile) is followed by another before sleeping, up to 256 KiB.
     if (ready && taken >= 8192 && pass < 262144) goto again;
     if (ready && batch_ms > 0) {
       struct timespec pause = {batch_ms / 1000, (batch_ms % 1000) * 1000000};

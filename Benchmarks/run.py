@@ -263,6 +263,9 @@ def dbus_vs_bleak(args, work):
         sent_so_far = 0
         for phase, rate, total in (
             ("steady", args.steady_rate, int(args.steady_rate * args.steady_seconds)),
+            # A quarter of the rate: the same wake-ups carry a quarter of the advertisements, so
+            # the two phases together split the cost into a wake-up's and an advertisement's.
+            ("slow", args.slow_rate, int(args.slow_rate * args.steady_seconds)),
             ("flat", 0, args.flat_total),
         ):
             measured = [("beaconbridge", bb.pid), ("bleak", bleak.pid)] + ([("floor", floor.pid)] if floor else [])
@@ -308,7 +311,7 @@ def dbus_vs_bleak(args, work):
                                       or event.get("beacon", event), sort_keys=True)
                 seen.add(identity)
         bleak_result = json.loads(open(bl_out).read().splitlines()[-1])
-        expected = int(args.steady_rate * args.steady_seconds) + args.flat_total
+        expected = int((args.steady_rate + args.slow_rate) * args.steady_seconds) + args.flat_total
         result["beaconbridge.beacons"] = len(seen)
         result["bleak.beacons"] = bleak_result["beacons"]
         result["bleak.callbacks"] = bleak_result["callbacks"]
@@ -571,6 +574,7 @@ def main():
     p.add_argument("--beacons", type=int, default=200)
     p.add_argument("--steady-rate", type=float, default=2000)
     p.add_argument("--steady-seconds", type=float, default=15)
+    p.add_argument("--slow-rate", type=float, default=500)
     p.add_argument("--flat-total", type=int, default=100_000)
     p.add_argument("--range-beacons", type=int, default=1000)
     p.add_argument("--window-seconds", type=float, default=10)
@@ -597,6 +601,23 @@ def main():
     with open(os.path.join(os.path.dirname(args.out) or ".", "performance-raw.json"), "w") as f:
         json.dump(raw, f, indent=1, sort_keys=True)
     write_report(args, raw, started)
+
+
+def wake_and_ad(run, name):
+    """CPU seconds per wake-up and per advertisement of one peer in one run, or None.
+
+    A batching consumer's CPU per ad is a wake-up's cost spread over the ads it reads plus each
+    ad's own: cpu = wake × switches + ad, per ad. The steady and slow phases give two such lines
+    (the same wake-ups, a quarter of the ads each), solved for both unknowns. Context switches
+    count every wake-up of every thread, so they stand for the reader's wake-ups."""
+    keys = [f"{phase}.{name}.{measure}" for phase in ("steady", "slow") for measure in ("cpu100k", "switches100k")]
+    if not all(k in run for k in keys):
+        return None
+    cpu_steady, sw_steady, cpu_slow, sw_slow = (run[k] / 1e5 for k in keys)
+    if sw_slow - sw_steady <= 0:
+        return None
+    wake = (cpu_slow - cpu_steady) / (sw_slow - sw_steady)
+    return wake, cpu_steady - wake * sw_steady
 
 
 def write_report(args, raw, started):
@@ -650,6 +671,17 @@ def write_report(args, raw, started):
         if all("flat.floor.cpu100k" in r and "steady.floor.cpu100k" in r for r in peers):
             row("D-Bus: the floor's own CPU per ad flat out ÷ at steady 2,000/s (the machine's share of the above)",
                 fmt([r["flat.floor.cpu100k"] / r["steady.floor.cpu100k"] for r in peers], "", 1, 2))
+        names = [n for n in ("beaconbridge", "floor", "bleak") if all(f"slow.{n}.cpu100k" in r for r in peers)]
+        if names:
+            row(f"D-Bus steady {args.slow_rate:,.0f}/s: CPU s per 100k ads, " + " / ".join(names),
+                " / ".join(fmt([r[f"slow.{n}.cpu100k"] for r in peers], " s", 1, 3) for n in names))
+        for name, label in (("beaconbridge", "beaconbridge"), ("floor", "the floor")):
+            parts = [wake_and_ad(r, name) for r in peers]
+            if None in parts:
+                continue
+            row(f"D-Bus: {label}, CPU per wake-up + per ad (solved from steady {args.slow_rate:,.0f}/s and "
+                f"{args.steady_rate:,.0f}/s on context switches per ad)",
+                fmt([w for w, _ in parts], " µs", 1e6, 0) + " + " + fmt([a for _, a in parts], " µs", 1e6, 2))
         every = all(r["beaconbridge.beacons"] == args.beacons and r["bleak.beacons"] == args.beacons for r in peers)
         row("D-Bus: distinct beacons seen, beaconbridge / bleak (of %d)" % args.beacons,
             " ".join(f'{r["beaconbridge.beacons"]}/{r["bleak.beacons"]}' for r in peers)

@@ -315,9 +315,10 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
       var passBytes = taken
       do {
         try frame()
-        // A unix socket holds only about 50 signals (the bus's send buffer), and flat out the
-        // bus refills it while we frame: while a read found at least `refill` bytes, read again
-        // into the same batch, so that a busy bus gives larger batches, not more of them.
+        // A unix socket holds about 170 small signals (the bus's send buffer: 80 ms of a
+        // 2,000/s stream, docs/dbus-notes.md), and flat out the bus refills it while we frame:
+        // while a read found at least `refill` bytes, read again into the same batch, so that a
+        // busy bus gives larger batches, not more of them.
         while open, drained, taken >= Self.refill, passBytes < Self.passLimit {
           (open, drained, taken) = readAvailable()
           passBytes += taken
