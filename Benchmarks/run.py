@@ -261,13 +261,13 @@ def dbus_vs_bleak(args, work):
         quiesce(peers + [bleak.pid])
         result = {"run": run}
         sent_so_far = 0
-        for phase, rate, total in (
-            ("steady", args.steady_rate, int(args.steady_rate * args.steady_seconds)),
-            # A quarter of the rate: the same wake-ups carry a quarter of the advertisements, so
-            # the two phases together split the cost into a wake-up's and an advertisement's.
-            ("slow", args.slow_rate, int(args.slow_rate * args.steady_seconds)),
-            ("flat", 0, args.flat_total),
-        ):
+        phases = [("steady", args.steady_rate, int(args.steady_rate * args.steady_seconds))]
+        if args.slow_rate > 0:
+            # A lower rate (500/s, a quarter): about the same wake-ups carry fewer advertisements,
+            # so the two phases split the cost into a wake-up's and an advertisement's.
+            phases.append(("slow", args.slow_rate, int(args.slow_rate * args.steady_seconds)))
+        phases.append(("flat", 0, args.flat_total))
+        for phase, rate, total in phases:
             measured = [("beaconbridge", bb.pid), ("bleak", bleak.pid)] + ([("floor", floor.pid)] if floor else [])
             before = {p: Sample(p) for _, p in measured}
             _, sent, seconds = emitter(f"stream {args.beacons} {rate} {total}").split()
@@ -311,7 +311,7 @@ def dbus_vs_bleak(args, work):
                                       or event.get("beacon", event), sort_keys=True)
                 seen.add(identity)
         bleak_result = json.loads(open(bl_out).read().splitlines()[-1])
-        expected = int((args.steady_rate + args.slow_rate) * args.steady_seconds) + args.flat_total
+        expected = sum(total for _, _, total in phases)
         result["beaconbridge.beacons"] = len(seen)
         result["bleak.beacons"] = bleak_result["beacons"]
         result["bleak.callbacks"] = bleak_result["callbacks"]
@@ -574,7 +574,7 @@ def main():
     p.add_argument("--beacons", type=int, default=200)
     p.add_argument("--steady-rate", type=float, default=2000)
     p.add_argument("--steady-seconds", type=float, default=15)
-    p.add_argument("--slow-rate", type=float, default=500)
+    p.add_argument("--slow-rate", type=float, default=500, help="a second steady phase (0: none)")
     p.add_argument("--flat-total", type=int, default=100_000)
     p.add_argument("--range-beacons", type=int, default=1000)
     p.add_argument("--window-seconds", type=float, default=10)
@@ -608,8 +608,9 @@ def wake_and_ad(run, name):
 
     A batching consumer's CPU per ad is a wake-up's cost spread over the ads it reads plus each
     ad's own: cpu = wake × switches + ad, per ad. The steady and slow phases give two such lines
-    (the same wake-ups, a quarter of the ads each), solved for both unknowns. Context switches
-    count every wake-up of every thread, so they stand for the reader's wake-ups."""
+    (about the same wake-ups a second, fewer ads at the slow rate), solved for both unknowns.
+    Context switches count the wake-ups of every thread, the reader's and the others' alike, so
+    the wake-up cost is their average."""
     keys = [f"{phase}.{name}.{measure}" for phase in ("steady", "slow") for measure in ("cpu100k", "switches100k")]
     if not all(k in run for k in keys):
         return None
