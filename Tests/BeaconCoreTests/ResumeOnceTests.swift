@@ -52,7 +52,8 @@ import Testing
         once.arm(continuation)
       }
       // The winner recorded itself after resuming; wait for that, within a deadline.
-      let deadline = ContinuousClock.now + .seconds(10)
+      // 60 s: a hang guard; in the parallel suite a test can wait over 10 s for a thread.
+      let deadline = ContinuousClock.now + .seconds(60)
       while winners.value.isEmpty, ContinuousClock.now < deadline { await Task.yield() }
       #expect(winners.value == [value])
     }

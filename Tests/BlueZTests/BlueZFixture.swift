@@ -121,9 +121,10 @@ final class EventRecorder: Sendable {
     all.compactMap { if case .lost(let address) = $0 { address } else { nil } }
   }
 
-  /// Waits until `condition` holds; fails the test with `comment` after `timeout`.
+  /// Waits until `condition` holds; fails the test with `comment` after `timeout` (60 s by
+  /// default: a hang guard; in the parallel suite a test can wait over 10 s for a thread).
   func wait(
-    for timeout: Duration = .seconds(10), _ comment: Comment,
+    for timeout: Duration = .seconds(60), _ comment: Comment,
     until condition: @Sendable (EventRecorder) -> Bool
   ) async throws {
     let deadline = ContinuousClock.now + timeout

@@ -120,9 +120,10 @@ import Testing
     #expect(harness.retries.isEmpty)
   }
 
-  /// Polls until `condition` holds (10 s at most).
+  /// Polls until `condition` holds (60 s at most: a hang guard; in the parallel suite a test can
+  /// wait over 10 s for a thread).
   private func until(_ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(10)
+    let deadline = ContinuousClock.now + .seconds(60)
     while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
     try #require(condition())
   }

@@ -138,7 +138,8 @@ struct ConnectionTests {
         destination: "org.example.Slow2", path: "/slow", interface: "org.example.Slow", member: "Sleep")
     }
     // Cancel once the call is on the wire, waiting for the reply the mock takes a second to give.
-    let deadline = ContinuousClock.now + .seconds(10)
+    // 60 s: a hang guard; in the parallel suite a test can wait over 10 s for a thread.
+    let deadline = ContinuousClock.now + .seconds(60)
     while bus.callsAwaitingReply == 0, ContinuousClock.now < deadline {
       try await Task.sleep(for: .milliseconds(5))
     }

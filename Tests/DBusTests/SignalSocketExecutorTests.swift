@@ -136,7 +136,8 @@ struct SignalSocketExecutorTests {
       try sender.emit(path: "/seq", interface: Self.interface, member: "Seq", [.uint32(UInt32(number))])
     }
     // The first pass is delivered; then the reader holds back, pass after pass.
-    let deadline = ContinuousClock.now + .seconds(10)
+    // 60 s: a hang guard; in the parallel suite a test can wait over 10 s for a thread.
+    let deadline = ContinuousClock.now + .seconds(60)
     while state.withLock({ $0.batches }) < 1, ContinuousClock.now < deadline {
       try await Task.sleep(for: .milliseconds(5))
     }
