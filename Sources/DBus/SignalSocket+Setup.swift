@@ -109,8 +109,8 @@ enum SocketSetup {
     }
   }
 
-  /// A method call to the bus driver, marshalled by libdbus with our own serial.
-  /// The corresponding C functions are `dbus_message_set_serial` and `dbus_message_marshal`.
+  /// A method call to the bus driver, marshalled by libdbus with our own serial
+  /// (`Message.marshalled(serial:)`).
   static func busCall(_ member: MemberName, _ arguments: [DBusValue], serial: UInt32) throws(DBusError)
     -> [UInt8]
   {
@@ -118,20 +118,5 @@ enum SocketSetup {
       destination: .bus, path: "/org/freedesktop/DBus", interface: .bus, member: member)
     try message.append(arguments)
     return try message.marshalled(serial: serial)
-  }
-}
-
-extension Message {
-  /// The message as it goes on the wire, with `serial`.
-  /// The corresponding C functions are `dbus_message_set_serial` and `dbus_message_marshal`.
-  func marshalled(serial: UInt32) throws(DBusError) -> [UInt8] {
-    dbus_message_set_serial(pointer, serial)
-    var buffer: UnsafeMutablePointer<CChar>?
-    var length: Int32 = 0
-    guard dbus_message_marshal(pointer, &buffer, &length) != 0, let buffer else {
-      throw DBusError(.noMemory, "dbus_message_marshal failed")
-    }
-    defer { dbus_free(buffer) }
-    return Array(UnsafeRawBufferPointer(start: buffer, count: Int(length)))
   }
 }

@@ -44,3 +44,18 @@ extension WireSignal {
     return try message.marshalled(serial: serial)
   }
 }
+
+extension Message {
+  /// The message as it goes on the wire, with `serial`.
+  /// The corresponding C functions are `dbus_message_set_serial` and `dbus_message_marshal`.
+  func marshalled(serial: UInt32) throws(DBusError) -> [UInt8] {
+    dbus_message_set_serial(pointer, serial)
+    var buffer: UnsafeMutablePointer<CChar>?
+    var length: Int32 = 0
+    guard dbus_message_marshal(pointer, &buffer, &length) != 0, let buffer else {
+      throw DBusError(.noMemory, "dbus_message_marshal failed")
+    }
+    defer { dbus_free(buffer) }
+    return Array(UnsafeRawBufferPointer(start: buffer, count: Int(length)))
+  }
+}
