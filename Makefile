@@ -5,47 +5,63 @@ SWIFT ?= swift
 SWIFTFLAGS ?= -Xswiftc -warnings-as-errors
 BIN := .build/debug/beaconbridge
 
-.PHONY: all build demo test test-unit lint format scenarios fuzz fuzz-short leakcheck clean help
+.PHONY: all build demo test test-unit test-process check check-help lint format scenarios fuzz fuzz-short \
+  leakcheck clean help
 
-all: build
+all: build ## the same as make build
 
-help:
-	@echo "make demo   build, then play the scripted drive (no Bluetooth needed)"
-	@echo "make test   install test dependencies, check format and warnings, run every test tier"
-	@echo "make build  build the debug binary ($(BIN))"
-	@echo "make format format the sources in place (swift format)"
+# Every target with a `## ` comment on its rule line; `make check-help` fails on a target without
+# one, so this list cannot drift from the rules.
+help: ## list every target with what it does
+	@awk -F ':.*## ' '/^[a-z][a-z0-9-]*:.*## / { printf "  make %-20s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+check-help: ## fail when a target has no description for make help
+	@missing=$$(grep -E '^[a-z][a-z0-9-]*:([^=]|$$)' $(MAKEFILE_LIST) | grep -v ' ## ' | cut -d: -f1); \
+	  if [ -n "$$missing" ]; then echo "Makefile: no '## ' description for make help on: $$missing" >&2; exit 1; fi
 
 # beaconbridged is the daemon's own executable, which `beaconbridge run` execs (next to it here).
-build:
+build: ## build the debug binaries (.build/debug/beaconbridge and beaconbridged)
 	@scripts/install-deps.sh build
 	$(SWIFT) build $(SWIFTFLAGS) --product beaconbridge
 	$(SWIFT) build $(SWIFTFLAGS) --product beaconbridged
 
-demo: build
+demo: build ## build, then play the scripted drive through the real pipeline (no Bluetooth needed)
 	$(BIN) demo
 
 # Every tier the README promises. A tier that cannot run fails here; none is skipped.
-test: lint scenarios fuzz-short fuzz-hci-short fuzz-input-short test-io leakcheck bench-check test-unit test-system-files test-vm test-box
+test: check-help lint scenarios fuzz-short fuzz-hci-short fuzz-input-short test-io leakcheck bench-check test-unit test-process test-system-files test-vm test-box ## every test tier (the VM and box tiers included)
 	@echo "make test: all tiers passed"
 
-# The suites that start daemons, mocks and HTTP servers as processes (the EndToEndTests target)
-# run one at a time after the rest, so that a two-core machine does not starve their timing.
-PROCESS_SUITES := ^EndToEndTests\.|HTTPFaultTests|HTTPTransferProcessTests|MQTTSinkTests
-test-unit:
+# The tiers are Swift Testing tags (Sources/BeaconTestSupport/Tiers.swift): a suite tagged
+# `.process` starts daemons, mocks and HTTP servers as processes and runs one at a time after the
+# rest, so that a two-core machine does not starve their timing. `swift test` (6.3) filters by
+# name only, so scripts/test-tiers.sh reads the tags from Tests/ and turns them into a suite list.
+test-unit: ## the unit tests: every suite not tagged .process, in parallel
 	@scripts/install-deps.sh build
 	@scripts/install-deps.sh test
 	$(SWIFT) build $(SWIFTFLAGS) --build-tests
-	$(SWIFT) test $(SWIFTFLAGS) --skip-build --skip '$(PROCESS_SUITES)'
-	$(SWIFT) test $(SWIFTFLAGS) --skip-build --filter '$(PROCESS_SUITES)' --no-parallel
+	process=$$(scripts/test-tiers.sh process) && $(SWIFT) test $(SWIFTFLAGS) --skip-build --skip "$$process"
 
-lint:
+test-process: ## the suites tagged .process (daemons, mocks, servers as processes), one at a time
+	@scripts/install-deps.sh build
+	@scripts/install-deps.sh test
+	$(SWIFT) build $(SWIFTFLAGS) --build-tests
+	process=$$(scripts/test-tiers.sh process) && \
+	  $(SWIFT) test $(SWIFTFLAGS) --skip-build --filter "$$process" --no-parallel
+
+# The fast gate before a commit: the format, the build with warnings as errors (tests included),
+# the Makefile's help, and the unit tier. No process, VM or box tier.
+check: check-help lint test-unit ## format lint, build with warnings as errors, unit tests: a few minutes
+	@echo "make check: passed"
+
+lint: ## check the format (swift format lint --strict)
 	$(SWIFT) format lint --strict --recursive Sources Tests
 
-format:
+format: ## format the sources in place (swift format)
 	$(SWIFT) format --in-place --recursive Sources Tests
 
 # The scenario files are generated; fail if they are stale.
-scenarios:
+scenarios: ## fail when Tests/Scenarios/*.json differ from what generate.py writes
 	@scripts/install-deps.sh test
 	@tmp=$$(mktemp -d) && /usr/bin/python3 Tests/Scenarios/generate.py "$$tmp" && \
 	  for f in "$$tmp"/*.json; do \
@@ -56,17 +72,17 @@ scenarios:
 # long run; `make test` runs a short one. A crash fails the target and leaves its input in
 # .build/fuzz/artifacts.
 FUZZ_SECONDS ?= 60
-fuzz:
+fuzz: ## fuzz the frame parsers for FUZZ_SECONDS (libFuzzer, AddressSanitizer)
 	@scripts/install-deps.sh test
 	Fuzz/run.sh $(FUZZ_SECONDS)
 
-fuzz-short:
+fuzz-short: ## fuzz the frame parsers for 15 s
 	@scripts/install-deps.sh test
 	Fuzz/run.sh 15
 
 # LeakSanitizer over the D-Bus and BlueZ tests: fails on any leak through libdbus-1 or our
 # DBus/BlueZ modules (valgrind cannot run Swift async code here; see the script).
-leakcheck:
+leakcheck: ## LeakSanitizer over the D-Bus and BlueZ tests
 	@scripts/install-deps.sh test
 	scripts/leakcheck.sh
 
@@ -74,15 +90,15 @@ leakcheck:
 # stream in (make test runs 60), then check nothing acknowledged was lost or duplicated.
 KILL_POINTS ?= 500
 .PHONY: soak
-soak:
+soak: ## the crash test with KILL_POINTS SIGKILLs (make test runs 60)
 	@scripts/install-deps.sh test
 	$(SWIFT) build $(SWIFTFLAGS) --build-tests
 	BEACONBRIDGE_KILL_POINTS=$(KILL_POINTS) $(SWIFT) test $(SWIFTFLAGS) --skip-build --filter CrashTests
 
-clean:
+clean: ## remove .build and .build-asan
 	rm -rf .build .build-asan
 
-# --- HCI parsers under libFuzzer (issue 7). A separate block so merges stay easy. ---------------
+# --- HCI parsers under libFuzzer -----------------------------------------------------------------
 # `make fuzz-hci` fuzzes the HCI event parser, the btsnoop reader and the D-Bus wire reader
 # (SignalSocket) for FUZZ_HCI_SECONDS each;
 # `make test` runs them briefly (FUZZ_HCI_TEST_SECONDS). Crashers go into Fuzz/<target>/corpus,
@@ -91,19 +107,19 @@ FUZZ_HCI_SECONDS ?= 60
 FUZZ_HCI_TEST_SECONDS ?= 10
 .PHONY: fuzz-hci fuzz-hci-short
 
-fuzz-hci:
+fuzz-hci: ## fuzz the HCI event parser, the btsnoop reader and the D-Bus wire reader
 	@scripts/install-deps.sh test
 	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_SECONDS)
 	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_SECONDS)
 	Fuzz/run-hci.sh dbus-wire $(FUZZ_HCI_SECONDS)
 
-fuzz-hci-short:
+fuzz-hci-short: ## the same, FUZZ_HCI_TEST_SECONDS each
 	@scripts/install-deps.sh test
 	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_TEST_SECONDS)
 	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_TEST_SECONDS)
 	Fuzz/run-hci.sh dbus-wire $(FUZZ_HCI_TEST_SECONDS)
 
-# --- System files, installation and the .deb (issue 4). A separate block so merges stay easy. ---
+# --- System files, installation and the .deb ----------------------------------------------------
 # `make install DESTDIR=… PREFIX=/usr` installs the release binary (Swift runtime linked in), the
 # unit, the udev rule, the sysusers.d entry, the D-Bus policy, the HCI drop-in (as a file to copy)
 # and the commented default configuration (never over an existing one). Without DESTDIR it also
@@ -132,16 +148,40 @@ RELEASE_DAEMON := .build/release/beaconbridged
 VERSION := $(shell sed -n 's/.*static let version = "\(.*\)".*/\1/p' Sources/BeaconBridgeCLI/CLI.swift)
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 DEB := build/beaconbridge_$(VERSION)_$(DEB_ARCH).deb
-.PHONY: release install install-files deb test-system-files
+.PHONY: release release-build check-link-profile install install-files deb test-system-files
 
-# --static-swift-stdlib: the binary needs no /opt/swift on the box.
-release:
+# The release build, as shipped. Debug builds and the package's library targets carry none of it.
+# --static-swift-stdlib: the binaries need no /opt/swift on the box.
+# -function-sections: every function in a section of its own, so that the linker can lay out the
+# functions the daemon runs side by side and the kernel maps fewer code pages
+# (docs/PERFORMANCE.md, "Where the daemon's memory goes"). lld links both binaries: the compile
+# flags are the same for both, so their modules are built once.
+LINK_DIR := $(CURDIR)/packaging/link
+RELEASE_SWIFT := $(SWIFT) build -c release --static-swift-stdlib \
+  -Xswiftc -Xfrontend -Xswiftc -function-sections -Xswiftc -use-ld=lld
+# The daemon's link alone: the functions `make code-order` saw it run laid out first
+# (packaging/link/hot-functions.txt); libstdc++ linked statically, through the linker script
+# packaging/link/libstdc++.so that `-lstdc++` finds first on this path; no symbol exported;
+# relative relocations packed.
+DAEMON_LINK := -Xlinker --symbol-ordering-file=$(LINK_DIR)/hot-functions.txt -Xlinker -L$(LINK_DIR) \
+  -Xlinker --no-export-dynamic -Xlinker -z -Xlinker pack-relative-relocs
+
+# The two release binaries, without the profile check (make code-order builds from a stale list).
+release-build: ## build the release binaries without checking the link profile
 	@scripts/install-deps.sh build
 	@scripts/install-deps.sh release
-	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridge
-	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridged
+	$(RELEASE_SWIFT) --product beaconbridge
+	$(RELEASE_SWIFT) $(DAEMON_LINK) --product beaconbridged
 
-install: release install-files
+release: release-build check-link-profile ## build the release binaries as shipped (.build/release)
+
+# A stale layout list is not silently skipped: under 90% of its functions in the daemon, or not
+# laid out first, fails here with what to do (Benchmarks/code-order.py --check).
+check-link-profile: ## fail when packaging/link/hot-functions.txt is stale or was not applied
+	@test -x $(RELEASE_DAEMON) || { echo "no $(RELEASE_DAEMON): run make release" >&2; exit 1; }
+	/usr/bin/python3 Benchmarks/code-order.py --check $(RELEASE_DAEMON)
+
+install: release install-files ## install the release build under DESTDIR and PREFIX
 	@if [ -z "$(DESTDIR)" ]; then \
 	  systemd-sysusers beaconbridge.conf; \
 	  udevadm control --reload-rules 2>/dev/null || true; \
@@ -150,7 +190,7 @@ install: release install-files
 	fi
 
 # The files alone, from an existing release build (the .deb uses this too).
-install-files:
+install-files: ## install the files of an existing release build (the .deb uses this)
 	@test -x $(RELEASE_BIN) || { echo "no $(RELEASE_BIN): run make release" >&2; exit 1; }
 	@test -x $(RELEASE_DAEMON) || { echo "no $(RELEASE_DAEMON): run make release" >&2; exit 1; }
 	install -D -m 0755 $(RELEASE_BIN) $(DESTDIR)$(BINDIR)/beaconbridge
@@ -188,26 +228,26 @@ install-files:
 	  install -D -m 0644 etc/beaconbridge.conf $(DESTDIR)$(SYSCONFDIR)/beaconbridge/beaconbridge.conf; \
 	fi
 
-deb: release
+deb: release ## build build/beaconbridge_<version>_<arch>.deb and lintian it
 	@scripts/install-deps.sh package
 	scripts/build-deb.sh $(VERSION) $(DEB_ARCH) $(DEB)
 
-test-system-files: release
+test-system-files: release ## check the unit, udev rule, policy, man pages, make install and the .deb
 	@scripts/install-deps.sh system
 	@scripts/install-deps.sh package
 	scripts/check-system-files.sh
 
-# --- The VM tier (issue 6, DESIGN §6 tier 4). A separate block so merges stay easy. ------------
+# --- The VM tier (docs/DESIGN.md, "Tests": tier 4) ----------------------------------------------
 # `make test-vm` boots one VM (virtme-ng, qemu under TCG, Debian's kernel) with hci_vhci, btvirt
 # and bluetoothd, runs beaconbridge's scenarios in it (Tests/VM/guest.sh) and checks its outputs
 # (Tests/VM/check.py). Takes 3 to 4 minutes; logs in .build/vm-out. BEACONBRIDGE_SKIP_VM=1 skips
 # it, loudly, on machines that cannot run a VM (see README); CI never sets it.
 .PHONY: test-vm
 
-test-vm: build
+test-vm: build ## the real Linux Bluetooth stack in a VM (virtme-ng, btvirt, bluetoothd)
 	scripts/test-vm.sh
 
-# --- Benchmarks (issue 8). A separate block so merges stay easy; `make test` runs none of it. ---
+# --- Benchmarks: `make test` runs none of it -----------------------------------------------------
 # `make bench` installs what it needs (Debian packages; bleak in .build/bench-venv), builds release,
 # runs every measurement side by side, prints one table and writes docs/PERFORMANCE.md.
 # BENCH_REPEATS=N repeats each measurement; BENCH_ARGS passes more options to Benchmarks/run.py.
@@ -216,7 +256,7 @@ BENCH_ARGS ?=
 BENCH_VENV := .build/bench-venv
 .PHONY: bench
 
-bench:
+bench: ## measure against bleak and the C floor; rewrites docs/PERFORMANCE.md
 	@scripts/install-deps.sh build
 	@scripts/install-deps.sh bench
 	@test -x $(BENCH_VENV)/bin/python || /usr/bin/python3 -m venv $(BENCH_VENV)
@@ -227,8 +267,8 @@ bench:
 	@scripts/install-deps.sh release
 	# As `make release` builds it (the Swift runtime linked in): the shared runtime's pages count
 	# in RSS too, about 6 MB more, so the daemon's memory is measured on what is shipped.
-	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridge
-	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridged
+	$(RELEASE_SWIFT) --product beaconbridge
+	$(RELEASE_SWIFT) $(DAEMON_LINK) --product beaconbridged
 	$(SWIFT) build -c release $(SWIFTFLAGS) --product BeaconBench
 	$(SWIFT) build -c release $(SWIFTFLAGS) --product DBusPathBench
 	/usr/bin/python3 Benchmarks/run.py --beaconbridge .build/release/beaconbridge \
@@ -236,27 +276,28 @@ bench:
 	  --python $(BENCH_VENV)/bin/python --bleak-script Benchmarks/bleak_consumer.py \
 	  --floor .build/bench/bench-floor --harness .build/release/DBusPathBench --out docs/PERFORMANCE.md --repeats $(BENCH_REPEATS) $(BENCH_ARGS)
 
-# `make code-order` rewrites Sources/beaconbridged/link/hot-functions.txt: the functions the daemon
-# runs in the bench's daemon phase, under callgrind (Benchmarks/code-order.py), which lld lays out
-# side by side in the release build (Package.swift). Rerun it when the daemon's code has moved a
-# lot; `make bench` shows what it buys ("Daemon: RSS with 1000 beacons in range").
+# `make code-order` rewrites packaging/link/hot-functions.txt: the functions the daemon runs in
+# the bench's daemon phase, under callgrind (Benchmarks/code-order.py), which lld lays out side by
+# side in the release build (DAEMON_LINK above). Rerun it when `make release` says the list is
+# stale; `make bench` shows what it buys ("Daemon: RSS with 1000 beacons in range").
 .PHONY: code-order
-code-order:
+code-order: ## re-profile the daemon under callgrind and rewrite packaging/link/hot-functions.txt
 	@scripts/install-deps.sh build
 	@scripts/install-deps.sh bench
 	@scripts/install-deps.sh release
 	mkdir -p .build/bench
 	cc -O2 -Wall -Wextra -Werror -o .build/bench/bench-emitter Benchmarks/emitter.c $$(pkg-config --cflags --libs dbus-1)
-	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridge
-	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridged
+	$(RELEASE_SWIFT) --product beaconbridge
+	$(RELEASE_SWIFT) $(DAEMON_LINK) --product beaconbridged
 	/usr/bin/python3 Benchmarks/code-order.py --daemon .build/release/beaconbridged \
 	  --cli .build/release/beaconbridge --emitter .build/bench/bench-emitter \
-	  --out Sources/beaconbridged/link/hot-functions.txt
-	# lld reads the list at link time only: relink with it.
+	  --out packaging/link/hot-functions.txt
+	# lld reads the list at link time only: relink with it, then check it.
 	rm -f .build/release/beaconbridged
-	$(SWIFT) build -c release --static-swift-stdlib --product beaconbridged
+	$(RELEASE_SWIFT) $(DAEMON_LINK) --product beaconbridged
+	/usr/bin/python3 Benchmarks/code-order.py --check $(RELEASE_DAEMON)
 
-# --- Input and output boundaries (issue 14). A separate block so merges stay easy. --------------
+# --- Input and output boundaries ----------------------------------------------------------------
 # `make test-io` runs every subcommand (read from the CLI's command table) with stdin closed,
 # stdout to /dev/full, to a closed pipe and closed, and fails unless each exits 1-128 with one
 # plain line on stderr, in time (scripts/check-io-boundaries.py).
@@ -267,22 +308,22 @@ FUZZ_INPUT_SECONDS ?= 60
 FUZZ_INPUT_TEST_SECONDS ?= 10
 .PHONY: test-io fuzz-input fuzz-input-short
 
-test-io: build
+test-io: build ## every subcommand with stdin closed and stdout full, closed or a closed pipe
 	scripts/check-io-boundaries.py $(BIN)
 
-fuzz-input:
+fuzz-input: ## fuzz the scenario reader, the keyfile parser and the G-Zone payload loader
 	@scripts/install-deps.sh test
 	Fuzz/run-hci.sh scenario $(FUZZ_INPUT_SECONDS)
 	Fuzz/run-hci.sh keyfile $(FUZZ_INPUT_SECONDS)
 	Fuzz/run-hci.sh gzone-payload $(FUZZ_INPUT_SECONDS)
 
-fuzz-input-short:
+fuzz-input-short: ## the same, FUZZ_INPUT_TEST_SECONDS each
 	@scripts/install-deps.sh test
 	Fuzz/run-hci.sh scenario $(FUZZ_INPUT_TEST_SECONDS)
 	Fuzz/run-hci.sh keyfile $(FUZZ_INPUT_TEST_SECONDS)
 	Fuzz/run-hci.sh gzone-payload $(FUZZ_INPUT_TEST_SECONDS)
 
-# --- The box tier (issue 15). A separate block so merges stay easy. ---------------------------
+# --- The box tier --------------------------------------------------------------------------------
 # `make test-box` builds the .deb, boots it on a Debian 12 image (debootstrap, cached in
 # /var/cache/beaconbridge-test, keyed by its package set) under qemu/TCG with systemd as PID 1,
 # drives the scenarios by script (Tests/Box/guest.sh) and asserts on the host (Tests/Box/check.py).
@@ -290,17 +331,17 @@ fuzz-input-short:
 # BEACONBRIDGE_SKIP_BOX=1 skips it, loudly, on machines that cannot run a VM; CI never sets it.
 .PHONY: test-box
 
-test-box: deb
+test-box: deb ## boot the .deb on a Debian 12 image under qemu with systemd (about 10 minutes)
 	scripts/test-box.sh $(DEB)
 
-# --- Instructions per advertisement (issue 19): a regression gate that a noisy machine cannot
-# fool. callgrind counts the instructions per advertisement of BeaconCore's parse + track and
+# --- Instructions per advertisement: a regression gate that a noisy machine cannot fool. ---------
+# callgrind counts the instructions per advertisement of BeaconCore's parse + track and
 # whole pipeline, and of the D-Bus path (DBusPathBench: SignalSocket to the pipeline, fed by the
 # C emitter through a private dbus-daemon); more than 10% over the committed baseline
 # (Benchmarks/instructions-baseline.json) fails (Benchmarks/instructions.py).
 # `make bench-baseline` rewrites the baseline.
 .PHONY: bench-check bench-baseline bench-check-tools
-bench-check-tools:
+bench-check-tools: ## build what bench-check runs (BeaconBench, DBusPathBench, the emitter)
 	@scripts/install-deps.sh build
 	@scripts/install-deps.sh test
 	@scripts/install-deps.sh bench
@@ -310,7 +351,7 @@ bench-check-tools:
 	cc -O2 -Wall -Wextra -Werror -o .build/bench/bench-emitter Benchmarks/emitter.c $$(pkg-config --cflags --libs dbus-1)
 BENCH_CHECK := /usr/bin/python3 Benchmarks/instructions.py --bench .build/release/BeaconBench \
 	--harness .build/release/DBusPathBench --emitter .build/bench/bench-emitter
-bench-check: bench-check-tools
+bench-check: bench-check-tools ## fail on 10% more instructions per advertisement than the baseline
 	$(BENCH_CHECK)
-bench-baseline: bench-check-tools
+bench-baseline: bench-check-tools ## rewrite Benchmarks/instructions-baseline.json
 	$(BENCH_CHECK) --update

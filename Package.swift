@@ -1,15 +1,6 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// The daemon's code layout (docs/PERFORMANCE.md, "Where the daemon's memory goes"): every
-// function in a section of its own, so that the linker can put the functions the daemon runs
-// side by side (Sources/beaconbridged/link/hot-functions.txt, `make code-order`) and the kernel
-// maps fewer code pages. Release builds only.
-let functionSections: [SwiftSetting] = [
-  .unsafeFlags(["-Xfrontend", "-function-sections"], .when(configuration: .release))
-]
-let packageDirectory = String(#filePath.dropLast("Package.swift".count))
-
 let package = Package(
   name: "beaconbridge",
   platforms: [.macOS(.v15)],
@@ -22,9 +13,9 @@ let package = Package(
   ],
   targets: [
     // Pure Swift: frames, filters, presence, selection, trips, the ScopeHost seam.
-    .target(name: "BeaconCore", swiftSettings: functionSections),
+    .target(name: "BeaconCore"),
     // G-Zone gamification: derived game state and events from poll-and-diff. No I/O in derivation.
-    .target(name: "GZone", dependencies: ["BeaconCore"], swiftSettings: functionSections),
+    .target(name: "GZone", dependencies: ["BeaconCore"]),
     .testTarget(name: "GZoneTests", dependencies: ["GZone", "BeaconCore", "BeaconTestSupport"]),
     // Test doubles: MockAdapter, TestClock, fixtures.
     .target(name: "BeaconTestSupport", dependencies: ["BeaconCore"]),
@@ -33,29 +24,16 @@ let package = Package(
       name: "BeaconBridgeCLI", dependencies: ["BeaconCore", "BridgeDaemon", "BlueZ", "DBus", "HCI", "GZone"]),
     .executableTarget(name: "beaconbridge", dependencies: ["BeaconBridgeCLI", "BridgeDaemon"]),
     // The daemon alone, which `beaconbridge run` execs: the daemon's modules on
-    // FoundationEssentials, no Foundation or ICU linked (docs/PERFORMANCE.md).
-    .executableTarget(
-      name: "beaconbridged", dependencies: ["BridgeDaemon", "BeaconCore"], exclude: ["link"],
-      swiftSettings: functionSections,
-      linkerSettings: [
-        .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"]),
-        .unsafeFlags(
-          [
-            "-Xlinker",
-            "--symbol-ordering-file=\(packageDirectory)Sources/beaconbridged/link/hot-functions.txt",
-            "-Xlinker", "--no-warn-symbol-ordering", "-Xlinker", "--no-export-dynamic",
-            // libstdc++ linked statically (Sources/beaconbridged/link/libstdc++.so says how).
-            "-L\(packageDirectory)Sources/beaconbridged/link",
-          ], .when(configuration: .release)),
-      ]),
+    // FoundationEssentials, no Foundation or ICU linked (docs/PERFORMANCE.md). Its release link
+    // (code layout, static libstdc++, no exported symbols) is `make release`'s: packaging/link/.
+    .executableTarget(name: "beaconbridged", dependencies: ["BridgeDaemon", "BeaconCore"]),
     // SQLite, from Debian's libsqlite3-dev.
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     // The daemon's parts: configuration file, store, uploader, G-Zone poller, health (doctor,
     // redaction), and the services (scan, D-Bus API, watchdog) that `run` groups.
     .target(
       name: "BridgeDaemon",
-      dependencies: ["BeaconCore", "CSQLite", "CCurl", "CMosquitto", "DBus", "BlueZ", "HCI", "GZone"],
-      swiftSettings: functionSections),
+      dependencies: ["BeaconCore", "CSQLite", "CCurl", "CMosquitto", "DBus", "BlueZ", "HCI", "GZone"]),
     // libmosquitto (MQTT 5 client), from Debian's libmosquitto-dev: the MQTT sink. Only
     // BridgeDaemon/Upload/MQTTClient.swift imports it. Not linked: dlopened on first use.
     .systemLibrary(name: "CMosquitto", providers: [.apt(["libmosquitto-dev"])]),
@@ -70,9 +48,9 @@ let package = Package(
       providers: [.apt(["libdbus-1-dev"])]
     ),
     // A typed Swift layer over libdbus-1: connection, messages, values, match rules, signals.
-    .target(name: "DBus", dependencies: ["CDBus"], swiftSettings: functionSections),
+    .target(name: "DBus", dependencies: ["CDBus"]),
     // An AdvertisementSource over org.bluez (Adapter1, Device1, ObjectManager).
-    .target(name: "BlueZ", dependencies: ["DBus", "BeaconCore"], swiftSettings: functionSections),
+    .target(name: "BlueZ", dependencies: ["DBus", "BeaconCore"]),
     // Test-only: a private dbus-daemon and python-dbusmock processes.
     .target(name: "DBusTestSupport", dependencies: ["DBus"]),
     .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
@@ -105,13 +83,13 @@ let package = Package(
     ),
     // HCI wire formats, pure Swift with no imports: btsnoop captures, HCI events and
     // advertising reports, HCI command encoding. Kept apart so it is fuzzed on its own (Fuzz/).
-    .target(name: "HCIParsing", swiftSettings: functionSections),
+    .target(name: "HCIParsing"),
     .testTarget(name: "HCIParsingTests", dependencies: ["HCIParsing"]),
     // libbluetooth for the raw HCI socket; only HCI imports it.
     .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
     // The raw HCI AdvertisementSource and btsnoop replay into a Scenario.
     .target(
-      name: "HCI", dependencies: ["CBlueZ", "HCIParsing", "BeaconCore"], swiftSettings: functionSections),
+      name: "HCI", dependencies: ["CBlueZ", "HCIParsing", "BeaconCore"]),
     .testTarget(name: "HCITests", dependencies: ["HCI", "HCIParsing", "BeaconCore"], exclude: ["Fixtures"]),
     // `make bench`: BeaconCore throughput and trip-start latency, release-built. Not run by tests.
     .executableTarget(name: "BeaconBench", dependencies: ["BeaconCore"], path: "Benchmarks/BeaconBench"),

@@ -12,7 +12,7 @@ import Testing
 /// HTTP faults through libcurl (`CurlClient`), against a real server on loopback
 /// (Tests/Support/fake_backend.py): each ends in an error the bridge retries, within the
 /// deadline, and none is taken for a delivery.
-@Suite(.serialized) struct HTTPFaultTests {
+@Suite(.tags(.process), .serialized) struct HTTPFaultTests {
   func batch(_ sequence: Int) -> TaggedTripBatch {
     TaggedTripBatch(
       batch: TripEventBatch(

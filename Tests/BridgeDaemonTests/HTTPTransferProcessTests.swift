@@ -11,7 +11,7 @@ import Testing
 /// Requests through `beaconbridged --http-transfer` (`CurlTransferProcess`), the way the daemon
 /// runs them, against the fake backend: the same replies and the same libcurl errors as in
 /// process (HTTPFaultTests), and a cancelled request kills its child at once.
-@Suite struct HTTPTransferProcessTests {
+@Suite(.tags(.process)) struct HTTPTransferProcessTests {
   static var daemon: String {
     var root = URL(fileURLWithPath: #filePath)
     for _ in 0..<3 { root.deleteLastPathComponent() }

@@ -10,7 +10,7 @@ import Testing
 #endif
 
 /// The MQTT sink (libmosquitto, MQTT 5, QoS 1) against a real Mosquitto broker on loopback.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct MQTTSinkTests {
+@Suite(.tags(.process), .serialized, .timeLimit(.minutes(3))) struct MQTTSinkTests {
   func batch(_ sequence: Int, trip: String = "mq") -> TaggedTripBatch {
     TaggedTripBatch(
       batch: TripEventBatch(

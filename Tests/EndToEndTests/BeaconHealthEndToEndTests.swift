@@ -15,7 +15,7 @@ import Testing
 /// iBeacon interleaving Eddystone-TLM from one address. `status --json` shows the battery joined
 /// to the paired beacon; a battery dropping under `[Health] lowBatteryMillivolts` and an uptime
 /// going backwards are `BeaconHealth` signals, and `doctor` warns about both.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.tags(.process), .timeLimit(.minutes(3)))
 struct BeaconHealthEndToEndTests {
   /// Eddystone-TLM version 0 service data (Eddystone-TLM specification): battery mV, 22.25 °C,
   /// advertising count, uptime in 0.1 s.

@@ -20,7 +20,7 @@ import Testing
 /// with -9 and restarted half-way (once what it acknowledged has reached the subscriber: a broker
 /// killed with -9 may lose what it had not yet saved or forwarded, which is the broker's promise,
 /// not the daemon's).
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.tags(.process), .timeLimit(.minutes(10)))
 struct CrashTests {
   /// What a sink delivered: each delivery's key and body.
   struct Delivery {

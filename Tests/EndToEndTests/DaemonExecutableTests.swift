@@ -11,7 +11,7 @@ import Testing
 /// `beaconbridge run` replaces itself with `beaconbridged`, the daemon's own executable
 /// (docs/PERFORMANCE.md): found next to the CLI, or in ../lib/beaconbridge as installed, in the
 /// same process (systemd's main PID); a clear error when it is missing.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.tags(.process), .timeLimit(.minutes(2)))
 struct DaemonExecutableTests {
   static var buildFolder: String { (ScanCommandTests.binary as NSString).deletingLastPathComponent }
 

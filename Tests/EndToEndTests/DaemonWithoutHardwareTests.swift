@@ -54,7 +54,7 @@ final class MonitoredDaemon: Sendable {
 
 /// READY without an adapter (issue 15): the daemon serves its API, trips and their deadlines as
 /// soon as its store is open, and scans once the hardware is there.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.tags(.process), .timeLimit(.minutes(3)))
 struct DaemonWithoutHardwareTests {
   let cli = DaemonEndToEndTests()
 

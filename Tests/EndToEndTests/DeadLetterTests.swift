@@ -12,7 +12,7 @@ import Testing
 #endif
 
 /// A 4xx moves a batch to the dead letters, `doctor` shows it, and `trip retry` resends it.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.tags(.process), .timeLimit(.minutes(5)))
 struct DeadLetterTests {
   @Test func refusedBatchIsKeptShownAndRetried() async throws {
     let fixture = try await BlueZFixture.start()

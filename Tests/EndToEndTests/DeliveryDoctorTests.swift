@@ -11,7 +11,7 @@ import Testing
 /// A sink that cannot take batches shows in `status` (`upload`) and in `doctor`'s "delivery" check,
 /// in the sink's own words; once it takes them again, the waiting batches go and the check is ok.
 /// Run against the real daemon, a real Mosquitto broker and a real HTTP server on loopback.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.tags(.process), .timeLimit(.minutes(5)))
 struct DeliveryDoctorTests {
   let test = DaemonEndToEndTests()
 

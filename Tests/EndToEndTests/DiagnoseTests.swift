@@ -13,7 +13,7 @@ import Testing
 
 /// The support bundle: a real .tar.gz with a manifest, secrets kept out, with or without the
 /// daemon.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.tags(.process), .timeLimit(.minutes(5)))
 struct DiagnoseTests {
   struct Bundle {
     var files: [String: String]

@@ -14,7 +14,7 @@ import Testing
 /// The G-Zone poller in the running daemon, on a private bus, loading from a loopback backend:
 /// the first load is the baseline, `gzone refresh` returns the events and the daemon signals
 /// them as `GZoneEvent`, and a restart does not replay them.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.tags(.process), .timeLimit(.minutes(5)))
 struct GZoneEndToEndTests {
   static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     .deletingLastPathComponent()

@@ -9,7 +9,7 @@ import Testing
 /// Identifiers at the process doors: the real `beaconbridge` binary's arguments (exit 64 and the
 /// type's sentence), and the daemon's D-Bus methods on a private bus (InvalidArgs with the same
 /// sentence, nothing clamped, nothing stored).
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.tags(.process), .timeLimit(.minutes(5)))
 struct IdentifierDoorTests {
   static let uuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"
 

@@ -13,7 +13,7 @@ import Testing
 
 /// The backend is down for the whole run; batches wait in the outbox; when it comes back they
 /// all drain, in order. Prints the drain rate (a measurement, not an assertion).
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.tags(.process), .timeLimit(.minutes(3)))
 struct OfflineDrainTests {
   @Test func outboxDrainsInOrderWhenTheBackendComesBack() async throws {
     let fixture = try await BlueZFixture.start()

@@ -12,7 +12,7 @@ import Testing
 /// `[Trips] sending = postTrip` through the daemon: batches are committed as they arrive,
 /// `status` shows them waiting for the trip's end, a SIGKILL in the middle loses none, and
 /// `trip end` posts them, in order, once each.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.tags(.process), .timeLimit(.minutes(3)))
 struct PostTripDaemonTests {
   @Test func batchesWaitForTheTripsEndAndSurviveAKill() async throws {
     let fixture = try await BlueZFixture.start()

@@ -10,7 +10,7 @@ import Testing
 
 /// `beaconbridge scan` as a user runs it: the real binary, against python-dbusmock's BlueZ on a
 /// private bus named by DBUS_SYSTEM_BUS_ADDRESS.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.tags(.process), .timeLimit(.minutes(5)))
 struct ScanCommandTests {
   static var binary: String {
     var root = URL(fileURLWithPath: #filePath)
@@ -124,7 +124,7 @@ struct ScanCommandTests {
 }
 
 /// `pair --nearest` without a daemon: it scans, shows its choice, and pairs the strongest.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.tags(.process), .timeLimit(.minutes(5)))
 struct PairNearestTests {
   func iBeacon(minor: UInt8) -> DBusValue {
     .dictionary(
