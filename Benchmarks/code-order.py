@@ -3,18 +3,19 @@
 the daemon's memory goes": the code layout).
 
     Benchmarks/code-order.py --daemon .build/release/beaconbridged --cli .build/release/beaconbridge \\
-        --emitter .build/bench/bench-emitter --out Sources/beaconbridged/link/hot-functions.txt
+        --emitter .build/bench/bench-emitter --out packaging/link/hot-functions.txt
     Benchmarks/code-order.py --check .build/release/beaconbridged
 
 Runs `make bench`'s daemon phase (Benchmarks/run.py --only daemon, shortened: start-up, idle,
 200 beacons at 10 Hz, 1,000 beacons in range, a flood of random addresses, a trip uploaded to a
 fake backend, SIGTERM) with every daemon under callgrind, and writes the mangled names of the
 functions of the daemon's executable that ran, one per line, sorted. `make code-order` runs it;
-Package.swift hands the file to lld (--symbol-ordering-file). A name the executable no longer has
-is skipped by the linker, and a function missing from the list still works: it is only laid out
-among the cold code. `--check EXECUTABLE` (run by `make test-system-files`) fails when the list
-is stale (under 90% of its names are in the executable) or was not applied (listed functions
-make under 90% of the first 256 KB of code; an unordered link: about 6%). Standard library only.
+`make release` hands the file to lld (--symbol-ordering-file, the Makefile's DAEMON_LINK). lld
+warns about each name the executable no longer has, and a function missing from the list still
+works: it is only laid out among the cold code. `--check EXECUTABLE` (run by `make release` and
+`make test-system-files`) fails when the list is stale (under 90% of its names are in the
+executable) or was not applied (listed functions make under 90% of the first 256 KB of code; an
+unordered link: about 6%). Standard library only.
 """
 import argparse
 import os
@@ -54,7 +55,7 @@ def functions_run(profile, executable):
     return ran
 
 
-LIST = os.path.join(os.path.dirname(HERE), "Sources", "beaconbridged", "link", "hot-functions.txt")
+LIST = os.path.join(os.path.dirname(HERE), "packaging", "link", "hot-functions.txt")
 
 
 def check(executable, listed_path=LIST):
@@ -74,9 +75,11 @@ def check(executable, listed_path=LIST):
     message = (f"{present} of the {len(listed)} listed functions are in {executable}; they make "
                f"{share:.0%} of the bytes of the first 256 KB of its code")
     if present < 0.9 * len(listed):
-        return False, message + ": the list is stale, run make code-order"
+        return False, (message + f": the list is stale (fewer than 90% of its functions are still in the "
+                       f"daemon), so the release link no longer lays out the code the daemon runs; "
+                       f"run make code-order and commit {os.path.relpath(listed_path)}")
     if share < 0.9:
-        return False, message + ": the link did not lay them out first (Package.swift)"
+        return False, message + ": the link did not lay them out first (the Makefile's DAEMON_LINK)"
     return True, message
 
 
