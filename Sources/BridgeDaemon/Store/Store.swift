@@ -1,0 +1,51 @@
+import CSQLite
+
+/// The daemon's state: pairings (PairingStore.swift), trips, their outbox and dead letters
+/// (Outbox.swift), and G-Zone (GZoneStore.swift); the schema is StoreSchema.swift's. One SQLite
+/// file in the state directory, in WAL mode with `synchronous=FULL`, so a commit survives a power
+/// cut.
+public actor Store {
+  public static let fileName = "beaconbridge.sqlite"
+  /// Schema versions this build can read (`PRAGMA user_version`).
+  static let schemaVersion: Int64 = 3
+  /// `PRAGMA application_id`: "BBBR" in ASCII, beaconbridge's mark in the file's header
+  /// (offset 68), so that a database another program made is never written to
+  /// (`StoreOwnership`).
+  public static let applicationID: Int32 = 0x4242_4252
+
+  let database: SQLiteDatabase
+  public nonisolated let path: String
+  /// The outbox refuses new batches beyond this many undelivered ones.
+  public private(set) var outboxLimit = 100_000
+
+  public func setOutboxLimit(_ limit: Int) { outboxLimit = max(1, limit) }
+
+  /// Opens the store in `directory`, creating both when missing.
+  public init(directory: String) throws(StoreError) {
+    do { try StateDirectory.prepare(directory) } catch {
+      throw StoreError(.cannotCreateDirectory, error.description)
+    }
+    let path = StateDirectory.path(directory, Self.fileName)
+    self.path = path
+    database = try Self.open(path: path)
+  }
+
+  /// Changes whenever another connection (another process) commits to the file.
+  public func dataVersion() throws(StoreError) -> Int64 {
+    do { return try database.query("PRAGMA data_version").first?.first?.integer ?? 0 } catch {
+      throw StoreError(error, path: path)
+    }
+  }
+
+  /// The SQLite library's version.
+  public nonisolated static var sqliteVersion: String { String(cString: sqlite3_libversion()) }
+
+  /// `PRAGMA quick_check`: "ok", or what is wrong.
+  public func check() throws(StoreError) -> String {
+    do {
+      return try database.query("PRAGMA quick_check").compactMap { $0.first?.text }.joined(separator: "; ")
+    } catch {
+      throw StoreError(error, path: path)
+    }
+  }
+}
