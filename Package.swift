@@ -17,7 +17,8 @@ let package = Package(
     // G-Zone gamification: derived game state and events from poll-and-diff. No I/O in derivation.
     .target(name: "GZone", dependencies: ["BeaconCore"]),
     .testTarget(name: "GZoneTests", dependencies: ["GZone", "BeaconCore", "BeaconTestSupport"]),
-    // Test doubles: MockAdapter, TestClock, fixtures.
+    // Test doubles: MockAdapter, TestClock, fixtures; the test tiers (tags) and `waitUntil`, the
+    // one wait of the test suites.
     .target(name: "BeaconTestSupport", dependencies: ["BeaconCore"]),
     // Command parsing and output. A library so that parsing is tested without running.
     .target(
@@ -38,7 +39,8 @@ let package = Package(
     // BridgeDaemon/Upload/MQTTClient.swift imports it. Not linked: dlopened on first use.
     .systemLibrary(name: "CMosquitto", providers: [.apt(["libmosquitto-dev"])]),
     // libcurl (OpenSSL flavour), from Debian's libcurl4-openssl-dev: the uploader's and the
-    // G-Zone poller's HTTP. Only BridgeDaemon/Upload/CurlClient.swift imports it. Not linked:
+    // G-Zone poller's HTTP. Only BridgeDaemon/Upload/CurlClient.swift and CurlTransferProcess.swift
+    // (the child process each daemon request runs in) import it. Not linked:
     // its shim dlopens libcurl.so.4 on the first request (no pkgConfig, so no -lcurl).
     .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
     // libdbus-1, through pkg-config. Only the DBus module imports it.
@@ -53,7 +55,7 @@ let package = Package(
     .target(name: "BlueZ", dependencies: ["DBus", "BeaconCore"]),
     // Test-only: a private dbus-daemon and python-dbusmock processes.
     .target(name: "DBusTestSupport", dependencies: ["DBus"]),
-    .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
+    .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport", "BeaconTestSupport"]),
     // Test-only: bluetoothd's stand-in (python-dbusmock's bluez5 template) on a private bus.
     .target(name: "BlueZTestSupport", dependencies: ["BlueZ", "DBus", "DBusTestSupport", "BeaconCore"]),
     .testTarget(
@@ -90,7 +92,8 @@ let package = Package(
     // The raw HCI AdvertisementSource and btsnoop replay into a Scenario.
     .target(
       name: "HCI", dependencies: ["CBlueZ", "HCIParsing", "BeaconCore"]),
-    .testTarget(name: "HCITests", dependencies: ["HCI", "HCIParsing", "BeaconCore"], exclude: ["Fixtures"]),
+    .testTarget(
+      name: "HCITests", dependencies: ["HCI", "HCIParsing", "BeaconCore", "BeaconTestSupport"], exclude: ["Fixtures"]),
     // `make bench`: BeaconCore throughput and trip-start latency, release-built. Not run by tests.
     .executableTarget(name: "BeaconBench", dependencies: ["BeaconCore"], path: "Benchmarks/BeaconBench"),
     .executableTarget(

@@ -4,48 +4,53 @@
 #   Fuzz/run-hci.sh TARGET SECONDS      TARGET: hci-events | btsnoop | dbus-wire | scenario |
 #                                               keyfile | gzone-payload
 #
-# Builds the parser's sources (Sources/HCIParsing/*.swift; for dbus-wire the in-place D-Bus wire
-# reader, Sources/DBus/Wire.swift and the pure files it needs; for scenario, keyfile and
-# gzone-payload the scenario reader, the configuration keyfile parser and the G-Zone payload
-# loader with the modules they need) with Fuzz/TARGET/FuzzEntry.swift
-# into one executable
-# (swiftc -sanitize=fuzzer,address -parse-as-library), then runs it for SECONDS on a working
-# corpus seeded from Fuzz/TARGET/corpus. A crash leaves its input in .build/fuzz/TARGET/artifacts
-# and exits non-zero; copy it into Fuzz/TARGET/corpus (and a test) as a regression input.
-# Prints the executions and whether anything crashed.
+# Builds the parser's module (HCIParsing; for dbus-wire the in-place D-Bus wire reader,
+# Sources/DBus/Wire.swift and the pure files it needs, as the module DBus; for scenario, keyfile
+# and gzone-payload the scenario reader, the configuration keyfile parser and the G-Zone payload
+# loader, as BeaconCore, GZone and BridgeDaemon's configuration files) from Sources/ unchanged
+# (Fuzz/build-module.sh), links Fuzz/TARGET/FuzzEntry.swift against it (swiftc
+# -sanitize=fuzzer,address; swiftlang docs/libFuzzerIntegration.md), then runs it for SECONDS on
+# a working corpus seeded from Fuzz/TARGET/corpus. A crash leaves its input in
+# .build/fuzz/TARGET/artifacts and exits non-zero; copy it into Fuzz/TARGET/corpus (and a test)
+# as a regression input. Prints the executions and whether anything crashed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. Fuzz/build-module.sh
 
 target=${1:?usage: Fuzz/run-hci.sh hci-events|btsnoop|dbus-wire|scenario|keyfile|gzone-payload SECONDS}
 seconds=${2:-30}
 out=.build/fuzz/$target
-# The input parsers of issue 14 span modules (BeaconCore, GZone, BridgeDaemon's configuration
-# files): their sources are copied into one module with the imports between them removed, so
-# the harness builds without SwiftPM, and without BridgeDaemon's C libraries.
-flatten() {
-  rm -rf "$out/src" && mkdir -p "$out/src"
-  local f
-  for f in "$@"; do cp "$f" "$out/src/$(echo "$f" | tr / _)"; done
-  sed -i -E '/^import (BeaconCore|GZone)$/d' "$out"/src/*.swift
-  sources=("$out"/src/*.swift)
-}
+modules=$out/modules
+rm -rf "$modules"
 mkdir -p "$out/corpus" "$out/artifacts"
+build() {
+  case "$target" in
+    hci-events | btsnoop) fuzz_module "$modules" HCIParsing Sources/HCIParsing/*.swift ;;
+    # Message.swift asks libdbus whether a signature is valid; the harness links no libdbus, so
+    # Fuzz/dbus-wire/Signature.swift stands in for it in the module.
+    dbus-wire)
+      fuzz_module "$modules" DBus Sources/DBus/Wire.swift Sources/DBus/WireValue.swift \
+        Sources/DBus/DBusValue.swift Sources/DBus/Names.swift Sources/DBus/DBusError.swift \
+        Sources/DBus/CString.swift Fuzz/dbus-wire/Signature.swift ;;
+    scenario) fuzz_module "$modules" BeaconCore $(find Sources/BeaconCore -name '*.swift') ;;
+    gzone-payload) fuzz_module "$modules" BeaconCore $(find Sources/BeaconCore -name '*.swift') &&
+      fuzz_module "$modules" GZone $(find Sources/GZone -name '*.swift') ;;
+    keyfile) fuzz_module "$modules" BeaconCore $(find Sources/BeaconCore -name '*.swift') &&
+      fuzz_module "$modules" GZone $(find Sources/GZone -name '*.swift') &&
+      fuzz_module "$modules" BridgeDaemon $(find Sources/BridgeDaemon/Configuration -name '*.swift') \
+        Sources/BridgeDaemon/GZone/GZoneConfiguration.swift ;;
+  esac || return 1
+  fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz"
+}
 case "$target" in
-  hci-events | btsnoop) sources=(Sources/HCIParsing/*.swift) ;;
-  dbus-wire) sources=(Sources/DBus/Wire.swift Sources/DBus/WireValue.swift Sources/DBus/DBusValue.swift Sources/DBus/Names.swift Sources/DBus/DBusError.swift Sources/DBus/CString.swift) ;;
-  scenario) flatten $(find Sources/BeaconCore -name '*.swift') ;;
-  gzone-payload) flatten $(find Sources/BeaconCore Sources/GZone -name '*.swift') ;;
-  keyfile)
-    flatten $(find Sources/BeaconCore Sources/GZone Sources/BridgeDaemon/Configuration -name '*.swift') \
-      Sources/BridgeDaemon/GZone/GZoneConfiguration.swift ;;
+  hci-events | btsnoop | dbus-wire | scenario | gzone-payload | keyfile) ;;
   *) echo "run-hci.sh: unknown target $target" >&2; exit 64 ;;
 esac
 cp -n Fuzz/"$target"/corpus/* "$out/corpus/" 2>/dev/null || true
 
-# ld.gold warns about every ASan helper symbol; keep the build log quiet unless it fails.
-if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -g -module-name "HCIFuzz" -package-name beaconbridge \
-  "${sources[@]}" "Fuzz/$target/FuzzEntry.swift" -o "$out/fuzz" >"$out/build.log" 2>&1; then
-  grep -v "Cannot export local symbol" "$out/build.log" >&2
+# Keep the build log quiet unless it fails.
+if ! (build) >"$out/build.log" 2>&1; then
+  cat "$out/build.log" >&2
   echo "fuzz $target: the harness did not build" >&2
   exit 1
 fi

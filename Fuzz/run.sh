@@ -14,14 +14,13 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${FUZZ_OUT:-$root/.build/fuzz}"
 mkdir -p "$out/corpus" "$out/artifacts"
 
-# One module: the harness plus the pure-Swift sources it exercises. lld avoids gold's warnings
-# about ASan's local symbols.
-swiftc -sanitize=fuzzer,address -parse-as-library -O -g -use-ld=lld \
-  -module-name FrameParserFuzz -package-name beaconbridge \
-  "$root/Fuzz/FrameParserFuzz/main.swift" \
-  "$root"/Sources/BeaconCore/Frames/*.swift \
-  "$root"/Sources/BeaconCore/Support/*.swift \
-  -o "$out/frame-parser-fuzz"
+# The frame parsers and what they use (Frames/ and Support/, unchanged) as a BeaconCore module,
+# and the harness linked against it (Fuzz/build-module.sh).
+. "$root/Fuzz/build-module.sh"
+rm -rf "$out/modules"
+fuzz_module "$out/modules" BeaconCore "$root"/Sources/BeaconCore/Frames/*.swift \
+  "$root"/Sources/BeaconCore/Support/*.swift
+fuzz_link "$out/modules" "$root/Fuzz/FrameParserFuzz/main.swift" "$out/frame-parser-fuzz"
 
 # Seed corpus from the hex list (spaces inside a line are ignored).
 n=0

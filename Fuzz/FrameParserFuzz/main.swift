@@ -1,5 +1,6 @@
-// libFuzzer harness for the frame parsers. It is compiled together with the BeaconCore sources
-// under Frames/ and Support/ into one module (see ../run.sh), so it needs no `import BeaconCore`.
+// libFuzzer harness for the frame parsers, linked by ../run.sh against a BeaconCore module of the
+// sources under Frames/ and Support/.
+@testable import BeaconCore
 //
 // Beyond "no crash, no out-of-bounds read" (ASan), it checks the properties the unit tests check:
 // the AD structures are consecutive sub-slices of the input, ending at the end, at a zero length

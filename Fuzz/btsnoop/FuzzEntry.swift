@@ -1,6 +1,7 @@
 // libFuzzer entry for the btsnoop reader, and everything a replay does with a capture:
 // packets per datalink, event parsing, controller choice, fragment reassembly.
-// Compiled together with Sources/HCIParsing/*.swift by Fuzz/run-hci.sh.
+// Linked against the HCIParsing module by Fuzz/run-hci.sh.
+@testable import HCIParsing
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzBTSnoop(_ start: UnsafeRawPointer, _ count: Int) -> CInt {

@@ -1,15 +1,14 @@
 // libFuzzer entry for the in-place D-Bus wire reader (Sources/DBus/Wire.swift), which
 // SignalSocket runs on every byte the bus sends, and its reader of whole values
-// (Sources/DBus/WireValue.swift), which reads GetManagedObjects in place. Compiled with
-// Wire.swift, WireValue.swift, DBusValue.swift, Names.swift, DBusError.swift and CString.swift by
-// Fuzz/run-hci.sh dbus-wire.
+// (Sources/DBus/WireValue.swift), which reads GetManagedObjects in place. Linked by
+// Fuzz/run-hci.sh dbus-wire against a DBus module of Wire.swift, WireValue.swift, DBusValue.swift,
+// Names.swift, DBusError.swift and CString.swift (with Fuzz/dbus-wire/Signature.swift).
 //
 // The input is a byte stream as read from the socket: messages are framed one after another,
 // each header is read, and each body is walked by its signature with every WireReader read,
 // then read again value by value (`value(ofType:)`) and skipped (`skipValue`), which must agree.
 
-/// Names.swift asks libdbus whether a signature is valid; the harness links no libdbus.
-func _signatureIsValid(_ text: String) -> Bool { !text.isEmpty }
+@testable import DBus
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzWire(_ start: UnsafeRawPointer, _ count: Int) -> CInt {

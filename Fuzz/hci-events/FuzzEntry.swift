@@ -1,6 +1,7 @@
 // libFuzzer entry for the HCI event parser and the extended-report assembler.
-// Compiled together with Sources/HCIParsing/*.swift by Fuzz/run-hci.sh (swiftlang
+// Linked against the HCIParsing module by Fuzz/run-hci.sh (swiftlang
 // docs/libFuzzerIntegration.md: swiftc -sanitize=fuzzer,address -parse-as-library).
+@testable import HCIParsing
 
 /// One assembler across inputs, so fragment streams from many inputs meet, as on a live socket.
 nonisolated(unsafe) var assembler = ExtendedReportAssembler()

@@ -1,6 +1,7 @@
 // libFuzzer entry for the daemon's configuration reader: the INI keyfile parser and
-// DaemonConfiguration.parse on top of it, over any text. Compiled with Sources/BeaconCore,
-// Sources/GZone and the configuration files of Sources/BridgeDaemon by Fuzz/run-hci.sh.
+// DaemonConfiguration.parse on top of it, over any text. Linked by Fuzz/run-hci.sh against the
+// BeaconCore and GZone modules and a BridgeDaemon module of its configuration files.
+@testable import BridgeDaemon
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzKeyFile(_ start: UnsafeRawPointer, _ count: Int) -> CInt {

@@ -1,6 +1,7 @@
 // libFuzzer entry for the scenario reader (`simulate FILE`): Scenario.decode over any bytes.
-// Compiled with Sources/BeaconCore by Fuzz/run-hci.sh. A file that decodes must have its
+// Linked against the BeaconCore module by Fuzz/run-hci.sh. A file that decodes must have its
 // times within Scenario.maximumSeconds, sorted, and survive the virtual clock.
+@testable import BeaconCore
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -131,15 +131,3 @@ public func iBeaconManufacturerData() -> DBusValue {
 }
 
 public let beaconAddress = BluetoothAddress("C0:FF:EE:00:00:01")!
-
-/// Polls `condition` until it holds or `timeout` passes.
-public func eventually(
-  _ timeout: Duration = .seconds(30), _ condition: @Sendable () async throws -> Bool
-) async throws -> Bool {
-  let deadline = ContinuousClock.now + timeout
-  while ContinuousClock.now < deadline {
-    if try await condition() { return true }
-    try await Task.sleep(for: .milliseconds(25))
-  }
-  return try await condition()
-}

@@ -1,6 +1,7 @@
-import BeaconCore
 import BeaconTestSupport
 import Testing
+
+@testable import BeaconCore
 
 /// The façade: arming, the ScopeHost seam, upload retries, and running against a source.
 @Suite struct BeaconBridgeTests {
@@ -117,13 +118,15 @@ import Testing
     try await bridge.start()
     let running = Task { try await bridge.run(source: adapter) }
     // Sightings are dropped until `run` has started the source.
-    try await until { adapter.startCount == 1 }
+    try await waitUntil("the source started") { adapter.startCount == 1 }
     for t in 0...2 {
       #expect(
         adapter.emit(.sighting(Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: -60)))
       )
       // Each sighting is ingested at its own virtual second before the clock moves on.
-      try await until { await bridge.status.beaconsInRange.first?.sightings == t + 1 }
+      try await waitUntil("sighting \(t + 1) ingested") {
+        await bridge.status.beaconsInRange.first?.sightings == t + 1
+      }
       // A beacon in range has a deadline: the loop sleeps on the clock, a second at most.
       await clock.waitForSleepers(count: 1)
       clock.advance(by: .seconds(1))
@@ -132,7 +135,9 @@ import Testing
     // Once the hold has run out nothing has a deadline and the loop parks: step the clock only
     // while it sleeps on it.
     for _ in 0..<120 {
-      try await until { clock.sleeperCount >= 1 || log.count("activeBeaconChanged") >= 2 }
+      try await waitUntil("the loop on the clock, or the hold over") {
+        clock.sleeperCount >= 1 || log.count("activeBeaconChanged") >= 2
+      }
       if log.count("activeBeaconChanged") >= 2 { break }
       clock.advance(by: .seconds(1))
     }
@@ -145,7 +150,7 @@ import Testing
     #expect(adapter.startCount == 1)
   }
 
-  /// An idle bridge does not wake on a period (issue 19): with nothing to time, the deadline loop
+  /// An idle bridge does not wake on a period: with nothing to time, the deadline loop
   /// parks instead of sleeping on the clock, and a sighting or a trip call wakes it.
   @Test func theDeadlineLoopParksWhileNothingHasADeadline() async throws {
     let clock = TestClock()
@@ -155,8 +160,9 @@ import Testing
     try await bridge.start()
     #expect(await bridge.nextDeadline == nil)
     let loop = Task { try await bridge.runDeadlines() }
-    // A loop that still slept on a period would be on the clock within microseconds.
-    try await Task.sleep(for: .milliseconds(100))
+    // Parked: the loop holds a continuation and nothing on the clock. A loop that slept on a
+    // period would never park, and this wait would fail.
+    try await waitUntil("the deadline loop parks") { await bridge.parked != nil }
     #expect(clock.sleeperCount == 0)
 
     await bridge.ingest(
@@ -166,7 +172,7 @@ import Testing
 
     // Time the beacon out; with nothing left, the loop parks again.
     for _ in 0..<120 {
-      try await until {
+      try await waitUntil("the loop on the clock, or nothing left to time") {
         let next = await bridge.nextDeadline
         return clock.sleeperCount >= 1 || next == nil
       }
@@ -174,8 +180,10 @@ import Testing
       clock.advance(by: .seconds(1))
     }
     #expect(await bridge.status.beaconsInRange.isEmpty)
-    try await Task.sleep(for: .milliseconds(100))
-    #expect(clock.sleeperCount == 0)
+    // Parked again, its last timer gone from the clock.
+    try await waitUntil("the loop parks with nothing on the clock") {
+      await bridge.parked != nil && clock.sleeperCount == 0
+    }
 
     // A trip call wakes it too: a batch the host refused waits for its retry, a deadline.
     host.failPosts(1)
@@ -223,16 +231,5 @@ import Testing
     #expect(throws: ConfigurationError.self) { try configuration.set("dwellSightings", to: "1.5") }
     try configuration.set("exitTimeout", to: "25")
     #expect(configuration.presence.exitTimeout == 25)
-  }
-
-  /// Polls `condition` until it holds; fails the test after 60 s of real time instead of hanging.
-  /// (Not 10: the suite starts every test at once, and on two cores a test may wait over 10 s
-  /// for a thread before its condition can hold; CI saw 11.4 s.)
-  private func until(
-    _ condition: () async -> Bool, sourceLocation: SourceLocation = #_sourceLocation
-  ) async throws {
-    let deadline = ContinuousClock.now + .seconds(60)
-    while await !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .microseconds(200)) }
-    try #require(await condition(), sourceLocation: sourceLocation)
   }
 }

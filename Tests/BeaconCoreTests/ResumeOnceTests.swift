@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconTestSupport
 import Testing
 
 /// The one "resume once" guard: the first result wins, whenever it comes; later ones are dropped
@@ -39,7 +40,7 @@ import Testing
 
   /// Many racers on many threads: exactly one is told it was first, and the continuation is
   /// resumed with its value.
-  @Test func racersResumeExactlyOnce() async {
+  @Test func racersResumeExactlyOnce() async throws {
     for _ in 0..<200 {
       let once = ResumeOnce<Int, Never>()
       let winners = MutexBox<[Int]>([])
@@ -51,10 +52,8 @@ import Testing
         }
         once.arm(continuation)
       }
-      // The winner recorded itself after resuming; wait for that, within a deadline.
-      // 60 s: a hang guard; in the parallel suite a test can wait over 10 s for a thread.
-      let deadline = ContinuousClock.now + .seconds(60)
-      while winners.value.isEmpty, ContinuousClock.now < deadline { await Task.yield() }
+      // The winner records itself after resuming.
+      try await waitUntil("the winner recorded", poll: .microseconds(100)) { !winners.value.isEmpty }
       #expect(winners.value == [value])
     }
   }

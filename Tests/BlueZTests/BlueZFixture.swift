@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconTestSupport
 import BlueZ
 import BlueZTestSupport
 import DBus
@@ -121,19 +122,15 @@ final class EventRecorder: Sendable {
     all.compactMap { if case .lost(let address) = $0 { address } else { nil } }
   }
 
-  /// Waits until `condition` holds; fails the test with `comment` after `timeout` (60 s by
-  /// default: a hang guard; in the parallel suite a test can wait over 10 s for a thread).
+  /// Waits until `condition` holds over the events so far (`waitUntil`, which fails the test at
+  /// the caller's line with `comment` and the events on timeout).
   func wait(
-    for timeout: Duration = .seconds(60), _ comment: Comment,
+    for timeout: Duration = .seconds(60), _ comment: String,
+    sourceLocation: SourceLocation = #_sourceLocation,
     until condition: @Sendable (EventRecorder) -> Bool
   ) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while !condition(self) {
-      guard ContinuousClock.now < deadline else {
-        Issue.record("timed out: \(comment); events: \(all)")
-        throw CancellationError()
-      }
-      try await Task.sleep(for: .milliseconds(20))
+    try await waitUntil("\(comment); events: \(all)", timeout: timeout, sourceLocation: sourceLocation) {
+      condition(self)
     }
   }
 

@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconTestSupport
 import BlueZ
 import BlueZTestSupport
 import DBus
@@ -29,7 +30,9 @@ struct BlueZSourceTests {
 
     await recorder.cancel()
     // Stop: StopDiscovery after the match rules are gone.
-    #expect(try await eventually { try await fixture.adapterProperty("hci0", "Discovering") == .bool(false) })
+    try await waitUntil("the condition at this line") {
+      try await fixture.adapterProperty("hci0", "Discovering") == .bool(false)
+    }
     #expect(try await fixture.adapterCalls("hci0").last == "StopDiscovery")
   }
 
@@ -148,11 +151,9 @@ struct BlueZSourceTests {
     try await fixture.restartBlueZ()
     let restarted = ContinuousClock.now
     try await fixture.addAdapter("hci0")
-    #expect(
-      try await eventually(.seconds(5)) {
-        try await fixture.adapterProperty("hci0", "Discovering") == .bool(true)
-      },
-      "discovery must resume within 5 s")
+    try await waitUntil("discovery must resume within 5 s", timeout: .seconds(5)) {
+      try await fixture.adapterProperty("hci0", "Discovering") == .bool(true)
+    }
     print("bluez restart → discovery resumed after \(ContinuousClock.now - restarted)")
     #expect(fixture.logLines.contains { $0.contains("left the bus") })
     #expect(fixture.logLines.contains { $0.contains("on the bus again") })
@@ -178,10 +179,9 @@ struct BlueZSourceTests {
     try await fixture.removeAdapter("hci0")
     try await recorder.wait("devices of a removed adapter are lost") { $0.lost == [beaconAddress] }
     try await fixture.addAdapter("hci0")
-    #expect(
-      try await eventually(.seconds(5)) {
-        try await fixture.adapterProperty("hci0", "Discovering") == .bool(true)
-      })
+    try await waitUntil("the condition at this line", timeout: .seconds(5)) {
+      try await fixture.adapterProperty("hci0", "Discovering") == .bool(true)
+    }
     #expect(fixture.logLines.contains { $0.contains("was removed") })
   }
 }

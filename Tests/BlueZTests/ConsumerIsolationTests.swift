@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconTestSupport
 import BlueZ
 import BlueZTestSupport
 import DBus
@@ -40,14 +41,14 @@ struct ConsumerIsolationTests {
     let consumer = Consumer()
     let source = fixture.source()
     let scan = Task { try await consumer.consume(source) }
-    #expect(try await eventually { await consumer.started })
+    try await waitUntil("the condition at this line") { await consumer.started }
     let device = try await fixture.addDevice("hci0", beaconAddress.description)
     for rssi in [-60, -61, -62] {
       try await fixture.advertise(
         device, ["ManufacturerData": iBeaconManufacturerData(), "RSSI": .int16(Int16(rssi))])
     }
     // InterfacesAdded, then three PropertiesChanged.
-    #expect(try await eventually { await consumer.sightings >= 4 })
+    try await waitUntil("the condition at this line") { await consumer.sightings >= 4 }
     #expect(await consumer.threads == ["dbus-signal-str"])
 
     scan.cancel()

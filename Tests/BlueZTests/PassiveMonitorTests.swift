@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconTestSupport
 import BlueZ
 import BlueZTestSupport
 import DBus
@@ -53,11 +54,15 @@ struct PassiveMonitorTests {
     _ = try await fixture.control.call(
       destination: BusName(client), path: monitorPath, interface: "org.bluez.AdvertisementMonitor1",
       member: "DeviceFound", [.objectPath(device)])
-    #expect(try await eventually { fixture.logLines.contains { $0.contains("ignored a monitor call") } })
+    try await waitUntil("the condition at this line") {
+      fixture.logLines.contains { $0.contains("ignored a monitor call") }
+    }
     #expect(recorder.all.count == count)
 
     await recorder.cancel()
-    #expect(try await eventually { try await fixture.adapterCalls("hci0").last == "UnregisterMonitor" })
+    try await waitUntil("the condition at this line") {
+      try await fixture.adapterCalls("hci0").last == "UnregisterMonitor"
+    }
   }
 
   @Test func fallsBackToActiveDiscoveryWithoutMonitorSupport() async throws {

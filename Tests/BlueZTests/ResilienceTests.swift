@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconTestSupport
 import BlueZ
 import BlueZTestSupport
 import DBus
@@ -18,12 +19,13 @@ struct ResilienceTests {
     try await fixture.addAdapter("hci0")
     let recorder = EventRecorder(try await fixture.source().events())
     defer { Task { await recorder.cancel() } }
-    #expect(try await eventually { try await startDiscoveries(fixture) == 1 })
+    try await waitUntil("the condition at this line") { try await startDiscoveries(fixture) == 1 }
     try await fixture.setAdapterProperty("hci0", "Powered", false)
-    #expect(
-      try await eventually { fixture.logLines.contains { $0.contains("powered off; waiting for power") } })
+    try await waitUntil("the condition at this line") {
+      fixture.logLines.contains { $0.contains("powered off; waiting for power") }
+    }
     try await fixture.setAdapterProperty("hci0", "Powered", true)
-    #expect(try await eventually { try await startDiscoveries(fixture) == 2 })
+    try await waitUntil("the condition at this line") { try await startDiscoveries(fixture) == 2 }
   }
 
   @Test func discoveryStoppedBySomeoneElseIsRestarted() async throws {
@@ -32,14 +34,20 @@ struct ResilienceTests {
     try await fixture.addAdapter("hci0")
     let recorder = EventRecorder(try await fixture.source().events())
     defer { Task { await recorder.cancel() } }
-    #expect(try await eventually { try await fixture.adapterProperty("hci0", "Discovering") == .bool(true) })
+    try await waitUntil("the condition at this line") {
+      try await fixture.adapterProperty("hci0", "Discovering") == .bool(true)
+    }
     // Another client stops discovery (as `bluetoothctl scan off` would).
     _ = try await fixture.control.call(
       destination: BlueZ.service, path: "/org/bluez/hci0", interface: BlueZ.adapterInterface,
       member: "StopDiscovery", [])
-    #expect(try await eventually { fixture.logLines.contains { $0.contains("stopped by someone else") } })
-    #expect(try await eventually { try await startDiscoveries(fixture) == 2 })
-    #expect(try await eventually { try await fixture.adapterProperty("hci0", "Discovering") == .bool(true) })
+    try await waitUntil("the condition at this line") {
+      fixture.logLines.contains { $0.contains("stopped by someone else") }
+    }
+    try await waitUntil("the condition at this line") { try await startDiscoveries(fixture) == 2 }
+    try await waitUntil("the condition at this line") {
+      try await fixture.adapterProperty("hci0", "Discovering") == .bool(true)
+    }
   }
 
   @Test func malformedPropertyTypesAreIgnoredWithALogLine() async throws {
@@ -52,7 +60,9 @@ struct ResilienceTests {
     try await recorder.wait("first sighting") { $0.sightings.count >= 1 }
     try await fixture.advertise(
       device, ["RSSI": .string("loud"), "ManufacturerData": .string("not a dictionary")])
-    #expect(try await eventually { fixture.logLines.contains { $0.contains("ignored RSSI of type s") } })
+    try await waitUntil("the condition at this line") {
+      fixture.logLines.contains { $0.contains("ignored RSSI of type s") }
+    }
     #expect(fixture.logLines.contains { $0.contains("ManufacturerData of type s") })
     // Short manufacturer data is passed on as it is (the frame parser rejects it), and the
     // source keeps going.

@@ -257,21 +257,14 @@ import Testing
     box.folder.withLock { $0 = "load2" }
     // Five uploads, all scheduled before the reload runs (what `tripUploaded` does on its task).
     for _ in 0..<5 { await poller.scheduleAfterUpload() }
-    // 60 s: a hang guard; in the parallel suite a test can wait over 10 s for a thread.
-    let deadline = ContinuousClock.now + .seconds(60)
-    while box.events.withLock({ $0.count }) < 8, ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(20))
-    }
+    try await waitUntil("the reload's 8 events") { box.events.withLock { $0.count } >= 8 }
     #expect(box.events.withLock { $0.count } == 8)
     // A second reload would have been scheduled with the others; there is exactly one.
     #expect(box.lines.withLock { $0 }.filter { $0.contains("(trip uploaded)") }.count == 1)
     // The public entry point schedules the same reload.
     poller.tripUploaded()
-    let again = ContinuousClock.now + .seconds(60)
-    while box.lines.withLock({ $0 }).filter({ $0.contains("(trip uploaded)") }).count < 2,
-      ContinuousClock.now < again
-    {
-      try await Task.sleep(for: .milliseconds(20))
+    try await waitUntil("a second reload") {
+      box.lines.withLock { $0 }.filter { $0.contains("(trip uploaded)") }.count >= 2
     }
     #expect(box.lines.withLock { $0 }.filter { $0.contains("(trip uploaded)") }.count == 2)
   }

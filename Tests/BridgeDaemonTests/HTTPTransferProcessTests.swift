@@ -95,9 +95,8 @@ import Testing
         child.start()
       }
     }
-    let deadline = ContinuousClock.now + .seconds(20)
-    while child.pid.load(ordering: .sequentiallyConsistent) == 0, ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(20))
+    try await waitUntil("the child spawned", timeout: .seconds(20)) {
+      child.pid.load(ordering: .sequentiallyConsistent) != 0
     }
     let pid = child.pid.load(ordering: .sequentiallyConsistent)
     try #require(pid > 0, "no child spawned")

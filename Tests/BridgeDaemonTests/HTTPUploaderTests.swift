@@ -164,10 +164,9 @@ import Testing
     let host = Host(uploader: HTTPUploader(url: backend.url, tokenFile: nil, timeout: 5))
     let bridge = BeaconBridge(host: host, journal: store)
     try await bridge.start()
-    let deadline = ContinuousClock.now.advanced(by: .seconds(30))
-    while try await store.deadLetters().isEmpty, ContinuousClock.now < deadline {
+    try await waitUntil("a dead letter", timeout: .seconds(30)) {
       await bridge.tick()
-      try await Task.sleep(for: .milliseconds(10))
+      return try await !store.deadLetters().isEmpty
     }
     let dead = try await store.deadLetters()
     #expect(dead.count == 1)
@@ -198,10 +197,9 @@ import Testing
     try await bridge.start()
     try await bridge.tripStart("t9")
     for i in 0..<20 { try await bridge.tripEvents("t9", events: [Fixtures.event("braking", at: Double(i))]) }
-    let deadline = ContinuousClock.now.advanced(by: .seconds(60))
-    while await bridge.status.outboundBatches > 0, ContinuousClock.now < deadline {
+    try await waitUntil("every batch delivered") {
       await bridge.tick()
-      try await Task.sleep(for: .milliseconds(10))
+      return await bridge.status.outboundBatches == 0
     }
     let delivered = backend.received().filter { $0.status == "200" }
     #expect(delivered.compactMap { $0.body["sequence"]?.intValue } == (0..<20).map(Int64.init))

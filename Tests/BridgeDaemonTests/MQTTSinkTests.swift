@@ -27,14 +27,18 @@ import Testing
 
   /// Posts until it succeeds (the bridge's retry, compressed), at most `seconds`.
   func postEventually(_ batch: TaggedTripBatch, _ settings: MQTTSettings, seconds: Int = 60) async throws {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while true {
+    var last: RetryablePostFailure?
+    try await waitUntil(
+      "the broker took the batch; last refusal: \(last.map { "\($0)" } ?? "none")",
+      timeout: .seconds(seconds),
+      poll: .milliseconds(200)
+    ) {
       do {
         try await MQTTUploader.post(batch, settings: settings)
-        return
+        return true
       } catch let failure as RetryablePostFailure {
-        if ContinuousClock.now >= deadline { throw failure }
-        try await Task.sleep(for: .milliseconds(200))
+        last = failure
+        return false
       }
     }
   }
@@ -50,7 +54,7 @@ import Testing
     let start = ContinuousClock.now
     for n in 0..<3 { try await MQTTUploader.post(batch(n), settings: settings) }
     print("MQTT: 3 batches published and acknowledged in \(ContinuousClock.now - start)")
-    #expect(try await eventually { keys(broker).count >= 3 }, "\(broker.log)")
+    try await waitUntil("\(broker.log)") { keys(broker).count >= 3 }
     let messages = broker.messages()
     #expect(messages.map(\.topic) == Array(repeating: "fleet/UNIT-7/trips", count: 3))
     #expect(messages.map(\.properties) == (0..<3).map { "Idempotency-Key:mq#\($0)" })
@@ -70,7 +74,7 @@ import Testing
     for n in 0..<3 { try await MQTTUploader.post(batch(n), settings: settings) }
     // A broker killed with -9 may lose what it acknowledged but had not yet forwarded or saved
     // (its promise, not ours): kill it once the subscriber has those.
-    #expect(try await eventually { keys(broker).count >= 3 })
+    try await waitUntil("the condition at this line") { keys(broker).count >= 3 }
     broker.kill()
     let start = ContinuousClock.now
     do {
@@ -82,7 +86,7 @@ import Testing
     #expect(ContinuousClock.now - start < .seconds(8))
     try broker.start()
     for n in 3..<6 { try await postEventually(batch(n), settings) }
-    #expect(try await eventually { Set(keys(broker)).count >= 6 }, "\(keys(broker))")
+    try await waitUntil("\(keys(broker))") { Set(keys(broker)).count >= 6 }
     #expect(Set(keys(broker)) == Set((0..<6).map { "mq#\($0)" }))
   }
 
@@ -105,7 +109,7 @@ import Testing
     #expect(broker.messages().isEmpty)
     settings.passwordFile = try writeTokenFile("right-pass\n", to: probe + "/right")
     try await postEventually(batch(0), settings)
-    #expect(try await eventually { keys(broker) == ["mq#0"] }, "\(keys(broker))")
+    try await waitUntil("\(keys(broker))") { keys(broker) == ["mq#0"] }
   }
 
   @Test func mutualTLSWithATestCA() async throws {
@@ -124,7 +128,7 @@ import Testing
     var settings = settings(broker, port: tlsPort, tls: true)
     settings.tlsFiles = TLSFiles(caFile: pki.ca, certFile: pki.clientCert, keyFile: pki.clientKey)
     try await postEventually(batch(0), settings, seconds: 20)
-    #expect(try await eventually { keys(broker) == ["mq#0"] }, "\(keys(broker))")
+    try await waitUntil("\(keys(broker))") { keys(broker) == ["mq#0"] }
     // Without the client certificate the broker refuses the handshake: not connected, nothing sent.
     settings.tlsFiles = TLSFiles(caFile: pki.ca)
     settings.clientId += "-nocert"
@@ -161,14 +165,4 @@ import Testing
       #expect(throws: KeyFileError.self) { try DaemonConfiguration.parse(bad, file: "b") }
     }
   }
-}
-
-/// Polls `condition` until it holds or 20 s pass.
-private func eventually(_ condition: @Sendable () async throws -> Bool) async throws -> Bool {
-  let deadline = ContinuousClock.now + .seconds(20)
-  while ContinuousClock.now < deadline {
-    if try await condition() { return true }
-    try await Task.sleep(for: .milliseconds(25))
-  }
-  return try await condition()
 }

@@ -101,7 +101,7 @@ import Testing
     // Three quick failures, then a scan that runs for two minutes, then a failure.
     let harness = Harness { $0 < 3 ? .inStream : .whenTold }
     await harness.failures(3)
-    try await until { harness.conditions.last == .scanning(backend: "scripted") }
+    try await waitUntil("scanning again") { harness.conditions.last == .scanning(backend: "scripted") }
     #expect(Array(harness.retries) == [1, 2, 4])
     let running = try #require(harness.sources.last)
     harness.clock.advance(by: .seconds(120))
@@ -112,20 +112,12 @@ import Testing
 
   @Test func aStopIsNotAnEndedScan() async throws {
     let harness = Harness { _ in .whenTold }
-    try await until { !harness.conditions.isEmpty }
+    try await waitUntil("a scan condition") { !harness.conditions.isEmpty }
     #expect(harness.conditions == [.scanning(backend: "scripted")])
     harness.task.withLock { $0?.cancel() }
     await harness.task.withLock { $0 }?.value
     #expect(harness.lines.contains { $0.contains("ended") } == false)
     #expect(harness.retries.isEmpty)
-  }
-
-  /// Polls until `condition` holds (60 s at most: a hang guard; in the parallel suite a test can
-  /// wait over 10 s for a thread).
-  private func until(_ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(60)
-    while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-    try #require(condition())
   }
 
   @Test func waitingIsReportedAsWaitingNotScanning() {

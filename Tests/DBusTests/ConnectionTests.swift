@@ -1,3 +1,4 @@
+import BeaconTestSupport
 import DBusTestSupport
 import Foundation
 import Testing
@@ -138,11 +139,7 @@ struct ConnectionTests {
         destination: "org.example.Slow2", path: "/slow", interface: "org.example.Slow", member: "Sleep")
     }
     // Cancel once the call is on the wire, waiting for the reply the mock takes a second to give.
-    // 60 s: a hang guard; in the parallel suite a test can wait over 10 s for a thread.
-    let deadline = ContinuousClock.now + .seconds(60)
-    while bus.callsAwaitingReply == 0, ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(5))
-    }
+    try await waitUntil("the call on the wire") { bus.callsAwaitingReply > 0 }
     try #require(bus.callsAwaitingReply == 1)
     task.cancel()
     await #expect(throws: CancellationError.self) { try await task.value }

@@ -1,3 +1,4 @@
+import BeaconTestSupport
 import DBus
 import DBusTestSupport
 import Foundation
@@ -116,7 +117,7 @@ struct SignalSocketExecutorTests {
   /// signals); once it says yes, the rest arrive, in order and complete.
   @Test func theReaderWaitsUntilTheConsumerIsReady() async throws {
     let bus = try PrivateBusTrait.bus()
-    let state = Mutex<(batches: Int, numbers: [UInt32], ready: Bool)>((0, [], false))
+    let state = Mutex<(batches: Int, numbers: [UInt32], ready: Bool, refusals: Int)>((0, [], false, 0))
     let socket = try SignalSocket(
       bus.busAddress, rules: [MatchRule(interface: Self.interface)], batchInterval: .milliseconds(5),
       decode: Self.sequence,
@@ -126,7 +127,12 @@ struct SignalSocketExecutorTests {
           for case .decoded(let number) in batch { state.numbers.append(number) }
         }
       },
-      ready: { state.withLock { $0.ready } })
+      ready: {
+        state.withLock { state in
+          if !state.ready { state.refusals += 1 }
+          return state.ready
+        }
+      })
     defer { socket.cancel() }
     let sender = try Connection(bus.busAddress)
     defer { sender.close() }
@@ -135,20 +141,16 @@ struct SignalSocketExecutorTests {
     for number in 0..<total {
       try sender.emit(path: "/seq", interface: Self.interface, member: "Seq", [.uint32(UInt32(number))])
     }
-    // The first pass is delivered; then the reader holds back, pass after pass.
-    // 60 s: a hang guard; in the parallel suite a test can wait over 10 s for a thread.
-    let deadline = ContinuousClock.now + .seconds(60)
-    while state.withLock({ $0.batches }) < 1, ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(5))
+    // The first pass is delivered; then the reader holds back, asking `ready` again and again
+    // (every 10 ms at least) without reading: five refusals after the first batch, still one batch.
+    try await waitUntil("the first batch, then five refusals") {
+      state.withLock { $0.batches >= 1 && $0.refusals >= 5 }
     }
-    try await Task.sleep(for: .milliseconds(200))
     let held = state.withLock { $0 }
     #expect(held.batches == 1)
     #expect(held.numbers.count < total)
     state.withLock { $0.ready = true }
-    while state.withLock({ $0.numbers.count }) < total, ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(5))
-    }
+    try await waitUntil("all \(total) signals") { state.withLock { $0.numbers.count } >= total }
     #expect(state.withLock { $0.numbers } == (0..<total).map { UInt32($0) })
   }
 }

@@ -51,7 +51,7 @@ struct BeaconHealthEndToEndTests {
     let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: bus, log: logPath)
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
     let log: @Sendable () -> String = { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
-    #expect(try await eventually { log().contains("ready: serving") }, "daemon log:\n\(log())")
+    try await waitUntil("daemon log:\n\(log())") { log().contains("ready: serving") }
 
     let watcher = try Connection(.address(bus))
     defer { watcher.close() }
@@ -77,13 +77,13 @@ struct BeaconHealthEndToEndTests {
       guard result.status == 0 else { return nil }
       return try JSONValue.parse(Data(result.stdout.utf8))["pairedBeacons"]?.arrayValue?.first
     }
-    #expect(try await eventually { try status()?["batteryMv"]?.intValue == 3000 }, "daemon log:\n\(log())")
+    try await waitUntil("daemon log:\n\(log())") { try status()?["batteryMv"]?.intValue == 3000 }
     #expect(signals.withLock { $0.isEmpty })
 
     // The battery drops under the threshold: one BeaconHealth batteryLow.
     try await fixture.advertise(
       device, ["ServiceData": Self.tlm(mv: 2400, count: 1100, uptimeTenths: 36_100)])
-    #expect(try await eventually { signals.withLock { $0.count } >= 1 }, "daemon log:\n\(log())")
+    try await waitUntil("daemon log:\n\(log())") { signals.withLock { $0.count } >= 1 }
     let low = try #require(signals.withLock { $0.first })
     #expect(low.count == 3)
     #expect(low.first?.string == "UNIT-0042")
@@ -94,7 +94,7 @@ struct BeaconHealthEndToEndTests {
 
     // The uptime goes backwards: BeaconHealth rebooted.
     try await fixture.advertise(device, ["ServiceData": Self.tlm(mv: 2410, count: 3, uptimeTenths: 50)])
-    #expect(try await eventually { signals.withLock { $0.count } >= 2 }, "daemon log:\n\(log())")
+    try await waitUntil("daemon log:\n\(log())") { signals.withLock { $0.count } >= 2 }
     #expect(signals.withLock { $0.map { $0.dropFirst().first?.string } } == ["batteryLow", "rebooted"])
 
     let entry = try #require(try status())

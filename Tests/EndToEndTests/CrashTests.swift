@@ -73,8 +73,8 @@ struct CrashTests {
     func startDaemon() throws -> Process {
       try launchDaemon(config: config, stateDirectory: dir, bus: fixture.bus.address)
     }
-    func waitReady() async throws -> Bool {
-      try await eventually(.seconds(20)) {
+    func waitReady() async throws {
+      try await waitUntil("the daemon answers status", timeout: .seconds(20)) {
         (try? test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir).status) == 0
       }
     }
@@ -84,7 +84,7 @@ struct CrashTests {
     var attempted: Set<Int> = []
     var next = 0
     var daemon = try startDaemon()
-    #expect(try await waitReady())
+    try await waitReady()
     var started = false
     @Sendable func undelivered() -> Int64? {
       (try? test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir))
@@ -95,10 +95,9 @@ struct CrashTests {
         // Once the subscriber has everything the broker acknowledged: kill -9, and restart it
         // two kill points later; meanwhile batches wait in the outbox.
         let so = acknowledged.count
-        #expect(
-          try await eventually(.seconds(60)) {
-            undelivered() == 0 && Set(deliveries().map(\.key)).count >= so
-          })
+        try await waitUntil("the condition at this line", timeout: .seconds(60)) {
+          undelivered() == 0 && Set(deliveries().map(\.key)).count >= so
+        }
         broker.kill()
       }
       if let broker, point == killPoints / 2 + 2 { try broker.start() }
@@ -126,14 +125,13 @@ struct CrashTests {
       await killer.value
       daemon.waitUntilExit()
       daemon = try startDaemon()
-      #expect(try await waitReady())
+      try await waitReady()
     }
     // Let the outbox drain, then stop cleanly.
     let acknowledgedCount = acknowledged.count
-    let drained = try await eventually(.seconds(90)) {
+    try await waitUntil("the outbox drained", timeout: .seconds(90)) {
       Set(deliveries().map(\.key)).count >= acknowledgedCount && undelivered() == 0
     }
-    #expect(drained, "the outbox did not drain")
     kill(daemon.processIdentifier, SIGTERM)
     #expect(await waitForExit(daemon), "daemon did not exit in time")
 

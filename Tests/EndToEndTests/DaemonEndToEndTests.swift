@@ -116,9 +116,11 @@ struct DaemonEndToEndTests {
       }
     }
 
-    #expect(try await eventually { received().contains("READY=1") }, "daemon log:\n\(log())")
-    #expect(try await eventually { received().filter { $0 == "WATCHDOG=1" }.count >= 2 })
-    #expect(try await eventually { received().contains { $0.hasPrefix("STATUS=scanning (bluez") } })
+    try await waitUntil("daemon log:\n\(log())") { received().contains("READY=1") }
+    try await waitUntil("the condition at this line") { received().filter { $0 == "WATCHDOG=1" }.count >= 2 }
+    try await waitUntil("the condition at this line") {
+      received().contains { $0.hasPrefix("STATUS=scanning (bluez") }
+    }
     #expect(try await fixture.adapterCalls("hci0").contains("StartDiscovery"))
 
     // Pair through the CLI without the bus (as a tool writing the store would): the daemon sees it
@@ -133,16 +135,17 @@ struct DaemonEndToEndTests {
     try pair.run()
     pair.waitUntilExit()
     #expect(pair.terminationStatus == 0)
-    #expect(
-      try await eventually { log().contains("pairings changed: 1 pairing(s)") }, "daemon log:\n\(log())")
+    try await waitUntil("daemon log:\n\(log())") { log().contains("pairings changed: 1 pairing(s)") }
     let device = try await fixture.addDevice("hci0", beaconAddress.description)
     for _ in 0..<3 {
       try await fixture.advertise(
         device, ["ManufacturerData": iBeaconManufacturerData(), "RSSI": .int16(-60)])
       try await Task.sleep(for: .milliseconds(400))
     }
-    #expect(try await eventually { log().contains("active beacon: UNIT-0042") }, "daemon log:\n\(log())")
-    #expect(try await eventually { received().contains { $0.contains("active: UNIT-0042") } })
+    try await waitUntil("daemon log:\n\(log())") { log().contains("active beacon: UNIT-0042") }
+    try await waitUntil("the condition at this line") {
+      received().contains { $0.contains("active: UNIT-0042") }
+    }
 
     // The D-Bus API through the CLI: status, then a trip tagged and uploaded.
     let status = try cli(["status", "--json"], bus: fixture.bus.address, dir: dir)
@@ -162,8 +165,7 @@ struct DaemonEndToEndTests {
     #expect(bad.status == 1)
     #expect(bad.stderr.contains("no trip nope"), "\(bad.stderr)")
     // The backend fails the first POST (503); the retry delivers it.
-    #expect(
-      try await eventually { backend.received().contains { $0.status == "200" } }, "daemon log:\n\(log())")
+    try await waitUntil("daemon log:\n\(log())") { backend.received().contains { $0.status == "200" } }
     let delivered = try #require(backend.received().first { $0.status == "200" })
     #expect(delivered.body["deviceId"]?.stringValue == "UNIT-0042")
     #expect(delivered.body["events"]?.arrayValue?.count == 2)
@@ -200,16 +202,20 @@ struct DaemonEndToEndTests {
     // SIGHUP with a bad file keeps the old configuration; a good one is taken.
     try "[ActiveBeacon]\ndwellSeconds = soon\n".write(toFile: config, atomically: true, encoding: .utf8)
     kill(daemon.processIdentifier, SIGHUP)
-    #expect(try await eventually { log().contains("configuration not reloaded, the old one stays") })
+    try await waitUntil("the condition at this line") {
+      log().contains("configuration not reloaded, the old one stays")
+    }
     try "[ActiveBeacon]\ndwellSeconds = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
     kill(daemon.processIdentifier, SIGHUP)
-    #expect(try await eventually { log().contains("configuration reloaded") })
+    try await waitUntil("the condition at this line") { log().contains("configuration reloaded") }
 
     kill(daemon.processIdentifier, SIGTERM)
     #expect(await waitForExit(daemon), "daemon did not exit in time")
     #expect(daemon.terminationReason == .exit)
     #expect(daemon.terminationStatus == 0, "daemon log:\n\(log())")
     #expect(received().contains("STOPPING=1"))
-    #expect(try await eventually { try await fixture.adapterCalls("hci0").contains("StopDiscovery") })
+    try await waitUntil("the condition at this line") {
+      try await fixture.adapterCalls("hci0").contains("StopDiscovery")
+    }
   }
 }

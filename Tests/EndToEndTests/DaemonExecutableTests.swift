@@ -86,17 +86,17 @@ struct DaemonExecutableTests {
     // The PID Process started now runs the daemon's executable: exec, not a child.
     let exe = "/proc/\(process.processIdentifier)/exe"
     let daemon = root + "/usr/lib/beaconbridge/beaconbridged"
-    #expect(
-      try await eventually { (try? FileManager.default.destinationOfSymbolicLink(atPath: exe)) == daemon },
-      "\(exe) is \((try? FileManager.default.destinationOfSymbolicLink(atPath: exe)) ?? "gone")")
+    try await waitUntil(
+      "\(exe) is \((try? FileManager.default.destinationOfSymbolicLink(atPath: exe)) ?? "gone")"
+    ) { (try? FileManager.default.destinationOfSymbolicLink(atPath: exe)) == daemon }
     // And it is the daemon: it opens its store, serves its API, and on SIGTERM exits 0 (sent once
     // its handler is in place: SigCgt in /proc/PID/status; it is set before READY=1).
     let log: @Sendable () -> String = {
       (try? String(contentsOfFile: root + "/daemon.log", encoding: .utf8)) ?? ""
     }
-    #expect(try await eventually { log().contains("ready: serving org.beaconbridge") }, "\(log())")
+    try await waitUntil("\(log())") { log().contains("ready: serving org.beaconbridge") }
     #expect(FileManager.default.fileExists(atPath: root + "/state/beaconbridge.sqlite"))
-    #expect(try await eventually { catches(SIGTERM, pid: process.processIdentifier) })
+    try await waitUntil("the condition at this line") { catches(SIGTERM, pid: process.processIdentifier) }
     kill(process.processIdentifier, SIGTERM)
     #expect(await waitForExit(process))
     #expect(process.terminationReason == .exit && process.terminationStatus == 0)
@@ -130,10 +130,9 @@ struct DaemonExecutableTests {
       log: root + "/daemon.log")
     defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
     let cli = DaemonEndToEndTests()
-    #expect(
-      try await eventually(.seconds(20)) {
-        (try? cli.cli(["status"], bus: bus.address, dir: state).status) == 0
-      })
+    try await waitUntil("the condition at this line", timeout: .seconds(20)) {
+      (try? cli.cli(["status"], bus: bus.address, dir: state).status) == 0
+    }
     // The new version: not a daemon at all, so a child spawned from the path would fail.
     let daemon = root + "/usr/lib/beaconbridge/beaconbridged"
     try "#!/bin/sh\nexit 3\n".write(toFile: daemon + ".dpkg-new", atomically: false, encoding: .utf8)
@@ -143,11 +142,11 @@ struct DaemonExecutableTests {
     let sent = try cli.cli(
       ["trip", "events", "--trip-id", "u1", "-"], bus: bus.address, dir: state, stdin: #"[{"type":"a"}]"#)
     #expect(sent.status == 0, "\(sent.stderr)")
-    #expect(
-      try await eventually(.seconds(20)) {
-        backend.received().contains { $0.status == "200" && $0.key == "u1#0" }
-      },
-      "\((try? String(contentsOfFile: root + "/daemon.log", encoding: .utf8)) ?? "")")
+    try await waitUntil(
+      "\((try? String(contentsOfFile: root + "/daemon.log", encoding: .utf8)) ?? "")", timeout: .seconds(20)
+    ) {
+      backend.received().contains { $0.status == "200" && $0.key == "u1#0" }
+    }
     kill(process.processIdentifier, SIGTERM)
     #expect(await waitForExit(process))
   }

@@ -52,7 +52,7 @@ final class MonitoredDaemon: Sendable {
   }
 }
 
-/// READY without an adapter (issue 15): the daemon serves its API, trips and their deadlines as
+/// READY without an adapter: the daemon serves its API, trips and their deadlines as
 /// soon as its store is open, and scans once the hardware is there.
 @Suite(.tags(.process), .timeLimit(.minutes(3)))
 struct DaemonWithoutHardwareTests {
@@ -70,9 +70,8 @@ struct DaemonWithoutHardwareTests {
     let config = dir + "/beaconbridge.conf"
     try "".write(toFile: config, atomically: true, encoding: .utf8)
     let daemon = try MonitoredDaemon(config: config, stateDirectory: dir, bus: bus.address)
-    let deadline = ContinuousClock.now + .seconds(20)
-    while !daemon.notify.drain().contains("READY=1"), ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(1))
+    try await waitUntil("READY=1", timeout: .seconds(20), poll: .milliseconds(1)) {
+      daemon.notify.drain().contains("READY=1")
     }
     #expect(await daemon.stop(), "round \(round): \(daemon.process.terminationReason), log:\n\(daemon.log)")
     #expect(FileManager.default.fileExists(atPath: dir + "/beaconbridge.sqlite"))
@@ -90,12 +89,10 @@ struct DaemonWithoutHardwareTests {
     try "".write(toFile: config, atomically: true, encoding: .utf8)
     bus.freeze()
     let daemon = try MonitoredDaemon(config: config, stateDirectory: dir, bus: bus.address)
-    let deadline = ContinuousClock.now + .seconds(20)
-    while !daemon.log.contains("armed"), ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(5))
-    }
+    try await waitUntil("armed; log:\n\(daemon.log)", timeout: .seconds(20)) { daemon.log.contains("armed") }
     kill(daemon.process.processIdentifier, SIGTERM)
-    try await Task.sleep(for: .milliseconds(300))
+    // The daemon took the signal (it says so) and is still there, held by the frozen bus.
+    try await waitUntil("the stop taken; log:\n\(daemon.log)") { daemon.log.contains("stopping (signal 15)") }
     #expect(daemon.process.isRunning, "the stop did not wait: \(daemon.process.terminationReason)")
     bus.thaw()
     #expect(await waitForExit(daemon.process), "log:\n\(daemon.log)")
@@ -121,15 +118,15 @@ struct DaemonWithoutHardwareTests {
     """.write(toFile: config, atomically: true, encoding: .utf8)
     let daemon = try MonitoredDaemon(config: config, stateDirectory: dir, bus: bus.address)
 
-    #expect(try await eventually { daemon.received.contains("READY=1") }, "daemon log:\n\(daemon.log)")
+    try await waitUntil("daemon log:\n\(daemon.log)") { daemon.received.contains("READY=1") }
     // With no controller in the kernel either (this machine), the adapter is what is missing:
     // Debian starts bluetoothd only once one appears.
     let expected =
       KernelAdapters.names().isEmpty
       ? "waiting for an adapter (none on this machine" : "waiting for bluetoothd"
-    #expect(
-      try await eventually { daemon.status?.contains(expected) == true },
-      "STATUS=\(daemon.status ?? "none"); daemon log:\n\(daemon.log)")
+    try await waitUntil("STATUS=\(daemon.status ?? "none"); daemon log:\n\(daemon.log)") {
+      daemon.status?.contains(expected) == true
+    }
     let status = try cli.cli(["status", "--json"], bus: bus.address, dir: dir)
     #expect(status.status == 0, "\(status.stderr)")
     let state = try JSONValue.parse(Data(status.stdout.utf8))
@@ -142,9 +139,9 @@ struct DaemonWithoutHardwareTests {
     let sent = try cli.cli(
       ["trip", "events", "--trip-id", "t1", "-"], bus: bus.address, dir: dir, stdin: #"[{"type":"braking"}]"#)
     #expect(sent.status == 0, "\(sent.stderr)")
-    #expect(
-      try await eventually(.seconds(20)) { backend.received().contains { $0.status == "200" } },
-      "daemon log:\n\(daemon.log)")
+    try await waitUntil("daemon log:\n\(daemon.log)", timeout: .seconds(20)) {
+      backend.received().contains { $0.status == "200" }
+    }
     #expect(backend.received().first?.body["deviceId"]?.stringValue == "UNIT-FALLBACK")
 
     #expect(await daemon.stop(), "daemon log:\n\(daemon.log)")
@@ -160,10 +157,10 @@ struct DaemonWithoutHardwareTests {
     try "".write(toFile: config, atomically: true, encoding: .utf8)
     let daemon = try MonitoredDaemon(config: config, stateDirectory: dir, bus: fixture.bus.address)
 
-    #expect(try await eventually { daemon.received.contains("READY=1") }, "daemon log:\n\(daemon.log)")
-    #expect(
-      try await eventually { daemon.status?.contains("waiting for an adapter") == true },
-      "STATUS=\(daemon.status ?? "none"); daemon log:\n\(daemon.log)")
+    try await waitUntil("daemon log:\n\(daemon.log)") { daemon.received.contains("READY=1") }
+    try await waitUntil("STATUS=\(daemon.status ?? "none"); daemon log:\n\(daemon.log)") {
+      daemon.status?.contains("waiting for an adapter") == true
+    }
     let doctor = try cli.cli(
       ["doctor", "--json", "--config", config, "--state-dir", dir], bus: fixture.bus.address, dir: dir)
     let checks = try JSONValue.parse(Data(doctor.stdout.utf8))["checks"]?.arrayValue ?? []
@@ -174,21 +171,20 @@ struct DaemonWithoutHardwareTests {
     // The adapter appears (udev would have started the unit; here it already runs): discovery
     // starts by itself, without a restart or a backoff.
     try await fixture.addAdapter("hci0")
-    #expect(
-      try await eventually(.seconds(5)) { daemon.status?.hasPrefix("scanning (bluez") == true },
-      "STATUS=\(daemon.status ?? "none"); daemon log:\n\(daemon.log)")
+    try await waitUntil("STATUS=\(daemon.status ?? "none"); daemon log:\n\(daemon.log)", timeout: .seconds(5))
+    { daemon.status?.hasPrefix("scanning (bluez") == true }
     #expect(try await fixture.adapterCalls("hci0").contains("StartDiscovery"))
     #expect(!daemon.log.contains("cannot scan"), "daemon log:\n\(daemon.log)")
 
     // The adapter goes away: STATUS= says so instead of still "scanning", and it comes back.
     try await fixture.removeAdapter("hci0")
-    #expect(
-      try await eventually(.seconds(10)) { daemon.status?.contains("waiting for an adapter") == true },
-      "STATUS=\(daemon.status ?? "none"); daemon log:\n\(daemon.log)")
+    try await waitUntil(
+      "STATUS=\(daemon.status ?? "none"); daemon log:\n\(daemon.log)", timeout: .seconds(10)
+    ) { daemon.status?.contains("waiting for an adapter") == true }
     try await fixture.addAdapter("hci0")
-    #expect(
-      try await eventually(.seconds(10)) { daemon.status?.hasPrefix("scanning (bluez") == true },
-      "STATUS=\(daemon.status ?? "none"); daemon log:\n\(daemon.log)")
+    try await waitUntil(
+      "STATUS=\(daemon.status ?? "none"); daemon log:\n\(daemon.log)", timeout: .seconds(10)
+    ) { daemon.status?.hasPrefix("scanning (bluez") == true }
 
     #expect(await daemon.stop(), "daemon log:\n\(daemon.log)")
     #expect(!daemon.log.contains("restarting it"), "daemon log:\n\(daemon.log)")

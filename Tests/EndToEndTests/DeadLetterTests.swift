@@ -30,24 +30,24 @@ struct DeadLetterTests {
     let bus = fixture.bus.address
     let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: bus)
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
-    #expect(
-      try await eventually(.seconds(20)) { (try? test.cli(["status"], bus: bus, dir: dir).status) == 0 })
+    try await waitUntil("the condition at this line", timeout: .seconds(20)) {
+      (try? test.cli(["status"], bus: bus, dir: dir).status) == 0
+    }
     #expect(try test.cli(["trip", "start", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
     #expect(
       try test.cli(
         ["trip", "events", "--trip-id", "t1", "-"], bus: bus, dir: dir, stdin: #"[{"type":"poison"}]"#
       ).status
         == 0)
-    #expect(try await eventually { backend.received().contains { $0.status == "422" } })
-    #expect(
-      try await eventually {
-        let doctor = try test.cli(
-          ["doctor", "--json", "--config", config, "--state-dir", dir], bus: bus, dir: dir)
-        let checks = (try? JSONValue.parse(Data(doctor.stdout.utf8)))?["checks"]?.arrayValue ?? []
-        return checks.contains {
-          $0["name"]?.stringValue == "dead letters" && $0["status"]?.stringValue == "warning"
-        }
-      })
+    try await waitUntil("the condition at this line") { backend.received().contains { $0.status == "422" } }
+    try await waitUntil("the condition at this line") {
+      let doctor = try test.cli(
+        ["doctor", "--json", "--config", config, "--state-dir", dir], bus: bus, dir: dir)
+      let checks = (try? JSONValue.parse(Data(doctor.stdout.utf8)))?["checks"]?.arrayValue ?? []
+      return checks.contains {
+        $0["name"]?.stringValue == "dead letters" && $0["status"]?.stringValue == "warning"
+      }
+    }
     let retried = try test.cli(["trip", "retry", "--trip-id", "t1"], bus: bus, dir: dir)
     #expect(retried.status == 0, "\(retried.stderr)")
     #expect(try JSONValue.parse(Data(retried.stdout.utf8))["delivered"]?.intValue == 1)

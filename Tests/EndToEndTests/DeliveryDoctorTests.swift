@@ -38,8 +38,9 @@ struct DeliveryDoctorTests {
         \(upload)
         """)
     let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: bus, log: dir + "/daemon.log")
-    #expect(
-      try await eventually(.seconds(20)) { (try? test.cli(["status"], bus: bus, dir: dir).status) == 0 })
+    try await waitUntil("the condition at this line", timeout: .seconds(20)) {
+      (try? test.cli(["status"], bus: bus, dir: dir).status) == 0
+    }
     let nothingYet = try #require(try doctorCheck(config, dir: dir, bus: bus))
     #expect(nothingYet["status"]?.stringValue == "ok")
     #expect(nothingYet["detail"]?.stringValue?.contains("nothing posted") == true, "\(nothingYet)")
@@ -53,7 +54,7 @@ struct DeliveryDoctorTests {
 
   /// Waits until doctor's "delivery" check is critical (three failures in a row) and returns it.
   func criticalDelivery(_ config: String, dir: String, bus: String) async throws -> JSONValue? {
-    _ = try await eventually(.seconds(60)) {
+    try await waitUntil("doctor's delivery check critical") {
       try doctorCheck(config, dir: dir, bus: bus)?["status"]?.stringValue == "critical"
     }
     return try doctorCheck(config, dir: dir, bus: bus)
@@ -96,15 +97,14 @@ struct DeliveryDoctorTests {
 
     // The right password: the client reconnects by itself and both batches go, in order.
     _ = try writeTokenFile("right-pass\n", to: password)
-    #expect(
-      try await eventually(.seconds(60)) { broker.messages().count >= 2 },
-      "\((try? upload(bus: bus, dir: dir)) ?? nil)")
+    try await waitUntil("\((try? upload(bus: bus, dir: dir)) ?? nil)", timeout: .seconds(60)) {
+      broker.messages().count >= 2
+    }
     #expect(
       broker.messages().compactMap { $0.payload["idempotencyKey"]?.stringValue } == ["t1#0", "t1#1"])
-    #expect(
-      try await eventually(.seconds(10)) {
-        try doctorCheck(config, dir: dir, bus: bus)?["status"] == .string("ok")
-      })
+    try await waitUntil("the condition at this line", timeout: .seconds(10)) {
+      try doctorCheck(config, dir: dir, bus: bus)?["status"] == .string("ok")
+    }
     let ok = try #require(try doctorCheck(config, dir: dir, bus: bus))
     #expect(ok["detail"]?.stringValue?.hasPrefix("2 batch(es) delivered to the MQTT broker") == true, "\(ok)")
     let delivering = try #require(try upload(bus: bus, dir: dir))
@@ -135,14 +135,13 @@ struct DeliveryDoctorTests {
     #expect(check["recommendation"]?.stringValue?.contains("[Upload] URL") == true)
 
     let backend = try FakeBackend(["--port", "\(port)"])
-    #expect(
-      try await eventually(.seconds(30)) { backend.received().filter { $0.status == "200" }.count >= 2 },
-      "\((try? upload(bus: bus, dir: dir)) ?? nil)")
+    try await waitUntil("\((try? upload(bus: bus, dir: dir)) ?? nil)", timeout: .seconds(30)) {
+      backend.received().filter { $0.status == "200" }.count >= 2
+    }
     #expect(backend.received().filter { $0.status == "200" }.compactMap(\.key) == ["t1#0", "t1#1"])
-    #expect(
-      try await eventually(.seconds(10)) {
-        try doctorCheck(config, dir: dir, bus: bus)?["status"] == .string("ok")
-      })
+    try await waitUntil("the condition at this line", timeout: .seconds(10)) {
+      try doctorCheck(config, dir: dir, bus: bus)?["status"] == .string("ok")
+    }
     let delivering = try #require(try upload(bus: bus, dir: dir))
     #expect(delivering["state"]?.stringValue == "delivering")
     #expect(delivering["delivered"]?.intValue == 2)

@@ -98,30 +98,27 @@ struct DiagnoseTests {
     let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: fixture.bus.address)
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
     let test = DaemonEndToEndTests()
-    #expect(
-      try await eventually(.seconds(20)) {
-        (try? test.cli(["status"], bus: fixture.bus.address, dir: dir).status) == 0
-      })
+    try await waitUntil("the condition at this line", timeout: .seconds(20)) {
+      (try? test.cli(["status"], bus: fixture.bus.address, dir: dir).status) == 0
+    }
     // A trip with a batch that fails to upload (nothing listens on port 9): a decision, a log line.
     let started = try test.cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir)
     #expect(started.status == 0, "\(started.stderr)")
     // With lateWindow 0 the trip takes the fallback on the next tick: a tagging decision.
-    #expect(
-      try await eventually {
-        let status = try JSONValue.parse(
-          Data(try test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir).stdout.utf8))
-        return status["trips"]?.arrayValue?.first?["deviceId"]?.stringValue == "DEPOT-1"
-      })
+    try await waitUntil("the condition at this line") {
+      let status = try JSONValue.parse(
+        Data(try test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir).stdout.utf8))
+      return status["trips"]?.arrayValue?.first?["deviceId"]?.stringValue == "DEPOT-1"
+    }
     // The daemon logs the failed G-Zone load (nothing listens on port 9) with its URL, redacted;
     // wait until that line is in the bundle.
     var (status, bundle) = try diagnose(bus: fixture.bus.address, dir: dir, config: config)
     // Whichever of the four requests fails first is named.
     let gzoneLine = try Regex(
       #"G-Zone load failed: https://<redacted>@127\.0\.0\.1:9/[a-z]+\?sig=<redacted>"#)
-    let deadline = ContinuousClock.now.advanced(by: .seconds(30))
-    while bundle.files["logs.txt"]?.contains(gzoneLine) != true, ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(500))
+    try await waitUntil("the G-Zone failure in logs.txt", poll: .milliseconds(500)) {
       (status, bundle) = try diagnose(bus: fixture.bus.address, dir: dir, config: config)
+      return bundle.files["logs.txt"]?.contains(gzoneLine) == true
     }
     #expect(status == 0)
     #expect(bundle.files["status.json"]?.contains("\"scanning\"") == true)

@@ -77,7 +77,7 @@ struct GZoneEndToEndTests {
 
     let (daemon, log) = try startDaemon(config: config, dir: dir, bus: bus)
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
-    #expect(try await eventually { log().contains("G-Zone: first load") }, "daemon log:\n\(log())")
+    try await waitUntil("daemon log:\n\(log())") { log().contains("G-Zone: first load") }
 
     let watcher = try Connection(.address(bus))
     defer { watcher.close() }
@@ -97,7 +97,7 @@ struct GZoneEndToEndTests {
     #expect(types.count == 8)
     #expect(types.contains("levelUp") && types.contains("currencyChanged"))
     #expect(refreshed.stdout.hasPrefix("{\"type\":"))
-    #expect(try await eventually { signals.withLock { $0.count } == 8 })
+    try await waitUntil("the condition at this line") { signals.withLock { $0.count } == 8 }
     let first = signals.withLock { $0.first } ?? []
     #expect(first.first?.string == types.first)
     #expect(try JSONValue.parse(Data((first.last?.string ?? "").utf8))["type"]?.stringValue == types.first)
@@ -113,9 +113,9 @@ struct GZoneEndToEndTests {
     await stop(daemon)
     let (restarted, restartedLog) = try startDaemon(config: config, dir: dir, bus: bus)
     defer { if restarted.isRunning { kill(restarted.processIdentifier, SIGKILL) } }
-    #expect(
-      try await eventually { restartedLog().contains("G-Zone: loaded (interval): 0 event(s)") },
-      "\(restartedLog())")
+    try await waitUntil("\(restartedLog())") {
+      restartedLog().contains("G-Zone: loaded (interval): 0 event(s)")
+    }
     #expect(!restartedLog().contains("G-Zone levelUp"))
     await stop(restarted)
 
@@ -123,8 +123,7 @@ struct GZoneEndToEndTests {
     try "[General]\nbackend = bluez\n".write(toFile: config, atomically: true, encoding: .utf8)
     let (plain, plainLog) = try startDaemon(config: config, dir: dir, bus: bus)
     defer { if plain.isRunning { kill(plain.processIdentifier, SIGKILL) } }
-    #expect(
-      try await eventually { (try? cli.cli(["status"], bus: bus, dir: dir))?.status == 0 }, "\(plainLog())")
+    try await waitUntil("\(plainLog())") { (try? cli.cli(["status"], bus: bus, dir: dir))?.status == 0 }
     let unconfigured = try cli.cli(["gzone", "refresh"], bus: bus, dir: dir)
     #expect(unconfigured.status == 1)
     #expect(unconfigured.stderr.contains("no G-Zone configured"), "\(unconfigured.stderr)")

@@ -108,7 +108,7 @@ struct IdentifierDoorTests {
         destination: "org.beaconbridge", path: "/org/beaconbridge", interface: "org.beaconbridge.Bridge1",
         member: MemberName(member), arguments)
     }
-    #expect(try await eventually { (try? await call("Status", [])) != nil }, "the daemon never answered")
+    try await waitUntil("the daemon never answered") { (try? await call("Status", [])) != nil }
 
     let uuid = try #require(UUID(uuidString: Self.uuid))
     let refusals: [(String, [DBusValue], String)] = [

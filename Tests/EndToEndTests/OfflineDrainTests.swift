@@ -39,10 +39,9 @@ struct OfflineDrainTests {
     let test = DaemonEndToEndTests()
     let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: fixture.bus.address)
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
-    #expect(
-      try await eventually(.seconds(20)) {
-        (try? test.cli(["status"], bus: fixture.bus.address, dir: dir).status) == 0
-      })
+    try await waitUntil("the condition at this line", timeout: .seconds(20)) {
+      (try? test.cli(["status"], bus: fixture.bus.address, dir: dir).status) == 0
+    }
     #expect(
       try test.cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir).status == 0)
     let count = 100
@@ -59,8 +58,9 @@ struct OfflineDrainTests {
 
     let backend = try FakeBackend(["--port", String(port), "--token", token])
     let back = ContinuousClock.now
-    #expect(
-      try await eventually(.seconds(120)) { backend.received().filter { $0.status == "200" }.count >= count })
+    try await waitUntil("the condition at this line", timeout: .seconds(120)) {
+      backend.received().filter { $0.status == "200" }.count >= count
+    }
     let elapsed = back.duration(to: .now)
     let sequence = backend.received().filter { $0.status == "200" }.compactMap {
       $0.body["sequence"]?.intValue

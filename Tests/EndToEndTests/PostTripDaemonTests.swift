@@ -45,8 +45,9 @@ struct PostTripDaemonTests {
 
     var daemon = try launchDaemon(config: config, stateDirectory: dir, bus: bus)
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
-    #expect(
-      try await eventually(.seconds(20)) { (try? test.cli(["status"], bus: bus, dir: dir).status) == 0 })
+    try await waitUntil("the condition at this line", timeout: .seconds(20)) {
+      (try? test.cli(["status"], bus: bus, dir: dir).status) == 0
+    }
     #expect(try test.cli(["trip", "start", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
     for n in 0..<5 {
       let sent = try test.cli(
@@ -55,7 +56,9 @@ struct PostTripDaemonTests {
       #expect(sent.status == 0)
     }
     // Tagged (the fallback, at once) and committed, but waiting: the backend has seen nothing.
-    #expect(try await eventually(.seconds(20)) { (try? status()).flatMap(waiting) == 5 })
+    try await waitUntil("the condition at this line", timeout: .seconds(20)) {
+      (try? status()).flatMap(waiting) == 5
+    }
     let before = try status()
     #expect(before["outbox"]?["undelivered"]?.intValue == 5)
     #expect(try test.cli(["status"], bus: bus, dir: dir).stdout.contains("5 waiting for the trip's end"))
@@ -68,16 +71,18 @@ struct PostTripDaemonTests {
     kill(daemon.processIdentifier, SIGKILL)
     #expect(await waitForExit(daemon))
     daemon = try launchDaemon(config: config, stateDirectory: dir, bus: bus)
-    #expect(
-      try await eventually(.seconds(20)) { (try? status()).flatMap(waiting) == 5 })
+    try await waitUntil("the condition at this line", timeout: .seconds(20)) {
+      (try? status()).flatMap(waiting) == 5
+    }
     #expect(backend.received().isEmpty)
     let more = try test.cli(
       ["trip", "events", "--trip-id", "t1", "-"], bus: bus, dir: dir, stdin: #"[{"type":"braking","n":5}]"#)
     #expect(more.status == 0)
 
     #expect(try test.cli(["trip", "end", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
-    #expect(
-      try await eventually(.seconds(30)) { backend.received().filter { $0.status == "200" }.count >= 6 })
+    try await waitUntil("the condition at this line", timeout: .seconds(30)) {
+      backend.received().filter { $0.status == "200" }.count >= 6
+    }
     let delivered = backend.received().filter { $0.status == "200" }
     #expect(delivered.compactMap { $0.body["sequence"]?.intValue } == [0, 1, 2, 3, 4, 5])
     #expect(delivered.compactMap(\.key) == (0..<6).map { "t1#\($0)" })

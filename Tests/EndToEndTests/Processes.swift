@@ -1,18 +1,24 @@
+import BeaconTestSupport
 import Foundation
+import Testing
 
 #if canImport(Glibc)
   import Glibc
 #endif
 
-/// Waits for a process to exit, at most `seconds`; SIGKILLs it after that and returns false.
+/// Waits for a process to exit, at most `seconds` (`waitUntil`: a timeout fails the test at the
+/// caller's line); SIGKILLs it after that and returns false.
 /// (Foundation's `waitUntilExit` would spin forever on a process that hangs.)
 @discardableResult
-func waitForExit(_ process: Process, seconds: Double = 30) async -> Bool {
-  let deadline = ContinuousClock.now.advanced(by: .seconds(seconds))
-  while process.isRunning, ContinuousClock.now < deadline {
-    try? await Task.sleep(for: .milliseconds(20))
-  }
-  if process.isRunning {
+func waitForExit(
+  _ process: Process, seconds: Double = 30, sourceLocation: SourceLocation = #_sourceLocation
+) async -> Bool {
+  do {
+    try await waitUntil(
+      "process \(process.processIdentifier) to exit", timeout: .seconds(seconds), poll: .milliseconds(20),
+      sourceLocation: sourceLocation
+    ) { !process.isRunning }
+  } catch {
     kill(process.processIdentifier, SIGKILL)
     process.waitUntilExit()
     return false

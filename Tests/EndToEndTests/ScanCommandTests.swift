@@ -45,18 +45,17 @@ struct ScanCommandTests {
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
     let (process, _, err) = try launch(["scan", "--json"], bus: fixture.bus.address)
-    let deadline = ContinuousClock.now.advanced(by: .seconds(20))
-    while try await !fixture.adapterCalls("hci0").contains("StartDiscovery"), ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(50))
+    try await waitUntil("StartDiscovery", timeout: .seconds(20), poll: .milliseconds(50)) {
+      try await fixture.adapterCalls("hci0").contains("StartDiscovery")
     }
     // At once: the scan may still be starting (StartDiscovery sent, its reply on the way).
     kill(process.processIdentifier, SIGINT)
     #expect(await waitForExit(process, seconds: 10), "SIGINT did not stop the scan")
     let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     #expect(process.terminationReason == .exit && process.terminationStatus == 0, "stderr: \(stderr)")
-    #expect(
-      try await eventually(.seconds(10)) { try await fixture.adapterCalls("hci0").contains("StopDiscovery") },
-      "stderr: \(stderr)")
+    try await waitUntil("stderr: \(stderr)", timeout: .seconds(10)) {
+      try await fixture.adapterCalls("hci0").contains("StopDiscovery")
+    }
   }
 
   @Test func scanJSONListsTheAdvertisedBeacon() async throws {
@@ -72,17 +71,13 @@ struct ScanCommandTests {
       collected.withLock { $0.append(chunk) }
     }
     // Wait until it scans, then advertise.
-    let deadline = ContinuousClock.now.advanced(by: .seconds(20))
-    while try await !fixture.adapterCalls("hci0").contains("StartDiscovery"), ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(50))
+    try await waitUntil("StartDiscovery", timeout: .seconds(20), poll: .milliseconds(50)) {
+      try await fixture.adapterCalls("hci0").contains("StartDiscovery")
     }
     let device = try await fixture.addDevice("hci0", beaconAddress.description)
     try await fixture.advertise(device, ["ManufacturerData": iBeaconManufacturerData(), "RSSI": .int16(-61)])
-    let seen = ContinuousClock.now.advanced(by: .seconds(30))
-    while !collected.withLock({ String(decoding: $0, as: UTF8.self) }).contains("beaconEntered"),
-      ContinuousClock.now < seen
-    {
-      try await Task.sleep(for: .milliseconds(50))
+    try await waitUntil("a beaconEntered line", timeout: .seconds(30), poll: .milliseconds(50)) {
+      collected.withLock { String(decoding: $0, as: UTF8.self) }.contains("beaconEntered")
     }
     kill(process.processIdentifier, SIGINT)
     #expect(await waitForExit(process), "process did not exit in time")
@@ -148,9 +143,8 @@ struct PairNearestTests {
     process.standardError = err
     process.standardOutput = Pipe()
     try process.run()
-    let deadline = ContinuousClock.now.advanced(by: .seconds(20))
-    while try await !fixture.adapterCalls("hci0").contains("StartDiscovery"), ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(50))
+    try await waitUntil("StartDiscovery", timeout: .seconds(20), poll: .milliseconds(50)) {
+      try await fixture.adapterCalls("hci0").contains("StartDiscovery")
     }
     let near = try await fixture.addDevice("hci0", "C0:FF:EE:00:00:07")
     let far = try await fixture.addDevice("hci0", "C0:FF:EE:00:00:09")

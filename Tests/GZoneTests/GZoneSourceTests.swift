@@ -105,13 +105,8 @@ import Testing
       inFlight.value.withLock { $0 += 1 }
       if payload == failing { throw GZoneError(.unreadable, origin: origin(of: payload), "HTTP 503") }
       do {
-        // 60 s: a hang guard; in the parallel suite a test can wait over 10 s for a thread.
-        let deadline = ContinuousClock.now + .seconds(60)
-        while inFlight.value.withLock({ $0 }) < 4 {
-          guard ContinuousClock.now < deadline else {
-            throw GZoneError(.unreadable, origin: "test", "not parallel")
-          }
-          try await Task.sleep(for: .milliseconds(5))
+        try await waitUntil("the four requests in flight at once", poll: .milliseconds(5)) {
+          inFlight.value.withLock { $0 } >= 4
         }
         if failing != nil { try await Task.sleep(for: .seconds(600)) }  // cancelled by the failure
       } catch is CancellationError {

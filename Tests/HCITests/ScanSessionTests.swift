@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconTestSupport
 import HCIParsing
 import Testing
 
@@ -146,10 +147,7 @@ import Testing
       #expect(!controller.sent.contains(disable))
     }
     // The stream is gone: its thread turns scanning off again.
-    for _ in 0..<200 where !controller.sent.contains(disable) {
-      try await Task.sleep(for: .milliseconds(10))
-    }
-    #expect(controller.sent.contains([0x01, 0x0C, 0x20, 0x02, 0x00, 0x00]))
+    try await waitUntil("LE Set Scan Enable (off) sent") { controller.sent.contains(disable) }
   }
 
   @Test func aFailedOpenEndsTheStreamWithTheError() async throws {
