@@ -1,4 +1,4 @@
-// The floor for `make bench` (issue 19, item 6): what reading BlueZ's signal stream costs on this
+// The floor for `make bench`: what reading BlueZ's signal stream costs on this
 // machine when nothing else is done with it.
 //
 //   bench-floor BUS_ADDRESS [BATCH_MS]

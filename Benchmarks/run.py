@@ -644,7 +644,7 @@ def write_report(args, raw, started):
         rate = statistics.median(r[f"{phase}.rate"] for r in peers)
         row(f"D-Bus {label} (achieved {rate:,.0f}/s): beaconbridge scan, CPU s per 100k ads", fmt(bb, " s", 1, 3))
         row(f"D-Bus {label}: bleak BleakScanner, CPU s per 100k ads", fmt(bl, " s", 1, 3))
-        goal = 20 if phase == "steady" else 5  # issue 19: ≥ 20× at 2,000/s, ≥ 5× flat out
+        goal = 20 if phase == "steady" else 5  # the goal: ≥ 20× at 2,000/s, ≥ 5× flat out
         row(f"D-Bus {label}: bleak ÷ beaconbridge (CPU ratio)", fmt(ratios, "×", 1, 1), f"≥ {goal}×",
             statistics.median(ratios) >= goal)
         if all(f"{phase}.floor.cpu100k" in r for r in peers):

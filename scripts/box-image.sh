@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The box tier's Debian 12 image (issue 15; run by scripts/test-box.sh).
+# The box tier's Debian 12 image (run by scripts/test-box.sh).
 #
 #   scripts/box-image.sh CACHE_DIR [PACKAGE...]
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Every subcommand against broken standard streams (issue 14; `make test-io`).
+"""Every subcommand against broken standard streams (`make test-io`).
 
 The subcommands are read from `beaconbridge --help` (the CLI's command table), so a new command
 cannot be forgotten: one without an entry in INVOCATIONS fails this check. Each runs, with a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the system files (issue 4): the unit's exposure and `verify` output, the sysusers entry,
+# Checks the system files: the unit's exposure and `verify` output, the sysusers entry,
 # the udev rule, the D-Bus policy on a private bus with the real daemon, `make install` and the
 # .deb. Prints one PASS/FAIL line per check and "N passed, N failed"; exits non-zero on a failure.
 #

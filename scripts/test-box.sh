@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make test-box`: the .deb on a real Debian 12 box, systemd as PID 1, in qemu (issue 15).
+# `make test-box`: the .deb on a real Debian 12 box, systemd as PID 1, in qemu.
 #
 #   scripts/test-box.sh build/beaconbridge_<version>_<arch>.deb    (make test-box builds it)
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make test-vm`: the real Linux Bluetooth stack in a VM (DESIGN §6 tier 4, issue 6).
+# `make test-vm`: the real Linux Bluetooth stack in a VM (docs/DESIGN.md, Tests, tier 4).
 #
 # Boots one VM (virtme-ng over qemu under TCG, Debian's kernel, the host's root read-only),
 # runs Tests/VM/guest.sh in it (hci_vhci, dbus-daemon, btvirt, bluetoothd, btmgmt add-adv

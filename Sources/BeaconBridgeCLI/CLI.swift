@@ -17,7 +17,7 @@ public protocol BridgeCommand: Sendable {
   func run(_ console: any Console) async -> Int32
 }
 
-/// Exit statuses (DESIGN §4).
+/// Exit statuses (docs/DESIGN.md, Contracts).
 public enum ExitStatus {
   public static let success: Int32 = 0
   public static let failure: Int32 = 1

@@ -16,7 +16,7 @@ public struct GZoneCommand: BridgeCommand {
     """
   public static let discussion = """
     A payload folder holds experience-levels.json, player.json, available-games.json and
-    game-rounds.json, each the raw JSON of its G-Zone request (DESIGN §4).
+    game-rounds.json, each the raw JSON of its G-Zone request (docs/DESIGN.md, Contracts).
 
       status    The derived state: available games, rounds in progress and completed, the
                 rewards of completed rounds, currency, the level with the next one and the

@@ -5,7 +5,7 @@ import Synchronization
 /// How the source hears advertisements.
 public enum ScanMode: String, Sendable, Hashable {
   /// Adapter1.StartDiscovery with `{Transport: le, DuplicateData: true}`. BlueZ reports about one
-  /// update per beacon per discovery window (~10 s; DESIGN §5 "Cadence").
+  /// update per beacon per discovery window (~10 s; docs/DESIGN.md, Behaviour "Cadence").
   case activeDiscovery
   /// AdvertisementMonitorManager1 with an `or_patterns` monitor for iBeacon frames: passive LE
   /// scanning, where the controller supports it (BlueZ ≥ 5.56 with the experimental monitor
@@ -39,8 +39,8 @@ public final class BlueZAdvertisementSource: AdvertisementSource {
   private let running = Activity()
 
   public struct Options: Sendable {
-    /// How long the D-Bus reader gathers messages before each pass (DESIGN §5, wake-ups). 50 ms
-    /// caps the source at 20 wake-ups a second at any advertisement rate.
+    /// How long the D-Bus reader gathers messages before each pass (docs/DESIGN.md, Behaviour,
+    /// wake-ups). 50 ms caps the source at 20 wake-ups a second at any advertisement rate.
     public var batchInterval: Duration = .milliseconds(50)
     /// Read BlueZ's signals from a socket of their own without libdbus (`SignalSocket`), which
     /// costs a fraction of libdbus's per-message work. Off, or where the bus address is not a

@@ -11,7 +11,7 @@ struct DeviceMirror: Sendable {
 
   /// Device `i` is `keys[i]` with `records[i]`; `slots` finds `i` by a seeded 64-bit form of the
   /// key (`BeaconIndex`, as presence files beacons). A `Dictionary` ran `Hasher` for every
-  /// update, about 250 instructions of an advertisement's path (callgrind, issue 19).
+  /// update, about 250 instructions of an advertisement's path (callgrind).
   private var keys: [DeviceKey] = []
   private var records: [DeviceRecord] = []
   private var slots = BeaconIndex()

@@ -148,7 +148,7 @@ struct DeviceUpdate: Sendable, Equatable {
 /// advertisement as the same message but for its serial and its RSSI. A message whose names
 /// `decode` has checked, and whose byte order, path and body equal the ones remembered for its
 /// slot but for the RSSI, decodes to what that one did with the new RSSI: the path and the
-/// manufacturer data are not read again (issue 19). Any other difference, or another device in
+/// manufacturer data are not read again. Any other difference, or another device in
 /// the slot, decodes in full. Neither the header's other fields (serial, sender) nor its names
 /// are kept: `decode` does not read the former, and checks the latter against constants.
 ///

@@ -98,7 +98,7 @@ extension DiscoverySession {
 
   /// A fast-decoded Device1 PropertiesChanged: RSSI, TxPower and ManufacturerData only.
   func handle(_ update: DeviceUpdate, emit: (consuming SourceEvent) -> Void) {
-    // `consume`: moved into the event, not copied and then destroyed (callgrind, issue 19).
+    // `consume`: moved into the event, not copied and then destroyed (callgrind).
     if let advertisement = mirror.apply(update, at: now) { emit(.sighting(consume advertisement)) }
   }
 

@@ -1,7 +1,7 @@
 import BeaconCore
 
 extension ScanBackend {
-  /// Presence defaults that suit the backend's cadence (DESIGN §5, "Cadence depends on the
+  /// Presence defaults that suit the backend's cadence (docs/DESIGN.md, Behaviour, "Cadence depends on the
   /// backend"). BlueZ active discovery reports a beacon about once per 10.24 s discovery window,
   /// sometimes missing windows, and removes the device itself about 30 s (TemporaryTimeout) after
   /// its last report: a 10 s exit would flap every beacon, so presence waits 45 s (or BlueZ's own

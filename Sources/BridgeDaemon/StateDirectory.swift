@@ -4,8 +4,8 @@ import FoundationEssentials
   import Glibc
 #endif
 
-/// Where the daemon keeps its store (DESIGN §4): `--state-dir`, else `BEACONBRIDGE_STATE_DIR`,
-/// else systemd's `STATE_DIRECTORY`, else `/var/lib/beaconbridge`.
+/// Where the daemon keeps its store (docs/DESIGN.md, Contracts): `--state-dir`, else
+/// `BEACONBRIDGE_STATE_DIR`, else systemd's `STATE_DIRECTORY`, else `/var/lib/beaconbridge`.
 public enum StateDirectory {
   public static let defaultPath = "/var/lib/beaconbridge"
 

@@ -17,7 +17,7 @@ import Synchronization
 ///   `poll(2)` on them plus a self-pipe (`wake()`), and on readiness reads everything the socket holds, then
 ///   dispatches every queued message in one go. Replies and signals found in that pass are handed
 ///   on together: signal subscribers receive one array per pass, not one wake-up per message
-///   (DESIGN §5, "Wake-ups dominate CPU").
+///   (docs/DESIGN.md, Behaviour, "Wake-ups dominate CPU").
 /// - Callers send from their own thread (`dbus_connection_send`). If the socket is full, libdbus
 ///   enables the write watch, which wakes the reader to flush it.
 /// - Only the reader thread closes and unrefs the `DBusConnection`, after its loop ends, so no

@@ -9,8 +9,8 @@ import Synchronization
 ///
 /// A scan's session and its consumer then run in the same pass as the read that fed them: the
 /// thread that frames a batch resumes the consumer, whose job is queued here and run before the
-/// thread waits again. No other thread wakes per batch (issue 19: each hand-over to the global
-/// pool cost about as much as a batch's own work).
+/// thread waits again. No other thread wakes per batch (each hand-over to the global pool
+/// costs about as much as a batch's own work).
 ///
 /// Jobs that arrive from other threads wake the reader through its pipe. Once the reader has
 /// stopped, jobs go to the global concurrent executor, so that a task still preferring it never

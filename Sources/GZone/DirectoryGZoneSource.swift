@@ -7,7 +7,7 @@ import FoundationEssentials
   import Musl
 #endif
 
-/// The payload folder of DESIGN §4: `experience-levels.json`, `player.json`,
+/// The payload folder of docs/DESIGN.md, Contracts: `experience-levels.json`, `player.json`,
 /// `available-games.json` and `game-rounds.json`, each the raw `rawResponse` of its request.
 /// For `gzone status` and `gzone diff`, and for tests.
 public struct DirectoryGZoneSource: GZoneSource {

@@ -10,7 +10,7 @@ public enum GZonePayload: String, CaseIterable, Hashable, Sendable {
   /// `getPlayerGameRounds(forPolicyNumber:)`: an array of objects with `endOn` and `rewards`.
   case gameRounds
 
-  /// The file name in a payload folder (DESIGN §4).
+  /// The file name in a payload folder (docs/DESIGN.md, Contracts).
   public var fileName: String {
     switch self {
     case .experienceLevels: "experience-levels.json"

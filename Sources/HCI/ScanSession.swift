@@ -17,7 +17,7 @@ public struct HCIScanConfiguration: Hashable, Sendable {
   /// busy; true listens to the running scan and leaves it as it was.
   public var joinRunningScan: Bool
   /// How long to let events queue between reads; 0 reads as soon as one arrives. Fewer
-  /// wake-ups at high advertisement rates (DESIGN §5).
+  /// wake-ups at high advertisement rates (docs/DESIGN.md, Behaviour).
   public var batchMilliseconds: Int
   /// How long to wait for a Command Complete.
   public var commandTimeoutMilliseconds: Int32
@@ -95,7 +95,7 @@ public final class ScanSession {
   }
 
   /// Chooses the command set, sets the parameters and enables scanning with duplicate filtering
-  /// off (every advertisement is reported, DESIGN §5).
+  /// off (every advertisement is reported, docs/DESIGN.md, Behaviour).
   public func start() throws(HCIScanError) {
     let problems = configuration.parameters.problems
     guard problems.isEmpty else {

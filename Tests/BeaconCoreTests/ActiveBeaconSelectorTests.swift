@@ -2,7 +2,7 @@ import BeaconCore
 import BeaconTestSupport
 import Testing
 
-/// The active-beacon rules of DESIGN §5, run through the real bridge on a virtual clock.
+/// The active-beacon rules of docs/DESIGN.md, Behaviour, run through the real bridge on a virtual clock.
 @Suite struct ActiveBeaconSelectorTests {
   func run(_ scenario: Scenario) async throws -> (EventLog, SimulationHost) {
     let log = EventLog()

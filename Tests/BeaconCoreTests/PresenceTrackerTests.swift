@@ -101,7 +101,7 @@ import Testing
     #expect(far.beacon(.iBeacon(Fixtures.vanBeacon))!.proximity == .far)
   }
 
-  /// DESIGN §5: a beacon at 1 Hz that loses 40% of its packets must not flap.
+  /// docs/DESIGN.md, Behaviour: a beacon at 1 Hz that loses 40% of its packets must not flap.
   @Test(arguments: Array(1...20) as [UInt64])
   func lossyBeaconDoesNotFlap(seed: UInt64) {
     var tracker = PresenceTracker()

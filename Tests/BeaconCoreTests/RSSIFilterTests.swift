@@ -9,8 +9,8 @@ import Testing
   import Darwin
 #endif
 
-/// RSSI smoothing (DESIGN §5): time-aware filters, Kalman by default, AltBeacon's running average
-/// and ARMA for parity.
+/// RSSI smoothing (docs/DESIGN.md, Behaviour): time-aware filters, Kalman by default, AltBeacon's
+/// running average and ARMA for parity.
 @Suite struct RSSIFilterTests {
   static let defaults = RSSISettings()
 

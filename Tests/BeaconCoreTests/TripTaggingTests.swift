@@ -2,8 +2,8 @@ import BeaconCore
 import BeaconTestSupport
 import Testing
 
-/// Trip start, the late window, the unresolved policy and tagging (DESIGN §5), through the real
-/// bridge on a virtual clock.
+/// Trip start, the late window, the unresolved policy and tagging (docs/DESIGN.md, Behaviour),
+/// through the real bridge on a virtual clock.
 @Suite struct TripTaggingTests {
   func vanBeacon(from: Double, until: Double, seed: UInt64 = 1, loss: Double = 0) -> [Scenario.Entry] {
     var g = SeededGenerator(seed: seed)

@@ -6,7 +6,7 @@ import DBus
 import DBusTestSupport
 import Testing
 
-/// Tier 2 (DESIGN §6): the source against python-dbusmock's bluez5 template on a private bus.
+/// Tier 2 (docs/DESIGN.md, Tests): the source against python-dbusmock's bluez5 template on a private bus.
 /// Each test has its own bus and mock, so tests run in parallel.
 @Suite(.timeLimit(.minutes(2)))
 struct BlueZSourceTests {

@@ -162,8 +162,8 @@ struct SignalTests {
     #expect(count == 0)
   }
 
-  /// DESIGN §5: drain the bus in batches. 2,000 signals sent flat out must arrive in far fewer
-  /// reader wake-ups and subscriber batches than messages.
+  /// docs/DESIGN.md, Behaviour: drain the bus in batches. 2,000 signals sent flat out must arrive
+  /// in far fewer reader wake-ups and subscriber batches than messages.
   /// Also run with no batch interval, to show what the interval buys (printed, see
   /// docs/dbus-notes.md).
   @Test(arguments: [0, 20])

@@ -72,7 +72,7 @@ final class NotifySocket: @unchecked Sendable {
   }
 }
 
-/// Tier 3 (DESIGN §6): the daemon end to end on a private bus with the dbusmock BlueZ.
+/// Tier 3 (docs/DESIGN.md, Tests): the daemon end to end on a private bus with the dbusmock BlueZ.
 @Suite(.tags(.process), .timeLimit(.minutes(5)))
 struct DaemonEndToEndTests {
   func cli(_ arguments: [String], bus: String, dir: String, stdin: String? = nil) throws -> ProcessRun {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The VM tier's guest side (DESIGN §6 tier 4; run by scripts/test-vm.sh inside the VM).
+# The VM tier's guest side (docs/DESIGN.md, Tests, tier 4; run by scripts/test-vm.sh inside the VM).
 #
 #   Tests/VM/guest.sh OUT BEACONBRIDGE
 #
@@ -9,7 +9,7 @@
 # (Tests/VM/check.py). The guest sees the host's root read-only; /tmp, /var and /run are
 # writable.
 #
-# btvirt's limits (DESIGN §6): RSSI is always 127 (invalid), and about one report reaches the
+# btvirt's limits (docs/DESIGN.md, Tests): RSSI is always 127 (invalid), and about one report reaches the
 # scanner per 10.24 s discovery window, so no step relies on a steady flow or on RSSI.
 set -u
 OUT=$1

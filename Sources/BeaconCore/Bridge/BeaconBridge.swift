@@ -41,7 +41,7 @@ public actor BeaconBridge {
   let journal: (any TripJournal)?
   /// Unchecked exclusivity: only the actor touches it, through synchronous calls that hold no
   /// closure back into the bridge, so accesses never overlap; the run-time check cost about 80
-  /// instructions per advertisement (callgrind, issue 19).
+  /// instructions per advertisement (callgrind).
   @exclusivity(unchecked) var pipeline: BeaconPipeline
   private(set) public var isArmed = false
   private var restored = false

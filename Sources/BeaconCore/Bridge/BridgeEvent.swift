@@ -56,7 +56,7 @@ public struct TimedBridgeEvent: Hashable, Sendable {
     self.event = event
   }
 
-  /// One line of `simulate`/`replay` output (DESIGN §4): `at` and `type` first, then the
+  /// One line of `simulate`/`replay` output (docs/DESIGN.md, Contracts): `at` and `type` first, then the
   /// event's fields in a fixed order.
   public var jsonLine: String {
     var fields: [(key: String, value: JSONValue)] = [

@@ -11,7 +11,7 @@ public struct BeaconIdentity: Hashable, Comparable, Sendable, CustomStringConver
   /// UUIDs. Stored this way rather than as a `UUID` because an identity is built for every
   /// advertisement heard and compared on every lookup: `UUID(uuid:)` is a call into Foundation
   /// with the 16 bytes passed one by one, and reading the bytes of a `UUID` back as words copied
-  /// them byte by byte (callgrind, issue 19). `uuid` builds the `UUID` when it is asked for.
+  /// them byte by byte (callgrind). `uuid` builds the `UUID` when it is asked for.
   var uuidLow: UInt64
   var uuidHigh: UInt64
   public var major: UInt16

@@ -276,8 +276,8 @@ public enum BeaconFrameParser {
       return .success(.eddystoneTLM(tlm))
     default:
       // EID (0x30), Google Find Hub (0x40, 0x41) and any other frame type under 0xFEAA: a frame
-      // of a known family that is not decoded here. Counted per kind, never rejected (issue 17:
-      // a vehicle full of such trackers must not flood the log with "malformed").
+      // of a known family that is not decoded here. Counted per kind, never rejected: a
+      // vehicle full of such trackers must not flood the log with "malformed").
       return .success(.ignored(IgnoredFrame(frameType: type)))
     }
   }

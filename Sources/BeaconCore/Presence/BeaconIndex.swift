@@ -1,7 +1,7 @@
 /// Where each tracked beacon's entry is, in a table of our own keyed by a 64-bit identity key
 /// (`BeaconID.indexKey`): presence looks a beacon up on every sighting, and a `Dictionary` keyed
 /// by `BeaconID` ran Swift's `Hasher` (SipHash) for each, about 400 instructions of the roughly
-/// 1,700 that parse + track cost (callgrind, issue 19).
+/// 1,700 that parse + track cost (callgrind).
 ///
 /// Open addressing with linear probing, at most half full, so that a lookup is one or two probes.
 /// A slot holds an entry's index and the key it was stored under; a key is only a hint, never the

@@ -8,8 +8,8 @@
 
 /// Presence settings; every number is a configuration key.
 public struct PresenceSettings: Hashable, Sendable {
-  /// A beacon exits when it has not been seen for this long (DESIGN §5: 10 s)… Backends whose
-  /// cadence is slower (BlueZ active discovery, about one report per 10.24 s window) use a larger
+  /// A beacon exits when it has not been seen for this long (docs/DESIGN.md, Behaviour: 10 s)…
+  /// Backends whose cadence is slower (BlueZ active discovery, about one report per 10.24 s window) use a larger
   /// value or rely on their own `lost` events.
   public var exitTimeout: Double = 10
   /// …and when, given the beacon's own advertising interval and packet loss as observed, the

@@ -1,4 +1,4 @@
-/// Active-beacon settings; every number is a configuration key (DESIGN §5).
+/// Active-beacon settings; every number is a configuration key (docs/DESIGN.md, Behaviour).
 public struct SelectorSettings: Hashable, Sendable {
   /// A candidate counts once it has been seen this many times…
   public var dwellSightings: Int = 2

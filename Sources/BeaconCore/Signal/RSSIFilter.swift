@@ -94,7 +94,7 @@ enum PresenceRSSIFilter: Sendable {
 /// RSSI settings; every number is a configuration key.
 public struct RSSISettings: Hashable, Sendable {
   public var filter: RSSIFilterKind = .kalman
-  /// Measurement noise, dB (DESIGN §5: σ ≈ 3 dB).
+  /// Measurement noise, dB (docs/DESIGN.md, Behaviour: σ ≈ 3 dB).
   public var kalmanMeasurementSigma: Double = 3
   /// How much the true RSSI may drift per second, dB². A walking person changes path loss by a
   /// few dB per second; 1 dB²/s keeps the filter responsive without following every fade.

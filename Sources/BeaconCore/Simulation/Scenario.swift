@@ -4,7 +4,7 @@
   import Foundation
 #endif
 
-/// A scenario file for `simulate` (DESIGN §4): configuration, pairings, and timed events on a
+/// A scenario file for `simulate` (docs/DESIGN.md, Contracts): configuration, pairings, and timed events on a
 /// virtual clock starting at 0.
 public struct Scenario: Sendable {
   public enum Action: Sendable {

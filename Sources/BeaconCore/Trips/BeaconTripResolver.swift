@@ -4,7 +4,7 @@
   import Foundation
 #endif
 
-/// What happens to a trip that no beacon resolved (DESIGN §5).
+/// What happens to a trip that no beacon resolved (docs/DESIGN.md, Behaviour).
 public enum UnresolvedPolicy: String, Hashable, Sendable, CaseIterable {
   /// Batches stay durable, flagged unresolved, until `trip assign` tags them.
   case hold

@@ -9,8 +9,8 @@ import Synchronization
 
 /// A wake-up that coalesces: any thread may `ring()`, one task `wait()`s. Rings while nobody
 /// waits are kept as one, so the next `wait()` returns at once. The daemon's services wait on
-/// one instead of waking on a period, so an idle daemon stays asleep (issue 19: at most one
-/// wake-up a second).
+/// one instead of waking on a period, so an idle daemon stays asleep (at most one wake-up a
+/// second).
 final class Doorbell: Sendable {
   private let state = Mutex<(rung: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
 
