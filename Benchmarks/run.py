@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
 """`make bench`: runs every benchmark side by side, prints one table, writes docs/PERFORMANCE.md.
 
+docs/PERFORMANCE.md is a reference: what is measured and how, the current table, how to
+reproduce it. Only the table between its markers is rewritten; a missing file is made from
+REFERENCE below. Notes on what a run found go to docs/performance-history.md or a commit message,
+not into PERFORMANCE.md, so that it stays the current state.
+
 Needs: a release-built beaconbridge and BeaconBench, the C emitter (Benchmarks/emitter.c), and a
 venv with bleak. Uses only the standard library itself (run it with /usr/bin/python3).
 
@@ -753,12 +758,33 @@ def write_report(args, raw, started):
         f"wall time, and peers ran side by side on the same stream.\n"))
 
 
+# The skeleton of docs/PERFORMANCE.md when there is none: the reference's sections, the table
+# between its markers.
+REFERENCE = """# Performance
+
+`make bench` measures beaconbridge against its peers (bleak) and the floor (a C program that only
+reads the same socket), prints one table and rewrites the table below. The raw figures of the
+last run are in `docs/performance-raw.json`; the history is in `docs/performance-history.md`.
+
+{begin}
+{end}
+
+## Goals
+
+## Method
+
+## Where the daemon's memory goes
+
+## How to reproduce
+"""
+
+
 def splice(path, table):
     """Replaces the text between the table markers in docs/PERFORMANCE.md (the prose stays)."""
     begin, end = "<!-- bench:table:begin -->", "<!-- bench:table:end -->"
-    text = open(path).read() if os.path.exists(path) else f"# Performance\n\n{begin}\n{end}\n"
+    text = open(path).read() if os.path.exists(path) else REFERENCE.format(begin=begin, end=end)
     if begin not in text:
-        text += f"\n{begin}\n{end}\n"
+        raise SystemExit(f"run.py: {path} has no {begin} marker: put it where the table goes")
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
     with open(path, "w") as f:

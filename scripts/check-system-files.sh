@@ -219,7 +219,7 @@ if [ -x "$daemon" ] && ! ldd "$daemon" | grep -Eq '/opt/swift|libcurl|libicu|lib
 else
   fail "the installed daemon executable: $(ls -l "$daemon" 2>&1; ldd "$daemon" 2>&1 | head -20)"
 fi
-# Linked as docs/PERFORMANCE.md says ("Where the daemon's memory goes", steps 6 to 8): libstdc++
+# Linked as docs/PERFORMANCE.md says ("Where the daemon's memory goes", the release link): libstdc++
 # static, no exported symbols, the functions it runs laid out first from a current list.
 exported=$(readelf --dyn-syms -W "$daemon" | awk 'NR > 3 && $7 != "UND" && ($5 == "GLOBAL" || $5 == "WEAK")' | wc -l)
 layout=$(python3 Benchmarks/code-order.py --check .build/release/beaconbridged 2>&1) && layout_ok=1 || layout_ok=0

@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconTestSupport
 import Foundation
 import GZone
 import Synchronization
