@@ -154,16 +154,19 @@ DEB := build/beaconbridge_$(VERSION)_$(DEB_ARCH).deb
 # --static-swift-stdlib: the binaries need no /opt/swift on the box.
 # -function-sections: every function in a section of its own, so that the linker can lay out the
 # functions the daemon runs side by side and the kernel maps fewer code pages
-# (docs/PERFORMANCE.md, "Where the daemon's memory goes"). lld links both binaries: the compile
-# flags are the same for both, so their modules are built once.
+# (docs/PERFORMANCE.md, "Where the daemon's memory goes"). -L: libstdc++ linked statically,
+# through the linker script packaging/link/libstdc++.so that `-lstdc++` finds first on this path
+# (a swiftc -L, which comes before the compiler's own library paths; an -Xlinker -L would come
+# after them and find the shared libstdc++). -Xswiftc flags reach every compile command, so both
+# binaries get the same ones (lld and static libstdc++ for the CLI too) and the modules are
+# compiled once for both.
 LINK_DIR := $(CURDIR)/packaging/link
 RELEASE_SWIFT := $(SWIFT) build -c release --static-swift-stdlib \
-  -Xswiftc -Xfrontend -Xswiftc -function-sections -Xswiftc -use-ld=lld
-# The daemon's link alone: the functions `make code-order` saw it run laid out first
-# (packaging/link/hot-functions.txt); libstdc++ linked statically, through the linker script
-# packaging/link/libstdc++.so that `-lstdc++` finds first on this path; no symbol exported;
-# relative relocations packed.
-DAEMON_LINK := -Xlinker --symbol-ordering-file=$(LINK_DIR)/hot-functions.txt -Xlinker -L$(LINK_DIR) \
+  -Xswiftc -Xfrontend -Xswiftc -function-sections -Xswiftc -use-ld=lld -Xswiftc -L$(LINK_DIR)
+# The daemon's link alone (-Xlinker flags reach only the link): the functions `make code-order`
+# saw it run laid out first (packaging/link/hot-functions.txt), no symbol exported, relative
+# relocations packed.
+DAEMON_LINK := -Xlinker --symbol-ordering-file=$(LINK_DIR)/hot-functions.txt \
   -Xlinker --no-export-dynamic -Xlinker -z -Xlinker pack-relative-relocs
 
 # The two release binaries, without the profile check (make code-order builds from a stale list).
