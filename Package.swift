@@ -65,7 +65,8 @@ let package = Package(
       ]
     ),
     // The daemon and the CLI as users run them: the real binary as a process, against a private
-    // bus, bluetoothd's stand-in and the fake backend. `make test-unit` runs them one at a time.
+    // bus, bluetoothd's stand-in and the fake backend. Tagged `.process`: `make test-process` runs
+    // them one at a time.
     .testTarget(
       name: "EndToEndTests",
       dependencies: [

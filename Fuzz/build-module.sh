@@ -1,32 +1,49 @@
 # Sourced by Fuzz/run.sh and Fuzz/run-hci.sh: builds the project's modules for a libFuzzer
 # harness without SwiftPM and without rewriting a source.
 #
-#   fuzz_module OUT NAME SOURCE...
+#   fuzz_module DIR NAME SOURCE...
 #
 # compiles SOURCE... as the module NAME, instrumented for libFuzzer and AddressSanitizer
-# (swiftc -sanitize=fuzzer,address -c: coverage without libFuzzer's main), into OUT/NAME.o and
-# OUT/NAME.swiftmodule, with -enable-testing so that the harness reaches the parsers' internal
-# API through `@testable import NAME`. Modules built earlier in OUT are importable (-I OUT), so
+# (swiftc -sanitize=fuzzer,address -c: coverage without libFuzzer's main), into DIR/NAME.o and
+# DIR/NAME.swiftmodule, with -enable-testing so that the harness reaches the parsers' internal
+# API through `@testable import NAME`. Modules built earlier in DIR are importable (-I DIR), so
 # `import BeaconCore` in GZone resolves to the real module. A harness that needs part of a module
 # (BridgeDaemon's configuration reader) gets a module of that name made of those files alone:
-# their imports and their callers' imports are the ones in Sources/.
+# their imports and their callers' imports are the ones in Sources/. A module is built again only
+# when its source list (DIR/NAME.sources), a source, another module of DIR or this file changed
+# since, so the targets that share BeaconCore build it once.
 #
-#   fuzz_link OUT HARNESS.swift EXECUTABLE
+#   fuzz_link DIR HARNESS.swift EXECUTABLE NAME...
 #
-# links the harness with every module in OUT and libFuzzer's main.
+# links the harness with the modules NAME... of DIR and libFuzzer's main.
 fuzz_module() {
-  local out=$1 name=$2
+  local dir=$1 name=$2
   shift 2
-  mkdir -p "$out"
+  mkdir -p "$dir"
+  local list inputs=("$@" "${BASH_SOURCE[0]}") other
+  list=$(printf '%s\n' "$@")
+  # The modules it may import count as inputs too.
+  for other in "$dir"/*.swiftmodule; do
+    [ -e "$other" ] && [ "$other" != "$dir/$name.swiftmodule" ] && inputs+=("$other")
+  done
+  if [ -f "$dir/$name.o" ] && [ "$(cat "$dir/$name.sources" 2>/dev/null)" = "$list" ] &&
+    [ -z "$(find "${inputs[@]}" -newer "$dir/$name.o" 2>/dev/null)" ]; then
+    return 0
+  fi
+  rm -f "$dir/$name.o" "$dir/$name.sources"
   swiftc -sanitize=fuzzer,address -parse-as-library -O -g -enable-testing -wmo -c \
-    -module-name "$name" -package-name beaconbridge -I "$out" \
-    -emit-module -emit-module-path "$out/$name.swiftmodule" \
-    "$@" -o "$out/$name.o"
+    -module-name "$name" -package-name beaconbridge -I "$dir" \
+    -emit-module -emit-module-path "$dir/$name.swiftmodule" \
+    "$@" -o "$dir/$name.o" &&
+    printf '%s\n' "$list" >"$dir/$name.sources"
 }
 
 fuzz_link() {
-  local out=$1 harness=$2 executable=$3
+  local dir=$1 harness=$2 executable=$3
+  shift 3
+  local objects=() name
+  for name in "$@"; do objects+=("$dir/$name.o"); done
   # lld: gold warns about every ASan helper symbol.
   swiftc -sanitize=fuzzer,address -parse-as-library -O -g -use-ld=lld -module-name FuzzHarness \
-    -package-name beaconbridge -I "$out" "$harness" "$out"/*.o -o "$executable"
+    -package-name beaconbridge -I "$dir" "$harness" "${objects[@]}" -o "$executable"
 }

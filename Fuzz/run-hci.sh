@@ -20,27 +20,35 @@ cd "$(dirname "$0")/.."
 target=${1:?usage: Fuzz/run-hci.sh hci-events|btsnoop|dbus-wire|scenario|keyfile|gzone-payload SECONDS}
 seconds=${2:-30}
 out=.build/fuzz/$target
-modules=$out/modules
-rm -rf "$modules"
+# The modules, shared by the targets: each is rebuilt only when its sources change. DBus and
+# BridgeDaemon are the parts of those modules the harnesses need, under their real names.
+modules=.build/fuzz/modules
 mkdir -p "$out/corpus" "$out/artifacts"
 build() {
+  local beaconCore gzone
+  beaconCore=$(find Sources/BeaconCore -name '*.swift' | sort)
+  gzone=$(find Sources/GZone -name '*.swift' | sort)
   case "$target" in
-    hci-events | btsnoop) fuzz_module "$modules" HCIParsing Sources/HCIParsing/*.swift ;;
+    hci-events | btsnoop) fuzz_module "$modules" HCIParsing Sources/HCIParsing/*.swift &&
+      fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" HCIParsing ;;
     # Message.swift asks libdbus whether a signature is valid; the harness links no libdbus, so
     # Fuzz/dbus-wire/Signature.swift stands in for it in the module.
     dbus-wire)
       fuzz_module "$modules" DBus Sources/DBus/Wire.swift Sources/DBus/WireValue.swift \
         Sources/DBus/DBusValue.swift Sources/DBus/Names.swift Sources/DBus/DBusError.swift \
-        Sources/DBus/CString.swift Fuzz/dbus-wire/Signature.swift ;;
-    scenario) fuzz_module "$modules" BeaconCore $(find Sources/BeaconCore -name '*.swift') ;;
-    gzone-payload) fuzz_module "$modules" BeaconCore $(find Sources/BeaconCore -name '*.swift') &&
-      fuzz_module "$modules" GZone $(find Sources/GZone -name '*.swift') ;;
-    keyfile) fuzz_module "$modules" BeaconCore $(find Sources/BeaconCore -name '*.swift') &&
-      fuzz_module "$modules" GZone $(find Sources/GZone -name '*.swift') &&
-      fuzz_module "$modules" BridgeDaemon $(find Sources/BridgeDaemon/Configuration -name '*.swift') \
-        Sources/BridgeDaemon/GZone/GZoneConfiguration.swift ;;
-  esac || return 1
-  fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz"
+        Sources/DBus/CString.swift Fuzz/dbus-wire/Signature.swift &&
+        fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" DBus ;;
+    scenario) fuzz_module "$modules" BeaconCore $beaconCore &&
+      fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore ;;
+    gzone-payload) fuzz_module "$modules" BeaconCore $beaconCore &&
+      fuzz_module "$modules" GZone $gzone &&
+      fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore GZone ;;
+    keyfile) fuzz_module "$modules" BeaconCore $beaconCore &&
+      fuzz_module "$modules" GZone $gzone &&
+      fuzz_module "$modules" BridgeDaemon $(find Sources/BridgeDaemon/Configuration -name '*.swift' | sort) \
+        Sources/BridgeDaemon/GZone/GZoneConfiguration.swift &&
+      fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore GZone BridgeDaemon ;;
+  esac
 }
 case "$target" in
   hci-events | btsnoop | dbus-wire | scenario | gzone-payload | keyfile) ;;

@@ -97,7 +97,9 @@ struct DeliveryDoctorTests {
 
     // The right password: the client reconnects by itself and both batches go, in order.
     _ = try writeTokenFile("right-pass\n", to: password)
-    try await waitUntil("\((try? upload(bus: bus, dir: dir)) ?? nil)", timeout: .seconds(60)) {
+    try await waitUntil(
+      "upload: \(String(describing: (try? upload(bus: bus, dir: dir)) ?? nil))", timeout: .seconds(60)
+    ) {
       broker.messages().count >= 2
     }
     #expect(
@@ -135,7 +137,9 @@ struct DeliveryDoctorTests {
     #expect(check["recommendation"]?.stringValue?.contains("[Upload] URL") == true)
 
     let backend = try FakeBackend(["--port", "\(port)"])
-    try await waitUntil("\((try? upload(bus: bus, dir: dir)) ?? nil)", timeout: .seconds(30)) {
+    try await waitUntil(
+      "upload: \(String(describing: (try? upload(bus: bus, dir: dir)) ?? nil))", timeout: .seconds(30)
+    ) {
       backend.received().filter { $0.status == "200" }.count >= 2
     }
     #expect(backend.received().filter { $0.status == "200" }.compactMap(\.key) == ["t1#0", "t1#1"])
