@@ -244,7 +244,7 @@ final class BridgeService: Service {
         let after = await tripJSON(bridge, tripId.rawValue)
         return .success([.string((after == .null ? before : after).compactText)])
       case BridgeServiceNames.Method.tripRetry:
-        // Dead letters go straight to the upload layer again (`Store.retryDeadLetters`).
+        // Dead letters go through the bridge's posting lane and upload state again.
         var trip: String?
         if let text = string(0), !text.isEmpty {
           switch Argument.tripID(text, "TripRetry takes (s tripId)") {
@@ -252,7 +252,7 @@ final class BridgeService: Service {
           case .failure(let error): return .failure(error)
           }
         }
-        let retried = try await store.retryDeadLetters(tripId: trip, post: host.postTripEventBatch)
+        let retried = try await store.retryDeadLetters(tripId: trip) { try await bridge.retryDeadLetter($0) }
         return .success([.string(retried.json.compactText)])
       case BridgeServiceNames.Method.tripAssign:
         let signature = "TripAssign takes (s tripId, s deviceId)"
