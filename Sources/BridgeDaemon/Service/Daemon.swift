@@ -104,7 +104,7 @@ public struct Daemon: Sendable {
       }
       api = try BridgeService(
         connection: bus, bridge: bridge, store: store,
-        context: BridgeServiceContext(scanStatus: scanStatus, paired: paired, gzone: gzone), host: host,
+        context: BridgeServiceContext(scanStatus: scanStatus, paired: paired, gzone: gzone),
         logger: logger, announcements: announcements)
     } catch {
       logger.log(
