@@ -91,7 +91,7 @@ public struct DiagnoseCommand: BridgeCommand {
       entries.append(
         Entry(
           name: "status.json", why: "the daemon's state (status --json)",
-          content: Data(status.compactText.utf8)))
+          content: Data(status.reply.compactText.utf8)))
     case .failure(let why):
       entries.append(Entry(name: "status.json", why: "the daemon's state", missing: why.reason))
     }

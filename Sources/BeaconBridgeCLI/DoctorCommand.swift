@@ -79,8 +79,8 @@ public struct DoctorCommand: BridgeCommand {
       }
     }
 
-    let status: Result<JSONValue, DoctorFacts.DaemonUnavailable>
-    do { status = .success(try await DaemonClient.json(BridgeServiceNames.Method.status)) } catch {
+    let status: Result<DaemonStatus, DoctorFacts.DaemonUnavailable>
+    do { status = .success(DaemonStatus(json: try await DaemonClient.json(BridgeServiceNames.Method.status))) } catch {
       status = .failure(DoctorFacts.DaemonUnavailable(error.description))
     }
 

@@ -33,89 +33,84 @@ public struct StatusCommand: BridgeCommand {
       console.out(redactor.redact(status.compactText) + "\n")
       return ExitStatus.success
     }
-    var out = "Scanning:      \(status["scanning"]?.stringValue ?? "no")\n"
-    let active = status["activeBeacon"]
-    if let active, active != .null {
-      out +=
-        "Active beacon: \(active["deviceId"]?.stringValue ?? "?") (\(active["uuid"]?.stringValue ?? "?") "
-      out += "\(active["major"]?.intValue ?? 0)/\(active["minor"]?.intValue ?? 0))\n"
-    } else {
-      out += "Active beacon: none\n"
-    }
-    let beacons = status["beaconsInRange"]?.arrayValue ?? []
-    out += "In range:      \(beacons.count) beacon(s)\n"
-    for b in beacons {
-      let identity =
-        b["uuid"]?.stringValue.map { "\($0) \(b["major"]?.intValue ?? 0)/\(b["minor"]?.intValue ?? 0)" }
-        ?? "?"
-      out +=
-        "  \(identity)  rssi \(b["smoothedRssi"]?.doubleValue.map { String($0) } ?? "?")  \(b["proximity"]?.stringValue ?? "")\n"
-    }
-    let paired = status["pairedBeacons"]?.arrayValue ?? []
-    out += "Paired beacons: \(paired.count) heard\n"
-    for b in paired {
-      out += "  \(b["deviceId"]?.stringValue ?? "?"): " + Self.health(b) + "\n"
-    }
-    if let ignored = status["ignoredFrames"]?.objectValue, !ignored.isEmpty {
-      out += "Ignored frames: "
-      out += ignored.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.intValue ?? 0)" }.joined(
-        separator: ", ")
-      out += "\n"
-    }
-    let trips = status["trips"]?.arrayValue ?? []
-    out += "Trips:         \(trips.count)\n"
-    for t in trips {
-      out += "  \(t["tripId"]?.stringValue ?? "?"): \(t["deviceId"]?.stringValue ?? "no device ID")"
-      out += " (\(t["resolution"]?.stringValue ?? "?")), \(t["heldBatches"]?.intValue ?? 0) held"
-      if let waiting = t["waitingForEnd"]?.intValue, waiting > 0 {
-        out += ", \(waiting) waiting for the trip's end"
-      }
-      out += "\n"
-    }
-    if let outbox = status["outbox"] {
-      out += "Outbox:        \(outbox["undelivered"]?.intValue ?? 0) undelivered, "
-      out +=
-        "\(outbox["deadLetters"]?.intValue ?? 0) dead letters, \(outbox["unresolvedTrips"]?.intValue ?? 0) unresolved trips\n"
-    }
-    if let upload = status["upload"] {
-      out += "Upload:        " + Self.upload(upload) + "\n"
-    }
-    console.out(redactor.redact(out))
+    console.out(redactor.redact(Self.text(DaemonStatus(json: status))))
     return ExitStatus.success
   }
 
+  /// The text form of the daemon's state.
+  static func text(_ status: DaemonStatus) -> String {
+    var out = "Scanning:      \(status.scanning ?? "no")\n"
+    if let active = status.activeBeacon {
+      let identity = active.identity
+      out += "Active beacon: \(active.deviceId) (\(identity.uuid ?? "?") "
+      out += "\(identity.major ?? 0)/\(identity.minor ?? 0))\n"
+    } else {
+      out += "Active beacon: none\n"
+    }
+    out += "In range:      \(status.beaconsInRange.count) beacon(s)\n"
+    for b in status.beaconsInRange {
+      out +=
+        "  \(b.identity.text ?? "?")  rssi \(b.smoothedRSSI.map { String($0) } ?? "?")  \(b.proximity ?? "")\n"
+    }
+    out += "Paired beacons: \(status.pairedBeacons.count) heard\n"
+    for b in status.pairedBeacons {
+      out += "  \(b.deviceId): " + health(b) + "\n"
+    }
+    if !status.ignoredFrames.isEmpty {
+      out += "Ignored frames: "
+      out += status.ignoredFrames.map { "\($0.reason) \($0.count)" }.joined(separator: ", ")
+      out += "\n"
+    }
+    out += "Trips:         \(status.trips.count)\n"
+    for t in status.trips {
+      out += "  \(t.tripId): \(t.deviceId ?? "no device ID")"
+      out += " (\(t.resolution)), \(t.heldBatches) held"
+      if t.waitingForEnd > 0 {
+        out += ", \(t.waitingForEnd) waiting for the trip's end"
+      }
+      out += "\n"
+    }
+    if let outbox = status.outbox {
+      out += "Outbox:        \(outbox.undelivered) undelivered, "
+      out += "\(outbox.deadLetters) dead letters, \(outbox.unresolvedTrips) unresolved trips\n"
+    }
+    if let upload = status.upload {
+      out += "Upload:        " + Self.upload(upload) + "\n"
+    }
+    return out
+  }
+
   /// How posting goes, on a line: delivering, idle, or failing with the sink's reason.
-  static func upload(_ u: JSONValue) -> String {
-    let delivered = u["delivered"]?.intValue ?? 0
-    switch u["state"]?.stringValue {
+  static func upload(_ u: DaemonStatus.Upload) -> String {
+    switch u.state {
     case "failing":
-      let retry = u["retryInSeconds"]?.doubleValue.map { ", next try in \(Int($0.rounded(.up))) s" } ?? ""
-      return "failing (\(u["consecutiveFailures"]?.intValue ?? 0) in a row\(retry)): "
-        + (u["lastError"]?.stringValue ?? "?")
+      let retry = u.retryInSeconds.map { ", next try in \(Int($0.rounded(.up))) s" } ?? ""
+      return "failing (\(u.consecutiveFailures) in a row\(retry)): " + (u.lastError ?? "?")
     case "delivering":
-      let ago = u["lastDeliveredAgoSeconds"]?.doubleValue.map { ", the last \(Int($0)) s ago" } ?? ""
-      return "delivering, \(delivered) batch(es) sent\(ago)"
+      let ago = u.lastDeliveredAgoSeconds.map { ", the last \(Int($0)) s ago" } ?? ""
+      return "delivering, \(u.delivered) batch(es) sent\(ago)"
     default:
       return "nothing posted yet"
     }
   }
 
-  /// One paired beacon's health on a line: last seen, signal, battery, temperature, uptime.
-  static func health(_ b: JSONValue) -> String {
+  /// One paired beacon's health on a line: last seen, signal, battery (with the daemon's low
+  /// verdict), temperature, uptime.
+  static func health(_ b: DaemonStatus.PairedBeacon) -> String {
     var parts: [String] = []
-    let ago = b["lastSeenAgoSeconds"]?.doubleValue.map { "seen \(Int($0)) s ago" } ?? "never seen"
-    parts.append(b["inRange"] == .bool(true) ? "in range, \(ago)" : "away, \(ago)")
-    if let rssi = b["smoothedRssi"]?.doubleValue { parts.append("rssi \(rssi)") }
-    if let loss = b["packetLoss"]?.doubleValue { parts.append("loss \(Int((loss * 100).rounded()))%") }
-    if let mv = b["batteryMv"]?.intValue {
-      let age = b["telemetryAgeSeconds"]?.doubleValue.map { " (\(Int($0)) s old)" } ?? ""
-      parts.append("battery \(mv) mV\(b["batteryLow"] == .bool(true) ? " LOW" : "")\(age)")
+    let ago = b.lastSeenAgoSeconds.map { "seen \(Int($0)) s ago" } ?? "never seen"
+    parts.append(b.inRange ? "in range, \(ago)" : "away, \(ago)")
+    if let rssi = b.smoothedRSSI { parts.append("rssi \(rssi)") }
+    if let loss = b.packetLoss { parts.append("loss \(Int((loss * 100).rounded()))%") }
+    if let mv = b.batteryMillivolts {
+      let age = b.telemetryAgeSeconds.map { " (\(Int($0)) s old)" } ?? ""
+      parts.append("battery \(mv) mV\(b.batteryLow ? " LOW" : "")\(age)")
     }
-    if let t = b["temperatureC"]?.doubleValue { parts.append("\(t) °C") }
-    if let up = b["uptimeSeconds"]?.doubleValue { parts.append("up \(Int(up)) s") }
-    if let count = b["advertisingCount"]?.intValue { parts.append("\(count) adverts") }
-    if let reboots = b["reboots"]?.intValue, reboots > 0 { parts.append("\(reboots) reboot(s)") }
-    if let url = b["url"]?.stringValue { parts.append(url) }
+    if let t = b.temperature { parts.append("\(t) °C") }
+    if let up = b.uptimeSeconds { parts.append("up \(Int(up)) s") }
+    if let count = b.advertisingCount { parts.append("\(count) adverts") }
+    if b.reboots > 0 { parts.append("\(b.reboots) reboot(s)") }
+    if let url = b.url { parts.append(url) }
     return parts.joined(separator: ", ")
   }
 }

@@ -1,11 +1,13 @@
-// libcurl's easy interface, as seen from Swift. Only BridgeDaemon's Upload/CurlClient.swift
-// imports this.
+// libcurl's easy interface, as seen from Swift, for BridgeDaemon's Upload/ files.
 //
-// libcurl is not linked: it is loaded with dlopen("libcurl.so.4") on the first request, so that
-// it and the TLS, Kerberos, LDAP and SSH libraries it pulls in (about 5 MB of RSS) stay out of a
-// daemon that has not uploaded yet. Every call goes through a bb_ wrapper over the symbol
-// dlsym found; bb_curl_load() must have succeeded first. curl_easy_setopt and curl_easy_getinfo
-// are variadic, which Swift cannot call: the typed wrappers are the only way in.
+// libcurl runs only in `beaconbridged --http-transfer`, the child that serves one HTTP request
+// (CurlTransferProcess.swift): the daemon spawns it so that libcurl and what it loads never map
+// into the daemon. The child is the daemon's own executable, so libcurl cannot be linked (a
+// -lcurl would be mapped and relocated in the daemon at every start, 5.4 MB measured,
+// docs/PERFORMANCE.md): the child loads it with dlopen("libcurl.so.4"). Every call goes through
+// a bb_ wrapper over the symbol dlsym found; bb_curl_load() must have succeeded first.
+// curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call: the typed
+// wrappers are the only way in.
 #ifndef CCURL_SHIM_H
 #define CCURL_SHIM_H
 
@@ -17,8 +19,6 @@
 #include <stddef.h>
 
 typedef size_t (*bb_curl_data_callback)(char *data, size_t size, size_t count, void *context);
-typedef int (*bb_curl_progress_callback)(void *context, curl_off_t dltotal, curl_off_t dlnow,
-                                         curl_off_t ultotal, curl_off_t ulnow);
 
 struct bb_curl_api {
   CURLcode (*global_init)(long);
@@ -114,10 +114,6 @@ static inline CURLcode bb_curl_set_write_callback(CURL *handle, bb_curl_data_cal
 
 static inline CURLcode bb_curl_set_header_callback(CURL *handle, bb_curl_data_callback callback) {
   return bb_curl_api()->easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
-}
-
-static inline CURLcode bb_curl_set_progress_callback(CURL *handle, bb_curl_progress_callback callback) {
-  return bb_curl_api()->easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
 }
 
 static inline CURLcode bb_curl_get_long(CURL *handle, CURLINFO info, long *value) {

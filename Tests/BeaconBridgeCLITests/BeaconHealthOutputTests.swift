@@ -3,6 +3,7 @@ import Testing
 
 @testable import BeaconBridgeCLI
 @testable import BeaconCore
+import BridgeDaemon
 
 /// Issue 17: the frame's own fields and the TLM in `scan`'s table and `status`'s text.
 @Suite struct BeaconHealthOutputTests {
@@ -55,13 +56,15 @@ import Testing
   }
 
   @Test func statusTextShowsThePairedBeaconsHealth() throws {
-    let line = StatusCommand.health(
-      .object([
-        "inRange": .bool(true), "lastSeenAgoSeconds": .double(3.2), "smoothedRssi": .double(-61.5),
-        "packetLoss": .double(0.25), "batteryMv": .int(2480), "batteryLow": .bool(true),
-        "telemetryAgeSeconds": .double(12), "temperatureC": .double(21.5), "uptimeSeconds": .double(10),
-        "advertisingCount": .int(256), "reboots": .int(1), "url": .string("https://example.com"),
-      ]))
+    let beacon = JSONValue.object([
+      "deviceId": .string("UNIT-0042"), "inRange": .bool(true), "lastSeenAgoSeconds": .double(3.2),
+      "smoothedRssi": .double(-61.5), "packetLoss": .double(0.25), "batteryMv": .int(2480),
+      "batteryLow": .bool(true), "telemetryAgeSeconds": .double(12), "temperatureC": .double(21.5),
+      "uptimeSeconds": .double(10), "advertisingCount": .int(256), "reboots": .int(1),
+      "url": .string("https://example.com"),
+    ])
+    let status = DaemonStatus(json: .object(["pairedBeacons": .array([beacon])]))
+    let line = StatusCommand.health(try #require(status.pairedBeacons.first))
     #expect(
       line
         == "in range, seen 3 s ago, rssi -61.5, loss 25%, battery 2480 mV LOW (12 s old), 21.5 °C, up 10 s, "

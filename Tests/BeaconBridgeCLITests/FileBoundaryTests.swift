@@ -43,7 +43,7 @@ struct FileBoundaryTests {
     let config = dir + "/beaconbridge.conf"
     try """
     [Upload]
-    URL = https://fleet:pa55word-x@127.0.0.1:9/trips?token=q-secret-1&sig=s1g-secret&x=1
+    URL = https://fleet:pa55word-x@127.0.0.1:9/trips?token=q-secret-1&sig=s1g-secret&page=1
     TokenFile = \(dir)/token
     """.write(toFile: config, atomically: true, encoding: .utf8)
     return config
@@ -62,8 +62,8 @@ struct FileBoundaryTests {
     let url = parsed["checks"]?.arrayValue?.first { $0["name"]?.stringValue == "backend URL" }
     #expect(
       url?["detail"]?.stringValue
-        == "https://<redacted>@127.0.0.1:9/trips?token=<redacted>&sig=<redacted>&x=1")
-    #expect(text.stdout.contains("https://<redacted>@127.0.0.1:9/trips?token=<redacted>&sig=<redacted>&x=1"))
+        == "https://<redacted>@127.0.0.1:9/trips?token=<redacted>&sig=<redacted>&page=1")
+    #expect(text.stdout.contains("https://<redacted>@127.0.0.1:9/trips?token=<redacted>&sig=<redacted>&page=1"))
 
     let bundle = dir + "/bundle.tar.gz"
     let diagnose = try run(["diagnose", "--export", bundle, "--config", config, "--state-dir", state])

@@ -116,6 +116,31 @@ import Testing
     #expect(log.count("batchDeadLettered") == 1)
   }
 
+  /// `trip retry`'s path: a dead letter posted again goes through the bridge's host and counts in
+  /// the same upload state as the queue's posts (a failure is a failure in `status`, a delivery
+  /// a delivery), never past it.
+  @Test func aRetriedDeadLetterCountsInTheUploadState() async throws {
+    var configuration = BridgeConfiguration()
+    configuration.trips.configuredDeviceId = "SERIAL-1"
+    let host = RecordingHost(configuration: configuration)
+    let log = EventLog()
+    let bridge = BeaconBridge(host: host, clock: TestClock(), journal: MemoryJournal(), observer: log.observer)
+    try await bridge.start()
+    let letter = TaggedTripBatch(
+      batch: TripEventBatch(tripId: "t9", sequence: 0, events: [Fixtures.event("braking", at: 1)], receivedAt: .zero),
+      deviceId: "SERIAL-1", resolution: .configured(deviceId: "SERIAL-1"))
+    host.failPosts(1)
+    await #expect(throws: RecordingHost.PostFailure.self) { try await bridge.retryDeadLetter(letter) }
+    var upload = await bridge.status.upload
+    #expect(upload.consecutiveFailures == 1 && upload.lastError == "backend unavailable (injected)")
+    #expect(upload.delivered == 0 && host.posted.isEmpty)
+    try await bridge.retryDeadLetter(letter)
+    upload = await bridge.status.upload
+    #expect(upload.delivered == 1 && upload.consecutiveFailures == 0 && upload.lastError == nil)
+    #expect(host.posted.map(\.idempotencyKey) == ["t9#0"])
+    #expect(log.count("batchPosted") == 1)
+  }
+
   @Test func resolutionSurvivesAsJSON() throws {
     let snapshot = BeaconSnapshot(
       id: .iBeacon(Fixtures.vanBeacon), deviceId: "UNIT-0042", label: "van 7", smoothedRSSI: -61.5,

@@ -98,10 +98,30 @@ def lines(text, pattern):
     return [l for l in (text or "").splitlines() if re.search(pattern, l)]
 
 
+# A start that did not go cleanly, in the unit's journal: the bus refused the name (the policy
+# was not loaded yet), the daemon exited with a failure, or systemd scheduled a restart.
+START_FAILURE = (r"not allowed to own|cannot own org\.beaconbridge|not starting|"
+                 r"Main process exited, code=(exited|killed|dumped), status=[1-9]|Failed with result|"
+                 r"Scheduled restart job|Start request repeated too quickly|Failed to start")
+
+
+def started_cleanly(s, step, exit_key, active_key, restarts_key, journal_name):
+    """One install, upgrade or reinstall: dpkg succeeded, the unit is active, systemd restarted
+    it 0 times, and its journal over the step holds no failed start."""
+    s.need(fact(exit_key) == "0", f"{step}: exit {fact(exit_key)}")
+    s.need(fact(active_key) == "1", f"{step}: the unit is not active")
+    s.need(fact(restarts_key) == "0", f"{step}: NRestarts={fact(restarts_key)}, not 0 ({journal_name})")
+    journal = read(journal_name)
+    if s.need(journal is not None, f"{step}: no journal ({journal_name})"):
+        failures = lines(journal, START_FAILURE)
+        s.need(not failures, f"{step}: {len(failures)} failure lines in {journal_name}, first: "
+               f"{failures[0].strip() if failures else ''}")
+
 
 # 1. -------------------------------------------------------------------------------------------
 s = Scenario(1, "install, boot with no adapter: active, STATUS= waits, doctor says why")
 s.need(fact("s0.install_exit") == "0", f"apt-get install ./deb exit {fact('s0.install_exit')} (s0-install.txt)")
+started_cleanly(s, "install", "s0.install_exit", "s0.active_after_install", "s0.nrestarts", "s0-journal.txt")
 s0 = show("s0-show.txt") or {}
 s.need(s0.get("UnitFileState") == "enabled", f"after install UnitFileState={s0.get('UnitFileState')}")
 s.need("bluetooth" in (read("s0-id.txt") or ""), "user beaconbridge is not in group bluetooth")
@@ -266,6 +286,10 @@ s.need(fact("s11.conf_kept") == "1", "the conffile is gone after remove")
 s.need(fact("s11.removed_load_state") == "not-found", f"unit LoadState={fact('s11.removed_load_state')} after remove")
 s.need(fact("s11.reinstall_exit") == "0", f"reinstall exit {fact('s11.reinstall_exit')}")
 s.need(fact("s11.active_after_reinstall") == "1", "not active after reinstall")
+started_cleanly(s, "upgrade", "s11.upgrade_exit", "s11.active_after_upgrade", "s11.upgrade_restarts",
+                "s11-upgrade-journal.txt")
+started_cleanly(s, "reinstall", "s11.reinstall_exit", "s11.active_after_reinstall", "s11.reinstall_nrestarts",
+                "s11-reinstall-journal.txt")
 
 
 def waiting(name):

@@ -114,9 +114,17 @@ if [ ! -f "$PHASE_FILE" ]; then
   systemd-analyze >"$OUT/boot1-analyze.txt" 2>&1
   # Install: apt-get with no network, the Depends already in the image.
   start=$(now)
+  c=$(cursor)
   apt-get install -y "$deb" >"$OUT/s0-install.txt" 2>&1
   fact s0.install_exit $?
   fact s0.install_seconds "$(since "$start")"
+  # The first start must succeed: active (READY=1) with no automatic restart before it, and no
+  # failure in the unit's journal (a start before dbus loads the policy fails, and systemd
+  # restarts the unit 5 s later: NRestarts=1).
+  wait_for 60 active
+  fact s0.active_after_install "$(active && echo 1 || echo 0)"
+  fact s0.nrestarts "$(prop NRestarts)"
+  journal_since "$c" >"$OUT/s0-journal.txt"
   id beaconbridge >"$OUT/s0-id.txt" 2>&1
   show s0-show.txt
   ls -l /sys/class/bluetooth >"$OUT/s0-adapters.txt" 2>&1
@@ -372,6 +380,17 @@ beaconbridge pairs --json >"$OUT/s11-pairs-before.json" 2>&1
 ls -la /var/lib/beaconbridge >"$OUT/s11-state-before.txt" 2>&1
 find /var/lib/beaconbridge -ls >"$OUT/s11-state-files.txt" 2>&1
 beaconbridge status --json >"$OUT/s11-status-before.json" 2>&1
+# Upgrade: the same package over itself takes dpkg's upgrade path (prerm upgrade, postinst
+# configure with the old version: a restart); the restart must not fail either.
+c=$(cursor)
+pid=$(prop MainPID)
+n=$(prop NRestarts)
+dpkg -i "$deb" >"$OUT/s11-upgrade.txt" 2>&1
+fact s11.upgrade_exit $?
+wait_for 60 new_main_pid "$pid"
+fact s11.active_after_upgrade "$(active && echo 1 || echo 0)"
+fact s11.upgrade_restarts "$(($(prop NRestarts) - n))"
+journal_since "$c" >"$OUT/s11-upgrade-journal.txt"
 apt-get remove -y beaconbridge >"$OUT/s11-remove.txt" 2>&1
 fact s11.remove_exit $?
 ls -la /var/lib/beaconbridge >"$OUT/s11-after-remove-state.txt" 2>&1
@@ -380,10 +399,14 @@ fact s11.conf_kept "$([ -f "$CONF" ] && echo 1 || echo 0)"
 fact s11.dangling_wants "$([ -L /etc/systemd/system/multi-user.target.wants/beaconbridge.service ] &&
   [ ! -e /etc/systemd/system/multi-user.target.wants/beaconbridge.service ] && echo 1 || echo 0)"
 fact s11.removed_load_state "$(prop LoadState)"
+c=$(cursor)
 apt-get install -y "$deb" >"$OUT/s11-reinstall.txt" 2>&1
 fact s11.reinstall_exit $?
 wait_for 60 active
 fact s11.active_after_reinstall "$(active && echo 1 || echo 0)"
+# The unit was unloaded by remove: its restart count starts again from 0.
+fact s11.reinstall_nrestarts "$(prop NRestarts)"
+journal_since "$c" >"$OUT/s11-reinstall-journal.txt"
 beaconbridge pairs --json >"$OUT/s11-pairs-after.json" 2>&1
 beaconbridge status --json >"$OUT/s11-status-after.json" 2>&1
 apt-get purge -y beaconbridge >"$OUT/s11-purge.txt" 2>&1

@@ -36,7 +36,12 @@ import Testing
       configPath: "/etc/beaconbridge/beaconbridge.conf", configuration: configuration,
       stateDirectory: "/var/lib/x",
       stateDirectoryProblem: stateProblem, store: .success(("ok", outbox)), freeBytes: free, bluez: bluez,
-      daemon: daemon, tokenFiles: tokenFiles, isRoot: true)
+      daemon: daemon.map(DaemonStatus.init(json:)), tokenFiles: tokenFiles, isRoot: true)
+  }
+
+  /// The delivery check from the daemon's `upload` object, read as the CLI reads it.
+  func delivery(_ upload: JSONValue, mqtt: Bool) -> HealthCheck? {
+    Doctor.delivery(DaemonStatus(json: .object(["upload": upload])).upload, mqtt: mqtt)
   }
 
   func status(_ report: HealthReport, _ name: String) -> HealthCheck.Status? {
@@ -135,7 +140,7 @@ import Testing
       "lastError": .string("not sent: the broker refused the connection: Not authorized"),
       "retryInSeconds": .double(4),
     ])
-    let check = try #require(Doctor.delivery(upload, mqtt: mqtt))
+    let check = try #require(delivery(upload, mqtt: mqtt))
     #expect(check.status == expected)
     #expect(check.detail.contains("the last \(failures) post(s) to \(sink) failed"))
     #expect(check.detail.contains("Not authorized"))
@@ -145,15 +150,15 @@ import Testing
 
   @Test func aDeliveringOrIdleSinkIsOKAndOldDaemonsAddNoCheck() throws {
     let delivering = try #require(
-      Doctor.delivery(
+      delivery(
         .object([
           "state": .string("delivering"), "delivered": .int(12), "lastDeliveredAgoSeconds": .double(3),
         ]),
         mqtt: false))
     #expect(delivering.status == .ok)
     #expect(delivering.detail == "12 batch(es) delivered to the backend, the last 3 s ago")
-    #expect(Doctor.delivery(.object(["state": .string("idle")]), mqtt: true)?.status == .ok)
-    #expect(Doctor.delivery(.object([:]), mqtt: false) == nil)
+    #expect(delivery(.object(["state": .string("idle")]), mqtt: true)?.status == .ok)
+    #expect(delivery(.object([:]), mqtt: false) == nil)
     // Through evaluate: the daemon's status carries it.
     let report = Doctor.evaluate(
       facts(
@@ -193,14 +198,14 @@ import Testing
   @Test func reportIsRedacted() {
     var f = facts(
       daemon: .failure(.init("the daemon said: t0k-from-file is wrong")),
-      uploadURL: "https://fleet:pa55word-x@backend.example/trips?token=q-secret-1&sig=s1g-secret&x=1")
+      uploadURL: "https://fleet:pa55word-x@backend.example/trips?token=q-secret-1&sig=s1g-secret&page=1")
     f.redactor = Redactor(secrets: ["t0k-from-file"])
     let report = Doctor.evaluate(f)
     for output in [report.text, report.json.compactText] {
       for secret in ["pa55word-x", "q-secret-1", "s1g-secret", "t0k-from-file", "fleet:"] {
         #expect(!output.contains(secret), "\(secret) in \(output)")
       }
-      #expect(output.contains("https://<redacted>@backend.example/trips?token=<redacted>&sig=<redacted>&x=1"))
+      #expect(output.contains("https://<redacted>@backend.example/trips?token=<redacted>&sig=<redacted>&page=1"))
     }
   }
 
@@ -226,16 +231,31 @@ import Testing
     #expect(report.overall == .ok)
   }
 
-  @Test func lowBatteryWarnsAtTheConfiguredThreshold() throws {
-    let report = Doctor.evaluate(facts(daemon: withPaired(["batteryMv": .int(2490)])))
+  /// The battery verdict is the daemon's (`BeaconHealth`, with its hysteresis), never judged
+  /// again from the millivolts: a cell the daemon still holds low at 2530 mV (inside the
+  /// hysteresis) warns, and 2490 mV the daemon does not call low does not. The wording names the
+  /// configured threshold.
+  @Test func lowBatteryIsTheDaemonsVerdict() throws {
+    let report = Doctor.evaluate(facts(daemon: withPaired(["batteryMv": .int(2530), "batteryLow": .bool(true)])))
     #expect(status(report, "beacon battery") == .warning, "\(report.text)")
-    #expect(report.text.contains("UNIT-0042 (van 7): battery 2490 mV, below 2500 mV"), "\(report.text)")
+    #expect(report.text.contains("UNIT-0042 (van 7): battery 2530 mV, below 2500 mV"), "\(report.text)")
     #expect(report.exitStatus == 2)
-    // The threshold is [Health] lowBatteryMillivolts.
+    let notLow = Doctor.evaluate(facts(daemon: withPaired(["batteryMv": .int(2490), "batteryLow": .bool(false)])))
+    #expect(status(notLow, "beacon battery") == nil, "\(notLow.text)")
     let lower = try DaemonConfiguration.parse("[Health]\nlowBatteryMillivolts = 2400\n", file: "test.conf")
-    let relaxed = Doctor.evaluate(
-      facts(config: .success(lower), daemon: withPaired(["batteryMv": .int(2490)])))
-    #expect(status(relaxed, "beacon battery") == nil, "\(relaxed.text)")
+    let worded = Doctor.evaluate(
+      facts(config: .success(lower), daemon: withPaired(["batteryMv": .int(2390), "batteryLow": .bool(true)])))
+    #expect(worded.text.contains("battery 2390 mV, below 2400 mV"), "\(worded.text)")
+  }
+
+  /// The same hysteresis, end to end: `BeaconHealthBook` decides, the daemon's status JSON
+  /// carries it, and doctor warns exactly while the book says low.
+  @Test func theBatteryHysteresisReachesDoctor() throws {
+    var health = BeaconHealth()
+    health.batteryLow = true
+    let fields = Dictionary(uniqueKeysWithValues: health.jsonFields(now: Timestamp(seconds: 0)).map { ($0.key, $0.value) })
+    let report = Doctor.evaluate(facts(daemon: withPaired(fields.merging(["batteryMv": .int(2520)]) { $1 })))
+    #expect(status(report, "beacon battery") == .warning, "\(report.text)")
   }
 
   @Test func silentAndRebootedBeaconsWarn() throws {
@@ -244,7 +264,7 @@ import Testing
       facts(
         config: .success(config),
         daemon: withPaired([
-          "inRange": .bool(false), "lastSeenAgoSeconds": .double(75), "reboots": .int(2),
+          "inRange": .bool(false), "lastSeenAgoSeconds": .double(75), "silent": .bool(true), "reboots": .int(2),
           "lastRebootAgoSeconds": .double(300),
         ])))
     #expect(status(report, "beacon silent") == .warning, "\(report.text)")

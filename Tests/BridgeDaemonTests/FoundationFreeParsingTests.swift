@@ -17,7 +17,7 @@ import Testing
     formatter.timeZone = TimeZone(identifier: "GMT")
     formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
     let expected = try #require(formatter.date(from: text))
-    #expect(HTTPUploader.parseHTTPDate(text) == expected)
+    #expect(RetryAfter.parseHTTPDate(text) == expected)
   }
 
   @Test(arguments: [
@@ -25,13 +25,13 @@ import Testing
     "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994 25:49:37 GMT", "soon",
   ])
   func notHTTPDates(_ text: String) {
-    #expect(HTTPUploader.parseHTTPDate(text) == nil)
+    #expect(RetryAfter.parseHTTPDate(text) == nil)
   }
 
   @Test func retryAfterInTheFutureIsCappedAndInThePastIsZero() {
-    #expect(HTTPUploader.parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT") == 0)
-    #expect(HTTPUploader.parseRetryAfter("Fri, 01 Jan 2100 00:00:00 GMT") == 3600)
-    #expect(HTTPUploader.parseRetryAfter(" 12 ") == 12)
+    #expect(RetryAfter.parse("Sun, 06 Nov 1994 08:49:37 GMT") == 0)
+    #expect(RetryAfter.parse("Fri, 01 Jan 2100 00:00:00 GMT") == 3600)
+    #expect(RetryAfter.parse(" 12 ") == 12)
   }
 
   @Test(

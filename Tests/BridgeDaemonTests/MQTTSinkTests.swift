@@ -11,6 +11,21 @@ import Testing
 
 /// The MQTT sink (libmosquitto, MQTT 5, QoS 1) against a real Mosquitto broker on loopback.
 @Suite(.tags(.process), .serialized, .timeLimit(.minutes(3))) struct MQTTSinkTests {
+  /// One sink per settings, as the daemon's `UploadSinks` keeps one per configuration: the same
+  /// settings reuse the sink (and its connection), changed ones stop it and make a new one.
+  final class Sinks: @unchecked Sendable {
+    private var current: MQTTSink?
+    func post(_ batch: TaggedTripBatch, _ settings: MQTTSettings) async throws {
+      if current?.settings != settings {
+        current?.stop()
+        current = MQTTSink(settings)
+      }
+      try await current!.post(batch)
+    }
+    deinit { current?.stop() }
+  }
+  let sinks = Sinks()
+
   func batch(_ sequence: Int, trip: String = "mq") -> TaggedTripBatch {
     TaggedTripBatch(
       batch: TripEventBatch(
@@ -34,7 +49,7 @@ import Testing
       poll: .milliseconds(200)
     ) {
       do {
-        try await MQTTUploader.post(batch, settings: settings)
+        try await sinks.post(batch, settings)
         return true
       } catch let failure as RetryablePostFailure {
         last = failure
@@ -52,7 +67,7 @@ import Testing
     try broker.subscribe()
     let settings = settings(broker)
     let start = ContinuousClock.now
-    for n in 0..<3 { try await MQTTUploader.post(batch(n), settings: settings) }
+    for n in 0..<3 { try await sinks.post(batch(n), settings) }
     print("MQTT: 3 batches published and acknowledged in \(ContinuousClock.now - start)")
     try await waitUntil("\(broker.log)") { keys(broker).count >= 3 }
     let messages = broker.messages()
@@ -71,14 +86,14 @@ import Testing
     let broker = try MosquittoBroker()
     try broker.subscribe()
     let settings = settings(broker)
-    for n in 0..<3 { try await MQTTUploader.post(batch(n), settings: settings) }
+    for n in 0..<3 { try await sinks.post(batch(n), settings) }
     // A broker killed with -9 may lose what it acknowledged but had not yet forwarded or saved
     // (its promise, not ours): kill it once the subscriber has those.
     try await waitUntil("the condition at this line") { keys(broker).count >= 3 }
     broker.kill()
     let start = ContinuousClock.now
     do {
-      try await MQTTUploader.post(batch(3), settings: settings)
+      try await sinks.post(batch(3), settings)
       Issue.record("posted to a dead broker")
     } catch let failure as RetryablePostFailure {
       #expect(failure.reason.contains("not connected"), "\(failure.reason)")
@@ -99,7 +114,7 @@ import Testing
     settings.username = "bridge"
     settings.passwordFile = try writeTokenFile("wrong-pass\n", to: probe + "/wrong")
     do {
-      try await MQTTUploader.post(batch(0), settings: settings)
+      try await sinks.post(batch(0), settings)
       Issue.record("posted with refused credentials")
     } catch let failure as RetryablePostFailure {
       #expect(failure.reason.contains("refused the connection"), "\(failure.reason)")
@@ -133,9 +148,61 @@ import Testing
     settings.tlsFiles = TLSFiles(caFile: pki.ca)
     settings.clientId += "-nocert"
     await #expect(throws: RetryablePostFailure.self) {
-      try await MQTTUploader.post(batch(1), settings: settings)
+      try await sinks.post(batch(1), settings)
     }
     #expect(keys(broker) == ["mq#0"])
+  }
+
+  /// Each sink owns its client: two sinks with their own client IDs are connected at once and
+  /// both deliver, and stopping one leaves the other publishing.
+  @Test func eachSinkOwnsItsClient() async throws {
+    let broker = try MosquittoBroker()
+    try broker.subscribe()
+    var first = settings(broker)
+    first.clientId += "-a"
+    var second = settings(broker)
+    second.clientId += "-b"
+    let a = MQTTSink(first)
+    let b = MQTTSink(second)
+    try await a.post(batch(0, trip: "a"))
+    try await b.post(batch(0, trip: "b"))
+    a.stop()
+    try await b.post(batch(1, trip: "b"))
+    b.stop()
+    #expect(try await eventually { Set(keys(broker)) == ["a#0", "b#0", "b#1"] }, "\(keys(broker))")
+    #expect(broker.log.contains("as \(first.clientId) (p5") && broker.log.contains("as \(second.clientId) (p5"))
+  }
+
+  /// `UploadSinks`, as the daemon uses it on SIGHUP: an unchanged configuration keeps the sink,
+  /// a changed `[Upload]` or `[MQTT]` setting builds a new one, an http URL the HTTP sink, and no
+  /// URL none (the batch waits).
+  @Test func theConfigurationBuildsTheSinkAndAReloadSwapsIt() async throws {
+    let sinks = UploadSinks()
+    defer { sinks.stop() }
+    var config = try DaemonConfiguration.parse("[Upload]\nURL = mqtt://127.0.0.1:1\n", file: "a.conf")
+    let first = try #require(sinks.sink(for: config) as? MQTTSink)
+    #expect(sinks.sink(for: config) as? MQTTSink === first)
+    config.mqtt.topic = "fleet/{deviceId}/other"
+    let second = try #require(sinks.sink(for: config) as? MQTTSink)
+    #expect(second !== first && second.settings.topic == "fleet/{deviceId}/other")
+    config.uploadURL = "https://backend.example/trips"
+    #expect(sinks.sink(for: config) is HTTPUploader)
+    config.uploadURL = nil
+    #expect(sinks.sink(for: config) == nil)
+    await #expect(throws: RetryablePostFailure.self) { try await sinks.post(batch(0), config: config) }
+  }
+
+  /// The MQTT message is the HTTP body with the key in it: one payload type for both sinks.
+  @Test func thePayloadIsTheSameObjectForBothSinks() throws {
+    let payload = try UploadPayload(batch(2))
+    let http = try JSONValue.parse(Data(payload.httpBody))
+    guard case .object(var mqtt) = try JSONValue.parse(Data(payload.mqttBody)) else {
+      Issue.record("not an object")
+      return
+    }
+    #expect(mqtt.removeValue(forKey: "idempotencyKey") == .string("mq#2"))
+    #expect(JSONValue.object(mqtt) == http)
+    #expect(payload.idempotencyKey == "mq#2")
   }
 
   @Test func theURLPicksTheSinkAndTheSectionParses() throws {

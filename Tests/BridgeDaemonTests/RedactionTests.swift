@@ -9,15 +9,18 @@ import Testing
   @Test(arguments: [
     (
       "https://user:pass-word@host.example/trips?token=abcd1234&sig=zz99zz&x=1",
-      "https://<redacted>@host.example/trips?token=<redacted>&sig=<redacted>&x=1"
+      "https://<redacted>@host.example/trips?token=<redacted>&sig=<redacted>&x=<redacted>"
     ),
     (
       "upload failed: POST https://fleet:pa55@h:8443/a?x=1 (HTTP 500); retrying",
-      "upload failed: POST https://<redacted>@h:8443/a?x=1 (HTTP 500); retrying"
+      "upload failed: POST https://<redacted>@h:8443/a?x=<redacted> (HTTP 500); retrying"
     ),
     ("\"detail\":\"http://h/x?api_key=k3y-value\"", "\"detail\":\"http://h/x?api_key=<redacted>\""),
     ("https://TOKEN123@h/", "https://<redacted>@h/"),
-    ("https://h/cb#access_token=frag-secret&state=s", "https://h/cb#access_token=<redacted>&state=s"),
+    (
+      "https://h/cb#access_token=frag-secret&state=s",
+      "https://h/cb#access_token=<redacted>&state=<redacted>"
+    ),
     (
       "https://h/x?Signature=AbCd&X-Amz-Credential=cred1&Expires=9",
       "https://h/x?Signature=<redacted>&X-Amz-Credential=<redacted>&Expires=9"
@@ -30,6 +33,33 @@ import Testing
   ])
   func urls(_ text: String, _ expected: String) {
     #expect(Redactor().redact(text) == expected)
+  }
+
+  /// The allow-list: a name that is not on `Redactor.safeParameters` loses its value, in the
+  /// query and in the fragment, whatever it is called; none of these names is known to the
+  /// redactor as a secret.
+  @Test(arguments: ["sig", "X-Amz-Signature", "access_token", "apikey", "code", "fleetPass", "q"])
+  func unknownParameterNamesAreRedacted(_ name: String) {
+    let value = "v4lue-\(name.count)-zz"
+    #expect(
+      Redactor().redact("https://h/p?\(name)=\(value)&page=2") == "https://h/p?\(name)=<redacted>&page=2")
+    #expect(Redactor().redact("https://h/p#\(name)=\(value)") == "https://h/p#\(name)=<redacted>")
+    // The value is learned: where a server echoes it, it is scrubbed too.
+    #expect(Redactor().redact("https://h/p?\(name)=\(value) echoed \(value)").hasSuffix("echoed <redacted>"))
+  }
+
+  /// A parameter on the allow-list keeps its value, in any case; so does an empty value.
+  @Test(arguments: Array(Redactor.safeParameters))
+  func safeParameterNamesKeepTheirValues(_ name: String) {
+    #expect(Redactor().redact("https://h/p?\(name)=json-2026&sig=s1g-value") == "https://h/p?\(name)=json-2026&sig=<redacted>")
+    #expect(Redactor().redact("https://h/p?\(name.uppercased())=json-2026") == "https://h/p?\(name.uppercased())=json-2026")
+    #expect(Redactor().redact("https://h/p?q=&\(name)=1") == "https://h/p?q=&\(name)=1")
+  }
+
+  /// A query or fragment part without `=` is all value: a bare token in a URL is redacted.
+  @Test func bareQueryAndFragmentAreRedacted() {
+    #expect(Redactor().redact("https://h/cb#Zm9vYmFyLXRva2Vu") == "https://h/cb#<redacted>")
+    #expect(Redactor().redact("https://h/p?Zm9vYmFyLXRva2Vu&page=3") == "https://h/p?<redacted>&page=3")
   }
 
   /// A password taken out of a URL is also scrubbed where it appears on its own.

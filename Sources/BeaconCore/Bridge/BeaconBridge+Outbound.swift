@@ -16,7 +16,7 @@ extension BeaconBridge {
   func drainOutbound() async {
     guard !isPosting else { return }
     isPosting = true
-    defer { isPosting = false }
+    defer { releasePostingLane() }
     while let batch = outbound.first(where: { isDue($0.tripId) }) {
       if let retryAt, now < retryAt { return }
       func removeIt() {
@@ -73,6 +73,44 @@ extension BeaconBridge {
         return
       }
     }
+  }
+
+  /// Posts one dead letter again (`trip retry`, `Store.retryDeadLetters`) in the outbound
+  /// queue's lane: it waits for the post in flight, goes through the same host, and counts in the
+  /// same upload state (`status`'s `upload`) as every other post. A delivery also ends the
+  /// queue's backoff (the backend takes batches again). Throws what the host threw: the caller
+  /// keeps the letter with the new reason.
+  public func retryDeadLetter(_ batch: TaggedTripBatch) async throws {
+    while isPosting { await withCheckedContinuation { postingWaiters.append($0) } }
+    isPosting = true
+    defer {
+      releasePostingLane()
+      // Batches queued while the lane was held were passed over by their drain.
+      Task { await drainOutbound() }
+    }
+    do {
+      try await host.postTripEventBatch(batch)
+    } catch {
+      upload.consecutiveFailures += 1
+      upload.lastError = String(describing: error)
+      upload.lastFailedAt = now
+      log(.warning, "retrying dead letter \(batch.idempotencyKey) failed: \(error)")
+      throw error
+    }
+    retryAt = nil
+    retryDelay = 0
+    upload.delivered += 1
+    upload.lastDeliveredAt = now
+    upload.consecutiveFailures = 0
+    upload.lastError = nil
+    upload.retryAt = nil
+    emit(.batchPosted(batch))
+  }
+
+  /// Frees the posting lane and wakes the next dead-letter retry waiting for it.
+  func releasePostingLane() {
+    isPosting = false
+    if !postingWaiters.isEmpty { postingWaiters.removeFirst().resume() }
   }
 
   func retire(_ tripId: String) async {

@@ -48,6 +48,8 @@ public actor BeaconBridge {
 
   var outbound: [TaggedTripBatch] = []
   var isPosting = false
+  /// Dead-letter retries waiting for the posting lane (`retryDeadLetter`).
+  var postingWaiters: [CheckedContinuation<Void, Never>] = []
   var retryAt: Timestamp?
   var retryDelay: Double = 0
   /// How posting has gone since the bridge started (`status`'s `upload`, doctor's check).

@@ -56,7 +56,7 @@ public struct DoctorFacts: Sendable {
   /// nil when the backend is HCI (bluetoothd is not needed).
   public var bluez: BlueZProbe.Result?
   /// The daemon's `Status`, or why it could not be had.
-  public var daemon: Result<JSONValue, DaemonUnavailable>
+  public var daemon: Result<DaemonStatus, DaemonUnavailable>
   /// The token files the configuration names (`[Upload]`, `[GZone]`), each with what
   /// `TokenFile.check` found: nil when it would be used, else why it is refused.
   public var tokenFiles: [TokenFileCheck]
@@ -87,7 +87,7 @@ public struct DoctorFacts: Sendable {
   public init(
     configPath: String, configuration: Result<DaemonConfiguration, KeyFileError>, stateDirectory: String,
     stateDirectoryProblem: String?, store: Result<(check: String, outbox: OutboxSummary), StoreError>?,
-    freeBytes: UInt64?, bluez: BlueZProbe.Result?, daemon: Result<JSONValue, DaemonUnavailable>,
+    freeBytes: UInt64?, bluez: BlueZProbe.Result?, daemon: Result<DaemonStatus, DaemonUnavailable>,
     tokenFiles: [TokenFileCheck],
     isRoot: Bool
   ) {
@@ -156,36 +156,37 @@ public struct HealthReport: Sendable {
 }
 
 public enum Doctor {
-  /// Paired beacons' health from the daemon's `Status` (`pairedBeacons`), judged with the
-  /// configured `[Health]` thresholds: a battery below `lowBatteryMillivolts`, a beacon not seen
-  /// for `silentAfter`, and a reboot (the TLM uptime went backwards) are warnings.
-  static func beaconHealth(_ status: JSONValue, settings: HealthSettings) -> [HealthCheck] {
-    guard let paired = status["pairedBeacons"]?.arrayValue, !paired.isEmpty else { return [] }
+  /// Paired beacons' health from the daemon's `Status`: the daemon's own verdicts
+  /// (`BeaconHealth`: a low battery with its hysteresis, a silent beacon, a reboot) as warnings,
+  /// worded with the configured `[Health]` thresholds. Nothing is judged again here.
+  static func beaconHealth(_ status: DaemonStatus, settings: HealthSettings) -> [HealthCheck] {
+    let paired = status.pairedBeacons
+    guard !paired.isEmpty else { return [] }
     var checks: [HealthCheck] = []
     for beacon in paired {
-      let deviceId = beacon["deviceId"]?.stringValue ?? "?"
-      let name = beacon["label"]?.stringValue.map { "\(deviceId) (\($0))" } ?? deviceId
-      if let mv = beacon["batteryMv"]?.intValue, Double(mv) < settings.lowBatteryMillivolts {
-        let age = beacon["telemetryAgeSeconds"]?.doubleValue.map { ", read \(Int($0)) s ago" } ?? ""
+      if beacon.batteryLow {
+        let reading = beacon.batteryMillivolts.map { "battery \($0) mV" } ?? "battery low"
+        let age = beacon.telemetryAgeSeconds.map { ", read \(Int($0)) s ago" } ?? ""
         checks.append(
           HealthCheck(
             .bluetooth, "beacon battery", .warning,
-            "\(name): battery \(mv) mV, below \(formatted(settings.lowBatteryMillivolts)) mV\(age)",
+            "\(beacon.name): \(reading), below \(formatted(settings.lowBatteryMillivolts)) mV\(age)",
             fix: "replace the beacon's battery (a CR2477/CR2032 cell) before it stops advertising"))
       }
-      if let ago = beacon["lastSeenAgoSeconds"]?.doubleValue, ago >= settings.silentAfter {
+      if beacon.silent {
+        let ago = beacon.lastSeenAgoSeconds.map { "not seen for \(Int($0)) s" } ?? "not seen"
         checks.append(
           HealthCheck(
             .bluetooth, "beacon silent", .warning,
-            "\(name): not seen for \(Int(ago)) s (silentAfter \(formatted(settings.silentAfter)) s)",
+            "\(beacon.name): \(ago) (silentAfter \(formatted(settings.silentAfter)) s)",
             fix: "check that the beacon is in the vehicle, powered and within range"))
       }
-      if let reboots = beacon["reboots"]?.intValue, reboots > 0 {
-        let when = beacon["lastRebootAgoSeconds"]?.doubleValue.map { ", last \(Int($0)) s ago" } ?? ""
+      if beacon.reboots > 0 {
+        let when = beacon.lastRebootAgoSeconds.map { ", last \(Int($0)) s ago" } ?? ""
         checks.append(
           HealthCheck(
             .bluetooth, "beacon reboot", .warning,
-            "\(name): restarted \(reboots) time(s) (its uptime went backwards)\(when)",
+            "\(beacon.name): restarted \(beacon.reboots) time(s) (its uptime went backwards)\(when)",
             fix: "a weak battery or a loose contact restarts a beacon: check the battery"))
       }
     }
@@ -200,15 +201,14 @@ public enum Doctor {
   /// The daemon's `upload` state (docs/dbus-api.md) as the "delivery" check: what the sink last
   /// said when posting fails, in its own words. One failure is a warning (a backoff is normal on
   /// a moving vehicle); three or more in a row are critical.
-  public static func delivery(_ upload: JSONValue, mqtt: Bool) -> HealthCheck? {
+  public static func delivery(_ upload: DaemonStatus.Upload?, mqtt: Bool) -> HealthCheck? {
+    guard let upload else { return nil }
     let sink = mqtt ? "the MQTT broker" : "the backend"
-    let delivered = upload["delivered"]?.intValue ?? 0
-    switch upload["state"]?.stringValue {
+    switch upload.state {
     case "failing":
-      let failures = upload["consecutiveFailures"]?.intValue ?? 1
-      let retry =
-        upload["retryInSeconds"]?.doubleValue.map { "; the next try is in \(formatted($0)) s" } ?? ""
-      let reason = upload["lastError"]?.stringValue ?? "no reason given"
+      let failures = max(1, upload.consecutiveFailures)
+      let retry = upload.retryInSeconds.map { "; the next try is in \(formatted($0)) s" } ?? ""
+      let reason = upload.lastError ?? "no reason given"
       return HealthCheck(
         .upload, "delivery", failures >= 3 ? .critical : .warning,
         "the last \(failures) post(s) to \(sink) failed: \(reason)\(retry); nothing is lost, batches wait in the outbox",
@@ -216,9 +216,8 @@ public enum Doctor {
           ? "check the broker's address, credentials ([MQTT] Username, PasswordFile), TLS files and the network"
           : "check [Upload] URL, the token file, TLS files and the network")
     case "delivering":
-      let ago =
-        upload["lastDeliveredAgoSeconds"]?.doubleValue.map { ", the last \(formatted($0)) s ago" } ?? ""
-      return HealthCheck(.upload, "delivery", .ok, "\(delivered) batch(es) delivered to \(sink)\(ago)")
+      let ago = upload.lastDeliveredAgoSeconds.map { ", the last \(formatted($0)) s ago" } ?? ""
+      return HealthCheck(.upload, "delivery", .ok, "\(upload.delivered) batch(es) delivered to \(sink)\(ago)")
     case "idle":
       return HealthCheck(.upload, "delivery", .ok, "nothing posted to \(sink) since the daemon started")
     default:
@@ -320,9 +319,8 @@ public enum Doctor {
     }
     switch facts.daemon {
     case .success(let status):
-      let scanning = status["scanning"]?.stringValue
-      let beacons = status["beaconsInRange"]?.arrayValue?.count ?? 0
-      if let scanning {
+      let beacons = status.beaconsInRange.count
+      if let scanning = status.scanning {
         checks.append(
           HealthCheck(
             .bluetooth, "scanning", beacons > 0 ? .ok : .warning,
@@ -331,9 +329,8 @@ public enum Doctor {
               ? nil : "no advertisements are arriving: check that the beacon is powered and in range"))
       } else {
         // What the daemon says it waits for (docs/dbus-api.md, `scan`), with the fix it names.
-        let scan = status["scan"]
-        let detail = scan?["detail"]?.stringValue
-        let waiting = scan?["state"]?.stringValue == "waiting"
+        let detail = status.scan?.detail
+        let waiting = status.scan?.state == "waiting"
         checks.append(
           HealthCheck(
             .bluetooth, "scanning", .critical,
@@ -342,10 +339,8 @@ public enum Doctor {
               ? "plug in a Bluetooth adapter (or power it: btmgmt power on); scanning starts by itself"
               : "see journalctl -u beaconbridge"))
       }
-      if let active = status["activeBeacon"], active != .null {
-        checks.append(
-          HealthCheck(.bluetooth, "active beacon", .ok, "\(active["deviceId"]?.stringValue ?? "?") is active")
-        )
+      if let active = status.activeBeacon {
+        checks.append(HealthCheck(.bluetooth, "active beacon", .ok, "\(active.deviceId) is active"))
       } else {
         checks.append(
           HealthCheck(
@@ -414,8 +409,7 @@ public enum Doctor {
             fix: "set [Upload] URL in \(facts.configPath)"))
       }
     }
-    if case .success(let status) = facts.daemon, let upload = status["upload"],
-      let check = delivery(upload, mqtt: config?.mqttSettings != nil)
+    if case .success(let status) = facts.daemon, let check = delivery(status.upload, mqtt: config?.mqttSettings != nil)
     {
       checks.append(check)
     }

@@ -5,8 +5,10 @@ import BeaconCore
 /// `redact(_:)`, the one redaction function.
 ///
 /// - Every URL in a text loses its user info (`https://user:pass@host` → `https://<redacted>@host`)
-///   and the values of secret-looking query and fragment parameters (`token`, `sig`, `key`,
-///   `password`, `auth`, … → `token=<redacted>`).
+///   and the value of every query and fragment parameter (`token=<redacted>`), by an allow-list:
+///   only the parameters named in `safeParameters` keep their values (docs/upload.md, "Secrets").
+///   A secret's name cannot be guessed (`sig`, `X-Amz-Signature`, `code`, a backend's own), a
+///   harmless one can be listed.
 /// - Every known secret is scrubbed wherever it appears: the passwords and parameter values
 ///   removed from URLs, secret configuration values, and the token files' contents
 ///   (`init(configuration:)` learns them all).
@@ -62,12 +64,17 @@ public struct Redactor: Sendable {
       && !lower.hasSuffix("file")
   }
 
-  /// A URL parameter whose value is a secret: the configuration's secret words, plus the names
-  /// signed and keyed URLs use (`sig`, `signature`, `key`, `auth`, `session`, `code`).
-  static func isSecretParameter(_ key: String) -> Bool {
-    let lower = key.lowercased()
-    if isSecretKey(lower) || lower.hasSuffix("key") || lower == "code" || lower == "pwd" { return true }
-    return ["sig", "auth", "session", "api-key"].contains { lower.contains($0) }
+  /// The query and fragment parameters whose values are kept: paging, format and expiry words
+  /// that no signing or login scheme uses for a secret (compared without case). Every other
+  /// parameter's value is redacted. docs/upload.md lists them; keep the two in step.
+  public static let safeParameters: Set<String> = [
+    "format", "lang", "limit", "offset", "page", "version", "expires", "x-amz-algorithm", "x-amz-date",
+    "x-amz-expires",
+  ]
+
+  /// A URL parameter whose value is shown: only a name on `safeParameters`.
+  static func isSafeParameter(_ key: String) -> Bool {
+    safeParameters.contains(key.lowercased())
   }
 
   /// A configuration file, line by line; learns the secrets it removes.
@@ -117,8 +124,8 @@ public struct Redactor: Sendable {
     c.isWhitespace || "\"'<>\\`)]".contains(c) || c.unicodeScalars.contains { $0.value < 0x20 }
   }
 
-  /// `https://user:pass@host/path?token=x#sig=y` →
-  /// `https://<redacted>@host/path?token=<redacted>#sig=<redacted>`; learns what it removes.
+  /// `https://user:pass@host/path?token=x&page=2#sig=y` →
+  /// `https://<redacted>@host/path?token=<redacted>&page=2#sig=<redacted>`; learns what it removes.
   public mutating func redactURL(_ url: String) -> String {
     guard let scheme = url.firstRange(of: "://") else { return url }
     let rest = url[scheme.upperBound...]
@@ -141,14 +148,23 @@ public struct Redactor: Sendable {
     var out = String(url[..<scheme.upperBound]) + authority + tail[..<parameters]
     // key=value pairs after `?` and `#`, separated by `&` or `;`.
     var pair = ""
+    // Every value is redacted unless its name is on the allow-list; a part without `=` (a bare
+    // `?TOKEN` or `#TOKEN`) is all value.
     func flush() {
-      if let equals = pair.firstIndex(of: "="), Self.isSecretParameter(String(pair[..<equals])) {
-        add(String(pair[pair.index(after: equals)...]))
-        out += String(pair[...equals]) + Self.mark
-      } else {
-        out += pair
+      defer { pair = "" }
+      guard !pair.isEmpty else { return }
+      guard let equals = pair.firstIndex(of: "=") else {
+        add(pair)
+        out += Self.mark
+        return
       }
-      pair = ""
+      let value = String(pair[pair.index(after: equals)...])
+      if Self.isSafeParameter(String(pair[..<equals])) || value.isEmpty {
+        out += pair
+      } else {
+        add(value)
+        out += String(pair[...equals]) + Self.mark
+      }
     }
     for c in tail[parameters...] {
       if c == "?" || c == "#" || c == "&" || c == ";" {

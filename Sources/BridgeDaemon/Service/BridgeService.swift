@@ -79,15 +79,13 @@ final class BridgeService: Service {
 
   init(
     connection: Connection, bridge: BeaconBridge, store: Store, context: BridgeServiceContext,
-    host: any ScopeHost, logger: DaemonLogger, announcements: Announcements
+    logger: DaemonLogger, announcements: Announcements
   ) throws {
     self.connection = connection
     self.announcements = announcements
-    object = try connection.export(BridgeServiceNames.path) { [bridge, store, context, host, logger] call in
-      if call.member == BridgeServiceNames.Method.recentLogs {
-        return .success([.string(JSONValue.array(logger.recent.map { .string($0) }).compactText)])
-      }
-      return await Self.handle(call, bridge: bridge, store: store, state: context, host: host)
+    let methods = BridgeMethods(bridge: bridge, store: store, state: context, logger: logger)
+    object = try connection.export(BridgeServiceNames.path) { call in
+      await Self.handle(call, methods: methods)
     }
   }
 
@@ -138,148 +136,19 @@ final class BridgeService: Service {
     .failure(DBusError(ErrorName(BridgeServiceNames.errorPrefix + name), message))
   }
 
-  /// A call whose arguments are wrong: the standard `org.freedesktop.DBus.Error.InvalidArgs`, with
-  /// the sentence the CLI would print for the same value (the identifier types' messages).
-  static func invalidArgs(_ message: String) -> MethodResult {
-    .failure(DBusError(.invalidArgs, message))
-  }
-
-  /// Identifiers from a call's arguments, each built once by its validated type.
-  enum Argument {
-    static func tripID(_ text: String?, _ signature: String) -> Result<TripID, DBusError> {
-      guard let text else { return .failure(DBusError(.invalidArgs, signature)) }
-      do { return .success(try TripID(text)) } catch {
-        return .failure(DBusError(.invalidArgs, error.description))
-      }
-    }
-
-    static func deviceID(_ text: String?, _ signature: String) -> Result<DeviceID, DBusError> {
-      guard let text else { return .failure(DBusError(.invalidArgs, signature)) }
-      do { return .success(try DeviceID(text)) } catch {
-        return .failure(DBusError(.invalidArgs, error.description))
-      }
-    }
-  }
-
-  static func handle(
-    _ call: MethodCall, bridge: BeaconBridge, store: Store, state: BridgeServiceContext, host: any ScopeHost
-  ) async -> MethodResult {
+  /// Answers one call: introspection, or the Bridge1 method it names (`BridgeMethods`), with
+  /// the bridge's errors as `org.beaconbridge.Error.*`.
+  static func handle(_ call: MethodCall, methods: BridgeMethods) async -> MethodResult {
     if call.interface?.rawValue == "org.freedesktop.DBus.Introspectable", call.member == "Introspect" {
       return .success([.string(introspection)])
     }
-    guard call.interface == nil || call.interface == BridgeServiceNames.interface else {
+    guard call.interface == nil || call.interface == BridgeServiceNames.interface,
+      let method = methods.method(call.member)
+    else {
       return .failure(.unknownMethod(call))
     }
-    let args = call.body
-    func string(_ i: Int) -> String? { i < args.count ? args[i].string : nil }
-    func int(_ i: Int) -> Int? { i < args.count ? args[i].int : nil }
     do {
-      switch call.member {
-      case BridgeServiceNames.Method.status:
-        let outbox = try? await store.outboxSummary()
-        let json = await bridge.status.json(scan: state.scan, outbox: outbox)
-        return .success([.string(json.compactText)])
-      case BridgeServiceNames.Method.pairings:
-        return .success([.string(JSONValue.array(try await store.pairings().map(\.json)).compactText)])
-      case BridgeServiceNames.Method.pair:
-        guard let uuidText = string(0), let major = int(1), let minor = int(2), let deviceText = string(3)
-        else {
-          return invalidArgs("Pair takes (s uuid, i major, i minor, s deviceId, s label); -1 = any")
-        }
-        let pairing: Pairing
-        do {
-          // -1 is the wire's "any"; every other number must be 0…65535: never clamped.
-          guard let uuid = UUID(uuidString: uuidText) else {
-            throw IdentifierError(
-              field: "UUID", value: uuidText, rule: "is not a UUID like E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
-          }
-          let identity = try PairingIdentity(
-            uuid: uuid, major: major == -1 ? nil : major, minor: minor == -1 ? nil : minor)
-          let label = string(4).flatMap { $0.isEmpty ? nil : $0 }
-          if let label { try PairingLabel.check(label) }
-          pairing = Pairing(identity: identity, deviceId: try DeviceID(deviceText), label: label)
-        } catch let error as IdentifierError {
-          return invalidArgs(error.description)
-        }
-        try await store.pair(pairing)
-        try await reloadPairings(store: store, state: state, bridge: bridge)
-        return .success([])
-      case BridgeServiceNames.Method.unpair:
-        let deviceId: DeviceID
-        switch Argument.deviceID(string(0), "Unpair takes (s deviceId)") {
-        case .success(let id): deviceId = id
-        case .failure(let error): return .failure(error)
-        }
-        let removed = try await store.unpair(deviceId: deviceId.rawValue)
-        try await reloadPairings(store: store, state: state, bridge: bridge)
-        return .success([.uint32(UInt32(removed))])
-      case BridgeServiceNames.Method.tripStart:
-        let tripId: TripID
-        switch Argument.tripID(string(0), "TripStart takes (s tripId)") {
-        case .success(let id): tripId = id
-        case .failure(let error): return .failure(error)
-        }
-        try await bridge.tripStart(tripId)
-        return .success([.string(await tripJSON(bridge, tripId.rawValue).compactText)])
-      case BridgeServiceNames.Method.tripEvents:
-        let signature = "TripEvents takes (s tripId, s eventsJSONArray)"
-        let tripId: TripID
-        switch Argument.tripID(string(0), signature) {
-        case .success(let id): tripId = id
-        case .failure(let error): return .failure(error)
-        }
-        guard let text = string(1) else { return invalidArgs(signature) }
-        let events: [TripEvent]
-        do { events = try parseEvents(text) } catch { return invalidArgs("\(error)") }
-        try await bridge.tripEvents(tripId, events: events)
-        return .success([.uint32(UInt32(events.count))])
-      case BridgeServiceNames.Method.tripEnd:
-        let tripId: TripID
-        switch Argument.tripID(string(0), "TripEnd takes (s tripId)") {
-        case .success(let id): tripId = id
-        case .failure(let error): return .failure(error)
-        }
-        let before = await tripJSON(bridge, tripId.rawValue)
-        try await bridge.tripEnd(tripId)
-        let after = await tripJSON(bridge, tripId.rawValue)
-        return .success([.string((after == .null ? before : after).compactText)])
-      case BridgeServiceNames.Method.tripRetry:
-        // Dead letters go straight to the upload layer again (`Store.retryDeadLetters`).
-        var trip: String?
-        if let text = string(0), !text.isEmpty {
-          switch Argument.tripID(text, "TripRetry takes (s tripId)") {
-          case .success(let id): trip = id.rawValue
-          case .failure(let error): return .failure(error)
-          }
-        }
-        let retried = try await store.retryDeadLetters(tripId: trip, post: host.postTripEventBatch)
-        return .success([.string(retried.json.compactText)])
-      case BridgeServiceNames.Method.tripAssign:
-        let signature = "TripAssign takes (s tripId, s deviceId)"
-        let tripId: TripID
-        let deviceId: DeviceID
-        switch Argument.tripID(string(0), signature) {
-        case .success(let id): tripId = id
-        case .failure(let error): return .failure(error)
-        }
-        switch Argument.deviceID(string(1), signature) {
-        case .success(let id): deviceId = id
-        case .failure(let error): return .failure(error)
-        }
-        try await bridge.assign(tripId, deviceId: deviceId)
-        return .success([])
-      case BridgeServiceNames.Method.gzoneRefresh:
-        guard let gzone = state.gzone else {
-          return error("NotConfigured", GZonePollerError.notConfigured.description)
-        }
-        let refreshed: GZonePoller.Refresh
-        do { refreshed = try await gzone.refresh(reason: "asked over D-Bus") } catch {
-          return Self.error(error == .notConfigured ? "NotConfigured" : "Failed", error.description)
-        }
-        return .success([.string(refreshed.jsonText)])
-      default:
-        return .failure(.unknownMethod(call))
-      }
+      return try await method(BridgeMethods.Arguments(call.body))
     } catch let error as BridgeError {
       let name =
         switch error.code {
@@ -292,28 +161,6 @@ final class BridgeService: Service {
     } catch {
       return Self.error("Failed", "\(error)")
     }
-  }
-
-  /// After Pair/Unpair: the store is the truth; the selector and the pruning filter follow it.
-  static func reloadPairings(store: Store, state: BridgeServiceContext, bridge: BeaconBridge) async throws {
-    let all = try await store.pairings()
-    state.setPairings(all)
-    await bridge.setPairings(all)
-  }
-
-  /// A JSON array of event objects, each with a string `type`.
-  static func parseEvents(_ text: String) throws -> [TripEvent] {
-    let json = try JSONValue.parse(Data(text.utf8))
-    guard let array = json.arrayValue else {
-      throw TripEventError("the events must be a JSON array of objects")
-    }
-    return try array.enumerated().map { i, item in
-      do { return try TripEvent(json: item) } catch { throw TripEventError("event \(i): \(error)") }
-    }
-  }
-
-  static func tripJSON(_ bridge: BeaconBridge, _ tripId: String) async -> JSONValue {
-    await bridge.status.trips.first(where: { $0.tripId == tripId })?.json ?? .null
   }
 
   static let introspection = """

@@ -55,7 +55,9 @@ public struct Daemon: Sendable {
     await store.setOutboxLimit(config.outboxMaxBatches)
 
     let settings = DaemonSettings(config)
-    let host = DaemonHost(settings: settings, logger: logger)
+    let uploads = UploadSinks()
+    defer { uploads.stop() }
+    let host = DaemonHost(settings: settings, uploads: uploads, logger: logger)
     let announcements = Announcements()
     let scanStatus = ScanStatus()
     let paired = PairedBeacons()
@@ -69,7 +71,7 @@ public struct Daemon: Sendable {
       log: { logger.log($0, $1) }, emit: { announcements.yield(.gzone($0)) })
     let statusChanged = Doorbell()
     let bridge = BeaconBridge(host: host, journal: store) { event in
-      Self.log(event.event, to: logger)
+      BridgeEventLog.log(event.event, to: logger)
       statusChanged.ring()
       if case .beaconEntered(let beacon) = event.event { paired.entered(beacon) }
       announcements.yield(.bridge(event.event))
@@ -102,7 +104,7 @@ public struct Daemon: Sendable {
       }
       api = try BridgeService(
         connection: bus, bridge: bridge, store: store,
-        context: BridgeServiceContext(scanStatus: scanStatus, paired: paired, gzone: gzone), host: host,
+        context: BridgeServiceContext(scanStatus: scanStatus, paired: paired, gzone: gzone),
         logger: logger, announcements: announcements)
     } catch {
       logger.log(
@@ -133,7 +135,6 @@ public struct Daemon: Sendable {
       report: { condition in
         scanStatus.set(condition)
         statusChanged.ring()
-        notifier.notify("STATUS=\(StatusReporter.line(nil, scan: condition))")
       },
       log: { logger.log($0, $1) },
       explain: { ScanAdvice.explain($0, for: .service) },
@@ -177,68 +178,5 @@ public struct Daemon: Sendable {
     if let source = scanStatus.source { await source.finished(within: .seconds(5)) }
     logger.log(.info, "stopped")
     return outcome
-  }
-
-  /// The journal lines for the bridge's events.
-  static func log(_ event: BridgeEvent, to logger: DaemonLogger) {
-    switch event {
-    case .activeBeaconChanged(let active):
-      logger.log(.notice, "active beacon: \(active.map { "\($0.deviceId) (\($0.id))" } ?? "none")")
-    case .tripTagged(let tripId, let resolution):
-      logger.log(
-        .notice, "trip \(tripId) tagged \(resolution.deviceId ?? "unresolved") (\(resolution.reason))")
-    case .batchDeadLettered(let batch, let reason):
-      logger.log(.error, "trip \(batch.tripId) batch \(batch.sequence) refused by the backend: \(reason)")
-    case .beaconEntered(let beacon):
-      logger.log(.debug, "beacon entered: \(beacon.id) at \(beacon.address)")
-    case .beaconHealth(let change):
-      let battery = change.health.telemetry?.batteryMillivolts.map { ", battery \($0) mV" } ?? ""
-      let level: LogRecord.Level = [.batteryRecovered, .seenAgain].contains(change.kind) ? .notice : .warning
-      logger.log(level, "paired beacon \(change.deviceId) (\(change.id)): \(change.kind.rawValue)\(battery)")
-    default:
-      break
-    }
-  }
-}
-
-/// The configuration the running daemon uses, replaced on SIGHUP.
-final class DaemonSettings: Sendable {
-  private let value: Mutex<DaemonConfiguration>
-  init(_ config: DaemonConfiguration) { value = Mutex(config) }
-  var current: (daemon: DaemonConfiguration, bridge: BridgeConfiguration) {
-    value.withLock { config in
-      var bridge = config.bridge
-      config.backend.apply(to: &bridge)
-      return (config, bridge)
-    }
-  }
-  func update(_ config: DaemonConfiguration) { value.withLock { $0 = config } }
-}
-
-/// The daemon's ScopeHost: beacon mode, logs to the journal, uploads over HTTP.
-struct DaemonHost: ScopeHost {
-  let settings: DaemonSettings
-  let logger: DaemonLogger
-
-  var configuration: BridgeConfiguration { settings.current.bridge }
-
-  func log(_ record: LogRecord) { logger.log(record.level, record.message) }
-
-  func onBeaconTripStart(_ trip: BeaconTripStart) async {
-    await trip.snapshotActiveBeacon()
-  }
-
-  func postTripEventBatch(_ batch: TaggedTripBatch) async throws {
-    let config = settings.current.daemon
-    guard let text = config.uploadURL, let url = URL(string: text) else {
-      throw RetryablePostFailure("no [Upload] URL is configured; the batch waits in the outbox")
-    }
-    if let mqtt = config.mqttSettings {
-      try await MQTTUploader.post(batch, settings: mqtt)
-      return
-    }
-    try await HTTPUploader(
-      url: url, tokenFile: config.tokenFile, timeout: config.uploadTimeout, tls: config.uploadTLS
-    ).post(batch)
   }
 }

@@ -1,6 +1,5 @@
 import BeaconCore
 import CCurl
-import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -48,41 +47,28 @@ struct HTTPTransferError: Error, Sendable, CustomStringConvertible {
   var description: String { message }
 }
 
-/// HTTP through libcurl's easy interface (`CCurl`, Debian's libcurl4-openssl-dev).
+/// HTTP through libcurl's easy interface (`CCurl`, Debian's libcurl4-openssl-dev), always in a
+/// child process (`CurlTransferProcess`): libcurl is loaded only there, never in the daemon or a
+/// test runner.
 ///
-/// Each request runs `curl_easy_perform` on a thread of its own and resumes its caller once,
-/// when the transfer ends. The deadline is libcurl's: `CURLOPT_CONNECTTIMEOUT_MS` for the
-/// handshakes and `CURLOPT_TIMEOUT_MS` for the whole exchange, so a server that accepts and never
-/// answers, answers slowly or closes mid-reply ends the request within the timeout with an error
-/// (never a hang, never a short body taken as a reply). Cancelling the calling task aborts the
-/// transfer from libcurl's progress callback. Only http and https are allowed, redirects are not
-/// followed, and a proxy comes from the environment (`http_proxy`, `https_proxy`, `no_proxy`) as
-/// curl reads it.
+/// The deadline is libcurl's: `CURLOPT_CONNECTTIMEOUT_MS` for the handshakes and
+/// `CURLOPT_TIMEOUT_MS` for the whole exchange, so a server that accepts and never answers,
+/// answers slowly or closes mid-reply ends the request within the timeout with an error (never a
+/// hang, never a short body taken as a reply). Cancelling the calling task kills the child. Only
+/// http and https are allowed, redirects are not followed, and a proxy comes from the environment
+/// (`http_proxy`, `https_proxy`, `no_proxy`) as curl reads it.
 enum CurlClient {
   static func perform(_ request: HTTPRequest) async throws(HTTPTransferError) -> HTTPResponse {
-    // The daemon's executable runs each request in a child process (CurlTransferProcess).
-    if let executable = CurlTransferProcess.configuredExecutable {
-      return try await CurlTransferProcess.perform(request, executable: executable).get()
+    guard let executable = HTTPTransfers.executable else {
+      throw HTTPTransferError(
+        code: CURLE_FAILED_INIT.rawValue, message: "no beaconbridged executable to run the HTTP transfer")
     }
-    // libcurl is loaded (and curl_global_init called) on the first request, not at start.
-    if let problem = bb_curl_load() {
-      throw HTTPTransferError(code: CURLE_FAILED_INIT.rawValue, message: String(cString: problem))
-    }
-    let transfer = Transfer(request)
-    let result: Result<HTTPResponse, HTTPTransferError> = await withTaskCancellationHandler {
-      await withCheckedContinuation { continuation in
-        transfer.continuation = continuation
-        transfer.start()
-      }
-    } onCancel: {
-      transfer.cancelled.store(true, ordering: .relaxed)
-    }
-    return try result.get()
+    return try await CurlTransferProcess.perform(request, executable: executable).get()
   }
 
-  /// The request on the calling thread (the child process of `CurlTransferProcess`). Here, in
-  /// this file, because the shim's loaded-library table is a static in a `static inline`
-  /// function, of which each compiled file may hold its own copy.
+  /// The request on the calling thread: `beaconbridged --http-transfer`'s side. Here, in this
+  /// file, because the shim's loaded-library table is a static in a `static inline` function, of
+  /// which each compiled file may hold its own copy.
   static func performHere(_ request: HTTPRequest) -> Result<HTTPResponse, HTTPTransferError> {
     if let problem = bb_curl_load() {
       return .failure(HTTPTransferError(code: CURLE_FAILED_INIT.rawValue, message: String(cString: problem)))
@@ -90,40 +76,16 @@ enum CurlClient {
     return Transfer(request).run()
   }
 
-  /// One transfer: its request, what the callbacks collect, and the continuation that the
-  /// transfer's thread resumes once. Retained by the thread until it ends.
-  final class Transfer: @unchecked Sendable {
+  /// One transfer: its request and what the callbacks collect.
+  final class Transfer {
     let request: HTTPRequest
-    let cancelled = Atomic<Bool>(false)
-    var continuation: CheckedContinuation<Result<HTTPResponse, HTTPTransferError>, Never>?
-    // Written only by the transfer's thread, inside curl_easy_perform.
     var body: [UInt8] = []
     var headers: [String: String] = [:]
     var tooLarge = false
 
     init(_ request: HTTPRequest) { self.request = request }
 
-    func start() {
-      let context = Unmanaged.passRetained(self).toOpaque()
-      var thread = pthread_t()
-      let created = pthread_create(
-        &thread, nil,
-        { context in
-          let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeRetainedValue()
-          transfer.continuation?.resume(returning: transfer.run())
-          return nil
-        }, context)
-      guard created == 0 else {
-        let transfer = Unmanaged<Transfer>.fromOpaque(context).takeRetainedValue()
-        transfer.continuation?.resume(
-          returning: .failure(
-            HTTPTransferError(code: CURLE_FAILED_INIT.rawValue, message: "no thread (error \(created))")))
-        return
-      }
-      pthread_detach(thread)
-    }
-
-    /// The transfer, on its own thread. The corresponding C function is `curl_easy_perform`.
+    /// The transfer. The corresponding C function is `curl_easy_perform`.
     func run() -> Result<HTTPResponse, HTTPTransferError> {
       guard let handle = bb_curl_easy_init() else {
         return .failure(HTTPTransferError(code: CURLE_FAILED_INIT.rawValue, message: "curl_easy_init failed"))
@@ -195,13 +157,6 @@ enum CurlClient {
             transfer.header(line)
             return length
           })
-        set(bb_curl_set_long(handle, CURLOPT_NOPROGRESS, 0))
-        set(bb_curl_set_pointer(handle, CURLOPT_XFERINFODATA, context))
-        set(
-          bb_curl_set_progress_callback(handle) { context, _, _, _, _ in
-            let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-            return transfer.cancelled.load(ordering: .relaxed) ? 1 : 0
-          })
         if code == CURLE_OK { code = bb_curl_easy_perform(handle) }
       }
       guard code == CURLE_OK else {
@@ -209,7 +164,6 @@ enum CurlClient {
           decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var message = detail.isEmpty ? String(cString: bb_curl_easy_strerror(code)) : detail
         if tooLarge { message = "the reply is larger than \(HTTPRequest.maximumBodySize) bytes" }
-        if code == CURLE_ABORTED_BY_CALLBACK { message = "cancelled" }
         return .failure(HTTPTransferError(code: code.rawValue, message: message))
       }
       var status = 0

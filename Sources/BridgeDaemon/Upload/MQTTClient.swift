@@ -6,7 +6,7 @@ import Synchronization
   import Glibc
 #endif
 
-/// The MQTT sink: one libmosquitto client (MQTT 5) per configuration, kept connected by a thread
+/// `MQTTSink`'s connection: one libmosquitto client (MQTT 5) per configuration, kept connected by a thread
 /// of its own, publishing each batch with QoS 1. A batch counts as delivered only on its PUBACK.
 ///
 /// The session is persistent: clean start off, the configured session expiry, and a fixed client
@@ -234,43 +234,5 @@ final class MQTTClient: @unchecked Sendable {
       throw RetryablePostFailure(
         "\(broker) refused the message: \(Self.string(api.reason_string(reason)))")
     }
-  }
-}
-
-/// The daemon's MQTT sink: the client for the current settings, made on first use and replaced
-/// when the settings change (SIGHUP).
-public enum MQTTUploader {
-  private static let current = Mutex<MQTTClient?>(nil)
-
-  static func client(for settings: MQTTSettings) throws(RetryablePostFailure) -> MQTTClient {
-    try current.withLock { (current: inout MQTTClient?) throws(RetryablePostFailure) -> MQTTClient in
-      if let client = current, client.settings == settings { return client }
-      current?.stop()
-      let client = try MQTTClient(settings)
-      current = client
-      return client
-    }
-  }
-
-  /// The payload: the HTTP body with the idempotency key in it too.
-  public static func payload(for batch: TaggedTripBatch, key: String) -> [UInt8] {
-    guard case .object(var fields) = HTTPUploader.body(for: batch) else { return [] }
-    fields["idempotencyKey"] = .string(key)
-    return Array(JSONValue.object(fields).compactText.utf8)
-  }
-
-  /// Publishes one batch to `fleet/{deviceId}/trips` (the configured template), QoS 1, with
-  /// `Idempotency-Key` as an MQTT 5 user property and `idempotencyKey` in the payload.
-  public static func post(_ batch: TaggedTripBatch, settings: MQTTSettings) async throws {
-    let key: String
-    do { key = try batch.validatedIdempotencyKey() } catch {
-      throw PermanentPostFailure("not sent: no Idempotency-Key can be made from it: \(error.description)")
-    }
-    let topic = settings.topic(for: batch.deviceId)
-    guard !topic.contains("+"), !topic.contains("#"), !batch.deviceId.contains("/") else {
-      throw PermanentPostFailure(
-        "not sent: the device ID \(batch.deviceId.quotedForMessage) cannot be in a topic")
-    }
-    try await client(for: settings).publish(topic: topic, payload: payload(for: batch, key: key), key: key)
   }
 }

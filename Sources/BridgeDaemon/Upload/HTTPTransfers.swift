@@ -1,0 +1,91 @@
+import BeaconCore
+import CCurl
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Which executable serves HTTP transfers (`CurlTransferProcess`), and its child side.
+public enum HTTPTransfers {
+  /// The argument that makes the daemon's executable serve one transfer.
+  public static let childArgument = CurlTransferProcess.argument
+
+  private static let configured = Mutex<String?>(nil)
+
+  /// The daemon: its own executable serves its transfers. The child is spawned from
+  /// `/proc/self/exe`, not from the path it was started as: after a package upgrade has replaced
+  /// the file, the running daemon's children are still its own version (the same pipe format),
+  /// until systemd restarts it.
+  ///
+  /// `BEACONBRIDGE_TRANSFER_EXECUTABLE` names another executable for the children: only for a
+  /// daemon run under valgrind (`make code-order`), where /proc/self/exe is valgrind itself.
+  public static func useChildProcesses() {
+    if let named = getenv(transferExecutableVariable), named.pointee != 0 {
+      configured.withLock { $0 = String(cString: named) }
+    } else {
+      configured.withLock { $0 = "/proc/self/exe" }
+    }
+  }
+
+  /// See `useChildProcesses()`.
+  public static let transferExecutableVariable = "BEACONBRIDGE_TRANSFER_EXECUTABLE"
+
+  /// The executable each request spawns: the one `useChildProcesses()` set, else
+  /// `beaconbridged` beside this process's executable (the package's tests, which run in a test
+  /// runner in the same build directory). Nil when there is neither.
+  static var executable: String? {
+    if let set = configured.withLock({ $0 }) { return set }
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    guard count > 0 else { return nil }
+    let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    guard let slash = path.lastIndex(of: "/") else { return nil }
+    let sibling = String(path[...slash]) + "beaconbridged"
+    return access(sibling, X_OK) == 0 ? sibling : nil
+  }
+
+  /// Serves one transfer on stdin/stdout; returns the exit status.
+  public static func serveChild() -> Int32 { serve() }
+
+  /// `beaconbridged --http-transfer`: one request from stdin, its result to stdout. Returns the
+  /// exit status.
+  static func serve() -> Int32 {
+    bb_die_with_parent()
+    guard let request = TransferCoding.decodeRequest(CurlTransferProcess.readAll(STDIN_FILENO)) else {
+      _ = CurlTransferProcess.writeAll(
+        STDERR_FILENO,
+        Array(
+          "beaconbridged \(childArgument): stdin held no transfer request (this is the daemon's own HTTP child, not a command: use 'beaconbridge run')\n"
+            .utf8))
+      return 64
+    }
+    let result = CurlClient.performHere(request)
+    return CurlTransferProcess.writeAll(STDOUT_FILENO, TransferCoding.encode(result)) ? 0 : 1
+  }
+}
+
+/// A detached thread without a name, for `CurlTransferProcess.Child` (the DBus module's
+/// `OSThread` names its threads; these are short-lived).
+enum OSThreadless {
+  static func detach(_ body: @escaping @Sendable () -> Void) {
+    final class Box {
+      let body: @Sendable () -> Void
+      init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    let context = Unmanaged.passRetained(Box(body)).toOpaque()
+    var thread = pthread_t()
+    let created = pthread_create(
+      &thread, nil,
+      { context in
+        Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body()
+        return nil
+      }, context)
+    if created == 0 {
+      pthread_detach(thread)
+    } else {
+      Unmanaged<Box>.fromOpaque(context).takeRetainedValue().body()
+    }
+  }
+}
+

@@ -1,0 +1,43 @@
+import BeaconCore
+import Synchronization
+
+/// The MQTT sink (`UploadSink`): publishes each batch to the configured topic
+/// (`fleet/{deviceId}/trips`), QoS 1, with `Idempotency-Key` as an MQTT 5 user property and
+/// `idempotencyKey` in the payload (`UploadPayload.mqttBody`). The sink owns its one
+/// `MQTTClient`, made on the first post (a daemon without trips opens no connection) and
+/// stopped with the sink.
+public final class MQTTSink: UploadSink {
+  public let settings: MQTTSettings
+  private let client = Mutex<MQTTClient?>(nil)
+
+  public init(_ settings: MQTTSettings) { self.settings = settings }
+
+  deinit { stop() }
+
+  private func connectedClient() throws(RetryablePostFailure) -> MQTTClient {
+    try client.withLock { (client: inout MQTTClient?) throws(RetryablePostFailure) -> MQTTClient in
+      if let client { return client }
+      let made = try MQTTClient(settings)
+      client = made
+      return made
+    }
+  }
+
+  public func post(_ batch: TaggedTripBatch) async throws {
+    let payload = try UploadPayload(batch)
+    let topic = settings.topic(for: batch.deviceId)
+    guard !topic.contains("+"), !topic.contains("#"), !batch.deviceId.contains("/") else {
+      throw PermanentPostFailure(
+        "not sent: the device ID \(batch.deviceId.quotedForMessage) cannot be in a topic")
+    }
+    try await connectedClient().publish(topic: topic, payload: payload.mqttBody, key: payload.idempotencyKey)
+  }
+
+  public func stop() {
+    let stopped = client.withLock { client in
+      defer { client = nil }
+      return client
+    }
+    stopped?.stop()
+  }
+}
