@@ -25,7 +25,7 @@ demo: build
 	$(BIN) demo
 
 # Every tier the README promises. A tier that cannot run fails here; none is skipped.
-test: lint scenarios fuzz-short fuzz-hci-short fuzz-input-short test-io leakcheck bench-check test-unit test-system-files test-vm test-box
+test: lint scenarios fuzz-short fuzz-hci-short fuzz-input-short test-io test-hostile leakcheck bench-check test-unit test-system-files test-vm test-box
 	@echo "make test: all tiers passed"
 
 # The suites that start daemons, mocks and HTTP servers as processes (the EndToEndTests target)
@@ -269,6 +269,16 @@ FUZZ_INPUT_TEST_SECONDS ?= 10
 
 test-io: build
 	scripts/check-io-boundaries.py $(BIN)
+
+# `make test-hostile` drives the real binary through a table of hostile inputs, one row per
+# class (a FIFO where a file is expected, non-UTF-8 arguments, a repeated option, read-only
+# commands on a missing state directory, control and bidi characters in messages, two daemons on
+# one state directory, a FIFO configuration on SIGHUP): each row asserts the exit status, the
+# message and that nothing changed on disk, within a time limit (scripts/check-hostile.py).
+.PHONY: test-hostile
+test-hostile: build
+	@scripts/install-deps.sh test
+	scripts/check-hostile.py $(BIN)
 
 fuzz-input:
 	@scripts/install-deps.sh test

@@ -80,7 +80,8 @@ public struct StatusCommand: BridgeCommand {
     if let upload = status["upload"] {
       out += "Upload:        " + Self.upload(upload) + "\n"
     }
-    console.out(redactor.redact(out))
+    // Text mode: a value from the daemon (a device ID, a reason) cannot reach the terminal raw.
+    console.out(redactor.redact(out).escapingControlCharactersExceptNewlines)
     return ExitStatus.success
   }
 
