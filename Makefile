@@ -29,7 +29,7 @@ demo: build ## build, then play the scripted drive through the real pipeline (no
 	$(BIN) demo
 
 # Every tier the README promises. A tier that cannot run fails here; none is skipped.
-test: check-help lint scenarios fuzz-short fuzz-hci-short fuzz-input-short test-io leakcheck bench-check test-unit test-process test-system-files test-vm test-box ## every test tier (the VM and box tiers included)
+test: check-help lint scenarios fuzz-short fuzz-hci-short fuzz-input-short test-io test-hostile leakcheck bench-check test-unit test-process test-system-files test-vm test-box ## every test tier (the VM and box tiers included)
 	@echo "make test: all tiers passed"
 
 # The tiers are Swift Testing tags (Sources/BeaconTestSupport/Tiers.swift): a suite tagged
@@ -313,6 +313,16 @@ FUZZ_INPUT_TEST_SECONDS ?= 10
 
 test-io: build ## every subcommand with stdin closed and stdout full, closed or a closed pipe
 	scripts/check-io-boundaries.py $(BIN)
+
+# `make test-hostile` drives the real binary through a table of hostile inputs, one row per
+# class (a FIFO where a file is expected, non-UTF-8 arguments, a repeated option, read-only
+# commands on a missing state directory, control and bidi characters in messages, two daemons on
+# one state directory, a FIFO configuration on SIGHUP): each row asserts the exit status, the
+# message and that nothing changed on disk, within a time limit (scripts/check-hostile.py).
+.PHONY: test-hostile
+test-hostile: build ## hostile inputs through the real binary, one row per class
+	@scripts/install-deps.sh test
+	scripts/check-hostile.py $(BIN)
 
 fuzz-input: ## fuzz the scenario reader, the keyfile parser and the G-Zone payload loader
 	@scripts/install-deps.sh test

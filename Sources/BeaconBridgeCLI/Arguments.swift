@@ -11,6 +11,8 @@ public struct UsageError: Error, Hashable, Sendable, CustomStringConvertible {
 public struct Arguments: Sendable {
   private var items: [String]
   public let command: String
+  /// The flags read so far: one left over after them was given twice.
+  private var consumed: Set<String> = []
 
   public init(_ items: [String], command: String) {
     self.items = items
@@ -21,7 +23,13 @@ public struct Arguments: Sendable {
   public mutating func flag(_ name: String) -> Bool {
     guard let index = items.firstIndex(of: name) else { return false }
     items.remove(at: index)
+    consumed.insert(name)
     return true
+  }
+
+  /// Whether `name` is still among the arguments, as `--name` or `--name=VALUE`.
+  private func present(_ name: String) -> Bool {
+    items.contains { $0 == name || $0.hasPrefix(name + "=") }
   }
 
   /// The value of `--name VALUE` or `--name=VALUE`, if given. An empty value is a usage error
@@ -30,6 +38,7 @@ public struct Arguments: Sendable {
     if let index = items.firstIndex(where: { $0.hasPrefix(name + "=") }) {
       let value = String(items[index].dropFirst(name.count + 1))
       items.remove(at: index)
+      guard !present(name) else { throw UsageError("\(name) given twice") }
       guard !value.isEmpty else { throw UsageError("\(name) needs a value, not an empty string") }
       return value
     }
@@ -39,6 +48,7 @@ public struct Arguments: Sendable {
     }
     let value = items[index + 1]
     items.removeSubrange(index...(index + 1))
+    guard !present(name) else { throw UsageError("\(name) given twice") }
     guard !value.isEmpty else { throw UsageError("\(name) needs a value, not an empty string") }
     return value
   }
@@ -69,6 +79,7 @@ public struct Arguments: Sendable {
   /// Refuses anything not consumed.
   public func finish() throws(UsageError) {
     guard let first = items.first else { return }
+    if consumed.contains(first) { throw UsageError("\(first) given twice") }
     if first.hasPrefix("-") && first != "-" {
       throw UsageError("unknown option \(first.escapingControlCharacters) for '\(command)'")
     }

@@ -1,3 +1,9 @@
+import BeaconCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// One subcommand: its name and help, how it parses, and what it does.
 ///
 /// The conventions are swift-argument-parser's: one value type per command, parse then run,
@@ -66,16 +72,24 @@ public enum CLI {
         }
         return .help(script)
       }
-      if argv.count > 1, let command = commands.first(where: { $0.name == argv[1] }) {
-        return .help(help(for: command))
+      guard argv.count > 1 else { return .help(mainHelp) }
+      guard let command = commands.first(where: { $0.name == argv[1] }) else {
+        throw UsageError("\(first): unknown command \(argv[1].quotedForMessage)")
       }
-      return .help(mainHelp)
-    case "--version": return .version
+      guard argv.count == 2 else {
+        throw UsageError("\(first) \(command.name): unexpected argument \(argv[2].quotedForMessage)")
+      }
+      return .help(help(for: command))
+    case "--version":
+      guard argv.count == 1 else {
+        throw UsageError("--version: unexpected argument \(argv[1].quotedForMessage)")
+      }
+      return .version
     default: break
     }
     guard let type = commands.first(where: { $0.name == first }) else {
-      if first.hasPrefix("-") { throw UsageError("unknown option \(first)") }
-      throw UsageError("unknown command '\(first)'")
+      if first.hasPrefix("-") { throw UsageError("unknown option \(first.escapingControlCharacters)") }
+      throw UsageError("unknown command '\(first.escapingControlCharacters)'")
     }
     let rest = Array(argv.dropFirst())
     if rest.contains("--help") || rest.contains("-h") { return .help(help(for: type)) }
@@ -83,6 +97,74 @@ public enum CLI {
     let command = try type.init(&arguments)
     try arguments.finish()
     return .command(command)
+  }
+
+  /// argv as the kernel passed it (without the program name), as strings: an argument that is
+  /// not valid UTF-8 is a usage error naming it, never repaired with U+FFFD (a pairing would be
+  /// stored under a changed device ID).
+  public static func arguments(_ raw: [[UInt8]]) throws(UsageError) -> [String] {
+    var out: [String] = []
+    for (index, bytes) in raw.enumerated() {
+      guard let text = String(validating: bytes, as: UTF8.self) else {
+        let which =
+          index > 0 && out[index - 1].hasPrefix("-")
+          ? "the value of \(out[index - 1].escapingControlCharacters)" : "argument \(index + 1)"
+        throw UsageError("\(which) is not valid UTF-8 (\(shownBytes(bytes))); give it as UTF-8 text")
+      }
+      out.append(text)
+    }
+    return out
+  }
+
+  /// Bytes that are not all UTF-8, in quotes for a message: the valid characters as they are
+  /// (control characters escaped), each bad byte as `\xFF`, at most 80 bytes.
+  static func shownBytes(_ bytes: [UInt8]) -> String {
+    var out = "\""
+    var i = 0
+    while i < min(bytes.count, 80) {
+      var length = 0
+      for n in 1...4 where i + n <= bytes.count {
+        if String(validating: bytes[i..<(i + n)], as: UTF8.self) != nil {
+          length = n
+          break
+        }
+      }
+      if length > 0 {
+        let text = String(decoding: bytes[i..<(i + length)], as: UTF8.self)
+        out += text == "\"" || text == "\\" ? "\\" + text : text.escapingControlCharacters
+        i += length
+      } else {
+        let hex = String(bytes[i], radix: 16, uppercase: true)
+        out += "\\x" + (hex.count == 1 ? "0" : "") + hex
+        i += 1
+      }
+    }
+    return out + (bytes.count > 80 ? "…\"" : "\"")
+  }
+
+  /// The process's own argv, read from `CommandLine.unsafeArgv` as bytes.
+  public static func processArguments() -> [[UInt8]] {
+    (1..<Int(CommandLine.argc)).map { index in
+      guard let pointer = CommandLine.unsafeArgv[index] else { return [] }
+      return Array(
+        UnsafeBufferPointer(
+          start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer)))
+    }
+  }
+
+  /// Parses and runs argv given as bytes; returns the exit status.
+  public static func main(raw: [[UInt8]], console: any Console = StandardConsole()) async -> Int32 {
+    do {
+      return await main(try arguments(raw), console: console)
+    } catch {
+      return usageFailure(error, console: console)
+    }
+  }
+
+  static func usageFailure(_ error: UsageError, console: any Console) -> Int32 {
+    console.err("beaconbridge: \(error.description)\n")
+    console.err("Run 'beaconbridge --help' for usage.\n")
+    return ExitStatus.usage
   }
 
   /// Parses and runs; returns the exit status.
@@ -99,9 +181,7 @@ public enum CLI {
         return await command.run(console)
       }
     } catch {
-      console.err("beaconbridge: \(error.description)\n")
-      console.err("Run 'beaconbridge --help' for usage.\n")
-      return ExitStatus.usage
+      return usageFailure(error, console: console)
     }
   }
 

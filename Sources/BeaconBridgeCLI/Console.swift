@@ -32,8 +32,12 @@ public struct StandardConsole: Console {
     }
   }
 
-  /// A failed stderr write has nowhere to be reported; the exit status still tells.
-  public func err(_ text: String) { Self.write(text, to: STDERR_FILENO) }
+  /// A failed stderr write has nowhere to be reported; the exit status still tells. Control and
+  /// bidi characters in a message (from a path, an argument, a payload) are escaped here, at the
+  /// one door every message leaves by.
+  public func err(_ text: String) {
+    Self.write(text.escapingControlCharactersExceptNewlines, to: STDERR_FILENO)
+  }
 
   /// Unbuffered, whole-string writes: lines reach a pipe as soon as they are made, and a short
   /// write or EINTR is retried. Returns the errno of a failed write, nil when all was written.

@@ -58,6 +58,16 @@ public struct DiagnoseCommand: BridgeCommand {
     let stamp = Self.timestamp()
     let output = export ?? "beaconbridge-diagnostics-\(stamp).tar.gz"
     let stateDirectory = store.directory
+    // Diagnose only reads: a mistyped --state-dir is "not found", and no bundle is written
+    // about a directory that is not there.
+    var missingStore: StateDirectoryError?
+    do throws(StateDirectoryError) {
+      try StateDirectory.requireExisting(stateDirectory, store: false)
+      do { try StateDirectory.requireExisting(stateDirectory, store: true) } catch { missingStore = error }
+    } catch {
+      console.err("beaconbridge: \(error.description)\n")
+      return ExitStatus.failure
+    }
     let configFile = configPath ?? DaemonConfiguration.defaultPath
     var entries: [Entry] = []
 
@@ -99,7 +109,7 @@ public struct DiagnoseCommand: BridgeCommand {
     entries.append(Self.versions())
     entries.append(await Self.adapters())
 
-    if let opened = try? Store(directory: stateDirectory) {
+    if missingStore == nil, let opened = try? Store(directory: stateDirectory) {
       if let pairings = try? await opened.pairings() {
         entries.append(
           Entry(
@@ -124,7 +134,9 @@ public struct DiagnoseCommand: BridgeCommand {
     } else {
       for name in ["pairings.json", "outbox.json", "decisions.json"] {
         entries.append(
-          Entry(name: name, why: "from the store", missing: "the store in \(stateDirectory) cannot be opened")
+          Entry(
+            name: name, why: "from the store",
+            missing: missingStore?.description ?? "the store in \(stateDirectory) cannot be opened")
         )
       }
     }
@@ -149,6 +161,10 @@ public struct DiagnoseCommand: BridgeCommand {
     console.out(
       "Wrote \(output) (\(entries.count - missing) files; \(missing) piece(s) missing, named in MANIFEST.txt).\n"
     )
+    if let missingStore {
+      console.err("beaconbridge: \(missingStore.description)\n")
+      return ExitStatus.failure
+    }
     return ExitStatus.success
   }
 

@@ -40,7 +40,8 @@ public struct DoctorCommand: BridgeCommand {
     let facts = await Self.gather(configPath: configPath, stateDirectory: store.directory)
     // Doctor.evaluate redacts every check (URL credentials, secret parameters, tokens).
     let report = Doctor.evaluate(facts)
-    console.out(json ? report.json.compactText + "\n" : report.text)
+    // Text mode escapes control and bidi characters (a path in a detail); JSON escapes its own.
+    console.out(json ? report.json.compactText + "\n" : report.text.escapingControlCharactersExceptNewlines)
     return report.exitStatus
   }
 
@@ -50,8 +51,13 @@ public struct DoctorCommand: BridgeCommand {
       configuration = .failure(error)
     }
 
+    // Doctor only reads: a missing directory or store is "not found" (critical), never created.
+    // prepare() then creates nothing; it checks that the daemon's user could write there.
     var problem: StateDirectoryError?
-    do { try StateDirectory.prepare(stateDirectory) } catch { problem = error }
+    do {
+      try StateDirectory.requireExisting(stateDirectory, store: true)
+      try StateDirectory.prepare(stateDirectory)
+    } catch { problem = error }
 
     var store: Result<(check: String, outbox: OutboxSummary), StoreError>?
     if problem == nil {

@@ -61,7 +61,8 @@ public struct GZoneCommand: BridgeCommand {
       switch action {
       case .status:
         let state = GZoneState(try await DirectoryGZoneSource(directory: directories[0]).load())
-        console.out(json ? state.jsonText + "\n" : Self.text(state))
+        // Text mode escapes control and bidi characters in payload values; JSON keeps the bytes.
+        console.out(json ? state.jsonText + "\n" : Self.text(state).escapingControlCharactersExceptNewlines)
       case .diff:
         let old = try await DirectoryGZoneSource(directory: directories[0]).load()
         let new = try await DirectoryGZoneSource(directory: directories[1]).load()
@@ -69,7 +70,10 @@ public struct GZoneCommand: BridgeCommand {
         if json {
           console.out(events.map { $0.jsonText + "\n" }.joined())
         } else {
-          console.out(events.isEmpty ? "No changes.\n" : events.map { $0.summary + "\n" }.joined())
+          console.out(
+            events.isEmpty
+              ? "No changes.\n"
+              : events.map { $0.summary + "\n" }.joined().escapingControlCharactersExceptNewlines)
         }
       case .refresh:
         return await refresh(console)
@@ -95,7 +99,8 @@ public struct GZoneCommand: BridgeCommand {
     }
     for item in items {
       let event = GZoneEvent(json: item)
-      console.out((json ? event?.jsonText : event?.summary) ?? item.compactText)
+      console.out(
+        (json ? event?.jsonText : event?.summary.escapingControlCharactersExceptNewlines) ?? item.compactText)
       console.out("\n")
     }
     return ExitStatus.success

@@ -20,7 +20,40 @@ struct StoreOptions: Sendable {
                        or /var/lib/beaconbridge).
     """
 
-  func open(_ console: any Console) -> Store? {
+  /// Opens the store to read it: a missing directory or store is "not found", and nothing is
+  /// created.
+  func openExisting(_ console: any Console) -> Store? {
+    do throws(StateDirectoryError) {
+      try StateDirectory.requireExisting(directory, store: true)
+    } catch {
+      console.err("beaconbridge: \(error.description)\n")
+      return nil
+    }
+    return open(console)
+  }
+
+  /// Writes the store under the state directory's lock (`StateLock`), creating both when
+  /// missing: a daemon on another bus, or another CLI write, owns the directory meanwhile.
+  /// Returns nil, having said why, when the store cannot be opened or the lock is held.
+  func write<T>(_ console: any Console, _ body: (Store) async throws -> T) async -> T? {
+    let lock: StateLock
+    do {
+      try StateDirectory.prepare(directory)
+      lock = try StateLock.acquire(
+        directory: directory, holder: "beaconbridge (a CLI write)", wait: .seconds(2))
+    } catch {
+      console.err("beaconbridge: \(error)\n")
+      return nil
+    }
+    defer { withExtendedLifetime(lock) {} }
+    guard let store = open(console) else { return nil }
+    do { return try await body(store) } catch {
+      console.err("beaconbridge: \(error)\n")
+      return nil
+    }
+  }
+
+  private func open(_ console: any Console) -> Store? {
     do {
       return try Store(directory: directory)
     } catch {
@@ -131,11 +164,7 @@ public struct PairCommand: BridgeCommand {
           .string(pairing.label ?? ""),
         ])
     } catch  where error.notRunning {
-      guard let store = store.open(console) else { return ExitStatus.failure }
-      do {
-        try await store.pair(pairing)
-      } catch {
-        console.err("beaconbridge: \(error.description)\n")
+      guard await store.write(console, { try await $0.pair(pairing) }) != nil else {
         return ExitStatus.failure
       }
     } catch {
@@ -185,11 +214,10 @@ public struct UnpairCommand: BridgeCommand {
       removed = Int(
         try await DaemonClient.call(BridgeServiceNames.Method.unpair, [.string(deviceId)]).first?.uint32 ?? 0)
     } catch  where error.notRunning {
-      guard let store = store.open(console) else { return ExitStatus.failure }
-      do { removed = try await store.unpair(deviceId: deviceId) } catch {
-        console.err("beaconbridge: \(error.description)\n")
+      guard let count = await store.write(console, { try await $0.unpair(deviceId: deviceId) }) else {
         return ExitStatus.failure
       }
+      removed = count
     } catch {
       console.err("beaconbridge: \(error.description)\n")
       return ExitStatus.failure
@@ -241,7 +269,7 @@ public struct PairsCommand: BridgeCommand {
           label: item["label"]?.stringValue)
       }
     } catch  where error.notRunning {
-      guard let store = store.open(console) else { return ExitStatus.failure }
+      guard let store = store.openExisting(console) else { return ExitStatus.failure }
       do { pairings = try await store.pairings() } catch {
         console.err("beaconbridge: \(error.description)\n")
         return ExitStatus.failure
@@ -262,8 +290,9 @@ public struct PairsCommand: BridgeCommand {
     var out = "DEVICE ID".padding(toLength: 16) + "BEACON".padding(toLength: 50) + "LABEL\n"
     for p in pairings {
       out +=
-        p.deviceId.padding(toLength: 15) + " " + p.pattern.padding(toLength: 49) + " " + (p.label ?? "")
-        + "\n"
+        p.deviceId.escapingControlCharacters.padding(toLength: 15) + " " + p.pattern.padding(toLength: 49)
+        + " "
+        + (p.label ?? "").escapingControlCharacters + "\n"
     }
     console.out(out)
     return ExitStatus.success

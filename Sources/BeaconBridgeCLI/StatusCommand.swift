@@ -33,7 +33,8 @@ public struct StatusCommand: BridgeCommand {
       console.out(redactor.redact(status.compactText) + "\n")
       return ExitStatus.success
     }
-    console.out(redactor.redact(Self.text(DaemonStatus(json: status))))
+    // Text mode: a value from the daemon (a device ID, a reason) cannot reach the terminal raw.
+    console.out(redactor.redact(Self.text(DaemonStatus(json: status))).escapingControlCharactersExceptNewlines)
     return ExitStatus.success
   }
 

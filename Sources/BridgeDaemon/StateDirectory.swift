@@ -1,3 +1,4 @@
+import BeaconCore
 import FoundationEssentials
 
 #if canImport(Glibc)
@@ -120,11 +121,39 @@ extension StateDirectory {
   }
 
   static func kind(_ mode: mode_t) -> String {
-    mode & S_IFMT == S_IFREG ? "a file" : TokenFile.kind(mode)
+    mode & S_IFMT == S_IFREG ? "a file" : RegularFile.kind(mode)
   }
 
   static func userName(_ uid: uid_t) -> String {
     if let user = getpwuid(uid), let name = user.pointee.pw_name { return String(cString: name) }
     return "uid \(uid)"
+  }
+}
+
+extension StateDirectory {
+  /// For commands that only read (`pairs`, `doctor`, `diagnose`): checks that the directory and,
+  /// with `store: true`, the store in it exist, creating nothing. A mistyped `--state-dir` is
+  /// "not found", never an empty store made on the spot.
+  public static func requireExisting(_ path: String, store: Bool) throws(StateDirectoryError) {
+    var info = stat()
+    guard stat(path, &info) == 0 else {
+      let code = errno
+      guard code == ENOENT || code == ENOTDIR else { throw failure(path, at: path, errno: code) }
+      throw StateDirectoryError(
+        path: path, problem: "was not found",
+        fix: "pass --state-dir with the daemon's state directory, or start the daemon once to create it")
+    }
+    guard info.st_mode & S_IFMT == S_IFDIR else {
+      throw StateDirectoryError(
+        path: path, problem: "is \(kind(info.st_mode)), not a directory",
+        fix: "pass --state-dir with the daemon's state directory")
+    }
+    guard store else { return }
+    let file = self.path(path, Store.fileName)
+    guard stat(file, &info) == 0 else {
+      throw StateDirectoryError(
+        path: path, problem: "holds no store: \(file) was not found",
+        fix: "pass --state-dir with the daemon's state directory, or start the daemon once to create it")
+    }
   }
 }

@@ -24,23 +24,22 @@ public struct DirectoryGZoneSource: GZoneSource {
 
   public func fetch(_ payload: GZonePayload) async throws -> Data {
     let path = origin(of: payload)
-    guard let isDirectory = Self.isDirectory(path) else {
-      if Self.isDirectory(directory) != true {
-        throw GZoneError(.unreadable, origin: path, "no such folder \(directory)")
-      }
-      throw GZoneError(.unreadable, origin: path, "no such file")
+    // stat(2) never opens: a FIFO given as the folder is named, not waited on.
+    var info = stat()
+    guard stat(directory, &info) == 0 else {
+      throw GZoneError(.unreadable, origin: path, "no such folder \(directory.escapingControlCharacters)")
     }
-    guard !isDirectory else { throw GZoneError(.unreadable, origin: path, "a folder, not a file") }
+    guard info.st_mode & S_IFMT == S_IFDIR else {
+      throw GZoneError(
+        .unreadable, origin: path,
+        "\(directory.escapingControlCharacters) is \(RegularFile.kind(info.st_mode)), not a folder")
+    }
+    // RegularFile.open refuses a FIFO, a device or a folder in the payload's place.
     do { return Data(try InputReader.read(path, limit: Self.maximumFileSize)) } catch {
+      if error.code == ENOENT { throw GZoneError(.unreadable, origin: path, "no such file") }
+      if error.kind == "a directory" { throw GZoneError(.unreadable, origin: path, "a folder, not a file") }
       throw GZoneError(.unreadable, origin: path, "cannot read it: \(error.reason)")
     }
-  }
-
-  /// Whether `path` is a folder (following symbolic links); nil when nothing is there.
-  static func isDirectory(_ path: String) -> Bool? {
-    var info = stat()
-    guard stat(path, &info) == 0 else { return nil }
-    return info.st_mode & S_IFMT == S_IFDIR
   }
 
   /// A payload file larger than this is refused unread (16 MiB).

@@ -12,5 +12,6 @@ import BridgeDaemon
 StandardStreams.claim()
 MallocTuning.useOneArena()
 signal(SIGPIPE, SIG_IGN)
-let status = await CLI.main(Array(CommandLine.arguments.dropFirst()))
+// The arguments as bytes: CommandLine.arguments would repair a bad byte with U+FFFD.
+let status = await CLI.main(raw: CLI.processArguments())
 exit(status)

@@ -36,6 +36,15 @@ import Testing
     (["demo", "--speed"], "--speed needs a value"),
     (["demo", "--speed", "fast"], "--speed must be a number"),
     (["demo", "--speed", "0"], "--speed must be between 1 and 10000"),
+    (["unpair", "--device-id", "a", "--device-id", "b"], "--device-id given twice"),
+    (["unpair", "--device-id=a", "--device-id", "a"], "--device-id given twice"),
+    (["pairs", "--json", "--json"], "--json given twice"),
+    (["doctor", "--state-dir", "/a", "--state-dir=/b"], "--state-dir given twice"),
+    (["help", "nosuchcommand"], "help: unknown command \"nosuchcommand\""),
+    (["--help", "nosuchcommand"], "--help: unknown command \"nosuchcommand\""),
+    (["help", "pair", "extra"], "unexpected argument \"extra\""),
+    (["--version", "extra"], "--version: unexpected argument \"extra\""),
+    (["frob\u{1B}[31m"], "unknown command 'frob\\u{1B}[31m'"),
   ])
   func usageErrors(argv: [String], message: String) {
     #expect {
@@ -54,6 +63,24 @@ import Testing
       return
     }
     #expect(text.contains("USAGE"))
+  }
+
+  /// A byte that is not UTF-8 is refused by name, never repaired to U+FFFD.
+  @Test func nonUTF8ArgumentsAreAUsageError() async throws {
+    #expect(try CLI.arguments([Array("pairs".utf8)]) == ["pairs"])
+    let bad: [[UInt8]] = [Array("unpair".utf8), Array("--device-id".utf8), [0x63, 0x61, 0x66, 0xFF]]
+    #expect {
+      _ = try CLI.arguments(bad)
+    } throws: { error in
+      (error as? UsageError)?.description.hasPrefix(
+        "the value of --device-id is not valid UTF-8 (\"caf\\xFF\")")
+        == true
+    }
+    #expect(throws: UsageError.self) { _ = try CLI.arguments([[0xC3]]) }
+    let console = CapturingConsole()
+    #expect(await CLI.main(raw: bad, console: console) == ExitStatus.usage)
+    #expect(console.stderr.contains("--device-id is not valid UTF-8"))
+    #expect(console.stdout.isEmpty)
   }
 
   @Test func usageErrorsExit64OnStderr() async {

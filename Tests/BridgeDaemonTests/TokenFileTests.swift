@@ -72,7 +72,7 @@ import Testing
     (.file(" \n\t\n", mode: 0o600, group: nil), nil, "is empty"),
     (.file("line1\nline2\n", mode: 0o600, group: nil), nil, "more than one line"),
     (.directory, nil, "is a directory, not a regular file"),
-    (.fifo, nil, "is a fifo, not a regular file"),
+    (.fifo, nil, "is a FIFO, not a regular file"),
     (.link, nil, "is a symbolic link"),
     (.missing, nil, "does not exist"),
   ]

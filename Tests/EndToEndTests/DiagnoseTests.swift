@@ -75,7 +75,10 @@ struct DiagnoseTests {
     let (dir, config) = try prepare()
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let (status, bundle) = try diagnose(bus: bus.address, dir: dir, config: config)
-    #expect(status == 0)
+    // The daemon never ran here: the store is "not found" (exit 1), named in the bundle, and
+    // diagnose, which only reads, does not make one.
+    #expect(status == 1)
+    #expect(!FileManager.default.fileExists(atPath: dir + "/beaconbridge.sqlite"))
     #expect(bundle.listing.contains { $0.hasSuffix("/MANIFEST.txt") })
     let manifest = try #require(bundle.files["MANIFEST.txt"])
     for name in bundle.files.keys where name != "MANIFEST.txt" {
@@ -83,6 +86,7 @@ struct DiagnoseTests {
     }
     #expect(manifest.contains("MISSING"))
     #expect(manifest.contains("status.json") && manifest.contains("daemon is not running"))
+    #expect(manifest.contains("\(dir)/beaconbridge.sqlite was not found"))
     #expect(bundle.files["doctor.json"] != nil)
     #expect(bundle.files["versions.txt"]?.contains("beaconbridge") == true)
     #expect(bundle.files["beaconbridge.conf"]?.contains("<redacted>") == true)

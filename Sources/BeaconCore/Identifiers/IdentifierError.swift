@@ -28,6 +28,23 @@ extension String {
     return out
   }
 
+  /// The text of a message as a terminal or the journal may show it: every control character
+  /// (C0, DEL, C1) and every format character (the bidi controls U+202A–U+202E, U+2066–U+2069,
+  /// U+200E, U+200F, U+061C among them) escaped as `escapingControlCharacters` does, except the
+  /// line feeds that end its lines. Every line the CLI writes to stderr passes through here, so
+  /// a path or a payload value echoed in a message cannot move the cursor, recolour the terminal
+  /// or reorder what the reader sees.
+  public var escapingControlCharactersExceptNewlines: String {
+    guard unicodeScalars.contains(where: { $0 != "\n" && IdentifierText.isInvisible($0) }) else {
+      return self
+    }
+    var out = ""
+    for scalar in unicodeScalars {
+      if scalar == "\n" { out.unicodeScalars.append(scalar) } else { Self.appendEscaped(scalar, to: &out) }
+    }
+    return out
+  }
+
   /// The longest a value is echoed in an error message, in characters.
   public static let messageQuoteLimit = 40
 

@@ -13,17 +13,75 @@ public struct InputError: Error, Hashable, Sendable, CustomStringConvertible {
   public var subject: String
   /// Why, in plain words: "it is closed", "permission denied".
   public var reason: String
-  public init(_ subject: String, _ reason: String) {
+  /// The errno of a failed open(2), read(2) or fstat(2), for callers whose sentence depends on it.
+  public var code: Int32?
+  /// What the path names when it is not a regular file ("a FIFO", "a directory").
+  public var kind: String?
+  public init(_ subject: String, _ reason: String, code: Int32? = nil, kind: String? = nil) {
     self.subject = subject
     self.reason = reason
+    self.code = code
+    self.kind = kind
   }
-  public var description: String { "cannot read \(subject): \(reason)" }
+  public var description: String { "cannot read \(subject.escapingControlCharacters): \(reason)" }
+}
+
+/// The one way a path the caller gave is opened for reading: the configuration file (at start and
+/// on SIGHUP), a scenario, a capture, a trip events file, a G-Zone payload, a token or TLS file.
+///
+/// open(2) with `O_NONBLOCK`, so that a FIFO with no writer or a device cannot stall the process
+/// (a daemon in a vehicle must keep answering SIGTERM), then fstat(2) on that descriptor, and
+/// anything but a regular file is refused with a sentence that says what it is ("it is a FIFO,
+/// not a regular file"). The check and the read use the same descriptor: a file swapped in
+/// between cannot be read unchecked.
+public enum RegularFile {
+  /// Opens `path` read-only. `followLinks: false` adds `O_NOFOLLOW` (a symbolic link is refused
+  /// with ELOOP), for files whose owner and mode are checked (token files).
+  /// Returns the descriptor, which the caller closes, and its `stat`.
+  public static func open(_ path: String, followLinks: Bool = true) throws(InputError) -> (Int32, stat) {
+    guard !path.isEmpty else { throw InputError("\"\"", "the file name is empty") }
+    let flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (followLinks ? 0 : O_NOFOLLOW)
+    var descriptor: Int32
+    repeat { descriptor = Glibc.open(path, flags) } while descriptor < 0 && errno == EINTR
+    guard descriptor >= 0 else {
+      let code = errno
+      throw InputError(path, InputReader.reason(code), code: code)
+    }
+    var info = stat()
+    guard fstat(descriptor, &info) == 0 else {
+      let code = errno
+      close(descriptor)
+      throw InputError(path, InputReader.reason(code), code: code)
+    }
+    guard info.st_mode & S_IFMT == S_IFREG else {
+      close(descriptor)
+      let what = kind(info.st_mode)
+      throw InputError(
+        path, what == "a directory" ? "it is a directory" : "it is \(what), not a regular file", kind: what)
+    }
+    return (descriptor, info)
+  }
+
+  /// What a file that is not a regular one is, for a sentence: "a FIFO", "a character device".
+  public static func kind(_ mode: mode_t) -> String {
+    switch mode & S_IFMT {
+    case S_IFREG: "a regular file"
+    case S_IFDIR: "a directory"
+    case S_IFIFO: "a FIFO"
+    case S_IFSOCK: "a socket"
+    case S_IFCHR: "a character device"
+    case S_IFBLK: "a block device"
+    case S_IFLNK: "a symbolic link"
+    default: "not a regular file"
+    }
+  }
 }
 
 /// Reads an input (a file, or `-` for standard input) with open(2) and read(2), up to a size
 /// limit, so that no input can trap (Foundation's `readDataToEndOfFile()` traps on a closed or
-/// directory stdin) or grow the process without bound (`/dev/zero`). A FIFO or a character
-/// device is read as a stream until its end; errno becomes plain words.
+/// directory stdin) or grow the process without bound (`/dev/zero`). A path is opened by
+/// `RegularFile.open`: anything but a regular file is refused. Standard input (`-`) may be a
+/// pipe or a terminal and is read as a stream until its end; errno becomes plain words.
 public final class InputReader {
   /// `standard input`, or the path.
   public let name: String
@@ -42,12 +100,8 @@ public final class InputReader {
       fd = STDIN_FILENO
       owned = false
     } else {
-      guard !path.isEmpty else { throw InputError("\"\"", "the file name is empty") }
       name = path
-      var descriptor: Int32
-      repeat { descriptor = open(path, O_RDONLY | O_CLOEXEC) } while descriptor < 0 && errno == EINTR
-      guard descriptor >= 0 else { throw InputError(path, Self.reason(errno)) }
-      fd = descriptor
+      (fd, _) = try RegularFile.open(path)
       owned = true
     }
     var info = stat()

@@ -1,6 +1,10 @@
 import BeaconCore
 import FoundationEssentials
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Reading the configuration file: the one reader for `run`, `doctor` and `diagnose`.
 extension DaemonConfiguration {
   /// Reads and parses the file at `path`, or the default file when `path` is nil. A missing
@@ -8,19 +12,42 @@ extension DaemonConfiguration {
   public static func load(path: String?) throws(KeyFileError) -> DaemonConfiguration {
     let file = path ?? defaultPath
     guard let text = try text(path: path) else { return DaemonConfiguration() }
-    return try parse(text, file: file)
+    let config = try parse(text, file: file)
+    try checkTLSFiles(config, file: file)
+    return config
+  }
+
+  /// libcurl and libmosquitto open the TLS files with blocking reads: a FIFO or a device in their
+  /// place would stall every upload, so one is refused when the configuration loads. A missing
+  /// file is left to the upload's own error, which names it.
+  static func checkTLSFiles(_ config: DaemonConfiguration, file: String) throws(KeyFileError) {
+    let files = [
+      ("CAFile", config.uploadTLS.caFile), ("CertFile", config.uploadTLS.certFile),
+      ("KeyFile", config.uploadTLS.keyFile),
+    ]
+    for case let (key, path?) in files {
+      do throws(InputError) {
+        let (fd, _) = try RegularFile.open(path)
+        close(fd)
+      } catch  where error.kind != nil {
+        throw KeyFileError(
+          file: file, line: 0,
+          message: "[Upload] \(key) \(path) \(error.reason.dropFirst(3)); point \(key) at a PEM file")
+      } catch {}
+    }
   }
 
   /// The file's text, unparsed, or nil when `path` is nil and the default file does not exist.
   /// `diagnose` bundles the text (redacted) even when it does not parse.
   public static func text(path: String?) throws(KeyFileError) -> String? {
     let file = path ?? defaultPath
-    guard FileManager.default.fileExists(atPath: file) else {
-      if path != nil { throw KeyFileError(file: file, line: 0, message: "no such file") }
-      return nil
-    }
     let bytes: [UInt8]
+    // RegularFile.open: a FIFO or a device put in its place (then SIGHUP) is refused, not waited on.
     do { bytes = try InputReader.read(file, limit: maximumFileSize) } catch {
+      if error.code == ENOENT {
+        if path != nil { throw KeyFileError(file: file, line: 0, message: "no such file") }
+        return nil
+      }
       throw KeyFileError(file: file, line: 0, message: "cannot read it: \(error.reason)")
     }
     guard let text = String(validating: bytes, as: UTF8.self) else {

@@ -1,3 +1,5 @@
+import BeaconCore
+
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -17,7 +19,8 @@ public struct TokenFileError: Error, Hashable, Sendable, CustomStringConvertible
 ///
 /// The file is refused, and nothing is sent, when it is
 /// - not a regular file: a directory, a fifo, a device, a socket, or a symbolic link (it is
-///   opened with `O_NOFOLLOW`, so a link cannot be swapped in between the check and the read);
+///   opened by `RegularFile.open` without following links, so a link cannot be swapped in
+///   between the check and the read);
 /// - readable or writable by others (`mode & 0o007`);
 /// - readable or writable by its group, unless that group is the service's group
 ///   (`beaconbridge`) or the owner's primary group (a group the owner chose);
@@ -53,19 +56,17 @@ public enum TokenFile {
   }
 
   static func read(_ path: String, enforcingMode: Bool) throws(TokenFileError) -> String {
-    let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
-    guard fd >= 0 else { throw openError(path, errno: errno) }
+    let fd: Int32
+    let info: stat
+    do throws(InputError) { (fd, info) = try RegularFile.open(path, followLinks: false) } catch {
+      if let kind = error.kind {
+        throw TokenFileError(
+          path: path, problem: "is \(kind), not a regular file",
+          fix: "make it a regular file holding the token, with mode 0640, owned by root:\(serviceGroup)")
+      }
+      throw openError(path, errno: error.code ?? EINVAL)
+    }
     defer { close(fd) }
-    var info = stat()
-    guard fstat(fd, &info) == 0 else {
-      throw TokenFileError(
-        path: path, problem: "cannot be examined (\(Self.words(errno)))", fix: Self.fix(path))
-    }
-    guard info.st_mode & S_IFMT == S_IFREG else {
-      throw TokenFileError(
-        path: path, problem: "is \(kind(info.st_mode)), not a regular file",
-        fix: "make it a regular file holding the token, with mode 0640, owned by root:\(serviceGroup)")
-    }
     if enforcingMode, let problem = modeProblem(mode: info.st_mode, uid: info.st_uid, gid: info.st_gid) {
       throw TokenFileError(path: path, problem: problem, fix: Self.fix(path))
     }
@@ -143,17 +144,6 @@ public enum TokenFile {
 
   static func fix(_ path: String) -> String {
     "chmod 0640 \(path) && chown root:\(serviceGroup) \(path)"
-  }
-
-  static func kind(_ mode: mode_t) -> String {
-    switch mode & S_IFMT {
-    case S_IFDIR: "a directory"
-    case S_IFIFO: "a fifo"
-    case S_IFSOCK: "a socket"
-    case S_IFCHR, S_IFBLK: "a device"
-    case S_IFLNK: "a symbolic link"
-    default: "not a regular file"
-    }
   }
 
   static func openError(_ path: String, errno code: Int32) -> TokenFileError {

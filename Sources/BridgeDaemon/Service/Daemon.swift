@@ -47,6 +47,16 @@ public struct Daemon: Sendable {
       return 1
     }
     logger.learnSecrets(of: config)
+    // One owner per state directory, held until the daemon exits (StateLock).
+    let lock: StateLock
+    do {
+      try StateDirectory.prepare(stateDirectory)
+      lock = try StateLock.acquire(directory: stateDirectory, holder: "beaconbridge run")
+    } catch {
+      logger.log(.error, "\(error); not starting")
+      return 1
+    }
+    defer { withExtendedLifetime(lock) {} }
     let store: Store
     do { store = try Store(directory: stateDirectory) } catch {
       logger.log(.error, "\(error.description); not starting")

@@ -1,16 +1,49 @@
+import BeaconCore
 import CSQLite
 
-/// An SQLite error, with the library's message and what we were doing.
+/// An SQLite error: the primary result code, and whether it happened reading or writing.
+///
+/// What users see is `description`: plain words for the code and what fixes it ("the disk is
+/// full; free space on it"), never the code's number or the statement; the library's own
+/// message is kept for support (`message`), not shown.
 public struct SQLiteError: Error, Hashable, Sendable, CustomStringConvertible {
   /// The primary result code (`SQLITE_BUSY`, `SQLITE_CORRUPT`, …).
   public var code: Int32
+  /// `sqlite3_errmsg`'s text.
   public var message: String
+  /// The statement that failed, for `doing`.
   public var context: String
 
   public var isCorrupt: Bool { code == SQLITE_CORRUPT || code == SQLITE_NOTADB }
   public var isBusy: Bool { code == SQLITE_BUSY || code == SQLITE_LOCKED }
 
-  public var description: String { "\(context): \(message) (SQLite code \(code))" }
+  /// "writing to it" or "reading it", from the statement's first word.
+  public var doing: String {
+    let verb = context.split(whereSeparator: { $0 == " " || $0 == "\n" }).first?.uppercased() ?? ""
+    if verb == "SELECT" { return "reading it" }
+    if verb.hasPrefix("OPENING") || verb.isEmpty { return "opening it" }
+    return "writing to it"
+  }
+
+  /// What went wrong, in words, and the fix.
+  public var reason: String {
+    switch code {
+    case SQLITE_FULL: "the disk is full; free space on it"
+    case SQLITE_READONLY: "it is read-only (a read-only file system, or a file this user cannot write)"
+    case SQLITE_IOERR: "an input/output error (the disk failed); check the disk (dmesg)"
+    case SQLITE_CANTOPEN: "it cannot be opened; check that the state directory exists and is writable"
+    case SQLITE_PERM, SQLITE_AUTH: "permission denied; run as root or as the beaconbridge user"
+    case SQLITE_CORRUPT, SQLITE_NOTADB: "it is damaged; move it aside to start afresh, or keep it for support"
+    case SQLITE_BUSY, SQLITE_LOCKED: "another process holds it locked; try again"
+    case SQLITE_NOMEM: "out of memory"
+    case SQLITE_CONSTRAINT: "a record conflicts with one already stored"
+    case SQLITE_TOOBIG: "a record is too large"
+    case SQLITE_PROTOCOL: "another process's locking failed; try again"
+    default: "the database refused the operation (\(message.escapingControlCharacters))"
+    }
+  }
+
+  public var description: String { "\(doing) failed: \(reason)" }
 }
 
 /// One SQLite connection. Not thread-safe on its own: the `Store` actor owns it.
@@ -28,7 +61,7 @@ final class SQLiteDatabase {
     guard rc == SQLITE_OK, let db else {
       let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
       sqlite3_close_v2(db)
-      throw SQLiteError(code: rc & 0xFF, message: message, context: "opening \(path)")
+      throw SQLiteError(code: rc & 0xFF, message: message, context: "opening")
     }
     handle = db
     // Wait for a lock rather than failing at once (another process may hold a write lock briefly).

@@ -28,7 +28,7 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     } else if error.isBusy {
       self.init(.locked, "the store \(path) is locked by another process (\(error.message)); try again")
     } else {
-      self.init(.io, "the store \(path): \(error)")
+      self.init(.io, "the store \(path): \(error.description)")
     }
   }
 }

@@ -1,0 +1,413 @@
+#!/usr/bin/env python3
+"""The standing hostile suite (issue 28; `make test-hostile`).
+
+A table of cases through the real binary, one row per class of hostile input: a FIFO where a
+file or a folder is expected (configuration, scenario, capture, trip events, G-Zone payload and
+folder, token and TLS files, the state directory), arguments that are not UTF-8, a repeated
+option, `help` with an unknown command, read-only commands on a missing state directory or
+store, control and bidi characters in a path echoed in a message, two daemons on one state
+directory, and a daemon whose configuration becomes a FIFO before SIGHUP.
+
+Each case asserts
+  - the exit status,
+  - the message (a regular expression over stderr, or stdout where the command reports there),
+  - that no raw control or bidi character reaches the terminal, and
+  - that nothing changed on disk: the case's scratch folder is listed (lstat only: a FIFO is
+    never opened) before and after, and any difference fails, except the files a row allows.
+Every process has a time limit: a hang fails its case and the suite goes on.
+
+Commands that need a bus get DBUS_SYSTEM_BUS_ADDRESS of a socket nobody listens on, so they fail
+fast; the daemon rows start private dbus-daemons (dbus-daemon, from scripts/deps-test.txt).
+
+    scripts/check-hostile.py [BINARY]      default .build/debug/beaconbridge
+"""
+
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BINARY = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, ".build/debug/beaconbridge")
+TIMEOUT = 20
+GZONE = os.path.join(ROOT, "Tests/Fixtures/gzone/load1")
+UUID = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"
+# C0 but LF, DEL, C1, and the bidi controls: none may reach a terminal raw.
+RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+BAD_TEXT = ["Fatal error", "NSCocoaErrorDomain", "Error Domain=", "DecodingError", "SQLite code",
+            "Swift runtime failure", "\ufffd"]
+
+
+def snapshot(top):
+    """Every entry under `top`: kind, size, mode and content digest (regular files only)."""
+    out = {}
+    if not os.path.lexists(top):
+        return out
+    for base, dirs, files in os.walk(top):
+        for name in dirs + files:
+            path = os.path.join(base, name)
+            info = os.lstat(path)
+            digest = None
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as f:
+                    digest = hashlib.sha256(f.read()).hexdigest()
+            out[os.path.relpath(path, top)] = (info.st_mode, info.st_size, digest)
+    return out
+
+
+def run(argv, env, cwd, stdin=subprocess.DEVNULL, timeout=TIMEOUT):
+    """Runs the binary (argv items may be bytes); returns (status, stdout, stderr) as text,
+    status "timeout" when it did not end in time (it is killed)."""
+    proc = subprocess.Popen([BINARY] + argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env, cwd=cwd, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        status = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        status = "timeout"
+    return status, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def make_store(t, env):
+    """A real store in t/state, made by `pair` (the daemon is not running on the dead bus)."""
+    state = os.path.join(t, "state")
+    status, _, err = run(["pair", "--uuid", UUID, "--major", "1", "--device-id", "UNIT-1",
+                          "--state-dir", state], env, t)
+    if status != 0:
+        raise RuntimeError(f"could not make a store: {status} {err.strip()}")
+    return state
+
+
+def fifo(t, name):
+    path = os.path.join(t, name)
+    os.mkfifo(path, 0o600)
+    return path
+
+
+def gzone_copy(t, name, fifo_payload=None):
+    folder = os.path.join(t, name)
+    shutil.copytree(GZONE, folder)
+    if fifo_payload:
+        os.unlink(os.path.join(folder, fifo_payload))
+        os.mkfifo(os.path.join(folder, fifo_payload), 0o600)
+    return folder
+
+
+def write(t, name, text, mode=0o600):
+    path = os.path.join(t, name)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)
+    return path
+
+
+# Each row: (name, setup(t, env) -> dict). The dict gives argv, and optionally status (default 1),
+# says (a regex over stderr + stdout), absent (paths that must not exist afterwards), allow
+# (relative paths allowed to change), stdin (bytes).
+IS_FIFO = r"(it )?is a FIFO, not a regular file"
+CASES = [
+    ("configuration FIFO: run", lambda t, env: dict(
+        argv=["run", "--config", fifo(t, "conf"), "--state-dir", os.path.join(t, "state")],
+        says=r"conf: cannot read it: it is a FIFO, not a regular file", absent=["state"])),
+    ("configuration FIFO: doctor", lambda t, env: dict(
+        argv=["doctor", "--config", fifo(t, "conf"), "--state-dir", make_store(t, env)],
+        says=r"conf: cannot read it: it is a FIFO, not a regular file")),
+    ("configuration FIFO: diagnose", lambda t, env: dict(
+        argv=["diagnose", "--config", fifo(t, "conf"), "--lines", "1", "--state-dir", make_store(t, env),
+              "--export", os.path.join(t, "bundle.tar.gz")],
+        status=0, says=r"Wrote .*bundle\.tar\.gz", allow=["bundle.tar.gz"])),
+    ("scenario FIFO: simulate", lambda t, env: dict(
+        argv=["simulate", fifo(t, "scenario.json")], says=r"scenario\.json: " + IS_FIFO)),
+    ("capture FIFO: replay", lambda t, env: dict(
+        argv=["replay", fifo(t, "capture.btsnoop")], says=r"capture\.btsnoop: " + IS_FIFO)),
+    ("trip events FIFO", lambda t, env: dict(
+        argv=["trip", "events", "--trip-id", "t1", fifo(t, "events.json")], says=r"events\.json: " + IS_FIFO)),
+    ("G-Zone folder FIFO: gzone status", lambda t, env: dict(
+        argv=["gzone", "status", fifo(t, "payloads")], says=r"payloads is a FIFO, not a folder")),
+    ("G-Zone payload FIFO: gzone status", lambda t, env: dict(
+        argv=["gzone", "status", gzone_copy(t, "load", "player.json")], says=r"player\.json: .*" + IS_FIFO)),
+    ("G-Zone payload FIFO: gzone diff", lambda t, env: dict(
+        argv=["gzone", "diff", gzone_copy(t, "old"), gzone_copy(t, "new", "game-rounds.json")],
+        says=r"game-rounds\.json: .*" + IS_FIFO)),
+    ("token file FIFO: doctor", lambda t, env: dict(
+        argv=["doctor", "--state-dir", make_store(t, env), "--config",
+              write(t, "c.conf", f"[Upload]\nURL = https://example.invalid/t\nTokenFile = {fifo(t, 'token')}\n")],
+        says=r"token is a FIFO, not a regular file")),
+    ("TLS file FIFO: doctor", lambda t, env: dict(
+        argv=["doctor", "--state-dir", make_store(t, env), "--config",
+              write(t, "c.conf", f"[Upload]\nURL = https://example.invalid/t\nCAFile = {fifo(t, 'ca.pem')}\n")],
+        says=r"CAFile .*ca\.pem is a FIFO, not a regular file")),
+    ("state directory FIFO: pair", lambda t, env: dict(
+        argv=["pair", "--uuid", UUID, "--device-id", "U", "--state-dir", fifo(t, "state")],
+        says=r"state directory .*state is a FIFO, not a directory")),
+    ("state directory FIFO: pairs", lambda t, env: dict(
+        argv=["pairs", "--state-dir", fifo(t, "state")], says=r"state directory .*state is a FIFO, not a directory")),
+    ("non-UTF-8 option value", lambda t, env: dict(
+        argv=["unpair", "--device-id", b"caf\xff", "--state-dir", os.path.join(t, "state")], status=64,
+        says=r'the value of --device-id is not valid UTF-8 \("caf\\xFF"\)', absent=["state"])),
+    ("non-UTF-8 command word", lambda t, env: dict(
+        argv=[b"pa\xc3irs"], status=64, says=r'argument 1 is not valid UTF-8 \("pa\\xC3irs"\)')),
+    ("repeated option", lambda t, env: dict(
+        argv=["unpair", "--device-id", "a", "--device-id", "b", "--state-dir", os.path.join(t, "state")],
+        status=64, says=r"--device-id given twice", absent=["state"])),
+    ("repeated flag", lambda t, env: dict(argv=["pairs", "--json", "--json"], status=64, says=r"--json given twice")),
+    ("help with an unknown command", lambda t, env: dict(
+        argv=["help", "nosuchcommand"], status=64, says=r"help: unknown command \"nosuchcommand\"")),
+    ("--version with an argument", lambda t, env: dict(
+        argv=["--version", "now"], status=64, says=r"--version: unexpected argument")),
+    ("pairs on a missing state directory", lambda t, env: dict(
+        argv=["pairs", "--state-dir", os.path.join(t, "missing")], says=r"missing was not found", absent=["missing"])),
+    ("pairs --json on a missing state directory", lambda t, env: dict(
+        argv=["pairs", "--json", "--state-dir", os.path.join(t, "a/b")], says=r"a/b was not found", absent=["a"])),
+    ("pairs on a directory without a store", lambda t, env: (os.mkdir(os.path.join(t, "empty")), dict(
+        argv=["pairs", "--state-dir", os.path.join(t, "empty")],
+        says=r"empty/beaconbridge\.sqlite was not found"))[1]),
+    ("doctor on a missing state directory", lambda t, env: dict(
+        argv=["doctor", "--config", write(t, "c.conf", ""), "--state-dir", os.path.join(t, "missing")],
+        says=r"missing was not found", absent=["missing"])),
+    ("diagnose on a missing state directory", lambda t, env: dict(
+        argv=["diagnose", "--lines", "1", "--state-dir", os.path.join(t, "missing"),
+              "--export", os.path.join(t, "bundle.tar.gz")],
+        says=r"missing was not found", absent=["missing", "bundle.tar.gz"])),
+    ("control and bidi characters in a path", lambda t, env: dict(
+        argv=["simulate", os.path.join(t, "a\x1b[2J\u202eb.json")],
+        says=r"a\\u\{1B\}\[2J\\u\{202E\}b\.json: no such file")),
+    ("control characters in a FIFO's name", lambda t, env: dict(
+        argv=["replay", fifo(t, "c\x07\x9bd")], says=r"c\\u\{7\}\\u\{9B\}d: " + IS_FIFO)),
+    ("control characters in an unknown command", lambda t, env: dict(
+        argv=["\x1b]0;pwned\x07"], status=64, says=r"unknown command '\\u\{1B\}\]0;pwned\\u\{7\}'")),
+    ("control characters in a G-Zone value (text mode)", lambda t, env: dict(
+        argv=["gzone", "status", gzone_with_escape(t)], status=0, says=r"\\u\{1B\}\[2J")),
+]
+
+
+def gzone_with_escape(t):
+    """A payload folder whose first game's name holds an escape sequence and a bidi override."""
+    folder = gzone_copy(t, "load")
+    path = os.path.join(folder, "available-games.json")
+    with open(path) as f:
+        text = f.read()
+    first = re.search(r'"name"\s*:\s*"', text)
+    if not first:
+        raise RuntimeError("no game name in the G-Zone fixture")
+    text = text[:first.end()] + "\\u001b[2J\\u202e" + text[first.end():]
+    with open(path, "w") as f:
+        f.write(text)
+    return folder
+
+
+class Bus:
+    """A private dbus-daemon that lets anyone own any name (as DBusTestSupport's PrivateBus)."""
+
+    def __init__(self, folder):
+        os.makedirs(folder)
+        config = os.path.join(folder, "bus.conf")
+        with open(config, "w") as f:
+            f.write(f"""<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig><type>session</type><listen>unix:path={folder}/bus</listen><auth>EXTERNAL</auth>
+<policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/>
+<allow own="*"/><allow user="*"/></policy></busconfig>""")
+        self.proc = subprocess.Popen(["dbus-daemon", f"--config-file={config}", "--nofork", "--print-address=1"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.address = self.proc.stdout.readline().decode().strip()
+        if not self.address:
+            raise RuntimeError("dbus-daemon printed no address")
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+class Daemon:
+    """`beaconbridge run` on a bus, its stderr in a file."""
+
+    def __init__(self, t, bus, state, config, name):
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=bus.address)
+        for key in ["NOTIFY_SOCKET", "JOURNAL_STREAM", "WATCHDOG_USEC", "BEACONBRIDGE_STATE_DIR"]:
+            env.pop(key, None)
+        self.log = os.path.join(t, name + ".log")
+        self.logfile = open(self.log, "wb")
+        self.proc = subprocess.Popen([BINARY, "run", "--config", config, "--state-dir", state], env=env,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.logfile,
+                                     start_new_session=True)
+
+    def text(self):
+        with open(self.log, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def wait_for(self, pattern, timeout=TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if re.search(pattern, self.text()):
+                return True
+            if self.proc.poll() is not None:
+                return bool(re.search(pattern, self.text()))
+            time.sleep(0.05)
+        return False
+
+    def exit_status(self, timeout):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return "timeout"
+
+    def close(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.logfile.close()
+
+
+def two_daemons(t):
+    """The second daemon on one state directory, on another bus, refuses with the first's PID and
+    leaves the store as it was; the first one keeps running."""
+    problems = []
+    config = write(t, "empty.conf", "")
+    state = os.path.join(t, "state")
+    buses, daemons = [], []
+    try:
+        buses = [Bus(os.path.join(t, "bus1")), Bus(os.path.join(t, "bus2"))]
+        first = Daemon(t, buses[0], state, config, "first")
+        daemons.append(first)
+        if not first.wait_for(r"ready: serving"):
+            return [f"the first daemon did not become ready: {first.text()[-400:]}"]
+        before = snapshot(state)
+        second = Daemon(t, buses[1], state, config, "second")
+        daemons.append(second)
+        status = second.exit_status(TIMEOUT)
+        words = second.text()
+        if status != 1:
+            problems.append(f"the second daemon: exit {status}, not 1; stderr: {words[-400:]}")
+        expected = rf"state directory .*state is in use by beaconbridge run \(PID {first.proc.pid}\)"
+        if not re.search(expected, words):
+            problems.append(f"the second daemon does not name the first one's PID {first.proc.pid}: {words[-400:]}")
+        if first.proc.poll() is not None:
+            problems.append(f"the first daemon stopped: {first.text()[-400:]}")
+        after = snapshot(state)
+        changed = sorted(k for k in set(before) | set(after)
+                         if before.get(k) != after.get(k) and not k.startswith("beaconbridge.sqlite-"))
+        if changed:
+            problems.append(f"the refused daemon changed the state directory: {changed}")
+        first.proc.send_signal(signal.SIGTERM)
+        if first.exit_status(TIMEOUT) != 0:
+            problems.append("the first daemon did not stop cleanly on SIGTERM")
+    finally:
+        for d in daemons:
+            d.close()
+        for b in buses:
+            b.close()
+    return problems
+
+
+def fifo_on_sighup(t):
+    """The configuration replaced by a FIFO, then SIGHUP: the reload refuses it, keeps the old
+    configuration, and SIGTERM still stops the daemon at once."""
+    problems = []
+    config = write(t, "beaconbridge.conf", "")
+    bus, daemon = None, None
+    try:
+        bus = Bus(os.path.join(t, "bus"))
+        daemon = Daemon(t, bus, os.path.join(t, "state"), config, "daemon")
+        if not daemon.wait_for(r"ready: serving"):
+            return [f"the daemon did not become ready: {daemon.text()[-400:]}"]
+        os.unlink(config)
+        os.mkfifo(config, 0o600)
+        daemon.proc.send_signal(signal.SIGHUP)
+        if not daemon.wait_for(r"configuration not reloaded, the old one stays: .*" + IS_FIFO):
+            problems.append(f"the reload does not refuse the FIFO: {daemon.text()[-400:]}")
+        started = time.monotonic()
+        daemon.proc.send_signal(signal.SIGTERM)
+        status = daemon.exit_status(TIMEOUT)
+        if status != 0:
+            problems.append(f"SIGTERM after the FIFO reload: exit {status}, not 0")
+        elif time.monotonic() - started > 5:
+            problems.append(f"SIGTERM took {time.monotonic() - started:.1f} s")
+    finally:
+        if daemon:
+            daemon.close()
+        if bus:
+            bus.close()
+    return problems
+
+
+SPECIAL = [
+    ("two daemons on one state directory", two_daemons),
+    ("configuration FIFO on SIGHUP", fifo_on_sighup),
+]
+
+
+def check_row(name, setup, env):
+    with tempfile.TemporaryDirectory(prefix="bb-hostile-") as t:
+        row = setup(t, env)
+        before = snapshot(t)
+        status, out, err = run(row["argv"], env, t, timeout=row.get("timeout", TIMEOUT))
+        after = snapshot(t)
+        problems = []
+        expected = row.get("status", 1)
+        if status == "timeout":
+            problems.append(f"did not end within {TIMEOUT} s")
+        elif status != expected:
+            problems.append(f"exit {status}, not {expected}")
+        both = err + out
+        if not re.search(row["says"], both):
+            problems.append(f"the message does not match /{row['says']}/")
+        if RAW.search(both):
+            problems.append("a raw control or bidi character reached the terminal")
+        for bad in BAD_TEXT:
+            if bad in both:
+                problems.append(f"the output holds {bad!r}")
+        allowed = set(row.get("allow", []))
+        changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k) and k not in allowed)
+        if changed:
+            problems.append(f"changed on disk: {changed}")
+        for path in row.get("absent", []):
+            if os.path.lexists(os.path.join(t, path)):
+                problems.append(f"{path} was created")
+        if problems:
+            shown = [a if isinstance(a, str) else repr(a) for a in row["argv"]]
+            return [f"{name}: beaconbridge {' '.join(shown)}: " + "; ".join(problems)
+                    + f"\n      stderr: {err.strip()[-300:]!r}\n      stdout: {out.strip()[-300:]!r}"]
+        return []
+
+
+def main():
+    if not os.access(BINARY, os.X_OK):
+        sys.exit(f"check-hostile: {BINARY} is missing; run 'make build'")
+    if not shutil.which("dbus-daemon"):
+        sys.exit("check-hostile: dbus-daemon is missing; run scripts/install-deps.sh test")
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="bb-hostile-env-") as scratch:
+        env = dict(os.environ)
+        env["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=" + os.path.join(scratch, "no-bus-here")
+        env.pop("BEACONBRIDGE_STATE_DIR", None)
+        env.pop("STATE_DIRECTORY", None)
+        for name, setup in CASES:
+            try:
+                failures += check_row(name, setup, env)
+            except Exception as e:  # a broken setup is a failed row, not a crashed suite
+                failures.append(f"{name}: {type(e).__name__}: {e}")
+    for name, case in SPECIAL:
+        with tempfile.TemporaryDirectory(prefix="bb-hostile-") as t:
+            try:
+                failures += [f"{name}: {p}" for p in case(t)]
+            except Exception as e:
+                failures.append(f"{name}: {type(e).__name__}: {e}")
+    total = len(CASES) + len(SPECIAL)
+    if failures:
+        print(f"check-hostile: {len(failures)} of {total} cases FAILED", file=sys.stderr)
+        for f in failures:
+            print("  " + f, file=sys.stderr)
+        sys.exit(1)
+    print(f"check-hostile: {total} cases held (exit status, message, nothing raw, nothing changed on disk)")
+
+
+if __name__ == "__main__":
+    main()
