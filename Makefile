@@ -25,7 +25,7 @@ demo: build
 	$(BIN) demo
 
 # Every tier the README promises. A tier that cannot run fails here; none is skipped.
-test: lint scenarios fuzz-short fuzz-hci-short fuzz-input-short test-io leakcheck bench-check test-unit test-system-files test-vm test-box
+test: lint scenarios crypto-vectors fuzz-short fuzz-hci-short fuzz-input-short test-io leakcheck bench-check test-unit test-system-files test-vm test-box
 	@echo "make test: all tiers passed"
 
 # The suites that start daemons, mocks and HTTP servers as processes (the EndToEndTests target)
@@ -314,3 +314,14 @@ bench-check: bench-check-tools
 	$(BENCH_CHECK)
 bench-baseline: bench-check-tools
 	$(BENCH_CHECK) --update
+
+# --- BeaconCrypto's test vectors (issue 29). ------------------------------------------------
+# Tests/Crypto/vectors.json is written by Tests/Crypto/oracle.py from the specifications with
+# Python's cryptography; BeaconCryptoTests checks the Swift side against it. Fails when the
+# committed file is not what the oracle writes.
+.PHONY: crypto-vectors
+crypto-vectors:
+	@scripts/install-deps.sh test
+	@tmp=$$(mktemp -d) && /usr/bin/python3 Tests/Crypto/oracle.py "$$tmp" && \
+	  if cmp -s "$$tmp/vectors.json" Tests/Crypto/vectors.json; then rm -rf "$$tmp"; else \
+	    echo "Tests/Crypto/vectors.json is stale: run 'python3 Tests/Crypto/oracle.py' and commit" >&2; rm -rf "$$tmp"; exit 1; fi
