@@ -80,7 +80,8 @@ public final class AES128Key: @unchecked Sendable {
     _ text: UnsafeRawBufferPointer, _ digits: Range<Int>, into destination: UnsafeMutablePointer<UInt8>
   ) {
     for i in 0..<byteCount {
-      destination[i] = nibble(text[digits.lowerBound + 2 * i])! << 4 | nibble(text[digits.lowerBound + 2 * i + 1])!
+      destination[i] =
+        nibble(text[digits.lowerBound + 2 * i])! << 4 | nibble(text[digits.lowerBound + 2 * i + 1])!
     }
   }
 
@@ -158,7 +159,9 @@ public final class AES128Key: @unchecked Sendable {
 
   /// Runs `body` with an EAX context keyed by this key, nonce and header set; the context (which
   /// holds a key schedule) is wiped afterwards.
-  private func withEAX(nonce: [UInt8], header: [UInt8], _ body: (UnsafeMutablePointer<eax_aes128_ctx>) -> Void) {
+  private func withEAX(
+    nonce: [UInt8], header: [UInt8], _ body: (UnsafeMutablePointer<eax_aes128_ctx>) -> Void
+  ) {
     let context = UnsafeMutablePointer<eax_aes128_ctx>.allocate(capacity: 1)
     defer {
       cnettle_wipe(context, MemoryLayout<eax_aes128_ctx>.size)

@@ -29,7 +29,9 @@ public struct AESBlock: Hashable, Sendable {
   var bigEndianBytes: (UInt64, UInt64) { (high.bigEndian, low.bigEndian) }
 
   init(bigEndianBytes bytes: Bytes) {
-    let halves = withUnsafeBytes(of: bytes) { ($0.load(as: UInt64.self), $0.load(fromByteOffset: 8, as: UInt64.self)) }
+    let halves = withUnsafeBytes(of: bytes) {
+      ($0.load(as: UInt64.self), $0.load(fromByteOffset: 8, as: UInt64.self))
+    }
     self.init(high: UInt64(bigEndian: halves.0), low: UInt64(bigEndian: halves.1))
   }
 

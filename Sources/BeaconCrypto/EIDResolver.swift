@@ -114,6 +114,8 @@ public struct EIDResolver<ID: Hashable & Sendable>: Sendable {
     var cachedWindows: [Int64: UInt64] = [:]
     /// Temporary keys by clock >> 16, for the cached windows only.
     var temporaryKeys: [Int64: AES128Key] = [:]
+    /// The window the table's three entries are around.
+    var tableCenter: Int64?
     var k: Int64 { Int64(pairing.rotationExponent.rawValue) }
   }
 
@@ -147,7 +149,8 @@ public struct EIDResolver<ID: Hashable & Sendable>: Sendable {
   /// EID unknown before may be this pairing's.
   public mutating func add(_ pairing: EIDPairing<ID>) {
     remove(id: pairing.id)
-    let slot = Slot(pairing: pairing, offset: pairing.clockOffset, heardWindow: pairing.heardWindow.map(Int64.init))
+    let slot = Slot(
+      pairing: pairing, offset: pairing.clockOffset, heardWindow: pairing.heardWindow.map(Int64.init))
     if let free = slots.firstIndex(where: { $0 == nil }) {
       slots[free] = slot
       slotOfID[pairing.id] = free
@@ -305,42 +308,55 @@ public struct EIDResolver<ID: Hashable & Sendable>: Sendable {
       keys[keyIndex] = temporaryKey
     }
     statistics.blockEncryptions += 1
-    return EddystoneEID.eid(temporaryKey: temporaryKey, rotationExponent: slot.pairing.rotationExponent, clock: clock)
+    return EddystoneEID.eid(
+      temporaryKey: temporaryKey, rotationExponent: slot.pairing.rotationExponent, clock: clock)
   }
 
   /// A found window: refused as a replay when older than the newest heard; otherwise the clock is
   /// tracked and the table holds the previous, current and next windows' EIDs.
   private mutating func accept(slot index: Int, window: Int64, at t: Int64) -> EIDResolution<ID> {
-    guard var slot = slots[index] else { return .unknown(.notPaired) }
+    guard let slot = slots[index] else { return .unknown(.notPaired) }
     if let heard = slot.heardWindow, window < heard {
       statistics.replaysRefused += 1
       return .replay(slot.pairing.id, window: UInt32(window), heardWindow: UInt32(heard))
     }
     statistics.resolved += 1
-    slot.heardWindow = window
     // The smallest move of the offset that puts the expected clock inside the window heard.
+    // In place: the steady stream's path allocates nothing and copies no table.
     let start = window << slot.k
     let end = ((window + 1) << slot.k) - 1
     let expected = t &+ slot.offset
-    if expected < start { slot.offset = start - t } else if expected > end { slot.offset = end - t }
-
-    let wanted = Set([window - 1, window, window + 1].filter { $0 >= 0 && ($0 << slot.k) <= Self.maxClock })
-    if Set(slot.cachedWindows.keys) != wanted {
-      for (cached, eid) in slot.cachedWindows where !wanted.contains(cached) {
-        table[eid] = nil
-        slot.cachedWindows[cached] = nil
-      }
-      var keys = slot.temporaryKeys
-      for missing in wanted.sorted() where slot.cachedWindows[missing] == nil {
-        let eid = compute(window: missing, slot: slot, keys: &keys)
-        slot.cachedWindows[missing] = eid
-        table[eid] = Entry(slot: index, window: missing)
-      }
-      let keyIndices = Set(wanted.map { ($0 << slot.k) >> 16 })
-      slot.temporaryKeys = keys.filter { keyIndices.contains($0.key) }
+    if expected < start {
+      slots[index]!.offset = start - t
+    } else if expected > end {
+      slots[index]!.offset = end - t
     }
-    slots[index] = slot
+    slots[index]!.heardWindow = window
+    if slot.tableCenter != window { refreshTable(slot: index, around: window) }
     return .resolved(slot.pairing.id, window: UInt32(window))
+  }
+
+  /// Puts the previous, current and next windows' EIDs in the table, computing only those not
+  /// there yet, and keeps only their temporary keys.
+  private mutating func refreshTable(slot index: Int, around window: Int64) {
+    guard var slot = slots[index] else { return }
+    slots[index] = nil  // the slot's dictionaries are mutated uniquely, not copied
+    let wanted = [window - 1, window, window + 1].filter { $0 >= 0 && ($0 << slot.k) <= Self.maxClock }
+    for (cached, eid) in slot.cachedWindows where !wanted.contains(cached) {
+      table[eid] = nil
+      slot.cachedWindows[cached] = nil
+    }
+    var keys = slot.temporaryKeys
+    slot.temporaryKeys = [:]
+    for missing in wanted where slot.cachedWindows[missing] == nil {
+      let eid = compute(window: missing, slot: slot, keys: &keys)
+      slot.cachedWindows[missing] = eid
+      table[eid] = Entry(slot: index, window: missing)
+    }
+    let keyIndices = wanted.map { ($0 << slot.k) >> 16 }
+    slot.temporaryKeys = keys.filter { keyIndices.contains($0.key) }
+    slot.tableCenter = window
+    slots[index] = slot
   }
 
   private mutating func remember(unknown eid: UInt64, at t: Int64) {

@@ -36,12 +36,16 @@ public enum EddystoneEID {
   /// The 8-byte EID (as a big-endian integer: byte 0 most significant) for a clock: the first 8
   /// bytes of AES-128 under the temporary key of [0x00 x 11, K, clock with its K low bits
   /// cleared, 32-bit big-endian].
-  public static func eid(temporaryKey: AES128Key, rotationExponent k: RotationExponent, clock: UInt32) -> UInt64 {
+  public static func eid(temporaryKey: AES128Key, rotationExponent k: RotationExponent, clock: UInt32)
+    -> UInt64
+  {
     temporaryKey.encrypt(eidBlock(rotationExponent: k, clock: clock)).high
   }
 
   /// Both steps at once: what a beacon advertises at `clock`.
-  public static func eid(identityKey: AES128Key, rotationExponent k: RotationExponent, clock: UInt32) -> UInt64 {
+  public static func eid(identityKey: AES128Key, rotationExponent k: RotationExponent, clock: UInt32)
+    -> UInt64
+  {
     eid(temporaryKey: temporaryKey(identityKey: identityKey, clock: clock), rotationExponent: k, clock: clock)
   }
 

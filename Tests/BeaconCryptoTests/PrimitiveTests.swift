@@ -14,17 +14,23 @@ import Testing
   @Test(arguments: vectors.eax)
   func eaxOpensAndSealsThePaperVectors(_ v: OracleVectors.EAXVector) {
     let k = key(v.key)
-    let sealed = k.eaxSeal(nonce: bytes(v.nonce), header: bytes(v.header), plaintext: bytes(v.plaintext), tagLength: 16)
+    let sealed = k.eaxSeal(
+      nonce: bytes(v.nonce), header: bytes(v.header), plaintext: bytes(v.plaintext), tagLength: 16)
     #expect(hex(sealed.ciphertext) == v.ciphertext)
     #expect(hex(sealed.tag) == v.tag)
-    let opened = k.eaxOpen(nonce: bytes(v.nonce), header: bytes(v.header), ciphertext: bytes(v.ciphertext), tag: bytes(v.tag))
+    let opened = k.eaxOpen(
+      nonce: bytes(v.nonce), header: bytes(v.header), ciphertext: bytes(v.ciphertext), tag: bytes(v.tag))
     #expect(opened.map(hex) == v.plaintext)
     var badTag = bytes(v.tag)
     badTag[0] ^= 0x80
-    #expect(k.eaxOpen(nonce: bytes(v.nonce), header: bytes(v.header), ciphertext: bytes(v.ciphertext), tag: badTag) == nil)
+    #expect(
+      k.eaxOpen(nonce: bytes(v.nonce), header: bytes(v.header), ciphertext: bytes(v.ciphertext), tag: badTag)
+        == nil)
     var badHeader = bytes(v.header)
     badHeader[badHeader.count - 1] ^= 0x01
-    #expect(k.eaxOpen(nonce: bytes(v.nonce), header: badHeader, ciphertext: bytes(v.ciphertext), tag: bytes(v.tag)) == nil)
+    #expect(
+      k.eaxOpen(nonce: bytes(v.nonce), header: badHeader, ciphertext: bytes(v.ciphertext), tag: bytes(v.tag))
+        == nil)
   }
 
   @Test(arguments: vectors.eid)
@@ -35,7 +41,8 @@ import Testing
     // The temporary key cannot be read back; it is checked by what it encrypts.
     let probe = AESBlock(high: 0x0123_4567_89AB_CDEF, low: 0xFEDC_BA98_7654_3210)
     #expect(temporary.encrypt(probe) == key(v.temporaryKey).encrypt(probe))
-    #expect(EddystoneEID.eid(identityKey: identity, rotationExponent: k, clock: v.beaconClock) == uint64(v.eid))
+    #expect(
+      EddystoneEID.eid(identityKey: identity, rotationExponent: k, clock: v.beaconClock) == uint64(v.eid))
   }
 
   @Test func theTemporaryKeyRollsOverAt65536AndTheEIDAtEachWindow() {
@@ -68,7 +75,8 @@ import Testing
   @Test(arguments: vectors.etlm)
   func encryptedTLMOpensOnlyWithTheKeyAndClock(_ v: OracleVectors.ETLMVector) throws {
     let frame = try EncryptedTLM(serviceData: bytes(v.serviceData))
-    let opened = frame.open(identityKey: key(v.identityKey), rotationExponent: exponent(v.rotationExponent), clock: v.beaconClock)
+    let opened = frame.open(
+      identityKey: key(v.identityKey), rotationExponent: exponent(v.rotationExponent), clock: v.beaconClock)
     #expect(opened.map(hex) == v.plainTLM, "\(v.why)")
     #expect((opened != nil) == v.valid)
   }
@@ -77,17 +85,24 @@ import Testing
     let v = Self.vectors.etlm.first { $0.valid }!
     let frame = bytes(v.serviceData)
     let sealed = EncryptedTLM.seal(
-      tlm: bytes(v.plainTLM!), identityKey: key(v.identityKey), rotationExponent: exponent(v.rotationExponent),
+      tlm: bytes(v.plainTLM!), identityKey: key(v.identityKey),
+      rotationExponent: exponent(v.rotationExponent),
       clock: v.beaconClock, salt: Array(frame[14..<16]))
     #expect(sealed == frame)
     #expect(EncryptedTLM.plainFrame(tlm: bytes(v.plainTLM!)).count == 14)
   }
 
   @Test func encryptedTLMFramesOfTheWrongShapeAreRefused() {
-    #expect(throws: EncryptedTLM.Refusal.notEncryptedTLM) { try EncryptedTLM(serviceData: [0x20, 0x00] + [UInt8](repeating: 0, count: 12)) }
+    #expect(throws: EncryptedTLM.Refusal.notEncryptedTLM) {
+      try EncryptedTLM(serviceData: [0x20, 0x00] + [UInt8](repeating: 0, count: 12))
+    }
     #expect(throws: EncryptedTLM.Refusal.notEncryptedTLM) { try EncryptedTLM(serviceData: [UInt8]()) }
-    #expect(throws: EncryptedTLM.Refusal.wrongLength(17)) { try EncryptedTLM(serviceData: [0x20, 0x01] + [UInt8](repeating: 0, count: 15)) }
-    #expect(throws: EncryptedTLM.Refusal.wrongLength(19)) { try EncryptedTLM(serviceData: [0x20, 0x01] + [UInt8](repeating: 0, count: 17)) }
+    #expect(throws: EncryptedTLM.Refusal.wrongLength(17)) {
+      try EncryptedTLM(serviceData: [0x20, 0x01] + [UInt8](repeating: 0, count: 15))
+    }
+    #expect(throws: EncryptedTLM.Refusal.wrongLength(19)) {
+      try EncryptedTLM(serviceData: [0x20, 0x01] + [UInt8](repeating: 0, count: 17))
+    }
   }
 
   @Test func eidFramesAreExactlyTenBytes() {
@@ -112,7 +127,9 @@ import Testing
     let k = key(Self.secret)
     var dumped = ""
     dump(k, to: &dumped)
-    let shown = [String(describing: k), String(reflecting: k), "\(k)", dumped, "\([k])", "\(Optional(k) as Any)"]
+    let shown = [
+      String(describing: k), String(reflecting: k), "\(k)", dumped, "\([k])", "\(Optional(k) as Any)",
+    ]
     for text in shown {
       #expect(text.contains("<redacted>"), "\(text)")
       #expect(!text.lowercased().contains("7748"), "\(text)")
@@ -129,13 +146,16 @@ import Testing
     #expect(String(describing: derived) == "<redacted>")
   }
 
-  @Test(arguments: [
+  static let otherCharacters = "a key is 32 hexadecimal digits (0-9, a-f); this one has other characters"
+  static let badKeys: [(String, String)] = [
     ("", "a key is 32 hexadecimal digits, not 0 characters"),
     (String(secret.dropLast()), "a key is 32 hexadecimal digits, not 31 characters"),
     (secret + "0", "a key is 32 hexadecimal digits, not 33 characters"),
-    ("g" + String(secret.dropFirst()), "a key is 32 hexadecimal digits (0-9, a-f); this one has other characters"),
-    (String(secret.prefix(16)) + " " + String(secret.dropFirst(17)), "a key is 32 hexadecimal digits (0-9, a-f); this one has other characters"),
-  ])
+    ("g" + String(secret.dropFirst()), otherCharacters),
+    (String(secret.prefix(16)) + " " + String(secret.dropFirst(17)), otherCharacters),
+  ]
+
+  @Test(arguments: badKeys)
   func aBadKeyIsRefusedWithoutRepeatingIt(text: String, message: String) {
     do {
       _ = try AES128Key(hex: text)

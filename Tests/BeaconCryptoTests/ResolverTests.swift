@@ -28,7 +28,8 @@ import Testing
       let context = Comment(rawValue: "\(name) step \(step): \(scenario.about)")
       switch s.outcome {
       case "resolved": #expect(got == .resolved(s.pairing!, window: s.window!), context)
-      case "replay": #expect(got == .replay(s.pairing!, window: s.window!, heardWindow: s.trackedWindow!), context)
+      case "replay":
+        #expect(got == .replay(s.pairing!, window: s.window!, heardWindow: s.trackedWindow!), context)
       default:
         guard case .unknown = got else {
           Issue.record("\(got), expected unknown; \(context.rawValue)")
@@ -46,7 +47,9 @@ import Testing
     let settled = resolver.statistics
     // One advertisement a second for the rest of the window: all from the table, no AES at all.
     for second in Int64(1)...200 {
-      #expect(resolver.resolve(eid: uint64(first.eid), atBoxSeconds: first.boxTime + second) == .resolved(0, window: 63))
+      #expect(
+        resolver.resolve(eid: uint64(first.eid), atBoxSeconds: first.boxTime + second)
+          == .resolved(0, window: 63))
     }
     #expect(resolver.statistics.cacheHits == settled.cacheHits + 200)
     #expect(resolver.statistics.searches == settled.searches)
@@ -73,7 +76,8 @@ import Testing
     var before = resolver.statistics
     for s in scenario.sightings {
       before = resolver.statistics
-      #expect(resolver.resolve(eid: uint64(s.eid), atBoxSeconds: s.boxTime) == .resolved(0, window: s.window!))
+      #expect(
+        resolver.resolve(eid: uint64(s.eid), atBoxSeconds: s.boxTime) == .resolved(0, window: s.window!))
       if s.window == 64 && s.beaconClock < 65536 + 60 {
         // The first sighting of window 64 (clock 65536..65595): a table hit; the table moves to
         // 63, 64, 65 -> 64 is the current, 65 is new (same temporary key as 64, computed at the
@@ -93,9 +97,13 @@ import Testing
     let s = scenario.sightings
     _ = resolver.resolve(eid: uint64(s[0].eid), atBoxSeconds: s[0].boxTime)
     _ = resolver.resolve(eid: uint64(s[1].eid), atBoxSeconds: s[1].boxTime)
-    #expect(resolver.resolve(eid: uint64(s[2].eid), atBoxSeconds: s[2].boxTime) == .replay(0, window: s[2].window!, heardWindow: s[1].window!))
+    #expect(
+      resolver.resolve(eid: uint64(s[2].eid), atBoxSeconds: s[2].boxTime)
+        == .replay(0, window: s[2].window!, heardWindow: s[1].window!))
     #expect(resolver.statistics.replaysRefused == 1)
-    #expect(resolver.resolve(eid: uint64(s[3].eid), atBoxSeconds: s[3].boxTime) == .replay(0, window: s[3].window!, heardWindow: s[1].window!))
+    #expect(
+      resolver.resolve(eid: uint64(s[3].eid), atBoxSeconds: s[3].boxTime)
+        == .replay(0, window: s[3].window!, heardWindow: s[1].window!))
     #expect(resolver.statistics.replaysRefused == 2)
 
     // A restarted resolver given the stored tracking refuses the same replay.
@@ -107,12 +115,16 @@ import Testing
       EIDPairing(
         id: 0, identityKey: key(p.identityKey), rotationExponent: exponent(p.rotationExponent),
         clockOffset: tracking.clockOffset, heardWindow: tracking.heardWindow))
-    #expect(restarted.resolve(eid: uint64(s[2].eid), atBoxSeconds: s[2].boxTime + 5) == .replay(0, window: s[2].window!, heardWindow: s[1].window!))
+    #expect(
+      restarted.resolve(eid: uint64(s[2].eid), atBoxSeconds: s[2].boxTime + 5)
+        == .replay(0, window: s[2].window!, heardWindow: s[1].window!))
     #expect(restarted.statistics.replaysRefused == 1)
 
     // The operator accepts a beacon's restored, older clock.
     restarted.forgetHeardWindow(of: 0)
-    #expect(restarted.resolve(eid: uint64(s[2].eid), atBoxSeconds: s[2].boxTime + 6) == .resolved(0, window: s[2].window!))
+    #expect(
+      restarted.resolve(eid: uint64(s[2].eid), atBoxSeconds: s[2].boxTime + 6)
+        == .resolved(0, window: s[2].window!))
   }
 
   @Test func aCachedEIDHeardAfterTheToleranceIsNotResolved() {
@@ -122,7 +134,9 @@ import Testing
     #expect(resolver.resolve(eid: uint64(first.eid), atBoxSeconds: first.boxTime) == .resolved(0, window: 63))
     // The same EID two days later (a recording played back): in the table, but its window is
     // more than one day from the beacon's expected clock.
-    #expect(resolver.resolve(eid: uint64(first.eid), atBoxSeconds: first.boxTime + 2 * 86_400) == .unknown(.outsideTolerance))
+    #expect(
+      resolver.resolve(eid: uint64(first.eid), atBoxSeconds: first.boxTime + 2 * 86_400)
+        == .unknown(.outsideTolerance))
     #expect(resolver.statistics.resolved == 1)
   }
 
@@ -138,7 +152,8 @@ import Testing
     #expect(Int64(afterSearch.blockEncryptions + afterSearch.keyExpansions) <= bound)
     #expect(afterSearch.blockEncryptions >= 2 * 86_400 / 1024, "every window of the tolerance was tried")
     for second in Int64(1)...10 {
-      #expect(resolver.resolve(eid: uint64(s.eid), atBoxSeconds: s.boxTime + second) == .unknown(.recentlyUnknown))
+      #expect(
+        resolver.resolve(eid: uint64(s.eid), atBoxSeconds: s.boxTime + second) == .unknown(.recentlyUnknown))
     }
     #expect(resolver.statistics.blockEncryptions == afterSearch.blockEncryptions)
     #expect(resolver.statistics.negativeHits == 10)
@@ -154,7 +169,9 @@ import Testing
     var resolver = EIDResolver<Int>(configuration: configuration)
     let identity = key("000102030405060708090a0b0c0d0e0f")
     for id in 0..<10 {
-      resolver.add(EIDPairing(id: id, identityKey: identity, rotationExponent: exponent(10), clockOffset: Int64(id) * 1_000_000))
+      resolver.add(
+        EIDPairing(
+          id: id, identityKey: identity, rotationExponent: exponent(10), clockOffset: Int64(id) * 1_000_000))
     }
     var generator = SystemRandomNumberGenerator()
     let seconds: Int64 = 20
@@ -180,7 +197,9 @@ import Testing
     let scenario = Self.vectors.eidScenarios.first { $0.name == "two-pairings" }!
     var resolver = Self.resolver(scenario)
     let s = scenario.sightings
-    #expect(resolver.resolve(eid: uint64(s[0].eid), atBoxSeconds: s[0].boxTime) == .resolved(0, window: s[0].window!))
+    #expect(
+      resolver.resolve(eid: uint64(s[0].eid), atBoxSeconds: s[0].boxTime)
+        == .resolved(0, window: s[0].window!))
     #expect(resolver.tableCount == 3)
     resolver.remove(id: 0)
     #expect(resolver.tableCount == 0)
@@ -193,9 +212,13 @@ import Testing
     var resolver = EIDResolver<Int>()
     let identity = key(v.identityKey)
     let k = exponent(v.rotationExponent)
-    resolver.add(EIDPairing(id: 7, identityKey: identity, rotationExponent: k, beaconClock: v.beaconClock - 100, atBoxSeconds: Self.box))
+    resolver.add(
+      EIDPairing(
+        id: 7, identityKey: identity, rotationExponent: k, beaconClock: v.beaconClock - 100,
+        atBoxSeconds: Self.box))
     let eid = EddystoneEID.eid(identityKey: identity, rotationExponent: k, clock: v.beaconClock)
-    #expect(resolver.resolve(eid: eid, atBoxSeconds: Self.box + 100) == .resolved(7, window: v.beaconClock >> 10))
+    #expect(
+      resolver.resolve(eid: eid, atBoxSeconds: Self.box + 100) == .resolved(7, window: v.beaconClock >> 10))
     let frame = try EncryptedTLM(serviceData: bytes(v.serviceData))
     #expect(resolver.openTLM(frame, of: 7, atBoxSeconds: Self.box + 101).map(hex) == v.plainTLM)
     #expect(resolver.openTLM(frame, of: 8, atBoxSeconds: Self.box + 101) == nil)

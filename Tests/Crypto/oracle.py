@@ -243,18 +243,19 @@ def main():
         "the beacon's clock runs 5 h behind (a power loss restored from its daily save): found, then tracked",
         [beacon(ik1, 200_000)],
         [(BOX + 600 + s, ik1, k, 200_000 + 600 - 18000 + s) for s in range(0, 3001, 500)]))
-    # The tolerance edge: expected clock E; the last window that has a second within E + T, and the
-    # first that has none (and the same on the side below).
-    e = 300_000
+    # The tolerance's edges, to the second: a window whose first second is exactly E + T (inside)
+    # and the one after it (outside); a window whose last second is exactly E - T (inside) and the
+    # one before it (outside). E is the expected clock, T the tolerance.
     t = 86400
-    above_in, above_out = (e + t) >> k, ((e + t) >> k) + 1
-    below_in, below_out = (e - t) >> k, ((e - t) >> k) - 1
-    for name, window in [("tolerance-above-inside", above_in), ("tolerance-above-outside", above_out),
-                         ("tolerance-below-inside", below_in), ("tolerance-below-outside", below_out)]:
+    above = 409_600 - t  # E + T = 409600 = window 400's first second
+    below = 204_799 + t  # E - T = 204799 = window 199's last second
+    for name, e, window in [("tolerance-above-inside", above, 400), ("tolerance-above-outside", above, 401),
+                            ("tolerance-below-inside", below, 199), ("tolerance-below-outside", below, 198)]:
+        assert ((e + t) >> k) == 400 and ((e + t) & 1023) == 0 or ((e - t) >> k) == 199 and ((e - t) & 1023) == 1023
         scenarios.append(scenario(
             name,
-            f"an EID of window {window}, whose nearest second is "
-            f"{'within' if 'inside' in name else 'one window beyond'} the tolerance of the expected clock {e}",
+            f"an EID of window {window} while the expected clock is {e}: "
+            f"{'its nearest second is exactly the tolerance away' if 'inside' in name else 'one window beyond'}",
             [beacon(ik1, e)],
             [(BOX, ik1, k, window << k)]))
     w0 = 400_000 >> k
