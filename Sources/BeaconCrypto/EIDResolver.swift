@@ -1,7 +1,19 @@
+/// How the integration names a key pairing (the store's row, say): a plain number, so the
+/// resolvers are not generic and run specialized from any module.
+public struct KeyPairingID: RawRepresentable, Hashable, Sendable, CustomStringConvertible,
+  ExpressibleByIntegerLiteral
+{
+  public let rawValue: Int64
+  public init(rawValue: Int64) { self.rawValue = rawValue }
+  public init(_ value: Int) { rawValue = Int64(value) }
+  public init(integerLiteral value: Int64) { rawValue = value }
+  public var description: String { String(rawValue) }
+}
+
 /// One Eddystone-EID pairing: the identity key, K, and the offset from the box's clock to the
 /// beacon's (beacon clock = box seconds + `clockOffset`).
-public struct EIDPairing<ID: Hashable & Sendable>: Sendable {
-  public let id: ID
+public struct EIDPairing: Sendable {
+  public let id: KeyPairingID
   public let identityKey: AES128Key
   public let rotationExponent: RotationExponent
   public let clockOffset: Int64
@@ -10,7 +22,7 @@ public struct EIDPairing<ID: Hashable & Sendable>: Sendable {
   public let heardWindow: UInt32?
 
   public init(
-    id: ID, identityKey: AES128Key, rotationExponent: RotationExponent, clockOffset: Int64,
+    id: KeyPairingID, identityKey: AES128Key, rotationExponent: RotationExponent, clockOffset: Int64,
     heardWindow: UInt32? = nil
   ) {
     self.id = id
@@ -22,7 +34,7 @@ public struct EIDPairing<ID: Hashable & Sendable>: Sendable {
 
   /// A pairing from the beacon's clock as its provisioning tool reports it, at a box time.
   public init(
-    id: ID, identityKey: AES128Key, rotationExponent: RotationExponent, beaconClock: UInt32,
+    id: KeyPairingID, identityKey: AES128Key, rotationExponent: RotationExponent, beaconClock: UInt32,
     atBoxSeconds boxSeconds: Int64
   ) {
     self.init(
@@ -32,11 +44,11 @@ public struct EIDPairing<ID: Hashable & Sendable>: Sendable {
 }
 
 /// What an EID came to.
-public enum EIDResolution<ID: Hashable & Sendable>: Equatable, Sendable {
+public enum EIDResolution: Equatable, Sendable {
   /// The EID is the pairing's for `window` (the beacon's clock >> K).
-  case resolved(ID, window: UInt32)
+  case resolved(KeyPairingID, window: UInt32)
   /// The pairing's, but from a window older than the newest heard: refused, and counted.
-  case replay(ID, window: UInt32, heardWindow: UInt32)
+  case replay(KeyPairingID, window: UInt32, heardWindow: UInt32)
   /// No pairing's within the tolerance.
   case unknown(EIDUnknownReason)
 }
@@ -81,7 +93,7 @@ public struct EIDResolverStatistics: Equatable, Sendable {
 /// seconds either side of each pairing's expected clock, at a bounded cost
 /// (`searchOperations(tolerance:rotationExponent:)` per pairing) and under a budget of AES
 /// operations per second, so a flood of strangers' EIDs cannot take the CPU.
-public struct EIDResolver<ID: Hashable & Sendable>: Sendable {
+public struct EIDResolver: Sendable {
   public struct Configuration: Sendable {
     /// Seconds either side of the expected clock searched for an unknown EID ([ActiveBeacon]
     /// EIDClockTolerance). One day covers the spec's power-loss recovery (a beacon restores its
@@ -106,17 +118,23 @@ public struct EIDResolver<ID: Hashable & Sendable>: Sendable {
     public var heardWindow: UInt32?
   }
 
-  private struct Slot: Sendable {
-    var pairing: EIDPairing<ID>
+  /// What the steady stream reads and writes, apart from the keys and dictionaries, so that a
+  /// table hit touches plain values only (no reference counting, no copy on write).
+  private struct Clock: Sendable {
+    var id: KeyPairingID
+    var k: Int64
     var offset: Int64
     var heardWindow: Int64?
+    /// The window the table's three entries are around.
+    var tableCenter: Int64?
+  }
+
+  private struct Slot: Sendable {
+    var pairing: EIDPairing
     /// The windows whose EIDs are in the table: at most the previous, current and next.
     var cachedWindows: [Int64: UInt64] = [:]
     /// Temporary keys by clock >> 16, for the cached windows only.
     var temporaryKeys: [Int64: AES128Key] = [:]
-    /// The window the table's three entries are around.
-    var tableCenter: Int64?
-    var k: Int64 { Int64(pairing.rotationExponent.rawValue) }
   }
 
   private struct Entry: Sendable {
@@ -126,8 +144,10 @@ public struct EIDResolver<ID: Hashable & Sendable>: Sendable {
 
   public let configuration: Configuration
   public private(set) var statistics = EIDResolverStatistics()
+  /// Parallel: a removed pairing leaves nil in `slots` (and its clock unused) for the next one.
   private var slots: [Slot?] = []
-  private var slotOfID: [ID: Int] = [:]
+  private var clocks: [Clock] = []
+  private var slotOfID: [KeyPairingID: Int] = [:]
   private var table: [UInt64: Entry] = [:]
   private var negative: [UInt64: Int64] = [:]
   private var negativeOrder: [UInt64] = []
@@ -143,19 +163,23 @@ public struct EIDResolver<ID: Hashable & Sendable>: Sendable {
   }
 
   /// The pairings' identifiers.
-  public var pairingIDs: [ID] { slots.compactMap { $0?.pairing.id } }
+  public var pairingIDs: [KeyPairingID] { slots.compactMap { $0?.pairing.id } }
 
   /// Adds a pairing, or replaces the one with its identifier. The negative cache is cleared: an
   /// EID unknown before may be this pairing's.
-  public mutating func add(_ pairing: EIDPairing<ID>) {
+  public mutating func add(_ pairing: EIDPairing) {
     remove(id: pairing.id)
-    let slot = Slot(
-      pairing: pairing, offset: pairing.clockOffset, heardWindow: pairing.heardWindow.map(Int64.init))
+    let slot = Slot(pairing: pairing)
+    let clock = Clock(
+      id: pairing.id, k: Int64(pairing.rotationExponent.rawValue), offset: pairing.clockOffset,
+      heardWindow: pairing.heardWindow.map(Int64.init))
     if let free = slots.firstIndex(where: { $0 == nil }) {
       slots[free] = slot
+      clocks[free] = clock
       slotOfID[pairing.id] = free
     } else {
       slots.append(slot)
+      clocks.append(clock)
       slotOfID[pairing.id] = slots.count - 1
     }
     negative.removeAll(keepingCapacity: true)
@@ -164,24 +188,25 @@ public struct EIDResolver<ID: Hashable & Sendable>: Sendable {
   }
 
   /// Removes a pairing and its cached EIDs and temporary keys.
-  public mutating func remove(id: ID) {
+  public mutating func remove(id: KeyPairingID) {
     guard let index = slotOfID.removeValue(forKey: id), let slot = slots[index] else { return }
     for eid in slot.cachedWindows.values { table[eid] = nil }
     slots[index] = nil
   }
 
   /// Where a pairing's clock stands now, to be stored.
-  public func tracking(of id: ID) -> Tracking? {
-    guard let index = slotOfID[id], let slot = slots[index] else { return nil }
-    return Tracking(clockOffset: slot.offset, heardWindow: slot.heardWindow.map { UInt32($0) })
+  public func tracking(of id: KeyPairingID) -> Tracking? {
+    guard let index = slotOfID[id] else { return nil }
+    let clock = clocks[index]
+    return Tracking(clockOffset: clock.offset, heardWindow: clock.heardWindow.map { UInt32($0) })
   }
 
   /// Forgets the newest window heard for a pairing: after a beacon lost its clock and restored an
   /// older one, its EIDs are replays until its clock passes the window heard; the operator can
   /// accept the older clock with this.
-  public mutating func forgetHeardWindow(of id: ID) {
+  public mutating func forgetHeardWindow(of id: KeyPairingID) {
     guard let index = slotOfID[id] else { return }
-    slots[index]?.heardWindow = nil
+    clocks[index].heardWindow = nil
   }
 
   /// The number of entries in the table of expected EIDs (at most three per pairing).
@@ -191,12 +216,13 @@ public struct EIDResolver<ID: Hashable & Sendable>: Sendable {
 
   /// Resolves an EID heard at `boxSeconds` (the box's clock, seconds; the same clock the
   /// pairings' offsets are from).
-  public mutating func resolve(eid: UInt64, atBoxSeconds t: Int64) -> EIDResolution<ID> {
+  public mutating func resolve(eid: UInt64, atBoxSeconds t: Int64) -> EIDResolution {
     statistics.lookups += 1
     refillBudget(at: t)
-    if let entry = table[eid], let slot = slots[entry.slot] {
+    if let entry = table[eid] {
       statistics.cacheHits += 1
-      guard within(window: entry.window, k: slot.k, expected: t &+ slot.offset) else {
+      let clock = clocks[entry.slot]
+      guard within(window: entry.window, k: clock.k, expected: t &+ clock.offset) else {
         statistics.unknown += 1
         return .unknown(.outsideTolerance)
       }
@@ -215,7 +241,7 @@ public struct EIDResolver<ID: Hashable & Sendable>: Sendable {
     statistics.searches += 1
     let before = statistics.blockEncryptions + statistics.keyExpansions
     defer { budget -= Int64(statistics.blockEncryptions + statistics.keyExpansions - before) }
-    for index in slots.indices {
+    for index in slots.indices where slots[index] != nil {
       guard let window = search(eid: eid, slot: index, at: t) else { continue }
       return accept(slot: index, window: window, at: t)
     }
@@ -227,11 +253,13 @@ public struct EIDResolver<ID: Hashable & Sendable>: Sendable {
   /// Decrypts an encrypted TLM from a resolved beacon with its identity key and its clock as
   /// tracked: the current window, then the one before and after (the beacon may change windows
   /// between its EID and its TLM). The 12 plain TLM bytes, or nil when none verifies.
-  public mutating func openTLM(_ frame: EncryptedTLM, of id: ID, atBoxSeconds t: Int64) -> [UInt8]? {
+  public mutating func openTLM(_ frame: EncryptedTLM, of id: KeyPairingID, atBoxSeconds t: Int64) -> [UInt8]?
+  {
     guard let index = slotOfID[id], let slot = slots[index] else { return nil }
-    let window = (t &+ slot.offset) >> slot.k
+    let k = clocks[index].k
+    let window = (t &+ clocks[index].offset) >> k
     for candidate in [window, window - 1, window + 1] {
-      let clock = candidate << slot.k
+      let clock = candidate << k
       guard clock >= 0, clock <= Self.maxClock else { continue }
       statistics.blockEncryptions += 2 + 2 * ((frame.ciphertext.count + 15) / 16)
       statistics.keyExpansions += 1
@@ -266,8 +294,8 @@ public struct EIDResolver<ID: Hashable & Sendable>: Sendable {
   /// expected window outward, so a beacon that drifted a little is found first.
   private mutating func search(eid: UInt64, slot index: Int, at t: Int64) -> Int64? {
     guard let slot = slots[index] else { return nil }
-    let k = slot.k
-    let expected = t &+ slot.offset
+    let k = clocks[index].k
+    let expected = t &+ clocks[index].offset
     let low = max(0, expected - configuration.tolerance)
     let high = min(Self.maxClock, expected + configuration.tolerance)
     guard low <= high else { return nil }
@@ -282,8 +310,10 @@ public struct EIDResolver<ID: Hashable & Sendable>: Sendable {
       let aboveIn = above <= last
       let belowIn = below >= first
       if !aboveIn && !belowIn { break }
-      for window in [above, below] where window >= first && window <= last {
-        if compute(window: window, slot: slot, keys: &keys) == eid {
+      for side in 0..<2 {
+        let window = side == 0 ? above : below
+        guard window >= first && window <= last else { continue }
+        if compute(window: window, k: k, slot: slot, keys: &keys) == eid {
           // Kept for the table's refresh in `accept`, which drops those it does not need.
           slots[index]?.temporaryKeys = keys
           return window
@@ -295,8 +325,10 @@ public struct EIDResolver<ID: Hashable & Sendable>: Sendable {
   }
 
   /// The EID of a window, with the temporary key from `keys` or computed into it.
-  private mutating func compute(window: Int64, slot: Slot, keys: inout [Int64: AES128Key]) -> UInt64 {
-    let clock = UInt32(window << slot.k)
+  private mutating func compute(
+    window: Int64, k: Int64, slot: Slot, keys: inout [Int64: AES128Key]
+  ) -> UInt64 {
+    let clock = UInt32(window << k)
     let keyIndex = Int64(clock >> 16)
     let temporaryKey: AES128Key
     if let cached = keys[keyIndex] {
@@ -314,26 +346,25 @@ public struct EIDResolver<ID: Hashable & Sendable>: Sendable {
 
   /// A found window: refused as a replay when older than the newest heard; otherwise the clock is
   /// tracked and the table holds the previous, current and next windows' EIDs.
-  private mutating func accept(slot index: Int, window: Int64, at t: Int64) -> EIDResolution<ID> {
-    guard let slot = slots[index] else { return .unknown(.notPaired) }
-    if let heard = slot.heardWindow, window < heard {
+  private mutating func accept(slot index: Int, window: Int64, at t: Int64) -> EIDResolution {
+    let clock = clocks[index]
+    if let heard = clock.heardWindow, window < heard {
       statistics.replaysRefused += 1
-      return .replay(slot.pairing.id, window: UInt32(window), heardWindow: UInt32(heard))
+      return .replay(clock.id, window: UInt32(window), heardWindow: UInt32(heard))
     }
     statistics.resolved += 1
     // The smallest move of the offset that puts the expected clock inside the window heard.
-    // In place: the steady stream's path allocates nothing and copies no table.
-    let start = window << slot.k
-    let end = ((window + 1) << slot.k) - 1
-    let expected = t &+ slot.offset
+    let start = window << clock.k
+    let end = ((window + 1) << clock.k) - 1
+    let expected = t &+ clock.offset
     if expected < start {
-      slots[index]!.offset = start - t
+      clocks[index].offset = start - t
     } else if expected > end {
-      slots[index]!.offset = end - t
+      clocks[index].offset = end - t
     }
-    slots[index]!.heardWindow = window
-    if slot.tableCenter != window { refreshTable(slot: index, around: window) }
-    return .resolved(slot.pairing.id, window: UInt32(window))
+    clocks[index].heardWindow = window
+    if clock.tableCenter != window { refreshTable(slot: index, around: window) }
+    return .resolved(clock.id, window: UInt32(window))
   }
 
   /// Puts the previous, current and next windows' EIDs in the table, computing only those not
@@ -341,7 +372,8 @@ public struct EIDResolver<ID: Hashable & Sendable>: Sendable {
   private mutating func refreshTable(slot index: Int, around window: Int64) {
     guard var slot = slots[index] else { return }
     slots[index] = nil  // the slot's dictionaries are mutated uniquely, not copied
-    let wanted = [window - 1, window, window + 1].filter { $0 >= 0 && ($0 << slot.k) <= Self.maxClock }
+    let k = clocks[index].k
+    let wanted = [window - 1, window, window + 1].filter { $0 >= 0 && ($0 << k) <= Self.maxClock }
     for (cached, eid) in slot.cachedWindows where !wanted.contains(cached) {
       table[eid] = nil
       slot.cachedWindows[cached] = nil
@@ -349,13 +381,13 @@ public struct EIDResolver<ID: Hashable & Sendable>: Sendable {
     var keys = slot.temporaryKeys
     slot.temporaryKeys = [:]
     for missing in wanted where slot.cachedWindows[missing] == nil {
-      let eid = compute(window: missing, slot: slot, keys: &keys)
+      let eid = compute(window: missing, k: k, slot: slot, keys: &keys)
       slot.cachedWindows[missing] = eid
       table[eid] = Entry(slot: index, window: missing)
     }
-    let keyIndices = wanted.map { ($0 << slot.k) >> 16 }
+    let keyIndices = wanted.map { ($0 << k) >> 16 }
     slot.temporaryKeys = keys.filter { keyIndices.contains($0.key) }
-    slot.tableCenter = window
+    clocks[index].tableCenter = window
     slots[index] = slot
   }
 

@@ -15,10 +15,10 @@ public struct RPAResolverStatistics: Equatable, Sendable {
 /// AES block per IRK pairing once and a dictionary lookup after that. The cache holds at most
 /// `capacity` addresses, the oldest forgotten first; phones nearby rotate their own RPAs every
 /// few minutes, so the bound matters. Adding or removing a pairing empties it.
-public struct RPAResolver<ID: Hashable & Sendable>: Sendable {
+public struct RPAResolver: Sendable {
   public let capacity: Int
   public private(set) var statistics = RPAResolverStatistics()
-  private var pairings: [(id: ID, irk: AES128Key)] = []
+  private var pairings: [(id: KeyPairingID, irk: AES128Key)] = []
   /// Address -> index into `pairings`, or -1 for none.
   private var cache: [UInt64: Int] = [:]
   private var order: [UInt64] = []
@@ -26,24 +26,24 @@ public struct RPAResolver<ID: Hashable & Sendable>: Sendable {
 
   public init(capacity: Int = 4_096) { self.capacity = max(1, capacity) }
 
-  public var pairingIDs: [ID] { pairings.map(\.id) }
+  public var pairingIDs: [KeyPairingID] { pairings.map(\.id) }
   public var cacheCount: Int { cache.count }
 
   /// Adds an IRK pairing, or replaces the one with its identifier.
-  public mutating func add(id: ID, irk: AES128Key) {
+  public mutating func add(id: KeyPairingID, irk: AES128Key) {
     pairings.removeAll { $0.id == id }
     pairings.append((id, irk))
     clearCache()
   }
 
-  public mutating func remove(id: ID) {
+  public mutating func remove(id: KeyPairingID) {
     pairings.removeAll { $0.id == id }
     clearCache()
   }
 
   /// The pairing whose IRK made this 48-bit address (most significant byte first, as printed),
   /// or nil: an address that is not an RPA, or that no IRK made.
-  public mutating func resolve(address: UInt64) -> ID? {
+  public mutating func resolve(address: UInt64) -> KeyPairingID? {
     statistics.lookups += 1
     guard let rpa = ResolvablePrivateAddress(address: address) else {
       statistics.notResolvable += 1
