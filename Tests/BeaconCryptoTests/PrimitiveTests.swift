@@ -177,3 +177,42 @@ import Testing
     #expect(throws: KeyFormatError.self) { try raw.dropLast().withUnsafeBytes { try AES128Key(bytes: $0) } }
   }
 }
+
+@Suite struct FrameShapeTests {
+  /// A generator with a fixed seed (SplitMix64), so a failure repeats.
+  struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+      state &+= 0x9E37_79B9_7F4A_7C15
+      var z = state
+      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+      return z ^ (z >> 31)
+    }
+  }
+
+  /// Hostile service data: every length from 0 to 40, leading bytes that look like the frames
+  /// and not. Each is accepted exactly when its shape is the spec's, and nothing traps.
+  @Test func serviceDataOfAnyShapeIsAcceptedOnlyWhenItIsTheFrame() {
+    var rng = SplitMix(state: 29)
+    let identity = key("000102030405060708090a0b0c0d0e0f")
+    let k = exponent(10)
+    var opened = 0
+    for _ in 0..<20_000 {
+      let count = Int.random(in: 0...40, using: &rng)
+      var data = (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) }
+      if count > 0, Bool.random(using: &rng) { data[0] = [0x20, 0x30].randomElement(using: &rng)! }
+      if count > 1, Bool.random(using: &rng) { data[1] = 0x01 }
+      let isEID = count == 10 && data[0] == 0x30
+      #expect((EddystoneEID.eid(fromServiceData: data) != nil) == isEID)
+      let isETLM = count == 18 && data[0] == 0x20 && data[1] == 0x01
+      let frame = try? EncryptedTLM(serviceData: data)
+      #expect((frame != nil) == isETLM)
+      if let frame, frame.open(identityKey: identity, rotationExponent: k, clock: 65_536) != nil {
+        opened += 1
+      }
+    }
+    // Random bytes pass a 16-bit MIC about once in 65,536 tries: far fewer than 3 here.
+    #expect(opened < 3)
+  }
+}
