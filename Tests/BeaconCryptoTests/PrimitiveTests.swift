@@ -138,6 +138,16 @@ import Testing
     #expect(Mirror(reflecting: k).children.isEmpty)
   }
 
+  @Test func aPairingDumpedShowsNoKey() {
+    let pairing = EIDPairing(
+      id: 1, identityKey: key(Self.secret), rotationExponent: exponent(10), clockOffset: 5)
+    var dumped = ""
+    dump(pairing, to: &dumped)
+    #expect(dumped.contains("identityKey: AES128Key(<redacted>)"))
+    #expect(!dumped.lowercased().contains("7748"))
+    #expect(!"\(pairing)".lowercased().contains("7748"))
+  }
+
   @Test func aDerivedKeyNeverPrintsEither() {
     let derived = EddystoneEID.temporaryKey(identityKey: key(Self.secret), clock: 65536)
     var dumped = ""
