@@ -98,7 +98,13 @@ public struct EIDResolver: Sendable {
     /// Seconds either side of the expected clock searched for an unknown EID ([ActiveBeacon]
     /// EIDClockTolerance). One day covers the spec's power-loss recovery (a beacon restores its
     /// clock from a daily save).
-    public var tolerance: Int64 = 86_400
+    /// Clamped to 0...`maximumTolerance`.
+    public var tolerance: Int64 = 86_400 {
+      didSet { tolerance = min(max(0, tolerance), Self.maximumTolerance) }
+    }
+    /// A week: the search's cost grows with the tolerance (`searchOperations`), and no beacon's
+    /// clock is expected to be further off than its daily save.
+    public static let maximumTolerance: Int64 = 7 * 86_400
     /// How long an EID that a search did not find is answered as unknown without a new search.
     public var negativeCacheSeconds: Int64 = 300
     /// How many such EIDs are remembered (the oldest forgotten first).
@@ -106,10 +112,17 @@ public struct EIDResolver: Sendable {
     /// AES operations per second of box time that searches may spend, on average, and how many
     /// seconds of it may be spent at once. A search runs while the budget is positive and is
     /// charged what it cost, so one search always completes.
-    public var searchOperationsPerSecond: Int64 = 200_000
-    public var searchBurstSeconds: Int64 = 10
+    /// Clamped to 0...1,000,000,000 and 0...3,600, so the budget's arithmetic cannot overflow.
+    public var searchOperationsPerSecond: Int64 = 200_000 {
+      didSet { searchOperationsPerSecond = min(max(0, searchOperationsPerSecond), 1_000_000_000) }
+    }
+    public var searchBurstSeconds: Int64 = 10 {
+      didSet { searchBurstSeconds = min(max(0, searchBurstSeconds), 3_600) }
+    }
 
-    public init(tolerance: Int64 = 86_400) { self.tolerance = max(0, tolerance) }
+    public init(tolerance: Int64 = 86_400) {
+      self.tolerance = min(max(0, tolerance), Self.maximumTolerance)
+    }
   }
 
   /// Where one pairing's clock stands, to be stored and given back in `EIDPairing`.
@@ -222,13 +235,15 @@ public struct EIDResolver: Sendable {
     if let entry = table[eid] {
       statistics.cacheHits += 1
       let clock = clocks[entry.slot]
-      guard within(window: entry.window, k: clock.k, expected: t &+ clock.offset) else {
+      guard within(window: entry.window, k: clock.k, expected: Self.expected(t, clock.offset)) else {
         statistics.unknown += 1
         return .unknown(.outsideTolerance)
       }
       return accept(slot: entry.slot, window: entry.window, at: t)
     }
-    if let searched = negative[eid], t - searched < configuration.negativeCacheSeconds, t >= searched {
+    if let searched = negative[eid], case let (age, overflow) = t.subtractingReportingOverflow(searched),
+      !overflow, age >= 0, age < configuration.negativeCacheSeconds
+    {
       statistics.negativeHits += 1
       statistics.unknown += 1
       return .unknown(.recentlyUnknown)
@@ -257,7 +272,7 @@ public struct EIDResolver: Sendable {
   {
     guard let index = slotOfID[id], let slot = slots[index] else { return nil }
     let k = clocks[index].k
-    let window = (t &+ clocks[index].offset) >> k
+    let window = Self.expected(t, clocks[index].offset) >> k
     for candidate in [window, window - 1, window + 1] {
       let clock = candidate << k
       guard clock >= 0, clock <= Self.maxClock else { continue }
@@ -284,6 +299,15 @@ public struct EIDResolver: Sendable {
 
   // MARK: Internals
 
+  /// The beacon's expected clock, saturated at 2^40 either side of zero whatever the box's time
+  /// and a stored offset are, so that adding the tolerance never overflows (a clock that far out
+  /// is outside every window anyway).
+  private static func expected(_ t: Int64, _ offset: Int64) -> Int64 {
+    let (sum, overflow) = t.addingReportingOverflow(offset)
+    if overflow { return offset > 0 ? 1 << 40 : -(1 << 40) }
+    return min(max(sum, -(1 << 40)), 1 << 40)
+  }
+
   private func within(window: Int64, k: Int64, expected: Int64) -> Bool {
     let start = window << k
     let end = ((window + 1) << k) - 1
@@ -295,7 +319,7 @@ public struct EIDResolver: Sendable {
   private mutating func search(eid: UInt64, slot index: Int, at t: Int64) -> Int64? {
     guard let slot = slots[index] else { return nil }
     let k = clocks[index].k
-    let expected = t &+ clocks[index].offset
+    let expected = Self.expected(t, clocks[index].offset)
     let low = max(0, expected - configuration.tolerance)
     let high = min(Self.maxClock, expected + configuration.tolerance)
     guard low <= high else { return nil }
@@ -356,11 +380,11 @@ public struct EIDResolver: Sendable {
     // The smallest move of the offset that puts the expected clock inside the window heard.
     let start = window << clock.k
     let end = ((window + 1) << clock.k) - 1
-    let expected = t &+ clock.offset
+    let expected = Self.expected(t, clock.offset)
     if expected < start {
-      clocks[index].offset = start - t
+      clocks[index].offset = start &- t
     } else if expected > end {
-      clocks[index].offset = end - t
+      clocks[index].offset = end &- t
     }
     clocks[index].heardWindow = window
     if clock.tableCenter != window { refreshTable(slot: index, around: window) }
@@ -407,7 +431,9 @@ public struct EIDResolver: Sendable {
     defer { budgetTime = max(budgetTime ?? t, t) }
     guard let last = budgetTime, t > last else { return }
     let capacity = configuration.searchOperationsPerSecond * configuration.searchBurstSeconds
-    let elapsed = min(t - last, configuration.searchBurstSeconds)
+    let (difference, overflow) = t.subtractingReportingOverflow(last)
+    let elapsed =
+      overflow ? configuration.searchBurstSeconds : min(difference, configuration.searchBurstSeconds)
     budget = min(capacity, budget + elapsed * configuration.searchOperationsPerSecond)
   }
 }

@@ -196,6 +196,33 @@ import Testing
     #expect(EIDResolver.searchOperations(tolerance: 0, rotationExponent: exponent(10)) == 6)
   }
 
+  @Test func extremeOffsetsAndTolerancesNeitherTrapNorResolve() {
+    var configuration = EIDResolver.Configuration(tolerance: .max)
+    #expect(configuration.tolerance == EIDResolver.Configuration.maximumTolerance)
+    configuration.tolerance = -5
+    #expect(configuration.tolerance == 0)
+    configuration.searchOperationsPerSecond = .max
+    configuration.searchBurstSeconds = .max
+    var saturated = EIDResolver(configuration: configuration)
+    #expect(saturated.resolve(eid: 1, atBoxSeconds: .min) == .unknown(.notPaired))
+    #expect(saturated.resolve(eid: 2, atBoxSeconds: .max) == .unknown(.notPaired))
+    let identity = key("000102030405060708090a0b0c0d0e0f")
+    let eid = EddystoneEID.eid(identityKey: identity, rotationExponent: exponent(0), clock: .max)
+    for (offsets, times) in [
+      ([Int64.max, 1 << 62], [Int64.max, 1 << 62]),
+      ([Int64.min], [Int64.min, -(1 << 62), Int64.min]),
+    ] {
+      var resolver = EIDResolver(configuration: .init(tolerance: 3_600))
+      for (id, offset) in offsets.enumerated() {
+        resolver.add(
+          EIDPairing(
+            id: KeyPairingID(id), identityKey: identity, rotationExponent: exponent(0), clockOffset: offset))
+      }
+      for t in times { #expect(resolver.resolve(eid: eid, atBoxSeconds: t) == .unknown(.notPaired)) }
+      #expect(resolver.statistics.blockEncryptions == 0, "no expected clock is within 32 bits")
+    }
+  }
+
   @Test func removingAPairingDropsItsEIDs() {
     let scenario = Self.vectors.eidScenarios.first { $0.name == "two-pairings" }!
     var resolver = Self.resolver(scenario)
