@@ -29,7 +29,7 @@ demo: build ## build, then play the scripted drive through the real pipeline (no
 	$(BIN) demo
 
 # Every tier the README promises. A tier that cannot run fails here; none is skipped.
-test: check-help lint scenarios fuzz-short fuzz-hci-short fuzz-input-short test-io test-hostile leakcheck bench-check test-unit test-process test-system-files test-vm test-box ## every test tier (the VM and box tiers included)
+test: check-help lint scenarios crypto-vectors fuzz-short fuzz-hci-short fuzz-input-short test-io test-hostile leakcheck bench-check test-unit test-process test-system-files test-vm test-box ## every test tier (the VM and box tiers included)
 	@echo "make test: all tiers passed"
 
 # The tiers are Swift Testing tags (Sources/BeaconTestSupport/Tiers.swift): a suite tagged
@@ -368,3 +368,14 @@ bench-check: bench-check-tools ## fail on 10% more instructions per advertisemen
 	$(BENCH_CHECK)
 bench-baseline: bench-check-tools ## rewrite Benchmarks/instructions-baseline.json
 	$(BENCH_CHECK) --update
+
+# --- BeaconCrypto's test vectors. ------------------------------------------------
+# Tests/Crypto/vectors.json is written by Tests/Crypto/oracle.py from the specifications with
+# Python's cryptography; BeaconCryptoTests checks the Swift side against it. Fails when the
+# committed file is not what the oracle writes.
+.PHONY: crypto-vectors
+crypto-vectors: ## check Tests/Crypto/vectors.json is what the oracle writes
+	@scripts/install-deps.sh test
+	@tmp=$$(mktemp -d) && /usr/bin/python3 Tests/Crypto/oracle.py "$$tmp" && \
+	  if cmp -s "$$tmp/vectors.json" Tests/Crypto/vectors.json; then rm -rf "$$tmp"; else \
+	    echo "Tests/Crypto/vectors.json is stale: run 'python3 Tests/Crypto/oracle.py' and commit" >&2; rm -rf "$$tmp"; exit 1; fi
