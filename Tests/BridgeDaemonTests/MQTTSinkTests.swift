@@ -169,7 +169,9 @@ import Testing
     a.stop()
     try await b.post(batch(1, trip: "b"))
     b.stop()
-    #expect(try await eventually { Set(keys(broker)) == ["a#0", "b#0", "b#1"] }, "\(keys(broker))")
+    try await waitUntil("both sinks' batches at the broker; it has \(keys(broker))") {
+      Set(keys(broker)) == ["a#0", "b#0", "b#1"]
+    }
     #expect(broker.log.contains("as \(first.clientId) (p5") && broker.log.contains("as \(second.clientId) (p5"))
   }
 
