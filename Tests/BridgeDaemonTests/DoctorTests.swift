@@ -170,6 +170,17 @@ import Testing
     #expect(status(report, "delivery") == .critical)
   }
 
+  /// An upload URL libcurl cannot use is a configuration error, so doctor says critical.
+  @Test func anUnusableUploadURLIsCritical() {
+    let parsed = Result { () throws(KeyFileError) in
+      try DaemonConfiguration.parse("[Upload]\nURL = https://backend.example:70000/trips\n", file: "b.conf")
+    }
+    let report = Doctor.evaluate(facts(config: parsed))
+    #expect(status(report, "configuration") == .critical, "\(report.text)")
+    #expect(report.text.contains("b.conf:2"), "\(report.text)")
+    #expect(report.exitStatus == 1)
+  }
+
   @Test func stoppedDaemonAndNoBeaconsAreWarnings() {
     let stopped = Doctor.evaluate(facts(daemon: .failure(.init("the beaconbridge daemon is not running"))))
     #expect(status(stopped, "daemon") == .warning)

@@ -1,0 +1,44 @@
+import BeaconCore
+import Testing
+
+@testable import BridgeDaemon
+
+/// `[Upload] URL` checked whole when the configuration loads (`URLCheck`): libcurl's URL parser,
+/// run in `beaconbridged --check-url`, and the characters that parser lets through.
+@Suite struct URLCheckTests {
+  func load(_ url: String) throws(KeyFileError) -> DaemonConfiguration {
+    try DaemonConfiguration.parse("[General]\n[Upload]\nURL = \(url)\n", file: "u.conf")
+  }
+
+  /// Each is refused at its line, with why. A port out of range and a host missing are only
+  /// libcurl's to find (the scheme check before it lets them through).
+  @Test(arguments: [
+    ("https://backend.example:99999/trips", "libcurl"), ("https://:8443/trips", "libcurl"),
+    ("https://exa mple.com/trips", "libcurl"), ("http://[::1/trips", "libcurl"),
+    ("https://backend.example/tr\u{202E}ips", "U+202E"), ("https://backend.example/\u{2066}x", "U+2066"),
+    ("https://backend.example/a\u{7}b", "U+0007"),
+  ])
+  func anUnusableURLIsAConfigurationErrorAtItsLine(_ url: String, _ reason: String) {
+    #expect {
+      _ = try load(url)
+    } throws: { error in
+      let text = (error as? KeyFileError)?.description ?? ""
+      return text.contains("u.conf:3") && text.contains(reason)
+    }
+  }
+
+  @Test(arguments: [
+    "https://backend.example:8443/trips?page=1", "http://127.0.0.1:8080/trips", "https://[::1]:8443/x",
+    "mqtts://broker.example:8883", "mqtt://10.0.0.1",
+  ])
+  func aUsableURLLoads(_ url: String) throws {
+    #expect(try load(url).uploadURL == url)
+  }
+
+  /// libcurl's answer comes from the child: the refusal names what libcurl said.
+  @Test func theReasonIsLibcurls() {
+    let problem = URLCheck.problem("https://backend.example:99999/")
+    #expect(problem?.contains("libcurl's URL parser") == true, "\(problem ?? "nil")")
+    #expect(problem?.lowercased().contains("port") == true, "\(problem ?? "nil")")
+  }
+}
