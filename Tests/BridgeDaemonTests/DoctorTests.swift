@@ -173,7 +173,7 @@ import Testing
   /// An upload URL libcurl cannot use is a configuration error, so doctor says critical.
   @Test func anUnusableUploadURLIsCritical() {
     let parsed = Result { () throws(KeyFileError) in
-      try DaemonConfiguration.parse("[Upload]\nURL = https://backend.example:70000/trips\n", file: "b.conf")
+      try DaemonConfiguration.parseChecked("[Upload]\nURL = https://backend.example:70000/trips\n", file: "b.conf")
     }
     let report = Doctor.evaluate(facts(config: parsed))
     #expect(status(report, "configuration") == .critical, "\(report.text)")

@@ -7,7 +7,7 @@ import Testing
 /// run in `beaconbridged --check-url`, and the characters that parser lets through.
 @Suite struct URLCheckTests {
   func load(_ url: String) throws(KeyFileError) -> DaemonConfiguration {
-    try DaemonConfiguration.parse("[General]\n[Upload]\nURL = \(url)\n", file: "u.conf")
+    try DaemonConfiguration.parseChecked("[General]\n[Upload]\nURL = \(url)\n", file: "u.conf")
   }
 
   /// Each is refused at its line, with why. A port out of range and a host missing are only

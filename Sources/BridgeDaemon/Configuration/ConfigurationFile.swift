@@ -1,16 +1,9 @@
 import BeaconCore
 import FoundationEssentials
 
-/// Reading the configuration file: the one reader for `run`, `doctor` and `diagnose`.
+/// Reading the configuration file's text, for `load(path:)` (Upload/CheckedConfiguration.swift)
+/// and `diagnose`.
 extension DaemonConfiguration {
-  /// Reads and parses the file at `path`, or the default file when `path` is nil. A missing
-  /// default file means the defaults; a missing explicit one is an error.
-  public static func load(path: String?) throws(KeyFileError) -> DaemonConfiguration {
-    let file = path ?? defaultPath
-    guard let text = try text(path: path) else { return DaemonConfiguration() }
-    return try parse(text, file: file)
-  }
-
   /// The file's text, unparsed, or nil when `path` is nil and the default file does not exist.
   /// `diagnose` bundles the text (redacted) even when it does not parse.
   public static func text(path: String?) throws(KeyFileError) -> String? {

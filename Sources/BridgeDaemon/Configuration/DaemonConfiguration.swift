@@ -96,7 +96,6 @@ public struct DaemonConfiguration: Hashable, Sendable {
           throw fail(
             "URL must start with http:// or https://, or be mqtt://host[:port] or mqtts://host[:port]")
         }
-        if let problem = URLCheck.problem(entry.value) { throw fail("URL \(problem)") }
         config.uploadURL = entry.value
       case ("Upload", "Timeout"):
         do { config.uploadTimeout = try Self.timeoutRule.parse("Timeout", entry.value) } catch {
