@@ -409,7 +409,8 @@ public enum Doctor {
             fix: "set [Upload] URL in \(facts.configPath)"))
       }
     }
-    if case .success(let status) = facts.daemon, let check = delivery(status.upload, mqtt: config?.mqttSettings != nil)
+    if case .success(let status) = facts.daemon,
+      let check = delivery(status.upload, mqtt: config?.mqttSettings != nil)
     {
       checks.append(check)
     }

@@ -15,9 +15,10 @@ extension DaemonConfiguration {
     let config = try parse(text, file: file)
     guard let url = config.uploadURL, let problem = URLCheck.problem(url) else { return config }
     // The line of the `URL` that took effect: the last one in [Upload].
-    let line = (try? KeyFile.parse(text, file: file))?.entries.last {
-      $0.section == "Upload" && $0.key == "URL"
-    }?.line ?? 0
+    let line =
+      (try? KeyFile.parse(text, file: file))?.entries.last {
+        $0.section == "Upload" && $0.key == "URL"
+      }?.line ?? 0
     throw KeyFileError(file: file, line: line, message: "URL \(problem)")
   }
 }

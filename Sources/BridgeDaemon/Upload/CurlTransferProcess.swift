@@ -168,4 +168,3 @@ enum CurlTransferProcess {
     }
   }
 }
-

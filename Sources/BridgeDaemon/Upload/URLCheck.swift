@@ -21,8 +21,12 @@ public enum URLCheck {
       return "holds the character U+\(hex(character.value)) (a control or bidirectional-formatting character)"
     }
     guard let executable = HTTPTransfers.executable else { return nil }
-    let child = CurlTransferProcess.Child(executable: executable, request: Array(url.utf8), argument: childArgument)
-    guard case .success(let (pid, input, output)) = CurlTransferProcess.Child.spawning.withLock({ _ in child.spawn() })
+    let child = CurlTransferProcess.Child(
+      executable: executable, request: Array(url.utf8), argument: childArgument)
+    guard
+      case .success(let (pid, input, output)) = CurlTransferProcess.Child.spawning.withLock({ _ in
+        child.spawn()
+      })
     else { return nil }
     _ = CurlTransferProcess.writeAll(input, Array(url.utf8))
     close(input)
