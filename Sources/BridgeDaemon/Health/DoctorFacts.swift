@@ -64,4 +64,3 @@ public struct DoctorFacts: Sendable {
     self.isRoot = isRoot
   }
 }
-

@@ -89,4 +89,3 @@ public struct HealthReport: Sendable {
     return out
   }
 }
-
