@@ -1,4 +1,5 @@
 import BeaconCore
+import Foundation
 import Testing
 
 @testable import BridgeDaemon
@@ -13,7 +14,8 @@ import Testing
   /// Each is refused at its line, with why. A port out of range and a host missing are only
   /// libcurl's to find (the scheme check before it lets them through).
   @Test(arguments: [
-    ("https://backend.example:99999/trips", "libcurl"), ("https://:8443/trips", "libcurl"),
+    ("https://backend.example:99999/trips", "libcurl"), ("https://backend.example:0/trips", "port 0"),
+    ("https://:8443/trips", "libcurl"),
     ("https://exa mple.com/trips", "libcurl"), ("http://[::1/trips", "libcurl"),
     ("https://backend.example/tr\u{202E}ips", "U+202E"), ("https://backend.example/\u{2066}x", "U+2066"),
     ("https://backend.example/a\u{7}b", "U+0007"),
@@ -33,6 +35,26 @@ import Testing
   ])
   func aUsableURLLoads(_ url: String) throws {
     #expect(try load(url).uploadURL == url)
+  }
+
+  /// The `[GZone]` URLs are checked too, with their placeholders filled in, at their own line.
+  @Test func aGZoneURLIsCheckedAtItsLine() {
+    let text = """
+      [GZone]
+      ExperienceLevelsURL = https://h/levels
+      PlayerURL = https://h/players/{unitId}
+      AvailableGamesURL = https://h:70000/games
+      GameRoundsURL = https://h/rounds
+      UnitId = 4711
+      """
+    #expect {
+      _ = try DaemonConfiguration.parseChecked(text, file: "g.conf")
+    } throws: { error in
+      (error as? KeyFileError)?.description.hasPrefix("g.conf:4: AvailableGamesURL is refused") == true
+    }
+    let fixed = text.replacingOccurrences(
+      of: "https://h:70000/games", with: "https://h/players/{unitId}/games")
+    #expect(throws: Never.self) { _ = try DaemonConfiguration.parseChecked(fixed, file: "g.conf") }
   }
 
   /// libcurl's answer comes from the child: the refusal names what libcurl said.

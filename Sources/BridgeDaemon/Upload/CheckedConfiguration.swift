@@ -10,15 +10,25 @@ extension DaemonConfiguration {
     return try parseChecked(text, file: file)
   }
 
-  /// `parse`, then the upload URL checked whole: an unusable one is an error at its line.
+  /// `parse`, then every URL a transfer will use checked whole (`[Upload] URL`, and the
+  /// `[GZone]` URLs with their placeholders filled in as they are requested): an unusable one is
+  /// an error at its line.
   public static func parseChecked(_ text: String, file: String) throws(KeyFileError) -> DaemonConfiguration {
     let config = try parse(text, file: file)
-    guard let url = config.uploadURL, let problem = URLCheck.problem(url) else { return config }
-    // The line of the `URL` that took effect: the last one in [Upload].
-    let line =
-      (try? KeyFile.parse(text, file: file))?.entries.last {
-        $0.section == "Upload" && $0.key == "URL"
-      }?.line ?? 0
-    throw KeyFileError(file: file, line: line, message: "URL \(problem)")
+    var urls: [(section: String, key: String, url: String)] = []
+    if let url = config.uploadURL { urls.append(("Upload", "URL", url)) }
+    for (key, payload) in GZoneConfiguration.urlKeys {
+      if let url = config.gzone.url(for: payload) { urls.append(("GZone", key, url)) }
+    }
+    for (section, key, url) in urls {
+      guard let problem = URLCheck.problem(url) else { continue }
+      // The line of the setting that took effect: the last one in its section.
+      let line =
+        (try? KeyFile.parse(text, file: file))?.entries.last {
+          $0.section == section && $0.key == key
+        }?.line ?? 0
+      throw KeyFileError(file: file, line: line, message: "\(key) \(problem)")
+    }
+    return config
   }
 }

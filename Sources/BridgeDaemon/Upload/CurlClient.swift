@@ -89,6 +89,13 @@ enum CurlClient {
     let found = bb_curl_url_get(handle, CURLUPART_HOST, &host, 0)
     defer { bb_curl_free(host) }
     guard found == CURLUE_OK, let host, host.pointee != 0 else { return "has no host" }
+    // libcurl's parser takes port 0, which no server listens on.
+    var port: UnsafeMutablePointer<CChar>?
+    defer { bb_curl_free(port) }
+    if bb_curl_url_get(handle, CURLUPART_PORT, &port, 0) == CURLUE_OK, let port, String(cString: port) == "0"
+    {
+      return "has port 0 (a port is 1 to 65535)"
+    }
     return nil
   }
 
