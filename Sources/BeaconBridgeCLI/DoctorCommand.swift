@@ -86,7 +86,9 @@ public struct DoctorCommand: BridgeCommand {
     }
 
     let status: Result<DaemonStatus, DoctorFacts.DaemonUnavailable>
-    do { status = .success(DaemonStatus(json: try await DaemonClient.json(BridgeServiceNames.Method.status))) } catch {
+    do {
+      status = .success(DaemonStatus(json: try await DaemonClient.json(BridgeServiceNames.Method.status)))
+    } catch {
       status = .failure(DoctorFacts.DaemonUnavailable(error.description))
     }
 

@@ -63,7 +63,8 @@ struct FileBoundaryTests {
     #expect(
       url?["detail"]?.stringValue
         == "https://<redacted>@127.0.0.1:9/trips?token=<redacted>&sig=<redacted>&page=1")
-    #expect(text.stdout.contains("https://<redacted>@127.0.0.1:9/trips?token=<redacted>&sig=<redacted>&page=1"))
+    #expect(
+      text.stdout.contains("https://<redacted>@127.0.0.1:9/trips?token=<redacted>&sig=<redacted>&page=1"))
 
     let bundle = dir + "/bundle.tar.gz"
     let diagnose = try run(["diagnose", "--export", bundle, "--config", config, "--state-dir", state])

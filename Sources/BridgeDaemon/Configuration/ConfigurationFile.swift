@@ -1,6 +1,7 @@
 import BeaconCore
 import FoundationEssentials
 
+<<<<<<< HEAD
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -37,6 +38,11 @@ extension DaemonConfiguration {
     }
   }
 
+=======
+/// Reading the configuration file's text, for `load(path:)` (Upload/CheckedConfiguration.swift)
+/// and `diagnose`.
+extension DaemonConfiguration {
+>>>>>>> upload
   /// The file's text, unparsed, or nil when `path` is nil and the default file does not exist.
   /// `diagnose` bundles the text (redacted) even when it does not parse.
   public static func text(path: String?) throws(KeyFileError) -> String? {

@@ -166,6 +166,9 @@ public struct Daemon: Sendable {
           let fresh = try loadConfiguration()
           logger.learnSecrets(of: fresh)
           settings.update(fresh)
+          // A changed [Upload] or [MQTT] gets its new sink now, and the old one (its broker
+          // connection) stops here, not at the next post.
+          _ = uploads.sink(for: fresh)
           await store.setOutboxLimit(fresh.outboxMaxBatches)
           try await bridge.reload()
           logger.log(.notice, "configuration reloaded from \(configPath)")
