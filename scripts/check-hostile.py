@@ -268,7 +268,8 @@ class Daemon:
 
 def two_daemons(t):
     """The second daemon on one state directory, on another bus, refuses with the first's PID and
-    leaves the store as it was; the first one keeps running."""
+    leaves the store as it was; the first one keeps running. So does a CLI write that cannot reach
+    the first one's bus."""
     problems = []
     config = write(t, "empty.conf", "")
     state = os.path.join(t, "state")
@@ -291,6 +292,12 @@ def two_daemons(t):
             problems.append(f"the second daemon does not name the first one's PID {first.proc.pid}: {words[-400:]}")
         if first.proc.poll() is not None:
             problems.append(f"the first daemon stopped: {first.text()[-400:]}")
+        # A CLI write that cannot reach the daemon's bus would write the store itself: refused.
+        dead = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS="unix:path=" + os.path.join(t, "no-bus-here"))
+        dead.pop("BEACONBRIDGE_STATE_DIR", None)
+        status, _, err = run(["pair", "--uuid", UUID, "--device-id", "U2", "--state-dir", state], dead, t)
+        if status != 1 or not re.search(rf"is in use by beaconbridge run \(PID {first.proc.pid}\)", err):
+            problems.append(f"pair beside the daemon: exit {status}, stderr: {err.strip()[-300:]}")
         after = snapshot(state)
         changed = sorted(k for k in set(before) | set(after)
                          if before.get(k) != after.get(k) and not k.startswith("beaconbridge.sqlite-"))

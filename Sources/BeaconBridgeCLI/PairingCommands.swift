@@ -248,6 +248,9 @@ public struct PairsCommand: BridgeCommand {
   public static let abstract = "List pairings."
   public static let usage = "beaconbridge pairs [--state-dir DIR] [--json]"
   public static let discussion = """
+    Asks the daemon when it runs; else reads the store in the state directory and creates
+    nothing: a missing state directory or store is "not found" (exit 1).
+
     OPTIONS:
     \(StoreOptions.help)
       --json           Print a JSON array of {uuid, major, minor, deviceId, label}.
