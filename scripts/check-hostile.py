@@ -39,7 +39,7 @@ GZONE = os.path.join(ROOT, "Tests/Fixtures/gzone/load1")
 UUID = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"
 # C0 but LF, DEL, C1, and the bidi controls: none may reach a terminal raw.
 RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
-BAD_TEXT = ["Fatal error", "NSCocoaErrorDomain", "Error Domain=", "DecodingError", "SQLite code",
+BAD_TEXT = ["Fatal error", "NSCocoaErrorDomain", "Error Domain=", "DecodingError", "The given data", "SQLite code",
             "Swift runtime failure", "\ufffd"]
 
 
@@ -149,6 +149,12 @@ CASES = [
         says=r"state directory .*state is a FIFO, not a directory")),
     ("state directory FIFO: pairs", lambda t, env: dict(
         argv=["pairs", "--state-dir", fifo(t, "state")], says=r"state directory .*state is a FIFO, not a directory")),
+    ("scenario that is not JSON", lambda t, env: dict(
+        argv=["simulate", write(t, "s.json", '{"events": [')],
+        says=r"scenario .*s\.json: not valid JSON: Unexpected end of file")),
+    ("trip events that are not JSON", lambda t, env: dict(
+        argv=["trip", "events", "--trip-id", "t1", write(t, "e.json", "[1,}")],
+        says=r"events .*e\.json: not valid JSON: Invalid value around character 3")),
     ("non-UTF-8 option value", lambda t, env: dict(
         argv=["unpair", "--device-id", b"caf\xff", "--state-dir", os.path.join(t, "state")], status=64,
         says=r'the value of --device-id is not valid UTF-8 \("caf\\xFF"\)', absent=["state"])),
