@@ -89,9 +89,13 @@ enum ExportFile {
   /// errno in plain words, with the fix.
   static func failure(_ path: String, directory: String, errno code: Int32) -> ExportError {
     switch code {
-    case ENOSPC, EDQUOT:
+    case ENOSPC:
       ExportError(
-        path: path, problem: "no space left on the device holding \(directory); nothing was written",
+        path: path, problem: "the disk holding \(directory) is full; nothing was written",
+        fix: "free some space there, or choose another directory with --export")
+    case EDQUOT:
+      ExportError(
+        path: path, problem: "the disk quota for \(directory) is exceeded; nothing was written",
         fix: "free some space there, or choose another directory with --export")
     case EACCES, EPERM:
       ExportError(

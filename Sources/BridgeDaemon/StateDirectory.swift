@@ -103,7 +103,7 @@ extension StateDirectory {
         fix: "pass --state-dir with a directory on a writable file system")
     case ENOSPC, EDQUOT:
       return StateDirectoryError(
-        path: path, problem: "cannot be created: no space left on the device\(which)", fix: "free space on it"
+        path: path, problem: "cannot be created: the disk is full\(which)", fix: "free space on it"
       )
     case ENOTDIR:
       return StateDirectoryError(

@@ -208,7 +208,7 @@ struct FileBoundaryTests {
     close(filler)
     let result = try export(mountPoint + "/b.tar.gz", in: dir)
     #expect(result.status == 1)
-    #expect(result.stderr.contains("no space left on the device holding \(mountPoint)"), "\(result.stderr)")
+    #expect(result.stderr.contains("the disk holding \(mountPoint) is full"), "\(result.stderr)")
     expectPlainWords(result)
     #expect(try FileManager.default.contentsOfDirectory(atPath: mountPoint) == ["filler"])
   }
