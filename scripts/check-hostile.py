@@ -123,6 +123,13 @@ CASES = [
         argv=["diagnose", "--config", fifo(t, "conf"), "--lines", "1", "--state-dir", make_store(t, env),
               "--export", os.path.join(t, "bundle.tar.gz")],
         status=0, says=r"Wrote .*bundle\.tar\.gz", allow=["bundle.tar.gz"])),
+    ("export target FIFO: diagnose", lambda t, env: dict(
+        argv=["diagnose", "--lines", "1", "--state-dir", make_store(t, env), "--export", fifo(t, "b.tar.gz")],
+        says=r"cannot write .*b\.tar\.gz: it is a FIFO, not a regular file")),
+    ("export folder FIFO: diagnose", lambda t, env: dict(
+        argv=["diagnose", "--lines", "1", "--state-dir", make_store(t, env), "--export",
+              os.path.join(fifo(t, "out"), "b.tar.gz")],
+        says=r"cannot write .*out/b\.tar\.gz: a part of .*out is not a directory")),
     ("scenario FIFO: simulate", lambda t, env: dict(
         argv=["simulate", fifo(t, "scenario.json")], says=r"scenario\.json: " + IS_FIFO)),
     ("capture FIFO: replay", lambda t, env: dict(
