@@ -210,7 +210,9 @@ public struct TripCommand: BridgeCommand {
         let text = String(decoding: data, as: UTF8.self)
         // Checked here too, so a bad file gets a precise error before anything is sent.
         guard let json = try? JSONValue.parse(data), let array = json.arrayValue else {
-          console.err("beaconbridge: events \(file ?? "-"): not a JSON array of event objects\n")
+          let why =
+            JSONDiagnosis.reason(data).map { "not valid JSON: \($0)" } ?? "not a JSON array of event objects"
+          console.err("beaconbridge: events \(file ?? "-"): \(why)\n")
           return ExitStatus.failure
         }
         for (i, item) in array.enumerated() {
