@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// One owner per state directory (issue 28): real daemons on private buses.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.tags(.process), .timeLimit(.minutes(3)))
 struct StateLockTests {
   /// Two daemons on one state directory, each on its own bus (so the bus name cannot be what
   /// stops the second): the second refuses to start, naming the first one's PID, and the first

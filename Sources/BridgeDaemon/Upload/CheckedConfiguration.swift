@@ -1,6 +1,7 @@
 /// Loading the configuration: the one reader for `run`, `doctor` and `diagnose`. Beyond
 /// `parse` (a pure function of the text, which the keyfile fuzzer runs), loading checks
-/// `[Upload] URL` whole with libcurl's parser (`URLCheck`), which runs in a child process.
+/// `[Upload] URL` whole with libcurl's parser (`URLCheck`), which runs in a child process, and
+/// that the TLS files are regular files (`checkTLSFiles`).
 extension DaemonConfiguration {
   /// Reads and parses the file at `path`, or the default file when `path` is nil. A missing
   /// default file means the defaults; a missing explicit one is an error.
@@ -29,6 +30,7 @@ extension DaemonConfiguration {
         }?.line ?? 0
       throw KeyFileError(file: file, line: line, message: "\(key) \(problem)")
     }
+    try checkTLSFiles(config, file: file)
     return config
   }
 }
