@@ -25,7 +25,7 @@ demo: build
 	$(BIN) demo
 
 # Every tier the README promises. A tier that cannot run fails here; none is skipped.
-test: lint scenarios fuzz-short fuzz-hci-short fuzz-input-short test-io leakcheck bench-check test-unit test-system-files test-vm test-box
+test: lint scenarios fuzz-short fuzz-hci-short fuzz-input-short test-io leakcheck bench-check bench-scaling test-unit test-system-files test-vm test-box
 	@echo "make test: all tiers passed"
 
 # The suites that start daemons, mocks and HTTP servers as processes (the EndToEndTests target)
@@ -314,3 +314,13 @@ bench-check: bench-check-tools
 	$(BENCH_CHECK)
 bench-baseline: bench-check-tools
 	$(BENCH_CHECK) --update
+
+# --- Scaling (issue 28): four times the input costs at most five times the work, counted in
+# instructions by callgrind (Benchmarks/scaling.py), for beacons in range, open trips and the
+# events of one batch. A scan per step (quadratic) gives 16 times; the run takes about a minute.
+.PHONY: bench-scaling
+bench-scaling:
+	@scripts/install-deps.sh build
+	@scripts/install-deps.sh bench
+	$(SWIFT) build -c release $(SWIFTFLAGS) --product BeaconBench
+	/usr/bin/python3 Benchmarks/scaling.py --bench .build/release/BeaconBench
