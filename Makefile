@@ -321,6 +321,6 @@ bench-baseline: bench-check-tools
 .PHONY: bench-scaling
 bench-scaling:
 	@scripts/install-deps.sh build
-	@scripts/install-deps.sh bench
+	@scripts/install-deps.sh test
 	$(SWIFT) build -c release $(SWIFTFLAGS) --product BeaconBench
 	/usr/bin/python3 Benchmarks/scaling.py --bench .build/release/BeaconBench
