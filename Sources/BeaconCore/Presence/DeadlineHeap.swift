@@ -45,12 +45,17 @@ struct DeadlineHeap<Tag: Sendable>: Sendable {
   /// Adds an element back, with the stamp it had.
   mutating func push(_ element: Element) {
     elements.append(element)
-    var child = elements.count - 1
-    while child > 0 {
-      let parent = (child - 1) / 2
-      guard elements[child].precedes(elements[parent]) else { break }
-      elements.swapAt(child, parent)
-      child = parent
+    // A hole moves up to where the element belongs: one move per level, no swaps, no checks
+    // per access (this runs for every beacon sighted between two deadline queries).
+    elements.withUnsafeMutableBufferPointer { heap in
+      var hole = heap.count - 1
+      while hole > 0 {
+        let parent = (hole - 1) / 2
+        guard element.precedes(heap[parent]) else { break }
+        heap[hole] = heap[parent]
+        hole = parent
+      }
+      heap[hole] = element
     }
   }
 
@@ -87,17 +92,23 @@ struct DeadlineHeap<Tag: Sendable>: Sendable {
     return stamps
   }
 
+  /// Moves the element at `start` down to where it belongs, as a hole (see `push`).
   private mutating func siftDown(from start: Int) {
-    var parent = start
-    let count = elements.count
-    while true {
-      let left = 2 * parent + 1
-      guard left < count else { return }
-      var child = left
-      if left + 1 < count, elements[left + 1].precedes(elements[left]) { child = left + 1 }
-      guard elements[child].precedes(elements[parent]) else { return }
-      elements.swapAt(child, parent)
-      parent = child
+    elements.withUnsafeMutableBufferPointer { heap in
+      let count = heap.count
+      guard start < count else { return }
+      let element = heap[start]
+      var hole = start
+      while true {
+        let left = 2 * hole + 1
+        guard left < count else { break }
+        var child = left
+        if left + 1 < count, heap[left + 1].precedes(heap[left]) { child = left + 1 }
+        guard heap[child].precedes(element) else { break }
+        heap[hole] = heap[child]
+        hole = child
+      }
+      heap[hole] = element
     }
   }
 }

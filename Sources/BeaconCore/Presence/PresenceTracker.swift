@@ -110,6 +110,9 @@ public struct PresenceTracker: Sendable {
     /// The stamp of this entry's element in force in `deadlines`: 0 while its deadline is not
     /// queued (it is then in `unqueued`).
     var stamp: UInt64 = 0
+    /// The deadline of that element: never later than the entry's own (`deadline`), which a
+    /// sighting usually moves later without touching the heap (see `deadlines`).
+    var queuedDeadline = 0.0
 
     /// When the beacon exits; `exitAfter` must be known.
     var deadline: Double { (beacon.lastSeen + exitAfter!).seconds }
@@ -131,10 +134,12 @@ public struct PresenceTracker: Sendable {
       derivedAt = nil
     }
 
-    /// A further sighting, applied in place.
+    /// A further sighting, applied in place. Returns whether the entry's deadline was queued
+    /// (it has moved, and must be queued again).
     mutating func sighted(
       _ frame: BeaconFrame, from address: BluetoothAddress, rssi: Int?, at time: Timestamp
-    ) {
+    ) -> Bool {
+      let wasQueued = exitAfter != nil
       beacon.address = address
       beacon.lastSeen = max(beacon.lastSeen, time)
       beacon.sightings += 1
@@ -146,6 +151,7 @@ public struct PresenceTracker: Sendable {
         filter.add(Double(rssi), at: time)
       }
       derivedAt = time
+      return wasQueued
     }
 
     /// Smoothed RSSI, distance and proximity after a sighting at `time`.
@@ -179,6 +185,12 @@ public struct PresenceTracker: Sendable {
   /// Every entry's exit deadline, earliest first (elements name entries by index), so that
   /// `nextDeadline` and `expire` cost O(log n) per beacon due rather than a scan of every beacon
   /// (issue 28). An element is in force while its entry's `stamp` is the element's.
+  ///
+  /// Each entry's element in force holds a deadline no later than the entry's own. A sighting
+  /// almost always moves a deadline later, and then the element stays as it is (a lower bound):
+  /// it is brought up to date only when it reaches the top. A deadline that moved earlier (the
+  /// loss estimate improved) gets a new element at once. The earliest element is then exact
+  /// when it is an entry's own deadline, and no entry's deadline is earlier.
   private var deadlines = DeadlineHeap<Int>()
   /// Entries sighted (or entered) since their deadline was last queued: their deadline moved.
   /// A sighting only appends its index here (once until the next query), so the per-sighting
@@ -251,8 +263,7 @@ public struct PresenceTracker: Sendable {
     let key = id.indexKey(seed: places.seed)
     if let index = position(of: id, key: key) {
       if entries[index].beacon.address != address { moved(index, to: address) }
-      if entries[index].exitAfter != nil { unqueued.append(index) }
-      entries[index].sighted(frame, from: address, rssi: rssi, at: time)
+      if entries[index].sighted(frame, from: address, rssi: rssi, at: time) { requeue(index) }
       return (index, false)
     }
     return (enter(frame, id: id, key: key, from: address, rssi: rssi, at: time), true)
@@ -266,6 +277,11 @@ public struct PresenceTracker: Sendable {
     unindex(entries[index].beacon)
     idsByAddress[address, default: []].insert(entries[index].beacon.id)
   }
+
+  /// The entry at `index` was sighted since its deadline was queued. Out of line: it runs once
+  /// per beacon between two deadline queries, not once per sighting.
+  @inline(never)
+  private mutating func requeue(_ index: Int) { unqueued.append(index) }
 
   /// A beacon not in range enters; returns its entry's index.
   @inline(never)
@@ -336,7 +352,13 @@ public struct PresenceTracker: Sendable {
       guard top.deadline <= time.seconds || Self.withinRounding(top.deadline, time.seconds) else { break }
       deadlines.pop()
       let entry = entries[top.tag]
-      if time - entry.beacon.lastSeen >= entry.exitAfter! { due.append(top.tag) } else { notYet.append(top) }
+      if time - entry.beacon.lastSeen >= entry.exitAfter! {
+        due.append(top.tag)
+      } else if top.deadline != entry.deadline {
+        queue(top.tag)
+      } else {
+        notYet.append(top)
+      }
     }
     for element in notYet { deadlines.push(element) }
     guard !due.isEmpty else { return [] }
@@ -361,8 +383,19 @@ public struct PresenceTracker: Sendable {
   public var nextDeadline: Timestamp? {
     mutating get {
       queueDeadlines()
-      while let top = deadlines.top, !isInForce(top) { deadlines.pop() }
-      return deadlines.top.map { Timestamp(seconds: $0.deadline) }
+      while let top = deadlines.top {
+        guard isInForce(top) else {
+          deadlines.pop()
+          continue
+        }
+        guard top.deadline == entries[top.tag].deadline else {
+          deadlines.pop()
+          queue(top.tag)
+          continue
+        }
+        return Timestamp(seconds: top.deadline)
+      }
+      return nil
     }
   }
 
@@ -377,16 +410,27 @@ public struct PresenceTracker: Sendable {
     guard !unqueued.isEmpty else { return }
     for index in unqueued {
       if entries[index].exitAfter == nil { entries[index].exitAfter = exitRule.delay(entries[index].history) }
-      entries[index].stamp = deadlines.push(entries[index].deadline, index)
+      // Later (the usual case): the element in force stays, a lower bound.
+      if entries[index].stamp == 0 || entries[index].deadline < entries[index].queuedDeadline { queue(index) }
     }
     unqueued.removeAll(keepingCapacity: true)
     if deadlines.needsRebuild(live: entries.count) { rebuildDeadlines() }
   }
 
+  /// Gives the entry at `index` an element with its own deadline, in force from now on.
+  private mutating func queue(_ index: Int) {
+    let deadline = entries[index].deadline
+    entries[index].stamp = deadlines.push(deadline, index)
+    entries[index].queuedDeadline = deadline
+  }
+
   /// Refills `deadlines` with one element per entry; every deadline must be queued.
   private mutating func rebuildDeadlines() {
     let stamps = deadlines.rebuild(entries.indices.map { (entries[$0].deadline, $0) })
-    for (index, stamp) in zip(entries.indices, stamps) { entries[index].stamp = stamp }
+    for (index, stamp) in zip(entries.indices, stamps) {
+      entries[index].stamp = stamp
+      entries[index].queuedDeadline = entries[index].deadline
+    }
   }
 
   /// Removes a beacon's entry (not its address index), moving the last entry into its place.
@@ -399,7 +443,7 @@ public struct PresenceTracker: Sendable {
       entries.swapAt(position, last)
       places.move(entries[position].key, from: last, to: position)
       // Its element in force names `last`: one naming its new place replaces it.
-      entries[position].stamp = deadlines.push(entries[position].deadline, position)
+      queue(position)
     }
     entries.removeLast()
     if shrink.shouldRelease(tracked: entries.count) {
