@@ -7,7 +7,8 @@ import Testing
 
 /// The daemon's `TripEvents` has the CLI's 16 MiB cap, checked on the text's length before it is
 /// decoded (issue 28): a larger batch is refused with InvalidArgs and a sentence that says the
-/// size and the cap, whatever the text holds; a batch within the cap is taken.
+/// size and the cap, whatever the text holds; a batch within the cap is taken. And a trip start
+/// past `[Trips] maxOpenTrips` is refused with one sentence over D-Bus and the CLI.
 @Suite(.timeLimit(.minutes(5)))
 struct TripEventsCapTests {
   @Test func anOverCapBatchIsRefusedBeforeDecoding() async throws {
@@ -17,7 +18,7 @@ struct TripEventsCapTests {
     let dir = try scratchDirectory("trip-events-cap")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let config = dir + "/beaconbridge.conf"
-    try "".write(toFile: config, atomically: true, encoding: .utf8)
+    try "[Trips]\nmaxOpenTrips = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
     let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: fixture.bus.address)
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
     let connection = try Connection(.address(fixture.bus.address))
@@ -62,6 +63,24 @@ struct TripEventsCapTests {
     // Within the cap: taken (the boundary itself: `TripTaggingTests`).
     let accepted = try await call("TripEvents", [.string("cap-1"), .string(#"[{"type":"braking"}]"#)])
     #expect(accepted.first == .uint32(1))
+
+    // The open-trip cap (`[Trips] maxOpenTrips = 1`): the same sentence over D-Bus and the CLI.
+    let sentence =
+      "trip cap-2 not started: 1 trips are open, the most [Trips] maxOpenTrips allows; end one with 'trip end', or raise maxOpenTrips"
+    do {
+      _ = try await call("TripStart", [.string("cap-2")])
+      Issue.record("a second trip started past maxOpenTrips = 1")
+    } catch let error as DBusError {
+      #expect(error.name.rawValue == "org.beaconbridge.Error.Trip", "\(error)")
+      #expect(error.message.contains(sentence), "\(error)")
+    }
+    let cli = try runProcess(
+      ScanCommandTests.binary, ["trip", "start", "--trip-id", "cap-2"],
+      environment: ["DBUS_SYSTEM_BUS_ADDRESS": fixture.bus.address, "BEACONBRIDGE_STATE_DIR": dir], stdin: "")
+    #expect(cli.status == 1, "\(cli.stdout) \(cli.stderr)")
+    #expect(cli.stderr.contains(sentence), "\(cli.stderr)")
+    _ = try await call("TripEnd", [.string("cap-1")])
+    _ = try await call("TripStart", [.string("cap-2")])
 
     kill(daemon.processIdentifier, SIGTERM)
     #expect(await waitForExit(daemon))
