@@ -260,8 +260,8 @@ code-order:
 # `make test-io` runs every subcommand (read from the CLI's command table) with stdin closed,
 # stdout to /dev/full, to a closed pipe and closed, and fails unless each exits 1-128 with one
 # plain line on stderr, in time (scripts/check-io-boundaries.py).
-# `make fuzz-input` fuzzes the scenario reader, the configuration keyfile parser and the G-Zone
-# payload loader for FUZZ_INPUT_SECONDS each (FUZZ_RUNS=N: stop after N executions);
+# `make fuzz-input` fuzzes the scenario reader, the configuration keyfile parser, the G-Zone
+# payload loader and the trip events reader (JSONText) for FUZZ_INPUT_SECONDS each (FUZZ_RUNS=N: stop after N executions);
 # `make test` runs them briefly. Crashers go into Fuzz/<target>/corpus.
 FUZZ_INPUT_SECONDS ?= 60
 FUZZ_INPUT_TEST_SECONDS ?= 10
@@ -275,12 +275,14 @@ fuzz-input:
 	Fuzz/run-hci.sh scenario $(FUZZ_INPUT_SECONDS)
 	Fuzz/run-hci.sh keyfile $(FUZZ_INPUT_SECONDS)
 	Fuzz/run-hci.sh gzone-payload $(FUZZ_INPUT_SECONDS)
+	Fuzz/run-hci.sh trip-events $(FUZZ_INPUT_SECONDS)
 
 fuzz-input-short:
 	@scripts/install-deps.sh test
 	Fuzz/run-hci.sh scenario $(FUZZ_INPUT_TEST_SECONDS)
 	Fuzz/run-hci.sh keyfile $(FUZZ_INPUT_TEST_SECONDS)
 	Fuzz/run-hci.sh gzone-payload $(FUZZ_INPUT_TEST_SECONDS)
+	Fuzz/run-hci.sh trip-events $(FUZZ_INPUT_TEST_SECONDS)
 
 # --- The box tier (issue 15). A separate block so merges stay easy. ---------------------------
 # `make test-box` builds the .deb, boots it on a Debian 12 image (debootstrap, cached in

@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-target=${1:?usage: Fuzz/run-hci.sh hci-events|btsnoop|dbus-wire|scenario|keyfile|gzone-payload SECONDS}
+target=${1:?usage: Fuzz/run-hci.sh hci-events|btsnoop|dbus-wire|scenario|keyfile|gzone-payload|trip-events SECONDS}
 seconds=${2:-30}
 out=.build/fuzz/$target
 # The input parsers of issue 14 span modules (BeaconCore, GZone, BridgeDaemon's configuration
@@ -33,7 +33,7 @@ mkdir -p "$out/corpus" "$out/artifacts"
 case "$target" in
   hci-events | btsnoop) sources=(Sources/HCIParsing/*.swift) ;;
   dbus-wire) sources=(Sources/DBus/Wire.swift Sources/DBus/WireValue.swift Sources/DBus/DBusValue.swift Sources/DBus/Names.swift Sources/DBus/DBusError.swift Sources/DBus/CString.swift) ;;
-  scenario) flatten $(find Sources/BeaconCore -name '*.swift') ;;
+  scenario | trip-events) flatten $(find Sources/BeaconCore -name '*.swift') ;;
   gzone-payload) flatten $(find Sources/BeaconCore Sources/GZone -name '*.swift') ;;
   keyfile)
     flatten $(find Sources/BeaconCore Sources/GZone Sources/BridgeDaemon/Configuration -name '*.swift') \
