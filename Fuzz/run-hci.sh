@@ -2,7 +2,7 @@
 # Fuzzes the pure HCI parsers with libFuzzer (swiftlang docs/libFuzzerIntegration.md).
 #
 #   Fuzz/run-hci.sh TARGET SECONDS      TARGET: hci-events | btsnoop | dbus-wire | scenario |
-#                                               keyfile | gzone-payload
+#                                               keyfile | gzone-payload | trip-events
 #
 # Builds the parser's module (HCIParsing; for dbus-wire the in-place D-Bus wire reader,
 # Sources/DBus/Wire.swift and the pure files it needs, as the module DBus; for scenario, keyfile
@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . Fuzz/build-module.sh
 
-target=${1:?usage: Fuzz/run-hci.sh hci-events|btsnoop|dbus-wire|scenario|keyfile|gzone-payload SECONDS}
+target=${1:?usage: Fuzz/run-hci.sh hci-events|btsnoop|dbus-wire|scenario|keyfile|gzone-payload|trip-events SECONDS}
 seconds=${2:-30}
 out=.build/fuzz/$target
 # The modules, shared by the targets: each is rebuilt only when its sources change. DBus and
@@ -38,7 +38,7 @@ build() {
         Sources/DBus/DBusValue.swift Sources/DBus/Names.swift Sources/DBus/DBusError.swift \
         Sources/DBus/CString.swift Fuzz/dbus-wire/Signature.swift &&
         fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" DBus ;;
-    scenario) fuzz_module "$modules" BeaconCore $beaconCore &&
+    scenario | trip-events) fuzz_module "$modules" BeaconCore $beaconCore &&
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore ;;
     gzone-payload) fuzz_module "$modules" BeaconCore $beaconCore &&
       fuzz_module "$modules" GZone $gzone &&
@@ -51,7 +51,7 @@ build() {
   esac
 }
 case "$target" in
-  hci-events | btsnoop | dbus-wire | scenario | gzone-payload | keyfile) ;;
+  hci-events | btsnoop | dbus-wire | scenario | gzone-payload | keyfile | trip-events) ;;
   *) echo "run-hci.sh: unknown target $target" >&2; exit 64 ;;
 esac
 cp -n Fuzz/"$target"/corpus/* "$out/corpus/" 2>/dev/null || true
