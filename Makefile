@@ -96,12 +96,14 @@ fuzz-hci:
 	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_SECONDS)
 	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_SECONDS)
 	Fuzz/run-hci.sh dbus-wire $(FUZZ_HCI_SECONDS)
+	Fuzz/run-hci.sh device-update $(FUZZ_HCI_SECONDS)
 
 fuzz-hci-short:
 	@scripts/install-deps.sh test
 	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_TEST_SECONDS)
 	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_TEST_SECONDS)
 	Fuzz/run-hci.sh dbus-wire $(FUZZ_HCI_TEST_SECONDS)
+	Fuzz/run-hci.sh device-update $(FUZZ_HCI_TEST_SECONDS)
 
 # --- System files, installation and the .deb (issue 4). A separate block so merges stay easy. ---
 # `make install DESTDIR=… PREFIX=/usr` installs the release binary (Swift runtime linked in), the

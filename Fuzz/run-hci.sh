@@ -2,12 +2,13 @@
 # Fuzzes the pure HCI parsers with libFuzzer (swiftlang docs/libFuzzerIntegration.md).
 #
 #   Fuzz/run-hci.sh TARGET SECONDS      TARGET: hci-events | btsnoop | dbus-wire | scenario |
-#                                               keyfile | gzone-payload
+#                                               keyfile | gzone-payload | device-update
 #
 # Builds the parser's sources (Sources/HCIParsing/*.swift; for dbus-wire the in-place D-Bus wire
 # reader, Sources/DBus/Wire.swift and the pure files it needs; for scenario, keyfile and
 # gzone-payload the scenario reader, the configuration keyfile parser and the G-Zone payload
-# loader with the modules they need) with Fuzz/TARGET/FuzzEntry.swift
+# loader with the modules they need; for device-update the Device1 PropertiesChanged reader with
+# the wire reader, the generic path's BlueZ files and BeaconCore) with Fuzz/TARGET/FuzzEntry.swift
 # into one executable
 # (swiftc -sanitize=fuzzer,address -parse-as-library), then runs it for SECONDS on a working
 # corpus seeded from Fuzz/TARGET/corpus. A crash leaves its input in .build/fuzz/TARGET/artifacts
@@ -16,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-target=${1:?usage: Fuzz/run-hci.sh hci-events|btsnoop|dbus-wire|scenario|keyfile|gzone-payload SECONDS}
+target=${1:?usage: Fuzz/run-hci.sh hci-events|btsnoop|dbus-wire|scenario|keyfile|gzone-payload|device-update SECONDS}
 seconds=${2:-30}
 out=.build/fuzz/$target
 # The input parsers of issue 14 span modules (BeaconCore, GZone, BridgeDaemon's configuration
@@ -26,13 +27,17 @@ flatten() {
   rm -rf "$out/src" && mkdir -p "$out/src"
   local f
   for f in "$@"; do cp "$f" "$out/src/$(echo "$f" | tr / _)"; done
-  sed -i -E '/^import (BeaconCore|GZone)$/d' "$out"/src/*.swift
+  sed -i -E '/^import (BeaconCore|GZone|DBus)$/d' "$out"/src/*.swift
   sources=("$out"/src/*.swift)
 }
 mkdir -p "$out/corpus" "$out/artifacts"
 case "$target" in
   hci-events | btsnoop) sources=(Sources/HCIParsing/*.swift) ;;
   dbus-wire) sources=(Sources/DBus/Wire.swift Sources/DBus/WireValue.swift Sources/DBus/DBusValue.swift Sources/DBus/Names.swift Sources/DBus/DBusError.swift Sources/DBus/CString.swift) ;;
+  device-update)
+    flatten $(find Sources/BeaconCore -name '*.swift') \
+      Sources/DBus/{Wire,WireValue,DBusValue,Names,DBusError,CString,EventCount}.swift \
+      Sources/BlueZ/{DeviceUpdate,DeviceEntries,DeviceRecord,DeviceAdvertisement,ObjectTree,BlueZNames}.swift ;;
   scenario) flatten $(find Sources/BeaconCore -name '*.swift') ;;
   gzone-payload) flatten $(find Sources/BeaconCore Sources/GZone -name '*.swift') ;;
   keyfile)

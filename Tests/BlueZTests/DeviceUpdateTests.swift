@@ -127,10 +127,10 @@ struct DeviceUpdateTests {
     var subscription: Subscription<SignalItem<DeviceUpdate>>?
     switch path {
     case .libdbus:
-      subscription = try await receiver.subscribe(to: rules, decoding: DeviceUpdate.decode)
+      subscription = try await receiver.subscribe(to: rules, decoding: DeviceDecoder().decode)
       batches = subscription!.batches
     case .socket:
-      socket = try SignalSocket(bus.busAddress, rules: rules, decode: DeviceUpdate.decode)
+      socket = try SignalSocket(bus.busAddress, rules: rules, decode: DeviceDecoder().decode)
       batches = socket!.batches
     }
     let sender = try Connection(bus.busAddress)
@@ -173,19 +173,18 @@ struct DeviceUpdateTests {
 
   /// The decoder's byte names spell what the generic path's `String`s do.
   @Test func byteNamesSpellTheGenericNames() {
-    typealias Name = DeviceUpdate.Name
+    typealias Name = BlueZ.Wire
     #expect(Name.rssi.string == BlueZ.Property.rssi)
     #expect(Name.txPower.string == BlueZ.Property.txPower)
     #expect(Name.manufacturerData.string == BlueZ.Property.manufacturerData)
-    #expect(Name.device.string == BlueZ.deviceInterface.rawValue)
-    #expect(Name.properties.string == InterfaceName.properties.rawValue)
+    #expect(Name.deviceInterface.string == BlueZ.deviceInterface.rawValue)
+    #expect(Name.propertiesInterface.string == InterfaceName.properties.rawValue)
     #expect(Name.propertiesChanged.string == BlueZ.SignalName.propertiesChanged.rawValue)
   }
 
   /// A device that sends the same ManufacturerData again gets the same array back (no
   /// allocation, shared storage); changed bytes, another company or another device get their own.
   @Test func unchangedManufacturerDataIsHandedOnAsTheSameArray() async throws {
-    // Paths of their own: the remembered arrays are shared by every decoder in the process.
     let one: ObjectPath = "/org/bluez/hci0/dev_C0_FF_EE_00_77_01"
     let two: ObjectPath = "/org/bluez/hci0/dev_C0_FF_EE_00_77_02"
     var other = Self.iBeacon
@@ -335,7 +334,7 @@ struct DeviceUpdateTests {
   /// What `bytes` decode to with `repeats` (nil: a full decode, nothing remembered).
   static func decode(_ bytes: [UInt8], _ repeats: RepeatedUpdates?) -> DeviceUpdate? {
     bytes.withUnsafeBytes { raw in
-      WireSignal.withSignal(raw) { DeviceUpdate.decode($0, repeats: repeats) } ?? nil
+      WireSignal.withSignal(raw) { DeviceDecoder(repeats: repeats).decode($0) } ?? nil
     }
   }
 
@@ -344,8 +343,8 @@ struct DeviceUpdateTests {
   static func repeated(_ bytes: [UInt8], _ repeats: RepeatedUpdates) -> DeviceUpdate? {
     bytes.withUnsafeBytes { raw in
       WireSignal.withSignal(raw) { signal -> DeviceUpdate? in
-        typealias Name = DeviceUpdate.Name
-        guard signal.member(is: Name.propertiesChanged), signal.interface(is: Name.properties),
+        typealias Name = BlueZ.Wire
+        guard signal.member(is: Name.propertiesChanged), signal.interface(is: Name.propertiesInterface),
           signal.signature(is: Name.withInvalidated) || signal.signature(is: Name.withoutInvalidated),
           let path = signal.withPath({ $0.bytes }), let slot = RepeatedUpdates.slot(path)
         else { return nil }

@@ -177,7 +177,8 @@ final class BridgeService: Service {
       switch call.member {
       case BridgeServiceNames.Method.status:
         let outbox = try? await store.outboxSummary()
-        let json = await bridge.status.json(scan: state.scan, outbox: outbox)
+        let json = await bridge.status.json(
+          scan: state.scan, outbox: outbox, droppedAdvertisements: state.scanStatus.droppedAdvertisements)
         return .success([.string(json.compactText)])
       case BridgeServiceNames.Method.pairings:
         return .success([.string(JSONValue.array(try await store.pairings().map(\.json)).compactText)])
