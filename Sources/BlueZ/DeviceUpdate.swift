@@ -14,18 +14,18 @@ import Synchronization
 ///
 /// Anything else (another property, another type, invalidated properties) is declined and takes
 /// the generic path, which also logs malformed values.
-struct DeviceUpdate: Sendable, Equatable {
+package struct DeviceUpdate: Sendable, Equatable {
   var key: DeviceKey
-  var rssi: Int16?
+  package var rssi: Int16?
   var txPower: Int16?
   /// nil when the change did not carry ManufacturerData; sorted by company, like the generic path.
-  var manufacturerData: [ManufacturerData]?
+  package var manufacturerData: [ManufacturerData]?
 }
 
 /// The Device1 fast decoder of one scan, with what it remembers (the last message and the last
 /// manufacturer data of each device) and what it counts. One per session: a second scan in the
 /// same process starts with nothing remembered, and its counts are its own.
-final class DeviceDecoder: Sendable {
+package final class DeviceDecoder: Sendable {
   typealias Name = BlueZ.Wire
   /// The last message decoded per device, to decode its repeats by comparison; nil: every
   /// message is decoded in full (tests compare the two).
@@ -35,14 +35,16 @@ final class DeviceDecoder: Sendable {
   /// ManufacturerData entries read past `DeviceEntries.limit` companies, not kept.
   let overLimit: EventCount
 
-  init(repeats: RepeatedUpdates? = RepeatedUpdates(), overLimit: EventCount = EventCount()) {
+  package convenience init() { self.init(repeats: RepeatedUpdates()) }
+
+  init(repeats: RepeatedUpdates?, overLimit: EventCount = EventCount()) {
     self.repeats = repeats
     self.overLimit = overLimit
   }
 
   /// The update `signal` carries, or nil when it is not one the fast path reads (the generic
   /// path then reads it).
-  func decode(_ signal: borrowing WireSignal) -> DeviceUpdate? {
+  package func decode(_ signal: borrowing WireSignal) -> DeviceUpdate? {
     let withInvalidated = signal.signature(is: Name.withInvalidated)
     guard signal.member(is: Name.propertiesChanged), signal.interface(is: Name.propertiesInterface),
       withInvalidated || signal.signature(is: Name.withoutInvalidated),

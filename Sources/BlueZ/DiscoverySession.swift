@@ -63,7 +63,7 @@ final class DiscoverySession: @unchecked Sendable {
     options: BlueZAdvertisementSource.Options, counts: BlueZAdvertisementSource.Counts,
     logger: @escaping @Sendable (String) -> Void, reportMode: @escaping @Sendable (ScanMode) -> Void
   ) {
-    decoder = DeviceDecoder(overLimit: counts.manufacturerDataOverLimit)
+    decoder = DeviceDecoder(repeats: RepeatedUpdates(), overLimit: counts.manufacturerDataOverLimit)
     dropped = counts.droppedSignals
     self.connection = connection
     self.adapterName = adapterName

@@ -1,5 +1,6 @@
 import BeaconCore
 import CCurl
+import DBus
 import Synchronization
 
 #if canImport(Glibc)
@@ -104,23 +105,13 @@ enum CurlClient {
     init(_ request: HTTPRequest) { self.request = request }
 
     func start() {
-      let context = Unmanaged.passRetained(self).toOpaque()
-      var thread = pthread_t()
-      let created = pthread_create(
-        &thread, nil,
-        { context in
-          let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeRetainedValue()
-          transfer.continuation?.resume(returning: transfer.run())
-          return nil
-        }, context)
+      let created = OSThread.start { [self] in continuation?.resume(returning: run()) }
       guard created == 0 else {
-        let transfer = Unmanaged<Transfer>.fromOpaque(context).takeRetainedValue()
-        transfer.continuation?.resume(
+        continuation?.resume(
           returning: .failure(
             HTTPTransferError(code: CURLE_FAILED_INIT.rawValue, message: "no thread (error \(created))")))
         return
       }
-      pthread_detach(thread)
     }
 
     /// The transfer, on its own thread. The corresponding C function is `curl_easy_perform`.

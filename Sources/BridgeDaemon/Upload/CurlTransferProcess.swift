@@ -1,5 +1,6 @@
 import BeaconCore
 import CCurl
+import DBus
 import Synchronization
 
 #if canImport(Glibc)
@@ -62,7 +63,10 @@ enum CurlTransferProcess {
     }
 
     func start() {
-      OSThreadless.detach { [self] in continuation?.resume(returning: run()) }
+      // Without a thread, the transfer runs on the caller's.
+      if OSThread.start({ [self] in continuation?.resume(returning: run()) }) != 0 {
+        continuation?.resume(returning: run())
+      }
     }
 
     static func error(_ message: String) -> HTTPTransferError {
@@ -186,30 +190,6 @@ enum CurlTransferProcess {
       if count < 0 && errno == EINTR { continue }
       guard count > 0 else { return out }
       out += buffer[..<count]
-    }
-  }
-}
-
-/// A detached thread without a name, for `CurlTransferProcess.Child` (the DBus module's
-/// `OSThread` names its threads; these are short-lived).
-enum OSThreadless {
-  static func detach(_ body: @escaping @Sendable () -> Void) {
-    final class Box {
-      let body: @Sendable () -> Void
-      init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let context = Unmanaged.passRetained(Box(body)).toOpaque()
-    var thread = pthread_t()
-    let created = pthread_create(
-      &thread, nil,
-      { context in
-        Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body()
-        return nil
-      }, context)
-    if created == 0 {
-      pthread_detach(thread)
-    } else {
-      Unmanaged<Box>.fromOpaque(context).takeRetainedValue().body()
     }
   }
 }
