@@ -171,15 +171,39 @@ struct DeviceUpdateTests {
     }
   }
 
-  /// The decoder's byte names spell what the generic path's `String`s do.
-  @Test func byteNamesSpellTheGenericNames() {
+  /// The BlueZ names are spelled once (`BlueZ.Spelling`); the D-Bus names the decoder compares
+  /// bytes with must spell what the DBus module's `String`s do.
+  @Test func byteNamesSpellTheDBusNames() {
     typealias Name = BlueZ.Wire
-    #expect(Name.rssi.string == BlueZ.Property.rssi)
-    #expect(Name.txPower.string == BlueZ.Property.txPower)
-    #expect(Name.manufacturerData.string == BlueZ.Property.manufacturerData)
-    #expect(Name.deviceInterface.string == BlueZ.deviceInterface.rawValue)
     #expect(Name.propertiesInterface.string == InterfaceName.properties.rawValue)
     #expect(Name.propertiesChanged.string == BlueZ.SignalName.propertiesChanged.rawValue)
+    #expect(Name.rssi.string == BlueZ.Property.rssi)
+  }
+
+  /// A PropertiesChanged with more companies than `DeviceEntries.limit`, one of them repeated:
+  /// the first 32 companies are kept, sorted, the repeated one with its last value, and every
+  /// entry past the limit is counted. The generic path keeps the same.
+  @Test func companiesPastTheLimitAreCountedNotKept() throws {
+    let limit = DeviceEntries<UInt16>.limit
+    // Companies 100 down to 1, then company 100 again with other bytes.
+    var entries: [(UInt16, DBusValue)] = (1...100).reversed().map { (UInt16($0), .bytes([UInt8($0)])) }
+    entries.append((100, .bytes([0xEE])))
+    let value = Self.manufacturer(entries)
+    let message = try WireSignal.marshalled(
+      path: Self.path, interface: .properties, member: BlueZ.SignalName.propertiesChanged,
+      [.string(BlueZ.deviceInterface.rawValue), .stringVariantDictionary(["ManufacturerData": value])])
+    let overLimit = EventCount()
+    let decoder = DeviceDecoder(repeats: nil, overLimit: overLimit)
+    let update = message.withUnsafeBytes { bytes in WireSignal.withSignal(bytes) { decoder.decode($0) } ?? nil
+    }
+    let kept = try #require(update?.manufacturerData)
+    let expected = (69...100).map { company in
+      ManufacturerData(companyID: UInt16(company), data: company == 100 ? [0xEE] : [UInt8(company)])
+    }
+    #expect(kept.count == limit)
+    #expect(kept == expected)
+    #expect(overLimit.count == 100 - limit)
+    #expect(DeviceAdvertisement.manufacturerData(value) == expected)
   }
 
   /// A device that sends the same ManufacturerData again gets the same array back (no
