@@ -149,7 +149,6 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
 /// only by `setUp` (before the thread starts) and then by the thread; the rest is atomic.
 @usableFromInline final class SignalSocketReader: @unchecked Sendable {
   let fd: Int32
-  let rules: [MatchRule]
   let batchInterval: Duration
   let sink: SignalSocketSink
   let wakeFD: Int32
@@ -201,7 +200,6 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
     dropped: EventCount
   ) {
     self.fd = fd
-    self.rules = rules
     self.batchInterval = batchInterval
     self.sink = sink
     self.readAhead = readAhead
