@@ -10,7 +10,8 @@ import Testing
 /// The scan's signal path (a `SignalSocket` feeding a `SessionInbox`, read by `DeviceDecoder`,
 /// with the inbox's `isDrained` as the reader's `ready`, as `DiscoverySession` wires them) while
 /// the consumer stalls: a bus socket holds only about 170 signals (80 ms at 2,000 a second,
-/// docs/PERFORMANCE.md), so the reader must go on draining it into its own bounded read-ahead.
+/// docs/PERFORMANCE.md), and the bus drops what it will not queue (`busQueue`), so the reader
+/// must go on draining the socket into its own bounded read-ahead.
 ///
 /// Each advertisement carries its number as its RSSI, so that what arrives is compared with what
 /// was sent exactly, in order.
@@ -19,6 +20,11 @@ struct ReadAheadTests {
   static let rate = 2_000
   static let total = 3_000
   static let stall: Duration = .milliseconds(500)
+  /// What the bus queues for the scan's connection beyond its socket: 64 KiB, about 220 of these
+  /// signals. dbus-daemon's default is far larger; a bus whose memory is short drops sooner, and
+  /// the bound makes the loss at the bus certain for a reader that stops reading (the stall
+  /// sends about 1,000 signals, 290 KiB).
+  static let busQueue = 64 << 10
 
   struct Outcome {
     var received: [Int16]
@@ -29,7 +35,7 @@ struct ReadAheadTests {
   /// consumer holds its first batch for `stall`; returns what the consumer got, in order, once
   /// every signal is accounted for (received or counted as dropped), or when 20 s have passed.
   static func run(readAhead: Int) async throws -> Outcome {
-    let bus = try PrivateBus.start()
+    let bus = try PrivateBus.start(maxOutgoingBytes: busQueue)
     defer { bus.stop() }
     let inbox = SessionInbox<[SignalItem<DeviceUpdate>]>()
     let dropped = EventCount()
@@ -104,7 +110,8 @@ struct ReadAheadTests {
     let outcome = try await Self.run(readAhead: SignalSocket<DeviceUpdate>.defaultReadAhead)
     #expect(outcome.dropped == 0)
     #expect(outcome.received.count == Self.total)
-    #expect(outcome.received.elementsEqual(0..<Int16(Self.total)), "every advertisement, in order")
+    let everyOneInOrder = outcome.received.elementsEqual(0..<Int16(Self.total))
+    #expect(everyOneInOrder, "every advertisement, in order")
   }
 
   /// The same stall with a bound of 16 KiB (about 90 of these signals): the reader still drains
@@ -115,6 +122,7 @@ struct ReadAheadTests {
     #expect(outcome.dropped > 0)
     #expect(outcome.received.count + outcome.dropped == Self.total)
     // What arrived is in order, with the dropped ones missing.
-    #expect(zip(outcome.received, outcome.received.dropFirst()).allSatisfy { $0 < $1 })
+    let inOrder = zip(outcome.received, outcome.received.dropFirst()).allSatisfy { $0 < $1 }
+    #expect(inOrder)
   }
 }
