@@ -112,12 +112,14 @@ fuzz-hci: ## fuzz the HCI event parser, the btsnoop reader and the D-Bus wire re
 	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_SECONDS)
 	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_SECONDS)
 	Fuzz/run-hci.sh dbus-wire $(FUZZ_HCI_SECONDS)
+	Fuzz/run-hci.sh device-update $(FUZZ_HCI_SECONDS)
 
 fuzz-hci-short: ## the same, FUZZ_HCI_TEST_SECONDS each
 	@scripts/install-deps.sh test
 	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_TEST_SECONDS)
 	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_TEST_SECONDS)
 	Fuzz/run-hci.sh dbus-wire $(FUZZ_HCI_TEST_SECONDS)
+	Fuzz/run-hci.sh device-update $(FUZZ_HCI_TEST_SECONDS)
 
 # --- System files, installation and the .deb ----------------------------------------------------
 # `make install DESTDIR=… PREFIX=/usr` installs the release binary (Swift runtime linked in), the

@@ -64,7 +64,8 @@ struct BridgeMethods: Sendable {
 
   func status(_: Arguments) async throws -> MethodResult {
     let outbox = try? await store.outboxSummary()
-    let json = await bridge.status.json(scan: state.scan, outbox: outbox)
+    let json = await bridge.status.json(
+      scan: state.scan, outbox: outbox, droppedAdvertisements: state.scanStatus.droppedAdvertisements)
     return .success([.string(json.compactText)])
   }
 

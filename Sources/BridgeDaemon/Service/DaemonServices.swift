@@ -1,4 +1,5 @@
 import BeaconCore
+import BlueZ
 import FoundationEssentials
 import Synchronization
 
@@ -122,4 +123,6 @@ final class ScanStatus: Sendable {
   var source: (any AdvertisementSource)? { state.withLock { $0.source } }
   func set(_ condition: ScanCondition) { state.withLock { $0.condition = condition } }
   func started(_ source: any AdvertisementSource) { state.withLock { $0.source = source } }
+  /// What the running BlueZ source dropped while the bridge held a batch (0 for HCI).
+  var droppedAdvertisements: Int { (source as? BlueZAdvertisementSource)?.droppedAdvertisements ?? 0 }
 }

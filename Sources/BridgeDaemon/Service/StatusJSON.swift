@@ -2,8 +2,10 @@ import BeaconCore
 
 /// JSON forms of the bridge's state, shared by the D-Bus API and `status --json`.
 extension BridgeStatus {
-  /// `scanning` names the backend while it scans (null otherwise); `scan` says what it does.
-  public func json(scan: ScanCondition, outbox: OutboxSummary?) -> JSONValue {
+  /// `scanning` names the backend while it scans (null otherwise); `scan` says what it does;
+  /// `droppedAdvertisements` counts what the BlueZ source read but dropped while the bridge
+  /// held a batch past its read-ahead bound.
+  public func json(scan: ScanCondition, outbox: OutboxSummary?, droppedAdvertisements: Int = 0) -> JSONValue {
     var fields: [String: JSONValue] = [
       "armed": .bool(armed),
       "scanning": scan.scanningBackend.map { .string($0) } ?? .null,
@@ -16,6 +18,7 @@ extension BridgeStatus {
       "pairedBeacons": .array(pairedBeacons.map { $0.statusJSON(now: now) }),
       "ignoredFrames": .object(ignoredFrames.mapValues { .int(Int64($0)) }),
       "upload": upload.json(now: now),
+      "droppedAdvertisements": .int(Int64(droppedAdvertisements)),
     ]
     if let outbox { fields["outbox"] = outbox.json }
     return .object(fields)

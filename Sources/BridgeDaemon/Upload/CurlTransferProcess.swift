@@ -1,5 +1,6 @@
 import BeaconCore
 import CCurl
+import DBus
 import Synchronization
 
 #if canImport(Glibc)
@@ -59,7 +60,10 @@ enum CurlTransferProcess {
     }
 
     func start() {
-      OSThreadless.detach { [self] in continuation?.resume(returning: run()) }
+      // Without a thread, the transfer runs on the caller's.
+      if OSThread.start({ [self] in continuation?.resume(returning: run()) }) != 0 {
+        continuation?.resume(returning: run())
+      }
     }
 
     static func error(_ message: String) -> HTTPTransferError {

@@ -77,27 +77,3 @@ public enum HTTPTransfers {
     return CurlTransferProcess.writeAll(STDOUT_FILENO, TransferCoding.encode(result)) ? 0 : 1
   }
 }
-
-/// A detached thread without a name, for `CurlTransferProcess.Child` (the DBus module's
-/// `OSThread` names its threads; these are short-lived).
-enum OSThreadless {
-  static func detach(_ body: @escaping @Sendable () -> Void) {
-    final class Box {
-      let body: @Sendable () -> Void
-      init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let context = Unmanaged.passRetained(Box(body)).toOpaque()
-    var thread = pthread_t()
-    let created = pthread_create(
-      &thread, nil,
-      { context in
-        Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body()
-        return nil
-      }, context)
-    if created == 0 {
-      pthread_detach(thread)
-    } else {
-      Unmanaged<Box>.fromOpaque(context).takeRetainedValue().body()
-    }
-  }
-}
