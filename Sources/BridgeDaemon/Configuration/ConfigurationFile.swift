@@ -1,23 +1,13 @@
 import BeaconCore
 import FoundationEssentials
 
-<<<<<<< HEAD
 #if canImport(Glibc)
   import Glibc
 #endif
 
-/// Reading the configuration file: the one reader for `run`, `doctor` and `diagnose`.
+/// Reading the configuration file's text, for `load(path:)` (Upload/CheckedConfiguration.swift)
+/// and `diagnose`.
 extension DaemonConfiguration {
-  /// Reads and parses the file at `path`, or the default file when `path` is nil. A missing
-  /// default file means the defaults; a missing explicit one is an error.
-  public static func load(path: String?) throws(KeyFileError) -> DaemonConfiguration {
-    let file = path ?? defaultPath
-    guard let text = try text(path: path) else { return DaemonConfiguration() }
-    let config = try parse(text, file: file)
-    try checkTLSFiles(config, file: file)
-    return config
-  }
-
   /// libcurl and libmosquitto open the TLS files with blocking reads: a FIFO or a device in their
   /// place would stall every upload, so one is refused when the configuration loads. A missing
   /// file is left to the upload's own error, which names it.
@@ -38,11 +28,6 @@ extension DaemonConfiguration {
     }
   }
 
-=======
-/// Reading the configuration file's text, for `load(path:)` (Upload/CheckedConfiguration.swift)
-/// and `diagnose`.
-extension DaemonConfiguration {
->>>>>>> upload
   /// The file's text, unparsed, or nil when `path` is nil and the default file does not exist.
   /// `diagnose` bundles the text (redacted) even when it does not parse.
   public static func text(path: String?) throws(KeyFileError) -> String? {
