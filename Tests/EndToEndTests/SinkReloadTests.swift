@@ -40,7 +40,7 @@ struct SinkReloadTests {
     let (daemon, config) = try await DeliveryDoctorTests().startDaemonWithTrip(
       upload: "URL = mqtt://127.0.0.1:\(first.port)\n[MQTT]\nClientId = reload-first", dir: dir, bus: bus)
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
-    #expect(try await eventually(.seconds(30)) { keys(first) == ["t1#0", "t1#1"] }, "\(first.log)")
+    try await waitUntil("\(first.log)", timeout: .seconds(30)) { keys(first) == ["t1#0", "t1#1"] }
     #expect(!left(first, "reload-first"), "\(first.log)")
 
     _ = try fallbackConfiguration(
@@ -58,17 +58,16 @@ struct SinkReloadTests {
       (try? String(contentsOfFile: dir + "/daemon.log", encoding: .utf8)) ?? ""
     }
     kill(daemon.processIdentifier, SIGHUP)
-    #expect(try await eventually(.seconds(20)) { log().contains("configuration reloaded") }, "\(log())")
+    try await waitUntil("\(log())", timeout: .seconds(20)) { log().contains("configuration reloaded") }
     // The old sink stopped at the reload, before any new post: its client left the first broker.
-    #expect(
-      try await eventually(.seconds(20)) { left(first, "reload-first") }, "\(first.log)")
+    try await waitUntil("\(first.log)", timeout: .seconds(20)) { left(first, "reload-first") }
 
     #expect(try test.cli(["trip", "end", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
     #expect(try test.cli(["trip", "start", "--trip-id", "t2"], bus: bus, dir: dir).status == 0)
     let sent = try test.cli(
       ["trip", "events", "--trip-id", "t2", "-"], bus: bus, dir: dir, stdin: #"[{"type":"c"}]"#)
     #expect(sent.status == 0, "\(sent.stderr)")
-    #expect(try await eventually(.seconds(30)) { keys(second) == ["t2#0"] }, "\(second.log)\n\(log())")
+    try await waitUntil("\(second.log)\n\(log())", timeout: .seconds(30)) { keys(second) == ["t2#0"] }
     #expect(keys(first) == ["t1#0", "t1#1"])
     kill(daemon.processIdentifier, SIGTERM)
     #expect(await waitForExit(daemon), "daemon did not exit in time")
