@@ -34,7 +34,8 @@ public struct StatusCommand: BridgeCommand {
       return ExitStatus.success
     }
     // Text mode: a value from the daemon (a device ID, a reason) cannot reach the terminal raw.
-    console.out(redactor.redact(Self.text(DaemonStatus(json: status))).escapingControlCharactersExceptNewlines)
+    console.out(
+      redactor.redact(Self.text(DaemonStatus(json: status))).escapingControlCharactersExceptNewlines)
     return ExitStatus.success
   }
 

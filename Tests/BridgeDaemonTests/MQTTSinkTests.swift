@@ -172,7 +172,8 @@ import Testing
     try await waitUntil("both sinks' batches at the broker; it has \(keys(broker))") {
       Set(keys(broker)) == ["a#0", "b#0", "b#1"]
     }
-    #expect(broker.log.contains("as \(first.clientId) (p5") && broker.log.contains("as \(second.clientId) (p5"))
+    #expect(
+      broker.log.contains("as \(first.clientId) (p5") && broker.log.contains("as \(second.clientId) (p5"))
   }
 
   /// `UploadSinks`, as the daemon uses it on SIGHUP: an unchanged configuration keeps the sink,

@@ -19,6 +19,9 @@ import Synchronization
 /// one if the new one is bad. Pairings changed by `beaconbridge pair` while it runs are picked up
 /// within two seconds (SQLite's `data_version`, checked when the state directory changes).
 public struct Daemon: Sendable {
+  /// The program's version (`beaconbridge --version`, the fleet's birth message).
+  public static let version = "0.1.0"
+
   public var configPath: String
   public var configPathIsExplicit: Bool
   public var stateDirectory: String
@@ -155,6 +158,20 @@ public struct Daemon: Sendable {
       PairingWatcher(store: store, bridge: bridge, paired: paired, logger: logger),
       StatusReporter(bridge: bridge, scan: scanStatus, notifier: notifier, changed: statusChanged), gzone,
     ]
+    if let fleet = config.fleetSettings {
+      guard let boxId = config.fleet.resolvedBoxId() else {
+        logger.log(
+          .error,
+          "[Fleet] has no BoxId and \(FleetOptions.machineIdPath) holds no machine ID; set [Fleet] BoxId. Not starting"
+        )
+        return 1
+      }
+      services.append(
+        FleetLink(
+          settings: fleet, topics: FleetTopics(config.fleet, boxId: boxId), version: Self.version,
+          status: FleetLinkStatus(FleetLinkState(broker: "\(fleet.host):\(fleet.port)", boxId: boxId)),
+          logger: logger))
+    }
     if let interval = notifier.watchdogInterval {
       services.append(WatchdogService(notifier: notifier, interval: interval))
     }
