@@ -256,21 +256,12 @@ public struct PairsCommand: BridgeCommand {
   }
 
   public func run(_ console: any Console) async -> Int32 {
-    var pairings: [Pairing]
+    var listed: [JSONValue]
     do {
-      let json = try await DaemonClient.json(BridgeServiceNames.Method.pairings)
-      pairings = (json.arrayValue ?? []).compactMap { item in
-        guard let text = item["uuid"]?.stringValue, let uuid = UUID(uuidString: text),
-          let deviceId = item["deviceId"]?.stringValue
-        else { return nil }
-        return Pairing(
-          uuid: uuid, major: item["major"]?.intValue.flatMap { UInt16(exactly: $0) },
-          minor: item["minor"]?.intValue.flatMap { UInt16(exactly: $0) }, deviceId: deviceId,
-          label: item["label"]?.stringValue)
-      }
+      listed = try await DaemonClient.json(BridgeServiceNames.Method.pairings).arrayValue ?? []
     } catch  where error.notRunning {
       guard let store = store.openExisting(console) else { return ExitStatus.failure }
-      do { pairings = try await store.pairings() } catch {
+      do { listed = try await store.pairingsWithSource() } catch {
         console.err("beaconbridge: \(error.description)\n")
         return ExitStatus.failure
       }
@@ -278,8 +269,24 @@ public struct PairsCommand: BridgeCommand {
       console.err("beaconbridge: \(error.description)\n")
       return ExitStatus.failure
     }
+    // Each pairing with where it came from (`fleet` or `local`, docs/fleet.md).
+    let pairings: [(pairing: Pairing, source: String)] = listed.compactMap { item in
+      guard let text = item["uuid"]?.stringValue, let uuid = UUID(uuidString: text),
+        let deviceId = item["deviceId"]?.stringValue
+      else { return nil }
+      let pairing = Pairing(
+        uuid: uuid, major: item["major"]?.intValue.flatMap { UInt16(exactly: $0) },
+        minor: item["minor"]?.intValue.flatMap { UInt16(exactly: $0) }, deviceId: deviceId,
+        label: item["label"]?.stringValue)
+      return (pairing, item["source"]?.stringValue == "fleet" ? "fleet" : "local")
+    }
     if json {
-      console.out(JSONValue.array(pairings.map(\.json)).compactText + "\n")
+      let items = pairings.map { entry -> JSONValue in
+        var fields = entry.pairing.json.objectValue ?? [:]
+        fields["source"] = .string(entry.source)
+        return .object(fields)
+      }
+      console.out(JSONValue.array(items).compactText + "\n")
       return ExitStatus.success
     }
     guard !pairings.isEmpty else {
@@ -287,11 +294,13 @@ public struct PairsCommand: BridgeCommand {
         "No pairings. Pair a beacon with 'beaconbridge pair --uuid U --major M --minor N --device-id ID'.\n")
       return ExitStatus.success
     }
-    var out = "DEVICE ID".padding(toLength: 16) + "BEACON".padding(toLength: 50) + "LABEL\n"
-    for p in pairings {
+    var out =
+      "DEVICE ID".padding(toLength: 16) + "BEACON".padding(toLength: 50) + "SOURCE".padding(toLength: 7)
+      + "LABEL\n"
+    for (p, source) in pairings {
       out +=
         p.deviceId.escapingControlCharacters.padding(toLength: 15) + " " + p.pattern.padding(toLength: 49)
-        + " "
+        + " " + source.padding(toLength: 6) + " "
         + (p.label ?? "").escapingControlCharacters + "\n"
     }
     console.out(out)

@@ -57,12 +57,31 @@ enum FleetPresence {
   }
 }
 
+/// What the fleet link acts on, in order: a message from the broker, or a bridge event that may
+/// let a pending document apply (a trip ended).
+enum FleetInput: Sendable {
+  case message(MQTTIncoming)
+  case tripEnded
+}
+
+/// The fleet link's queue, made before the bridge so that the bridge's events reach it.
+final class FleetInbox: Sendable {
+  let stream: AsyncStream<FleetInput>
+  let continuation: AsyncStream<FleetInput>.Continuation
+  init() {
+    // The newest inputs win: a backlog of older documents would only be refused as stale.
+    (stream, continuation) = AsyncStream<FleetInput>.makeStream(bufferingPolicy: .bufferingNewest(16))
+  }
+  func yield(_ input: FleetInput) { continuation.yield(input) }
+}
+
 /// The daemon's connection to the fleet's broker (`[Fleet]`, docs/fleet.md): its own MQTT client,
 /// with a last will that says the box vanished, a retained birth message on every connect, the
 /// desired document's topic subscribed, and a clean offline message when the daemon stops.
 ///
-/// The messages that arrive are handed to `desired`, one at a time, in order, on this service's
-/// task; its answer (if any) is published to the reported topic.
+/// The messages that arrive, and the trips' ends, are handed to `desired` one at a time, in
+/// order, on this service's task; its answer (if any) is published, retained, to the reported
+/// topic.
 struct FleetLink: Service {
   let settings: MQTTSettings
   let topics: FleetTopics
@@ -70,13 +89,13 @@ struct FleetLink: Service {
   let version: String
   let status: FleetLinkStatus
   let logger: DaemonLogger
-  /// Handles one message on the desired topic; returns the reported document, or nil for none.
-  var desired: @Sendable (MQTTIncoming) async -> [UInt8]? = { _ in nil }
+  let inbox: FleetInbox
+  /// Handles one input; returns the reported document, or nil for none.
+  var desired: @Sendable (FleetInput) async -> [UInt8]? = { _ in nil }
 
   func run() async throws {
     let since = Date.now.formatted(.iso8601)
-    // The newest documents win: a backlog of older ones would only be refused as stale.
-    let (messages, inbox) = AsyncStream<MQTTIncoming>.makeStream(bufferingPolicy: .bufferingNewest(16))
+    let inbox = self.inbox
     let status = self.status
     let topics = self.topics
     let version = self.version
@@ -94,7 +113,7 @@ struct FleetLink: Service {
           payload: FleetPresence.online(version: version, configVersion: applied, since: since), retain: true)
         logger.log(.info, "fleet: connected to \(status.current.broker) as box \(status.current.boxId)")
       },
-      onMessage: { inbox.yield($0) })
+      onMessage: { inbox.yield(.message($0)) })
     let client: MQTTClient
     do { client = try MQTTClient(settings, session: session) } catch {
       status.update { $0.lastProblem = error.description }
@@ -103,9 +122,11 @@ struct FleetLink: Service {
       while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
       return
     }
-    for await message in messages where message.topic == topics.desired {
-      if let reply = await desired(message) {
-        do { try await client.publish(topic: topics.reported, payload: reply, key: nil) } catch {
+    for await input in inbox.stream {
+      if case .message(let message) = input, message.topic != topics.desired { continue }
+      if let reply = await desired(input) {
+        do { try await client.publish(topic: topics.reported, payload: reply, key: nil, retain: true) } catch
+        {
           status.update { $0.lastProblem = error.description }
           logger.log(.warning, "fleet: the reported document was not sent: \(error.description)")
         }
@@ -113,7 +134,7 @@ struct FleetLink: Service {
     }
     // Cancelled: the daemon stops. Say so, retained, before the DISCONNECT (which discards the
     // will). Its own task: this one is cancelled, and the publish must still wait for its PUBACK.
-    inbox.finish()
+    inbox.continuation.finish()
     let offline = Task {
       try? await client.publish(
         topic: topics.status, payload: FleetPresence.offline(clean: true), key: nil, retain: true)

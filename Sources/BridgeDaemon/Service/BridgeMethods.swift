@@ -69,7 +69,7 @@ struct BridgeMethods: Sendable {
   }
 
   func pairings(_: Arguments) async throws -> MethodResult {
-    .success([.string(JSONValue.array(try await store.pairings().map(\.json)).compactText)])
+    .success([.string(JSONValue.array(try await store.pairingsWithSource()).compactText)])
   }
 
   func recentLogs(_: Arguments) async throws -> MethodResult {

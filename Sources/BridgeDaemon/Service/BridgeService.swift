@@ -158,6 +158,8 @@ final class BridgeService: Service {
         case .invalidConfiguration, .journal: "Failed"
         }
       return Self.error(name, error.description)
+    } catch let error as StoreError where error.code == .fleetOwnsPairings {
+      return Self.error("Refused", error.description)
     } catch {
       return Self.error("Failed", "\(error)")
     }

@@ -68,6 +68,18 @@ public struct Daemon: Sendable {
     await store.setOutboxLimit(config.outboxMaxBatches)
 
     let settings = DaemonSettings(config)
+    // The fleet's applied document: its settings over the file's from the first moment, and
+    // pair/unpair refused while [Fleet] is configured (FleetStore.swift).
+    let fleetApplied: (version: Int64, settings: [FleetSetting])?
+    do {
+      try await store.setFleetOwnsPairings(config.fleet.enabled)
+      fleetApplied = try await store.fleetApplied()
+    } catch {
+      logger.log(.error, "\(error.description); not starting")
+      return 1
+    }
+    if let fleetApplied { settings.setRemote(fleetApplied.settings) }
+    let fleetInbox = FleetInbox()
     let uploads = UploadSinks()
     defer { uploads.stop() }
     let host = DaemonHost(settings: settings, uploads: uploads, logger: logger)
@@ -89,6 +101,7 @@ public struct Daemon: Sendable {
       if case .beaconEntered(let beacon) = event.event { paired.entered(beacon) }
       announcements.yield(.bridge(event.event))
       if case .batchPosted = event.event { gzone.tripUploaded() }
+      if case .tripEnded = event.event { fleetInbox.yield(.tripEnded) }
     }
     do {
       let pairings = try await store.pairings()
@@ -166,11 +179,18 @@ public struct Daemon: Sendable {
         )
         return 1
       }
+      let fleetStatus = FleetLinkStatus(FleetLinkState(broker: "\(fleet.host):\(fleet.port)", boxId: boxId))
+      fleetStatus.update { $0.appliedVersion = fleetApplied?.version }
+      // A test's kill point inside the apply transaction (FleetDesiredTests): the store must hold
+      // the old document or the new one after a kill anywhere.
+      let killMidway = environment["BEACONBRIDGE_TEST_FLEET_KILL_MIDWAY"] == "1"
+      let desired = FleetDesired(
+        store: store, bridge: bridge, paired: paired, settings: settings, status: fleetStatus, logger: logger,
+        midway: { if killMidway { raise(SIGKILL) } })
       services.append(
         FleetLink(
           settings: fleet, topics: FleetTopics(config.fleet, boxId: boxId), version: Self.version,
-          status: FleetLinkStatus(FleetLinkState(broker: "\(fleet.host):\(fleet.port)", boxId: boxId)),
-          logger: logger))
+          status: fleetStatus, logger: logger, inbox: fleetInbox, desired: { await desired.handle($0) }))
     }
     if let interval = notifier.watchdogInterval {
       services.append(WatchdogService(notifier: notifier, interval: interval))
