@@ -37,6 +37,7 @@ final class FleetDesired: Sendable {
       guard let document = pending.withLock({ $0 }), !(await tripInProgress()) else { return nil }
       pending.withLock { $0 = nil }
       return await apply(document)
+    case .beaconsChanged, .reportDue: return nil
     }
   }
 

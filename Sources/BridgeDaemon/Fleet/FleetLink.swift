@@ -62,6 +62,10 @@ enum FleetPresence {
 enum FleetInput: Sendable {
   case message(MQTTIncoming)
   case tripEnded
+  /// A paired beacon's sighting, telemetry or health changed: the beacon report may have news.
+  case beaconsChanged
+  /// `[Fleet] ReportInterval` passed: the beacon report goes out even without news.
+  case reportDue
 }
 
 /// The fleet link's queue, made before the bridge so that the bridge's events reach it.
@@ -90,8 +94,11 @@ struct FleetLink: Service {
   let status: FleetLinkStatus
   let logger: DaemonLogger
   let inbox: FleetInbox
-  /// Handles one input; returns the reported document, or nil for none.
+  /// Handles one desired document or trip end; returns the reported document, or nil for none.
   var desired: @Sendable (FleetInput) async -> [UInt8]? = { _ in nil }
+  /// The beacon report, or nil when there is nothing new (`FleetBeaconReport`).
+  var beacons: FleetBeaconReport?
+  var reportInterval: Duration = .seconds(900)
 
   func run() async throws {
     let since = Date.now.formatted(.iso8601)
@@ -122,8 +129,43 @@ struct FleetLink: Service {
       while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
       return
     }
+    let interval = reportInterval
+    let timer = Task {
+      inbox.yield(.reportDue)
+      while !Task.isCancelled {
+        try? await Task.sleep(for: interval)
+        inbox.yield(.reportDue)
+      }
+    }
+    defer { timer.cancel() }
+    // Telemetry can come many times a second: the report is built at most once a second, and a
+    // change inside that second is looked at when it is over.
+    var lastLook = ContinuousClock.now - .seconds(1)
+    var lookOwed: Task<Void, Never>?
     for await input in inbox.stream {
-      if case .message(let message) = input, message.topic != topics.desired { continue }
+      switch input {
+      case .reportDue:
+        lastLook = ContinuousClock.now
+        await report(beacons, due: true, client: client)
+        continue
+      case .beaconsChanged:
+        let wait = lastLook + .seconds(1) - ContinuousClock.now
+        guard wait <= .milliseconds(20) else {
+          if lookOwed == nil {
+            lookOwed = Task {
+              try? await Task.sleep(for: wait)
+              inbox.yield(.beaconsChanged)
+            }
+          }
+          continue
+        }
+        lookOwed = nil
+        lastLook = ContinuousClock.now
+        await report(beacons, due: false, client: client)
+        continue
+      case .message(let message) where message.topic != topics.desired: continue
+      default: break
+      }
       if let reply = await desired(input) {
         do { try await client.publish(topic: topics.reported, payload: reply, key: nil, retain: true) } catch
         {
@@ -132,6 +174,8 @@ struct FleetLink: Service {
         }
       }
     }
+    timer.cancel()
+    lookOwed?.cancel()
     // Cancelled: the daemon stops. Say so, retained, before the DISCONNECT (which discards the
     // will). Its own task: this one is cancelled, and the publish must still wait for its PUBACK.
     inbox.continuation.finish()
@@ -141,5 +185,13 @@ struct FleetLink: Service {
     }
     await offline.value
     await client.stopAndWait()
+  }
+
+  private func report(_ beacons: FleetBeaconReport?, due: Bool, client: MQTTClient) async {
+    guard let beacons, let payload = await beacons.report(due: due) else { return }
+    do { try await client.publish(topic: topics.beacons, payload: payload, key: nil, retain: true) } catch {
+      beacons.forget()
+      logger.log(.warning, "fleet: the beacon report was not sent: \(error.description)")
+    }
   }
 }

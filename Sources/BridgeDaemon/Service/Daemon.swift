@@ -101,7 +101,11 @@ public struct Daemon: Sendable {
       if case .beaconEntered(let beacon) = event.event { paired.entered(beacon) }
       announcements.yield(.bridge(event.event))
       if case .batchPosted = event.event { gzone.tripUploaded() }
-      if case .tripEnded = event.event { fleetInbox.yield(.tripEnded) }
+      switch event.event {
+      case .tripEnded: fleetInbox.yield(.tripEnded)
+      case .beaconEntered, .beaconExited, .telemetry, .beaconHealth: fleetInbox.yield(.beaconsChanged)
+      default: break
+      }
     }
     do {
       let pairings = try await store.pairings()
@@ -190,7 +194,9 @@ public struct Daemon: Sendable {
       services.append(
         FleetLink(
           settings: fleet, topics: FleetTopics(config.fleet, boxId: boxId), version: Self.version,
-          status: fleetStatus, logger: logger, inbox: fleetInbox, desired: { await desired.handle($0) }))
+          status: fleetStatus, logger: logger, inbox: fleetInbox, desired: { await desired.handle($0) },
+          beacons: FleetBeaconReport(bridge: bridge, boxId: boxId),
+          reportInterval: .seconds(config.fleet.reportInterval)))
     }
     if let interval = notifier.watchdogInterval {
       services.append(WatchdogService(notifier: notifier, interval: interval))
