@@ -183,4 +183,49 @@ struct FleetDesiredTests {
     #expect(try box.pairs() == ["VAN-8/fleet", "VAN-9/fleet"])
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
   }
+
+  /// `status` and `doctor` show the fleet link: broker, box ID, the last desired version seen
+  /// and the applied one; a broker that is gone is doctor's warning, with the reason.
+  @Test func statusAndDoctorShowTheFleetLink() async throws {
+    let box = try Box("box6")
+    try await box.start()
+    let desired = "fleet/box6/config/desired"
+    try box.broker.publish(desired, Self.document(2, [(7, "VAN-7")]))
+    try await waitUntil("v2 applied: \(box.answers)") { box.answers == ["applied@2"] }
+    try box.broker.publish(desired, Self.document(1, [(8, "VAN-8")]))
+    try await waitUntil("v1 refused: \(box.answers)") { box.answers == ["applied@2", "refused@1"] }
+
+    let json = try JSONValue.parse(
+      Data(try cli.cli(["status", "--json"], bus: box.bus.address, dir: box.dir).stdout.utf8))
+    let fleet = try #require(json["fleet"], "\(json.compactText)")
+    #expect(fleet["boxId"]?.stringValue == "box6")
+    #expect(fleet["broker"]?.stringValue == "127.0.0.1:\(box.broker.port)")
+    #expect(fleet["connected"] == .bool(true))
+    #expect(fleet["lastDesiredVersion"]?.intValue == 1)
+    #expect(fleet["appliedVersion"]?.intValue == 2)
+    let text = try cli.cli(["status"], bus: box.bus.address, dir: box.dir).stdout
+    #expect(
+      text.contains(
+        "Fleet:         box box6 at 127.0.0.1:\(box.broker.port), connected; desired version seen 1, applied 2"
+      ),
+      "\(text)")
+    func fleetCheck() throws -> JSONValue? {
+      let doctor = try cli.cli(
+        ["doctor", "--json", "--config", box.config, "--state-dir", box.dir], bus: box.bus.address,
+        dir: box.dir)
+      let checks = try JSONValue.parse(Data(doctor.stdout.utf8))["checks"]?.arrayValue ?? []
+      return checks.first { $0["name"]?.stringValue == "fleet link" }
+    }
+    let ok = try #require(try fleetCheck())
+    #expect(ok["status"]?.stringValue == "ok", "\(ok.compactText)")
+    #expect(
+      ok["detail"]?.stringValue?.contains("desired version seen: 1, applied: 2") == true, "\(ok.compactText)")
+
+    box.broker.kill()
+    try await waitUntil("doctor warns of the lost broker: \(String(describing: try? fleetCheck()))") {
+      try fleetCheck()?["status"]?.stringValue == "warning"
+    }
+    #expect(try fleetCheck()?["detail"]?.stringValue?.contains("not connected to 127.0.0.1") == true)
+    #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
+  }
 }

@@ -34,6 +34,19 @@ public struct FleetLinkState: Hashable, Sendable {
   }
 }
 
+extension FleetLinkState {
+  /// The `fleet` object of the daemon's `Status` (docs/dbus-api.md; `DaemonStatus.Fleet` reads
+  /// it).
+  var json: JSONValue {
+    .object([
+      "broker": .string(broker), "boxId": .string(boxId), "connected": .bool(connected),
+      "lastDesiredVersion": lastDesiredVersion.map { .int($0) } ?? .null,
+      "appliedVersion": appliedVersion.map { .int($0) } ?? .null,
+      "lastProblem": lastProblem.map { .string($0) } ?? .null,
+    ])
+  }
+}
+
 /// The fleet link's shared state: written by `FleetLink`, read by the D-Bus `Status`.
 final class FleetLinkStatus: Sendable {
   private let state: Mutex<FleetLinkState>
@@ -120,7 +133,13 @@ struct FleetLink: Service {
           payload: FleetPresence.online(version: version, configVersion: applied, since: since), retain: true)
         logger.log(.info, "fleet: connected to \(status.current.broker) as box \(status.current.boxId)")
       },
-      onMessage: { inbox.yield(.message($0)) })
+      onMessage: { inbox.yield(.message($0)) },
+      onDisconnect: { reason in
+        status.update {
+          $0.connected = false
+          $0.lastProblem = reason
+        }
+      })
     let client: MQTTClient
     do { client = try MQTTClient(settings, session: session) } catch {
       status.update { $0.lastProblem = error.description }

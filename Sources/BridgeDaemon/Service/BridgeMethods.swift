@@ -64,7 +64,11 @@ struct BridgeMethods: Sendable {
 
   func status(_: Arguments) async throws -> MethodResult {
     let outbox = try? await store.outboxSummary()
-    let json = await bridge.status.json(scan: state.scan, outbox: outbox)
+    var json = await bridge.status.json(scan: state.scan, outbox: outbox)
+    if let fleet = state.fleet, case .object(var fields) = json {
+      fields["fleet"] = fleet.current.json
+      json = .object(fields)
+    }
     return .success([.string(json.compactText)])
   }
 

@@ -66,6 +66,8 @@ struct BridgeServiceContext: Sendable {
   let scanStatus: ScanStatus
   let paired: PairedBeacons
   let gzone: GZonePoller?
+  /// The fleet link's state, when `[Fleet]` is configured.
+  var fleet: FleetLinkStatus? = nil
 
   var scan: ScanCondition { scanStatus.condition }
   func setPairings(_ pairings: [Pairing]) { paired.update(pairings) }

@@ -80,6 +80,19 @@ public struct Daemon: Sendable {
     }
     if let fleetApplied { settings.setRemote(fleetApplied.settings) }
     let fleetInbox = FleetInbox()
+    var fleetLink: (boxId: String, status: FleetLinkStatus)?
+    if let fleet = config.fleetSettings {
+      guard let boxId = config.fleet.resolvedBoxId() else {
+        logger.log(
+          .error,
+          "[Fleet] has no BoxId and \(FleetOptions.machineIdPath) holds no machine ID; set [Fleet] BoxId. Not starting"
+        )
+        return 1
+      }
+      let status = FleetLinkStatus(FleetLinkState(broker: "\(fleet.host):\(fleet.port)", boxId: boxId))
+      status.update { $0.appliedVersion = fleetApplied?.version }
+      fleetLink = (boxId, status)
+    }
     let uploads = UploadSinks()
     defer { uploads.stop() }
     let host = DaemonHost(settings: settings, uploads: uploads, logger: logger)
@@ -134,7 +147,8 @@ public struct Daemon: Sendable {
       }
       api = try BridgeService(
         connection: bus, bridge: bridge, store: store,
-        context: BridgeServiceContext(scanStatus: scanStatus, paired: paired, gzone: gzone),
+        context: BridgeServiceContext(
+          scanStatus: scanStatus, paired: paired, gzone: gzone, fleet: fleetLink?.status),
         logger: logger, announcements: announcements)
     } catch {
       logger.log(
@@ -175,16 +189,7 @@ public struct Daemon: Sendable {
       PairingWatcher(store: store, bridge: bridge, paired: paired, logger: logger),
       StatusReporter(bridge: bridge, scan: scanStatus, notifier: notifier, changed: statusChanged), gzone,
     ]
-    if let fleet = config.fleetSettings {
-      guard let boxId = config.fleet.resolvedBoxId() else {
-        logger.log(
-          .error,
-          "[Fleet] has no BoxId and \(FleetOptions.machineIdPath) holds no machine ID; set [Fleet] BoxId. Not starting"
-        )
-        return 1
-      }
-      let fleetStatus = FleetLinkStatus(FleetLinkState(broker: "\(fleet.host):\(fleet.port)", boxId: boxId))
-      fleetStatus.update { $0.appliedVersion = fleetApplied?.version }
+    if let fleet = config.fleetSettings, let (boxId, fleetStatus) = fleetLink {
       // A test's kill point inside the apply transaction (FleetDesiredTests): the store must hold
       // the old document or the new one after a kill anywhere.
       let killMidway = environment["BEACONBRIDGE_TEST_FLEET_KILL_MIDWAY"] == "1"

@@ -29,6 +29,8 @@ final class MQTTClient: @unchecked Sendable {
     var onConnect: (@Sendable (MQTTClient) -> Void)?
     /// Called on the client thread for each message; must not block.
     var onMessage: (@Sendable (MQTTIncoming) -> Void)?
+    /// Called on the client thread when the connection ends, with why.
+    var onDisconnect: (@Sendable (String) -> Void)?
   }
 
   let settings: MQTTSettings
@@ -258,10 +260,12 @@ final class MQTTClient: @unchecked Sendable {
   }
 
   private func disconnected(_ rc: Int32) {
-    state.withLock {
+    let reason = state.withLock {
       $0.connected = false
       if $0.lastError.isEmpty { $0.lastError = "disconnected (\(text(rc)))" }
+      return $0.lastError
     }
+    session.onDisconnect?(reason)
   }
 
   private func acknowledged(_ mid: Int32, _ reason: Int32) {
