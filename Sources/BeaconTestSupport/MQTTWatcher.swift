@@ -69,6 +69,18 @@ extension MosquittoBroker {
     }
   }
 
+  /// Publishes the file at `path` as one retained message (`mosquitto_pub -f`): for payloads
+  /// beyond a command line's length.
+  public func publish(_ topic: String, file path: String) throws {
+    let run = try runProcess(
+      "/usr/bin/mosquitto_pub",
+      ["-h", "127.0.0.1", "-p", String(port), "-V", "5", "-q", "1", "-t", topic, "-f", path, "-r"])
+    guard run.status == 0 else {
+      throw CocoaError(
+        .fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "mosquitto_pub failed: \(run.stderr)"])
+    }
+  }
+
   /// The message retained on `topic` now, read by a fresh subscriber; nil when none is.
   public func retained(_ topic: String) throws -> JSONValue? {
     let run = try runProcess(

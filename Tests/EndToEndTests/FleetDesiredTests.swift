@@ -117,6 +117,15 @@ struct FleetDesiredTests {
       box.reported.messages.last?.payload["reason"]?.stringValue
         == "version 3 is not above the applied version 4")
     #expect(try box.pairs() == ["VAN-8/fleet"])
+    // Over 2 MiB: refused unread, the box's memory bounded.
+    let big = box.dir + "/big.json"
+    try (#"{"version":9,"pairings":[],"pad":""# + String(repeating: "x", count: 3 << 20) + #""}"#).write(
+      toFile: big, atomically: true, encoding: .utf8)
+    try box.broker.publish(desired, file: big)
+    try await waitUntil("the big document refused: \(box.answers)") { box.answers.last == "refused@-" }
+    #expect(
+      box.reported.messages.last?.payload["reason"]?.stringValue == "the document is over 2097152 bytes")
+    #expect(try box.pairs() == ["VAN-8/fleet"])
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
   }
 

@@ -139,7 +139,10 @@ struct FleetLink: Service {
           $0.connected = false
           $0.lastProblem = reason
         }
-      })
+      },
+      // Twice the largest document handed on: a bigger one is refused with a reason, a far
+      // bigger one never sent by the broker.
+      maximumPacketSize: UInt32(2 * MQTTClient.maxIncomingBytes))
     let client: MQTTClient
     do { client = try MQTTClient(settings, session: session) } catch {
       status.update { $0.lastProblem = error.description }

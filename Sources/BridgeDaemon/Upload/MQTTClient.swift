@@ -31,6 +31,9 @@ final class MQTTClient: @unchecked Sendable {
     var onMessage: (@Sendable (MQTTIncoming) -> Void)?
     /// Called on the client thread when the connection ends, with why.
     var onDisconnect: (@Sendable (String) -> Void)?
+    /// The largest packet the broker may send (MQTT 5 Maximum Packet Size): libmosquitto holds
+    /// a whole message in memory, so a subscriber bounds it.
+    var maximumPacketSize: UInt32?
   }
 
   let settings: MQTTSettings
@@ -152,6 +155,9 @@ final class MQTTClient: @unchecked Sendable {
       var properties: OpaquePointer?
       _ = api.property_add_int32(
         &properties, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), UInt32(settings.sessionExpiry))
+      if let maximum = session.maximumPacketSize {
+        _ = api.property_add_int32(&properties, Int32(MQTT_PROP_MAXIMUM_PACKET_SIZE.rawValue), maximum)
+      }
       if let username = settings.username {
         var password: String?
         if let file = settings.passwordFile {
@@ -228,7 +234,7 @@ final class MQTTClient: @unchecked Sendable {
   }
 
   /// The largest message handed on; a bigger one arrives as `oversized` with no payload.
-  static let maxIncomingBytes = 256 * 1024
+  static let maxIncomingBytes = 2 << 20
 
   private func received(_ message: mosquitto_message) {
     guard let handler = session.onMessage else { return }
