@@ -82,6 +82,8 @@ public struct PairCommand: BridgeCommand {
     The device ID is what the backend knows the vehicle by: the unit serial number or driver tag.
     Leave out --minor (or --major and --minor) to pair every beacon of that UUID and major (or
     UUID). The most specific pairing wins. Pairing the same identity again replaces it.
+    With [Fleet] configured, the fleet's desired document owns the pairings and pair refuses
+    (docs/fleet.md).
 
     OPTIONS:
       --uuid UUID      The iBeacon proximity UUID, e.g. E2C56DB5-DFFB-48D2-B060-D0F5A71096E0.
@@ -187,7 +189,8 @@ public struct UnpairCommand: BridgeCommand {
   public static let abstract = "Remove the pairings of a device ID."
   public static let usage = "beaconbridge unpair --device-id ID [--state-dir DIR] [--json]"
   public static let discussion = """
-    Exits 1 when no pairing has that device ID.
+    Exits 1 when no pairing has that device ID, or when [Fleet] is configured (the fleet's
+    desired document owns the pairings, docs/fleet.md).
 
     OPTIONS:
       --device-id ID   The device ID to unpair.
@@ -242,9 +245,12 @@ public struct PairsCommand: BridgeCommand {
   public static let abstract = "List pairings."
   public static let usage = "beaconbridge pairs [--state-dir DIR] [--json]"
   public static let discussion = """
+    Each pairing's SOURCE is fleet (from the fleet's desired document, docs/fleet.md) or local
+    (paired on this box).
+
     OPTIONS:
     \(StoreOptions.help)
-      --json           Print a JSON array of {uuid, major, minor, deviceId, label}.
+      --json           Print a JSON array of {uuid, major, minor, deviceId, label, source}.
     """
 
   var store: StoreOptions

@@ -186,6 +186,13 @@ struct FleetDesiredTests {
       killed.process.terminationReason == .uncaughtSignal && killed.process.terminationStatus == SIGKILL)
     // Read from the store itself (no daemon): the old pairings, whole.
     #expect(try box.pairs() == ["VAN-7/fleet"])
+    // Straight into the store, pair refuses too: the store knows the fleet owns its pairings.
+    let pair = try cli.cli(
+      ["pair", "--uuid", Self.uuid, "--major", "1", "--minor", "9", "--device-id", "VAN-9"],
+      bus: box.bus.address,
+      dir: box.dir)
+    #expect(pair.status == 1)
+    #expect(pair.stderr.contains("this box is paired by its fleet"), "\(pair.stderr)")
 
     try await box.start()
     try await waitUntil("v2 applied at the restart: \(box.answers)") { box.answers.last == "applied@2" }
