@@ -244,4 +244,44 @@ struct FleetDesiredTests {
     #expect(try fleetCheck()?["detail"]?.stringValue?.contains("not connected to 127.0.0.1") == true)
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
   }
+
+  /// kill -9 at random moments while large documents are applied: after each kill the store
+  /// holds one document's pairings whole (the last applied, or the one being applied), and the
+  /// next start brings the box to the newest.
+  @Test func killsAtRandomMomentsLeaveOneWholeDocument() async throws {
+    let box = try Box("box7")
+    let desired = "fleet/box7/config/desired"
+    let size = 1500
+    func pairs(_ version: Int) -> Set<String> { Set((0..<size).map { "V\(version)-\($0)/fleet" }) }
+    func publish(_ version: Int) throws {
+      let file = box.dir + "/doc.json"
+      try Self.document(version, (0..<size).map { ($0, "V\(version)-\($0)") }).write(
+        toFile: file, atomically: true, encoding: .utf8)
+      try box.broker.publish(desired, file: file)
+    }
+    try publish(1)
+    var applied = 1
+    for round in 2...6 {
+      try await box.start()
+      try await waitUntil("v\(applied) applied at start: \(box.answers)") {
+        box.answers.last == "applied@\(applied)"
+      }
+      let daemon = box.daemon!
+      try publish(round)
+      try await Task.sleep(for: .milliseconds(Int.random(in: 0...60)))
+      kill(daemon.process.processIdentifier, SIGKILL)
+      await waitForExit(daemon.process)
+      let now = Set(try box.pairs())
+      #expect(
+        now == pairs(applied) || now == pairs(round),
+        "round \(round): \(now.count) pairings, mixed or partial")
+      print(
+        "fleet: round \(round) killed with v\(now == pairs(round) ? round : applied)'s pairings in the store")
+      applied = round
+    }
+    try await box.start()
+    try await waitUntil("v6 applied: \(box.answers)") { box.answers.last == "applied@6" }
+    #expect(Set(try box.pairs()) == pairs(6))
+    #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
+  }
 }
