@@ -60,6 +60,20 @@ import Testing
     #expect(refusal.reason.contains(reason), "\(refusal.reason)")
   }
 
+  /// Key material (any pairing field beyond the plain five) only over TLS.
+  @Test func keysAreRefusedWithoutTLS() {
+    let text =
+      #"{"version":2,"pairings":[{"uuid":"\#(Self.uuid)","deviceId":"A"},{"uuid":"\#(Self.uuid)","major":2,"deviceId":"B","irk":"00112233445566778899aabbccddeeff"}]}"#
+    guard case .failure(let refusal) = FleetDocument.parse(Array(text.utf8), overTLS: false) else {
+      Issue.record("keys accepted without TLS")
+      return
+    }
+    #expect(
+      refusal.reason.hasPrefix("pairings[1] carries \"irk\": keys are refused over a connection without TLS"))
+    let plain = #"{"version":2,"pairings":[{"uuid":"\#(Self.uuid)","deviceId":"A","label":"x"}]}"#
+    #expect((try? FleetDocument.parse(Array(plain.utf8), overTLS: false).get())?.pairings.count == 1)
+  }
+
   /// The reported documents, byte for byte as docs/fleet.md shows them.
   @Test func theReportedDocuments() {
     #expect(String(decoding: FleetReport.applied(3), as: UTF8.self) == #"{"state":"applied","version":3}"#)

@@ -117,6 +117,15 @@ struct FleetDesiredTests {
       box.reported.messages.last?.payload["reason"]?.stringValue
         == "version 3 is not above the applied version 4")
     #expect(try box.pairs() == ["VAN-8/fleet"])
+    // Key material over mqtt:// (no TLS): refused.
+    try box.broker.publish(
+      desired,
+      #"{"version":5,"pairings":[{"uuid":"\#(Self.uuid)","deviceId":"VAN-9","irk":"00112233445566778899aabbccddeeff"}]}"#
+    )
+    try await waitUntil("v5 refused: \(box.answers)") { box.answers.last == "refused@5" }
+    #expect(
+      box.reported.messages.last?.payload["reason"]?.stringValue?.contains(
+        "keys are refused over a connection without TLS") == true)
     // Over 2 MiB: refused unread, the box's memory bounded.
     let big = box.dir + "/big.json"
     try (#"{"version":9,"pairings":[],"pad":""# + String(repeating: "x", count: 3 << 20) + #""}"#).write(

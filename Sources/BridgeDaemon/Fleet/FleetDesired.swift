@@ -14,13 +14,16 @@ final class FleetDesired: Sendable {
   let logger: DaemonLogger
   /// Runs inside the apply transaction, after the pairings are written (a test's kill point).
   let midway: @Sendable () -> Void
+  /// Whether the fleet connection is TLS (`mqtts://`): key material is refused without it.
+  let overTLS: Bool
   /// A document that waits for the trip to end.
   private let pending = Mutex<FleetDocument?>(nil)
 
   init(
     store: Store, bridge: BeaconBridge, paired: PairedBeacons, settings: DaemonSettings,
-    status: FleetLinkStatus, logger: DaemonLogger, midway: @escaping @Sendable () -> Void
+    status: FleetLinkStatus, logger: DaemonLogger, overTLS: Bool, midway: @escaping @Sendable () -> Void
   ) {
+    self.overTLS = overTLS
     self.store = store
     self.bridge = bridge
     self.paired = paired
@@ -51,7 +54,7 @@ final class FleetDesired: Sendable {
     let parsed =
       message.oversized
       ? .failure(FleetRefusal(version: nil, "the document is over \(MQTTClient.maxIncomingBytes) bytes"))
-      : FleetDocument.parse(message.payload)
+      : FleetDocument.parse(message.payload, overTLS: overTLS)
     let document: FleetDocument
     switch parsed {
     case .failure(let refusal):

@@ -30,8 +30,13 @@ public struct FleetDocument: Hashable, Sendable {
   /// The most pairings one document may carry: bounded work and memory for a hostile broker.
   public static let maxPairings = 10_000
 
+  /// A pairing object's fields without key material: anything else (an EID or IRK key) is only
+  /// taken over TLS, where no one on the path can read it.
+  public static let plainPairingFields: Set<String> = ["uuid", "major", "minor", "deviceId", "label"]
+
   /// Reads a document; a problem is the sentence the reported document gives as its reason.
-  public static func parse(_ bytes: [UInt8]) -> Result<FleetDocument, FleetRefusal> {
+  /// `overTLS`: whether it came over an `mqtts://` connection.
+  public static func parse(_ bytes: [UInt8], overTLS: Bool = true) -> Result<FleetDocument, FleetRefusal> {
     guard let root = try? JSONValue.parse(Data(bytes)), let object = root.objectValue else {
       return .failure(FleetRefusal(version: nil, "the document is not a JSON object"))
     }
@@ -53,6 +58,13 @@ public struct FleetDocument: Hashable, Sendable {
       }
       var seen: [String: Int] = [:]
       for (index, item) in items.enumerated() {
+        if !overTLS,
+          let field = item.objectValue?.keys.sorted().first(where: { !plainPairingFields.contains($0) })
+        {
+          return refuse(
+            "pairings[\(index)] carries \(field.quotedForMessage): keys are refused over a connection without TLS; use an mqtts:// broker"
+          )
+        }
         let pairing: Pairing
         do { pairing = try Scenario.pairing(item, at: "pairings[\(index)]") } catch {
           return refuse(error.description)

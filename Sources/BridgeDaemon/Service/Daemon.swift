@@ -195,7 +195,7 @@ public struct Daemon: Sendable {
       let killMidway = environment["BEACONBRIDGE_TEST_FLEET_KILL_MIDWAY"] == "1"
       let desired = FleetDesired(
         store: store, bridge: bridge, paired: paired, settings: settings, status: fleetStatus, logger: logger,
-        midway: { if killMidway { raise(SIGKILL) } })
+        overTLS: fleet.tls, midway: { if killMidway { raise(SIGKILL) } })
       services.append(
         FleetLink(
           settings: fleet, topics: FleetTopics(config.fleet, boxId: boxId), version: Self.version,
