@@ -82,6 +82,8 @@ public struct PairCommand: BridgeCommand {
     The device ID is what the backend knows the vehicle by: the unit serial number or driver tag.
     Leave out --minor (or --major and --minor) to pair every beacon of that UUID and major (or
     UUID). The most specific pairing wins. Pairing the same identity again replaces it.
+    With [Fleet] configured, the fleet's desired document owns the pairings and pair refuses
+    (docs/fleet.md).
 
     OPTIONS:
       --uuid UUID      The iBeacon proximity UUID, e.g. E2C56DB5-DFFB-48D2-B060-D0F5A71096E0.
@@ -193,7 +195,8 @@ public struct UnpairCommand: BridgeCommand {
   public static let abstract = "Remove the pairings of a device ID."
   public static let usage = "beaconbridge unpair --device-id ID [--state-dir DIR] [--json]"
   public static let discussion = """
-    Exits 1 when no pairing has that device ID.
+    Exits 1 when no pairing has that device ID, or when [Fleet] is configured (the fleet's
+    desired document owns the pairings, docs/fleet.md).
 
     OPTIONS:
       --device-id ID   The device ID to unpair.
@@ -250,10 +253,12 @@ public struct PairsCommand: BridgeCommand {
   public static let discussion = """
     Asks the daemon when it runs; else reads the store in the state directory and creates
     nothing: a missing state directory or store is "not found" (exit 1).
+    Each pairing's SOURCE is fleet (from the fleet's desired document, docs/fleet.md) or local
+    (paired on this box).
 
     OPTIONS:
     \(StoreOptions.help)
-      --json           Print a JSON array of {uuid, major, minor, deviceId, label}.
+      --json           Print a JSON array of {uuid, major, minor, deviceId, label, source}.
     """
 
   var store: StoreOptions
@@ -265,21 +270,12 @@ public struct PairsCommand: BridgeCommand {
   }
 
   public func run(_ console: any Console) async -> Int32 {
-    var pairings: [Pairing]
+    var listed: [JSONValue]
     do {
-      let json = try await DaemonClient.json(BridgeServiceNames.Method.pairings)
-      pairings = (json.arrayValue ?? []).compactMap { item in
-        guard let text = item["uuid"]?.stringValue, let uuid = UUID(uuidString: text),
-          let deviceId = item["deviceId"]?.stringValue
-        else { return nil }
-        return Pairing(
-          uuid: uuid, major: item["major"]?.intValue.flatMap { UInt16(exactly: $0) },
-          minor: item["minor"]?.intValue.flatMap { UInt16(exactly: $0) }, deviceId: deviceId,
-          label: item["label"]?.stringValue)
-      }
+      listed = try await DaemonClient.json(BridgeServiceNames.Method.pairings).arrayValue ?? []
     } catch  where error.notRunning {
       guard let store = store.openExisting(console) else { return ExitStatus.failure }
-      do { pairings = try await store.pairings() } catch {
+      do { listed = try await store.pairingsWithSource() } catch {
         console.err("beaconbridge: \(error.description)\n")
         return ExitStatus.failure
       }
@@ -287,8 +283,24 @@ public struct PairsCommand: BridgeCommand {
       console.err("beaconbridge: \(error.description)\n")
       return ExitStatus.failure
     }
+    // Each pairing with where it came from (`fleet` or `local`, docs/fleet.md).
+    let pairings: [(pairing: Pairing, source: String)] = listed.compactMap { item in
+      guard let text = item["uuid"]?.stringValue, let uuid = UUID(uuidString: text),
+        let deviceId = item["deviceId"]?.stringValue
+      else { return nil }
+      let pairing = Pairing(
+        uuid: uuid, major: item["major"]?.intValue.flatMap { UInt16(exactly: $0) },
+        minor: item["minor"]?.intValue.flatMap { UInt16(exactly: $0) }, deviceId: deviceId,
+        label: item["label"]?.stringValue)
+      return (pairing, item["source"]?.stringValue == "fleet" ? "fleet" : "local")
+    }
     if json {
-      console.out(JSONValue.array(pairings.map(\.json)).compactText + "\n")
+      let items = pairings.map { entry -> JSONValue in
+        var fields = entry.pairing.json.objectValue ?? [:]
+        fields["source"] = .string(entry.source)
+        return .object(fields)
+      }
+      console.out(JSONValue.array(items).compactText + "\n")
       return ExitStatus.success
     }
     guard !pairings.isEmpty else {
@@ -296,11 +308,13 @@ public struct PairsCommand: BridgeCommand {
         "No pairings. Pair a beacon with 'beaconbridge pair --uuid U --major M --minor N --device-id ID'.\n")
       return ExitStatus.success
     }
-    var out = "DEVICE ID".padding(toLength: 16) + "BEACON".padding(toLength: 50) + "LABEL\n"
-    for p in pairings {
+    var out =
+      "DEVICE ID".padding(toLength: 16) + "BEACON".padding(toLength: 50) + "SOURCE".padding(toLength: 7)
+      + "LABEL\n"
+    for (p, source) in pairings {
       out +=
         p.deviceId.escapingControlCharacters.padding(toLength: 15) + " " + p.pattern.padding(toLength: 49)
-        + " "
+        + " " + source.padding(toLength: 6) + " "
         + (p.label ?? "").escapingControlCharacters + "\n"
     }
     console.out(out)

@@ -79,7 +79,18 @@ public struct StatusCommand: BridgeCommand {
     if let upload = status.upload {
       out += "Upload:        " + Self.upload(upload) + "\n"
     }
+    if let fleet = status.fleet {
+      out += "Fleet:         " + Self.fleet(fleet) + "\n"
+    }
     return out
+  }
+
+  /// The fleet link on a line: box, broker, connection, and the desired versions.
+  static func fleet(_ f: DaemonStatus.Fleet) -> String {
+    let link = f.connected ? "connected" : "not connected" + (f.lastProblem.map { " (\($0))" } ?? "")
+    let seen = f.lastDesiredVersion.map(String.init) ?? "none"
+    let applied = f.appliedVersion.map(String.init) ?? "none"
+    return "box \(f.boxId) at \(f.broker), \(link); desired version seen \(seen), applied \(applied)"
   }
 
   /// How posting goes, on a line: delivering, idle, or failing with the sink's reason.

@@ -20,6 +20,7 @@ struct bb_mosquitto_api {
   __typeof__(&mosquitto_disconnect_v5_callback_set) disconnect_v5_callback_set;
   __typeof__(&mosquitto_int_option) int_option;
   __typeof__(&mosquitto_lib_init) lib_init;
+  __typeof__(&mosquitto_message_v5_callback_set) message_v5_callback_set;
   __typeof__(&mosquitto_loop) loop;
   __typeof__(&mosquitto_new) new;
   __typeof__(&mosquitto_property_add_int32) property_add_int32;
@@ -29,10 +30,12 @@ struct bb_mosquitto_api {
   __typeof__(&mosquitto_publish_v5_callback_set) publish_v5_callback_set;
   __typeof__(&mosquitto_reason_string) reason_string;
   __typeof__(&mosquitto_strerror) strerror;
+  __typeof__(&mosquitto_subscribe_v5) subscribe_v5;
   __typeof__(&mosquitto_threaded_set) threaded_set;
   __typeof__(&mosquitto_tls_set) tls_set;
   __typeof__(&mosquitto_user_data_set) user_data_set;
   __typeof__(&mosquitto_username_pw_set) username_pw_set;
+  __typeof__(&mosquitto_will_set_v5) will_set_v5;
   const char *error;
   int loaded;
 };
@@ -62,6 +65,7 @@ static inline void bb_mosquitto_load_once(void) {
   BB_MOSQUITTO_SYMBOL(disconnect_v5_callback_set)
   BB_MOSQUITTO_SYMBOL(int_option)
   BB_MOSQUITTO_SYMBOL(lib_init)
+  BB_MOSQUITTO_SYMBOL(message_v5_callback_set)
   BB_MOSQUITTO_SYMBOL(loop)
   BB_MOSQUITTO_SYMBOL(new)
   BB_MOSQUITTO_SYMBOL(property_add_int32)
@@ -71,10 +75,12 @@ static inline void bb_mosquitto_load_once(void) {
   BB_MOSQUITTO_SYMBOL(publish_v5_callback_set)
   BB_MOSQUITTO_SYMBOL(reason_string)
   BB_MOSQUITTO_SYMBOL(strerror)
+  BB_MOSQUITTO_SYMBOL(subscribe_v5)
   BB_MOSQUITTO_SYMBOL(threaded_set)
   BB_MOSQUITTO_SYMBOL(tls_set)
   BB_MOSQUITTO_SYMBOL(user_data_set)
   BB_MOSQUITTO_SYMBOL(username_pw_set)
+  BB_MOSQUITTO_SYMBOL(will_set_v5)
 #undef BB_MOSQUITTO_SYMBOL
   if (api->lib_init() != MOSQ_ERR_SUCCESS) {
     api->error = "mosquitto_lib_init failed";

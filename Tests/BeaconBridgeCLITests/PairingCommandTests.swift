@@ -29,6 +29,10 @@ import Testing
     #expect(array.count == 1)
     #expect(array.first?["deviceId"]?.stringValue == "UNIT-0042")
     #expect(array.first?["minor"]?.intValue == 7)
+    #expect(array.first?["source"]?.stringValue == "local")
+    let table = await run(["pairs", "--state-dir", dir]).1
+    #expect(table.hasPrefix("DEVICE ID       BEACON"), "\(table)")
+    #expect(table.contains("SOURCE") && table.contains(" local  van 7\n"), "\(table)")
     let missing = await run(["unpair", "--device-id", "NOPE", "--state-dir", dir])
     #expect(missing.0 == 1)
     #expect(missing.2.contains("no pairing has device ID NOPE"))

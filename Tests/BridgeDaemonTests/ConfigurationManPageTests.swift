@@ -51,6 +51,13 @@ import Testing
     out["GZone.TokenFile"] = "`[Upload]`'s"
     out["GZone.Interval"] = "`\(Int(defaults.gzone.interval))`"
     out["GZone.AfterUploadDelay"] = "`\(Int(defaults.gzone.afterUploadDelay))`"
+    out["Fleet.BoxId"] = "the machine-id's first 12 hex digits"
+    out["Fleet.StatusTopic"] = "`\(defaults.fleet.statusTopic)`"
+    out["Fleet.DesiredTopic"] = "`\(defaults.fleet.desiredTopic)`"
+    out["Fleet.ReportedTopic"] = "`\(defaults.fleet.reportedTopic)`"
+    out["Fleet.BeaconsTopic"] = "`\(defaults.fleet.beaconsTopic)`"
+    out["Fleet.URL"] = "`[Upload]`'s"
+    out["Fleet.ReportInterval"] = "`\(Int(defaults.fleet.reportInterval))`"
     return out
   }
 
@@ -92,6 +99,8 @@ import Testing
       let parts = key.split(separator: ".", maxSplits: 1).map(String.init)
       var value: String
       switch parts[1] {
+      case _ where parts[0] == "Fleet" && parts[1] == "URL": value = "mqtts://fleet.example"
+      case "BoxId": value = "van-7"
       case "backend": value = "bluez"
       case "adapter": value = "hci0"
       case "unresolvedPolicy": value = "hold"
@@ -112,6 +121,8 @@ import Testing
       var text = "[\(parts[0])]\n\(parts[1]) = \(value)\n"
       // A client key needs its certificate.
       if parts[1] == "KeyFile" { text += "CertFile = /etc/beaconbridge/client.pem\n" }
+      // The fleet link needs a broker.
+      if parts[0] == "Fleet" { text += "[Upload]\nURL = mqtt://127.0.0.1\n" }
       if parts[0] == "GZone", parts[1].hasSuffix("URL") {
         text =
           "[GZone]\n"

@@ -16,7 +16,7 @@ import Testing
       ("General", "backend"), ("General", "adapter"), ("Upload", "URL"), ("Upload", "TokenFile"),
       ("Upload", "Timeout"), ("Upload", "CAFile"), ("Upload", "CertFile"), ("Upload", "KeyFile"),
       ("Outbox", "MaxBatches"),
-    ] + MQTTOptions.keys.map { ("MQTT", $0) }
+    ] + MQTTOptions.keys.map { ("MQTT", $0) } + FleetOptions.keys.map { ("Fleet", $0) }
 
   func shipped() throws -> String { try String(contentsOfFile: Self.path, encoding: .utf8) }
 
@@ -46,9 +46,11 @@ import Testing
     let expected =
       BridgeConfiguration.keys.map { (BridgeConfiguration.section(of: $0.name), $0.name) } + Self.ownKeys
     for (section, key) in expected {
-      let matches = listed.filter { $0.key == key }
-      #expect(matches.count == 1, "\(key) is listed \(matches.count) times in etc/beaconbridge.conf")
-      #expect(matches.allSatisfy { $0.section == section }, "\(key) belongs in [\(section)]")
+      // A key name may live in two sections ([Upload] URL, [Fleet] URL): each once, in its own.
+      let matches = listed.filter { $0.key == key && $0.section == section }
+      #expect(
+        matches.count == 1, "\(key) is listed \(matches.count) times in [\(section)] of etc/beaconbridge.conf"
+      )
     }
     #expect(listed.count == expected.count, "etc/beaconbridge.conf lists settings that do not exist")
   }
@@ -58,7 +60,10 @@ import Testing
     let lines = try shipped().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
     let rules =
       BridgeConfiguration.keys.compactMap { key in key.number.map { (key.name, $0) } }
-      + [("Timeout", DaemonConfiguration.timeoutRule), ("MaxBatches", DaemonConfiguration.maxBatchesRule)]
+      + [
+        ("Timeout", DaemonConfiguration.timeoutRule), ("MaxBatches", DaemonConfiguration.maxBatchesRule),
+        ("ReportInterval", FleetOptions.reportIntervalRule),
+      ]
     for (name, rule) in rules {
       let index = try #require(lines.firstIndex { $0.hasPrefix("#\(name) =") }, "\(name)")
       #expect(lines[index - 1] == "# Range: \(rule.rangeText).", "\(name)")

@@ -19,10 +19,13 @@ final class MonitoredDaemon: Sendable {
   let logPath: String
   private let messages = Mutex<[String]>([])
 
-  init(config: String, stateDirectory: String, bus: String, watchdogUSec: Int? = nil) throws {
+  init(
+    config: String, stateDirectory: String, bus: String, watchdogUSec: Int? = nil,
+    extra: [String: String] = [:]
+  ) throws {
     notify = try NotifySocket()
     logPath = stateDirectory + "/daemon.log"
-    var environment = ["NOTIFY_SOCKET": notify.path]
+    var environment = extra.merging(["NOTIFY_SOCKET": notify.path]) { $1 }
     if let watchdogUSec { environment["WATCHDOG_USEC"] = String(watchdogUSec) }
     process = try launchDaemon(
       config: config, stateDirectory: stateDirectory, bus: bus, environment: environment, log: logPath)

@@ -281,8 +281,9 @@ extension Scenario {
     return text
   }
 
-  /// A top-level pairing: any problem is an error in the file.
-  static func pairing(_ value: JSONValue, at path: String) throws(ScenarioError) -> Pairing {
+  /// A top-level pairing: any problem is an error in the file. The fleet's desired document
+  /// (BridgeDaemon's `FleetDocument`) reads its pairings with this parser too.
+  public static func pairing(_ value: JSONValue, at path: String) throws(ScenarioError) -> Pairing {
     switch try pairingResult(value, at: path) {
     case .success(let pairing): return pairing
     case .failure(let error): throw ScenarioError("\(path): \(error.description)")

@@ -37,6 +37,8 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public var outboxMaxBatches: Int = 100_000
   /// `[GZone]`: the G-Zone poller (docs/gzone.md); disabled unless its URLs are set.
   public var gzone = GZoneConfiguration()
+  /// `[Fleet]`: the box run from the broker (docs/fleet.md); off unless a key is set.
+  public var fleet = FleetOptions()
 
   public init() {}
 
@@ -52,6 +54,7 @@ public struct DaemonConfiguration: Hashable, Sendable {
     "Outbox": ["MaxBatches"],
     "MQTT": MQTTOptions.keys,
     "GZone": GZoneConfiguration.keys,
+    "Fleet": FleetOptions.keys,
   ]
 
   /// The MQTT sink's settings when `[Upload] URL` is an `mqtt://` or `mqtts://` URL.
@@ -119,6 +122,10 @@ public struct DaemonConfiguration: Hashable, Sendable {
         do { try config.mqtt.set(entry.key, to: entry.value) } catch { throw fail(error.description) }
       case ("GZone", _):
         do { try config.gzone.set(entry.key, to: entry.value) } catch { throw fail(error.message) }
+      case ("Fleet", _):
+        do { try config.fleet.set(entry.key, to: entry.value, line: entry.line) } catch {
+          throw fail(error.description)
+        }
       default:
         guard BridgeConfiguration.key(named: entry.key) != nil,
           BridgeConfiguration.section(of: entry.key) == entry.section
@@ -139,6 +146,11 @@ public struct DaemonConfiguration: Hashable, Sendable {
       problems.append("[Upload] KeyFile needs CertFile (the client certificate it belongs to)")
     }
     if let first = problems.first { throw KeyFileError(file: file, line: 0, message: first) }
+    if config.fleet.enabled, config.fleetSettings == nil {
+      throw KeyFileError(
+        file: file, line: config.fleet.line,
+        message: "[Fleet] needs a broker: set [Fleet] URL, or an mqtt:// or mqtts:// [Upload] URL")
+    }
     return config
   }
 }

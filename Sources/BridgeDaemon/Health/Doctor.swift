@@ -71,6 +71,23 @@ public enum Doctor {
     }
   }
 
+  /// The fleet link (docs/fleet.md) as the "fleet link" check: connected is ok, not connected
+  /// a warning with the broker's reason (the box runs on; the fleet only cannot see it).
+  public static func fleetLink(_ fleet: DaemonStatus.Fleet?) -> HealthCheck? {
+    guard let fleet else { return nil }
+    let versions =
+      "desired version seen: \(fleet.lastDesiredVersion.map(String.init) ?? "none"), applied: \(fleet.appliedVersion.map(String.init) ?? "none")"
+    guard fleet.connected else {
+      return HealthCheck(
+        .upload, "fleet link", .warning,
+        "box \(fleet.boxId) is not connected to \(fleet.broker): \(fleet.lastProblem ?? "no reason given"); \(versions)",
+        fix:
+          "check [Fleet] URL (or the [Upload] broker), the [MQTT] credentials, the TLS files and the network")
+    }
+    return HealthCheck(
+      .upload, "fleet link", .ok, "box \(fleet.boxId) connected to \(fleet.broker); \(versions)")
+  }
+
   private static func formatted(_ value: Double) -> String {
     value == value.rounded() ? String(Int(value)) : String(value)
   }
@@ -258,6 +275,9 @@ public enum Doctor {
     if case .success(let status) = facts.daemon,
       let check = delivery(status.upload, mqtt: config?.mqttSettings != nil)
     {
+      checks.append(check)
+    }
+    if case .success(let status) = facts.daemon, let check = fleetLink(status.fleet) {
       checks.append(check)
     }
     for token in facts.tokenFiles {

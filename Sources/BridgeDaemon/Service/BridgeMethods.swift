@@ -64,13 +64,17 @@ struct BridgeMethods: Sendable {
 
   func status(_: Arguments) async throws -> MethodResult {
     let outbox = try? await store.outboxSummary()
-    let json = await bridge.status.json(
+    var json = await bridge.status.json(
       scan: state.scan, outbox: outbox, droppedAdvertisements: state.scanStatus.droppedAdvertisements)
+    if let fleet = state.fleet, case .object(var fields) = json {
+      fields["fleet"] = fleet.current.json
+      json = .object(fields)
+    }
     return .success([.string(json.compactText)])
   }
 
   func pairings(_: Arguments) async throws -> MethodResult {
-    .success([.string(JSONValue.array(try await store.pairings().map(\.json)).compactText)])
+    .success([.string(JSONValue.array(try await store.pairingsWithSource()).compactText)])
   }
 
   func recentLogs(_: Arguments) async throws -> MethodResult {

@@ -66,6 +66,8 @@ struct BridgeServiceContext: Sendable {
   let scanStatus: ScanStatus
   let paired: PairedBeacons
   let gzone: GZonePoller?
+  /// The fleet link's state, when `[Fleet]` is configured.
+  var fleet: FleetLinkStatus? = nil
 
   var scan: ScanCondition { scanStatus.condition }
   func setPairings(_ pairings: [Pairing]) { paired.update(pairings) }
@@ -158,6 +160,8 @@ final class BridgeService: Service {
         case .invalidConfiguration, .journal: "Failed"
         }
       return Self.error(name, error.description)
+    } catch let error as StoreError where error.code == .fleetOwnsPairings {
+      return Self.error("Refused", error.description)
     } catch {
       return Self.error("Failed", "\(error)")
     }

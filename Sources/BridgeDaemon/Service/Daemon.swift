@@ -20,6 +20,9 @@ import Synchronization
 /// pair` goes through its D-Bus API; a pairing another tool writes into the store is picked up
 /// within two seconds (SQLite's `data_version`, checked when the state directory changes).
 public struct Daemon: Sendable {
+  /// The program's version (`beaconbridge --version`, the fleet's birth message).
+  public static let version = "0.1.0"
+
   public var configPath: String
   public var configPathIsExplicit: Bool
   public var stateDirectory: String
@@ -66,6 +69,31 @@ public struct Daemon: Sendable {
     await store.setOutboxLimit(config.outboxMaxBatches)
 
     let settings = DaemonSettings(config)
+    // The fleet's applied document: its settings over the file's from the first moment, and
+    // pair/unpair refused while [Fleet] is configured (FleetStore.swift).
+    let fleetApplied: (version: Int64, settings: [FleetSetting])?
+    do {
+      try await store.setFleetOwnsPairings(config.fleet.enabled)
+      fleetApplied = try await store.fleetApplied()
+    } catch {
+      logger.log(.error, "\(error.description); not starting")
+      return 1
+    }
+    if let fleetApplied { settings.setRemote(fleetApplied.settings) }
+    let fleetInbox = FleetInbox()
+    var fleetLink: (boxId: String, status: FleetLinkStatus)?
+    if let fleet = config.fleetSettings {
+      guard let boxId = config.fleet.resolvedBoxId() else {
+        logger.log(
+          .error,
+          "[Fleet] has no BoxId and \(FleetOptions.machineIdPath) holds no machine ID; set [Fleet] BoxId. Not starting"
+        )
+        return 1
+      }
+      let status = FleetLinkStatus(FleetLinkState(broker: "\(fleet.host):\(fleet.port)", boxId: boxId))
+      status.update { $0.appliedVersion = fleetApplied?.version }
+      fleetLink = (boxId, status)
+    }
     let uploads = UploadSinks()
     defer { uploads.stop() }
     let host = DaemonHost(settings: settings, uploads: uploads, logger: logger)
@@ -87,6 +115,11 @@ public struct Daemon: Sendable {
       if case .beaconEntered(let beacon) = event.event { paired.entered(beacon) }
       announcements.yield(.bridge(event.event))
       if case .batchPosted = event.event { gzone.tripUploaded() }
+      switch event.event {
+      case .tripEnded: fleetInbox.yield(.tripEnded)
+      case .beaconEntered, .beaconExited, .telemetry, .beaconHealth: fleetInbox.yield(.beaconsChanged)
+      default: break
+      }
     }
     do {
       let pairings = try await store.pairings()
@@ -115,7 +148,8 @@ public struct Daemon: Sendable {
       }
       api = try BridgeService(
         connection: bus, bridge: bridge, store: store,
-        context: BridgeServiceContext(scanStatus: scanStatus, paired: paired, gzone: gzone),
+        context: BridgeServiceContext(
+          scanStatus: scanStatus, paired: paired, gzone: gzone, fleet: fleetLink?.status),
         logger: logger, announcements: announcements)
     } catch {
       logger.log(
@@ -156,6 +190,20 @@ public struct Daemon: Sendable {
       PairingWatcher(store: store, bridge: bridge, paired: paired, logger: logger),
       StatusReporter(bridge: bridge, scan: scanStatus, notifier: notifier, changed: statusChanged), gzone,
     ]
+    if let fleet = config.fleetSettings, let (boxId, fleetStatus) = fleetLink {
+      // A test's kill point inside the apply transaction (FleetDesiredTests): the store must hold
+      // the old document or the new one after a kill anywhere.
+      let killMidway = environment["BEACONBRIDGE_TEST_FLEET_KILL_MIDWAY"] == "1"
+      let desired = FleetDesired(
+        store: store, bridge: bridge, paired: paired, settings: settings, status: fleetStatus, logger: logger,
+        overTLS: fleet.tls, midway: { if killMidway { raise(SIGKILL) } })
+      services.append(
+        FleetLink(
+          settings: fleet, topics: FleetTopics(config.fleet, boxId: boxId), version: Self.version,
+          status: fleetStatus, logger: logger, inbox: fleetInbox, desired: { await desired.handle($0) },
+          beacons: FleetBeaconReport(bridge: bridge, boxId: boxId),
+          reportInterval: .seconds(config.fleet.reportInterval)))
+    }
     if let interval = notifier.watchdogInterval {
       services.append(WatchdogService(notifier: notifier, interval: interval))
     }

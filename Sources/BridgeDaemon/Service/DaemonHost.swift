@@ -3,16 +3,21 @@ import Synchronization
 
 /// The configuration the running daemon uses, replaced on SIGHUP.
 final class DaemonSettings: Sendable {
-  private let value: Mutex<DaemonConfiguration>
-  init(_ config: DaemonConfiguration) { value = Mutex(config) }
+  /// The file's configuration, and the fleet's settings over it (`FleetDocument`, checked
+  /// whole before they get here).
+  private let value: Mutex<(file: DaemonConfiguration, remote: [FleetSetting])>
+  init(_ config: DaemonConfiguration) { value = Mutex((config, [])) }
   var current: (daemon: DaemonConfiguration, bridge: BridgeConfiguration) {
-    value.withLock { config in
+    value.withLock { state in
+      var config = state.file
+      for setting in state.remote { try? config.bridge.set(setting.key, to: setting.value) }
       var bridge = config.bridge
       config.backend.apply(to: &bridge)
       return (config, bridge)
     }
   }
-  func update(_ config: DaemonConfiguration) { value.withLock { $0 = config } }
+  func update(_ config: DaemonConfiguration) { value.withLock { $0.file = config } }
+  func setRemote(_ settings: [FleetSetting]) { value.withLock { $0.remote = settings } }
 }
 
 /// The daemon's ScopeHost: beacon mode, logs to the journal, uploads through the sink the

@@ -83,6 +83,16 @@ public struct DaemonStatus: Sendable, Equatable {
     public var retryInSeconds: Double?
   }
 
+  /// The fleet link (`[Fleet]`, docs/fleet.md).
+  public struct Fleet: Sendable, Equatable {
+    public var broker: String
+    public var boxId: String
+    public var connected: Bool
+    public var lastDesiredVersion: Int?
+    public var appliedVersion: Int?
+    public var lastProblem: String?
+  }
+
   /// The backend while it scans, nil otherwise.
   public var scanning: String?
   public var scan: Scan?
@@ -95,6 +105,8 @@ public struct DaemonStatus: Sendable, Equatable {
   public var outbox: Outbox?
   /// Nil from a daemon that does not report it.
   public var upload: Upload?
+  /// Nil when `[Fleet]` is not configured.
+  public var fleet: Fleet?
   /// The reply as the daemon sent it: what `status --json` and the support bundle show.
   public let reply: JSONValue
 
@@ -103,7 +115,7 @@ public struct DaemonStatus: Sendable, Equatable {
       && lhs.activeBeacon == rhs.activeBeacon && lhs.pairedBeacons == rhs.pairedBeacons
       && lhs.ignoredFrames.map(\.reason) == rhs.ignoredFrames.map(\.reason)
       && lhs.ignoredFrames.map(\.count) == rhs.ignoredFrames.map(\.count) && lhs.trips == rhs.trips
-      && lhs.outbox == rhs.outbox && lhs.upload == rhs.upload
+      && lhs.outbox == rhs.outbox && lhs.upload == rhs.upload && lhs.fleet == rhs.fleet
   }
 
   /// Reads a `Status` reply. A field that is missing or of another type reads as absent (an
@@ -124,6 +136,13 @@ public struct DaemonStatus: Sendable, Equatable {
     trips = (json["trips"]?.arrayValue ?? []).map(Self.trip)
     outbox = json["outbox"].flatMap(Self.outbox)
     upload = json["upload"].flatMap(Self.upload)
+    fleet = json["fleet"].flatMap { f in
+      guard let broker = f["broker"]?.stringValue, let boxId = f["boxId"]?.stringValue else { return nil }
+      return Fleet(
+        broker: broker, boxId: boxId, connected: f["connected"] == .bool(true),
+        lastDesiredVersion: Self.int(f["lastDesiredVersion"]), appliedVersion: Self.int(f["appliedVersion"]),
+        lastProblem: f["lastProblem"]?.stringValue)
+    }
   }
 
   private static func int(_ value: JSONValue?) -> Int? {

@@ -29,6 +29,7 @@ extension Store {
 
   /// Adds a pairing, replacing one with the same identity pattern. Committed before it returns.
   public func pair(_ pairing: Pairing) throws(StoreError) {
+    try refuseWhileFleetOwnsPairings()
     do {
       try database.transaction { () throws(SQLiteError) in
         // NULL never equals NULL in a primary key, so wildcard rows are replaced explicitly.
@@ -53,6 +54,7 @@ extension Store {
 
   /// Removes every pairing of a device ID; returns how many there were.
   public func unpair(deviceId: String) throws(StoreError) -> Int {
+    try refuseWhileFleetOwnsPairings()
     do {
       return try database.transaction { () throws(SQLiteError) -> Int in
         try database.query("DELETE FROM pairings WHERE device_id = ?", [.text(deviceId)])

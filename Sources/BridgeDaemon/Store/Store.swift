@@ -1,13 +1,13 @@
 import CSQLite
 
 /// The daemon's state: pairings (PairingStore.swift), trips, their outbox and dead letters
-/// (Outbox.swift), and G-Zone (GZoneStore.swift); the schema is StoreSchema.swift's. One SQLite
+/// (Outbox.swift), G-Zone (GZoneStore.swift), and the fleet's applied document (FleetStore.swift); the schema is StoreSchema.swift's. One SQLite
 /// file in the state directory, in WAL mode with `synchronous=FULL`, so a commit survives a power
 /// cut.
 public actor Store {
   public static let fileName = "beaconbridge.sqlite"
   /// Schema versions this build can read (`PRAGMA user_version`).
-  static let schemaVersion: Int64 = 3
+  static let schemaVersion: Int64 = 4
   /// `PRAGMA application_id`: "BBBR" in ASCII, beaconbridge's mark in the file's header
   /// (offset 68), so that a database another program made is never written to
   /// (`StoreOwnership`).

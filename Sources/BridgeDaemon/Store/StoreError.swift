@@ -9,6 +9,8 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The file at the store's path is not a beaconbridge store; it was left unchanged.
     case foreign
     case io
+    /// `[Fleet]` is configured: the desired document owns the pairings.
+    case fleetOwnsPairings
   }
 
   public var code: Code

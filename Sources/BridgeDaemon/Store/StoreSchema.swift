@@ -94,6 +94,11 @@ extension Store {
           try database.execute(Store.gzoneSchema + "PRAGMA user_version = 3;")
         }
       }
+      if version < 4 {
+        try database.transaction { () throws(SQLiteError) in
+          try database.execute(Store.fleetSchema + "PRAGMA user_version = 4;")
+        }
+      }
       return database
     } catch let error as StoreError {
       throw error

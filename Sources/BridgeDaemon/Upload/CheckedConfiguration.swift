@@ -16,6 +16,7 @@ extension DaemonConfiguration {
   /// an error at its line.
   public static func parseChecked(_ text: String, file: String) throws(KeyFileError) -> DaemonConfiguration {
     let config = try parse(text, file: file)
+    try checkTLSFiles(config, file: file)
     var urls: [(section: String, key: String, url: String)] = []
     if let url = config.uploadURL { urls.append(("Upload", "URL", url)) }
     for (key, payload) in GZoneConfiguration.urlKeys {

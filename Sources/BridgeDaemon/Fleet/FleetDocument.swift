@@ -1,0 +1,146 @@
+import BeaconCore
+import FoundationEssentials
+
+/// One remotely set configuration key, in its section (`[Presence] exitTimeout = 30`).
+public struct FleetSetting: Hashable, Sendable, Codable {
+  public var section: String
+  public var key: String
+  public var value: String
+}
+
+/// The desired document (docs/fleet.md "Desired and reported"):
+/// `{"version": N, "pairings": [...], "settings": {"Section": {"key": value}}}`, checked whole.
+/// Pairings are the scenario file's pairing objects, read by the scenario's own parser
+/// (`Scenario.pairing`), so every door holds the same identifier rules.
+public struct FleetDocument: Hashable, Sendable {
+  public var version: Int64
+  public var pairings: [Pairing]
+  public var settings: [FleetSetting]
+
+  /// The keys a desired document may set: the core's number settings of `[Presence]`,
+  /// `[ActiveBeacon]` and `[Trips]`. Each is range-checked as the file's are, and none can cut
+  /// the box off (the upload, the broker and the radio stay local).
+  public static let remotelySettable: [(section: String, key: String)] = BridgeConfiguration.keys.compactMap {
+    key in
+    let section = BridgeConfiguration.section(of: key.name)
+    guard key.number != nil, ["Presence", "ActiveBeacon", "Trips"].contains(section) else { return nil }
+    return (section, key.name)
+  }
+
+  /// The most pairings one document may carry: bounded work and memory for a hostile broker.
+  public static let maxPairings = 10_000
+
+  /// A pairing object's fields without key material: anything else (an EID or IRK key) is only
+  /// taken over TLS, where no one on the path can read it.
+  public static let plainPairingFields: Set<String> = ["uuid", "major", "minor", "deviceId", "label"]
+
+  /// Reads a document; a problem is the sentence the reported document gives as its reason.
+  /// `overTLS`: whether it came over an `mqtts://` connection.
+  public static func parse(_ bytes: [UInt8], overTLS: Bool = true) -> Result<FleetDocument, FleetRefusal> {
+    guard let root = try? JSONValue.parse(Data(bytes)), let object = root.objectValue else {
+      return .failure(FleetRefusal(version: nil, "the document is not a JSON object"))
+    }
+    guard let version = object["version"]?.intValue, version > 0 else {
+      return .failure(FleetRefusal(version: nil, "version must be a whole number above 0"))
+    }
+    func refuse(_ reason: String) -> Result<FleetDocument, FleetRefusal> {
+      .failure(FleetRefusal(version: version, reason))
+    }
+    if let unknown = object.keys.sorted().first(where: { !["version", "pairings", "settings"].contains($0) })
+    {
+      return refuse("unknown key \(unknown.quotedForMessage) (expected version, pairings, settings)")
+    }
+    var document = FleetDocument(version: version, pairings: [], settings: [])
+    if let list = object["pairings"] {
+      guard let items = list.arrayValue else { return refuse("pairings must be an array") }
+      guard items.count <= maxPairings else {
+        return refuse("pairings holds \(items.count) pairings, over \(maxPairings)")
+      }
+      var seen: [String: Int] = [:]
+      for (index, item) in items.enumerated() {
+        if !overTLS,
+          let field = item.objectValue?.keys.sorted().first(where: { !plainPairingFields.contains($0) })
+        {
+          return refuse(
+            "pairings[\(index)] carries \(field.quotedForMessage): keys are refused over a connection without TLS; use an mqtts:// broker"
+          )
+        }
+        let pairing: Pairing
+        do { pairing = try Scenario.pairing(item, at: "pairings[\(index)]") } catch {
+          return refuse(error.description)
+        }
+        // One beacon pattern once: the store keys pairings by it.
+        let pattern =
+          "\(pairing.uuid)/\(pairing.major.map(String.init) ?? "*")/\(pairing.minor.map(String.init) ?? "*")"
+        if let first = seen[pattern] {
+          return refuse("pairings[\(index)] repeats the beacon of pairings[\(first)]")
+        }
+        seen[pattern] = index
+        document.pairings.append(pairing)
+      }
+    }
+    if let settings = object["settings"] {
+      guard let sections = settings.objectValue else {
+        return refuse("settings must be an object of sections")
+      }
+      var scratch = BridgeConfiguration()
+      for (section, keys) in sections.sorted(by: { $0.key < $1.key }) {
+        guard let keys = keys.objectValue else { return refuse("settings.\(section) must be an object") }
+        for (key, value) in keys.sorted(by: { $0.key < $1.key }) {
+          guard remotelySettable.contains(where: { $0 == (section, key) }) else {
+            return refuse(
+              "settings.\(section).\(key) cannot be set remotely (docs/fleet.md lists the keys that can)")
+          }
+          let text: String
+          switch value {
+          case .int, .double:
+            var out = ""
+            JSONWriter.write(value, to: &out)
+            text = out
+          case .string(let string): text = string
+          default: return refuse("settings.\(section).\(key) must be a number")
+          }
+          do { try scratch.set(key, to: text) } catch {
+            return refuse("settings.\(section).\(key): \(error.description)")
+          }
+          document.settings.append(FleetSetting(section: section, key: key, value: text))
+        }
+      }
+      if let problem = scratch.problems().first { return refuse("settings: \(problem)") }
+    }
+    return .success(document)
+  }
+}
+
+/// Why a desired document was not applied: the reason the reported document gives.
+public struct FleetRefusal: Error, Hashable, Sendable {
+  /// The document's version, when it could be read.
+  public var version: Int64?
+  public var reason: String
+  public init(version: Int64?, _ reason: String) {
+    self.version = version
+    self.reason = reason
+  }
+}
+
+/// The reported documents (docs/fleet.md).
+enum FleetReport {
+  static func applied(_ version: Int64) -> [UInt8] {
+    Array(JSONValue.object(["version": .int(version), "state": .string("applied")]).compactText.utf8)
+  }
+
+  static func pending(_ version: Int64) -> [UInt8] {
+    Array(
+      JSONValue.object([
+        "version": .int(version), "state": .string("pending"), "reason": .string("a trip is in progress"),
+      ]).compactText.utf8)
+  }
+
+  static func refused(_ refusal: FleetRefusal) -> [UInt8] {
+    Array(
+      JSONValue.object([
+        "version": refusal.version.map { .int($0) } ?? .null, "state": .string("refused"),
+        "reason": .string(refusal.reason),
+      ]).compactText.utf8)
+  }
+}
