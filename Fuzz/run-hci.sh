@@ -29,23 +29,23 @@ build() {
   beaconCore=$(find Sources/BeaconCore -name '*.swift' | sort)
   gzone=$(find Sources/GZone -name '*.swift' | sort)
   case "$target" in
-    hci-events | btsnoop) fuzz_module "$modules" HCIParsing Sources/HCIParsing/*.swift &&
+    hci-events | btsnoop) fuzz_module "$modules" HCIParsing "" Sources/HCIParsing/*.swift &&
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" HCIParsing ;;
     # Message.swift asks libdbus whether a signature is valid; the harness links no libdbus, so
     # Fuzz/dbus-wire/Signature.swift stands in for it in the module.
     dbus-wire)
-      fuzz_module "$modules" DBus Sources/DBus/Wire.swift Sources/DBus/WireValue.swift \
+      fuzz_module "$modules" DBus "" Sources/DBus/Wire.swift Sources/DBus/WireValue.swift \
         Sources/DBus/DBusValue.swift Sources/DBus/Names.swift Sources/DBus/DBusError.swift \
         Sources/DBus/CString.swift Fuzz/dbus-wire/Signature.swift &&
         fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" DBus ;;
-    scenario) fuzz_module "$modules" BeaconCore $beaconCore &&
+    scenario) fuzz_module "$modules" BeaconCore "" $beaconCore &&
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore ;;
-    gzone-payload) fuzz_module "$modules" BeaconCore $beaconCore &&
-      fuzz_module "$modules" GZone $gzone &&
+    gzone-payload) fuzz_module "$modules" BeaconCore "" $beaconCore &&
+      fuzz_module "$modules" GZone BeaconCore $gzone &&
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore GZone ;;
-    keyfile) fuzz_module "$modules" BeaconCore $beaconCore &&
-      fuzz_module "$modules" GZone $gzone &&
-      fuzz_module "$modules" BridgeDaemon $(find Sources/BridgeDaemon/Configuration -name '*.swift' | sort) \
+    keyfile) fuzz_module "$modules" BeaconCore "" $beaconCore &&
+      fuzz_module "$modules" GZone BeaconCore $gzone &&
+      fuzz_module "$modules" BridgeDaemon "BeaconCore GZone" $(find Sources/BridgeDaemon/Configuration -name '*.swift' | sort) \
         Sources/BridgeDaemon/GZone/GZoneConfiguration.swift &&
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore GZone BridgeDaemon ;;
   esac

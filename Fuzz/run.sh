@@ -17,7 +17,7 @@ mkdir -p "$out/corpus" "$out/artifacts"
 # The frame parsers and what they use (Frames/ and Support/, unchanged) as a BeaconCore module,
 # and the harness linked against it (Fuzz/build-module.sh).
 . "$root/Fuzz/build-module.sh"
-fuzz_module "$out/frame-modules" BeaconCore "$root"/Sources/BeaconCore/Frames/*.swift \
+fuzz_module "$out/frame-modules" BeaconCore "" "$root"/Sources/BeaconCore/Frames/*.swift \
   "$root"/Sources/BeaconCore/Support/*.swift
 fuzz_link "$out/frame-modules" "$root/Fuzz/FrameParserFuzz/main.swift" "$out/frame-parser-fuzz" BeaconCore
 
