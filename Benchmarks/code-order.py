@@ -51,7 +51,8 @@ def functions_run(profile, executable):
                 if not called and current and os.path.realpath(current) == executable:
                     name = names.get(number)
                     if name and not name.startswith("0x"):
-                        ran.add(name)
+                        # callgrind names a recursive call's level `name'2`: the symbol is `name`.
+                        ran.add(re.sub(r"'\d+$", "", name))
     return ran
 
 
@@ -77,7 +78,7 @@ def check(executable, listed_path=LIST):
     if present < 0.9 * len(listed):
         return False, (message + f": the list is stale (fewer than 90% of its functions are still in the "
                        f"daemon), so the release link no longer lays out the code the daemon runs; "
-                       f"run make code-order and commit {os.path.relpath(listed_path)}")
+                       f"run make code-order and commit {os.path.relpath(listed_path, os.path.dirname(HERE))}")
     if share < 0.9:
         return False, message + ": the link did not lay them out first (the Makefile's DAEMON_LINK)"
     return True, message

@@ -1,31 +1,28 @@
 # Sourced by Fuzz/run.sh and Fuzz/run-hci.sh: builds the project's modules for a libFuzzer
 # harness without SwiftPM and without rewriting a source.
 #
-#   fuzz_module DIR NAME SOURCE...
+#   fuzz_module DIR NAME "DEPENDENCY..." SOURCE...
 #
-# compiles SOURCE... as the module NAME, instrumented for libFuzzer and AddressSanitizer
+# compiles SOURCE... as the module NAME, which imports the modules DEPENDENCY... of DIR, instrumented for libFuzzer and AddressSanitizer
 # (swiftc -sanitize=fuzzer,address -c: coverage without libFuzzer's main), into DIR/NAME.o and
 # DIR/NAME.swiftmodule, with -enable-testing so that the harness reaches the parsers' internal
 # API through `@testable import NAME`. Modules built earlier in DIR are importable (-I DIR), so
 # `import BeaconCore` in GZone resolves to the real module. A harness that needs part of a module
 # (BridgeDaemon's configuration reader) gets a module of that name made of those files alone:
 # their imports and their callers' imports are the ones in Sources/. A module is built again only
-# when its source list (DIR/NAME.sources), a source, another module of DIR or this file changed
-# since, so the targets that share BeaconCore build it once.
+# when its source list (DIR/NAME.sources), a source, a dependency or this file changed since, so
+# the targets that share BeaconCore build it once.
 #
 #   fuzz_link DIR HARNESS.swift EXECUTABLE NAME...
 #
 # links the harness with the modules NAME... of DIR and libFuzzer's main.
 fuzz_module() {
-  local dir=$1 name=$2
-  shift 2
+  local dir=$1 name=$2 dependencies=$3
+  shift 3
   mkdir -p "$dir"
-  local list inputs=("$@" "${BASH_SOURCE[0]}") other
+  local list inputs=("$@" "${BASH_SOURCE[0]}") dependency
   list=$(printf '%s\n' "$@")
-  # The modules it may import count as inputs too.
-  for other in "$dir"/*.swiftmodule; do
-    [ -e "$other" ] && [ "$other" != "$dir/$name.swiftmodule" ] && inputs+=("$other")
-  done
+  for dependency in $dependencies; do inputs+=("$dir/$dependency.o"); done
   if [ -f "$dir/$name.o" ] && [ "$(cat "$dir/$name.sources" 2>/dev/null)" = "$list" ] &&
     [ -z "$(find "${inputs[@]}" -newer "$dir/$name.o" 2>/dev/null)" ]; then
     return 0

@@ -30,7 +30,7 @@ mkdir -p "$out/corpus" "$out/artifacts"
 # Message.swift asks libdbus whether a signature is valid; the harness links no libdbus, so
 # Fuzz/dbus-wire/Signature.swift stands in for it in the module.
 dbus_wire() {
-  fuzz_module "$modules" DBus Sources/DBus/{Wire,WireValue,DBusValue,Names,DBusError,CString,EventCount}.swift \
+  fuzz_module "$modules" DBus "" Sources/DBus/{Wire,WireValue,DBusValue,Names,DBusError,CString,EventCount}.swift \
     Fuzz/dbus-wire/Signature.swift
 }
 build() {
@@ -38,20 +38,21 @@ build() {
   beaconCore=$(find Sources/BeaconCore -name '*.swift' | sort)
   gzone=$(find Sources/GZone -name '*.swift' | sort)
   case "$target" in
-    hci-events | btsnoop) fuzz_module "$modules" HCIParsing Sources/HCIParsing/*.swift &&
+    hci-events | btsnoop) fuzz_module "$modules" HCIParsing "" Sources/HCIParsing/*.swift &&
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" HCIParsing ;;
     dbus-wire) dbus_wire && fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" DBus ;;
-    device-update) dbus_wire && fuzz_module "$modules" BeaconCore $beaconCore &&
-      fuzz_module "$modules" BlueZ Sources/BlueZ/{DeviceUpdate,DeviceEntries,DeviceRecord,DeviceAdvertisement,ObjectTree,BlueZNames}.swift &&
+    device-update) dbus_wire && fuzz_module "$modules" BeaconCore "" $beaconCore &&
+      fuzz_module "$modules" BlueZ "BeaconCore DBus" \
+        Sources/BlueZ/{DeviceUpdate,DeviceEntries,DeviceRecord,DeviceAdvertisement,ObjectTree,BlueZNames}.swift &&
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" DBus BeaconCore BlueZ ;;
-    scenario | trip-events) fuzz_module "$modules" BeaconCore $beaconCore &&
+    scenario | trip-events) fuzz_module "$modules" BeaconCore "" $beaconCore &&
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore ;;
-    gzone-payload) fuzz_module "$modules" BeaconCore $beaconCore &&
-      fuzz_module "$modules" GZone $gzone &&
+    gzone-payload) fuzz_module "$modules" BeaconCore "" $beaconCore &&
+      fuzz_module "$modules" GZone BeaconCore $gzone &&
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore GZone ;;
-    keyfile) fuzz_module "$modules" BeaconCore $beaconCore &&
-      fuzz_module "$modules" GZone $gzone &&
-      fuzz_module "$modules" BridgeDaemon $(find Sources/BridgeDaemon/Configuration -name '*.swift' | sort) \
+    keyfile) fuzz_module "$modules" BeaconCore "" $beaconCore &&
+      fuzz_module "$modules" GZone BeaconCore $gzone &&
+      fuzz_module "$modules" BridgeDaemon "BeaconCore GZone" $(find Sources/BridgeDaemon/Configuration -name '*.swift' | sort) \
         Sources/BridgeDaemon/GZone/GZoneConfiguration.swift &&
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore GZone BridgeDaemon ;;
   esac

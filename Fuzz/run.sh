@@ -17,7 +17,7 @@ mkdir -p "$out/corpus" "$out/artifacts"
 # The frame parsers' module, BeaconCore from Sources/ unchanged, and the harness linked against
 # it (Fuzz/build-module.sh).
 . "$root/Fuzz/build-module.sh"
-fuzz_module "$out/frame-modules" BeaconCore $(find "$root/Sources/BeaconCore" -name '*.swift' | sort)
+fuzz_module "$out/frame-modules" BeaconCore "" $(find "$root/Sources/BeaconCore" -name '*.swift' | sort)
 fuzz_link "$out/frame-modules" "$root/Fuzz/FrameParserFuzz/main.swift" "$out/frame-parser-fuzz" BeaconCore
 
 # Seed corpus from the hex list (spaces inside a line are ignored).
