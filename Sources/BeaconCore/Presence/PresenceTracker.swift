@@ -6,63 +6,13 @@
   import Darwin
 #endif
 
-/// Presence settings; every number is a configuration key.
-public struct PresenceSettings: Hashable, Sendable {
-  /// A beacon exits when it has not been seen for this long (docs/DESIGN.md, Behaviour: 10 s)…
-  /// Backends whose cadence is slower (BlueZ active discovery, about one report per 10.24 s window) use a larger
-  /// value or rely on their own `lost` events.
-  public var exitTimeout: Double = 10
-  /// …and when, given the beacon's own advertising interval and packet loss as observed, the
-  /// chance that it is still there but every packet since was lost is below this. A fixed 10 s
-  /// timeout flaps a 1 Hz beacon losing 40% of its packets about once an hour (0.4^10 per
-  /// second); this keeps such a beacon in range (it exits after about 20 s of silence instead).
-  public var exitMissProbability: Double = 1e-7
-  /// Never later than this after the last sighting, however lossy the beacon looked.
-  public var exitTimeoutMax: Double = 60
-  public var rssi = RSSISettings()
-  public var distance = DistanceModel()
-
-  public init() {}
-}
-
-/// One beacon in range, as presence sees it.
-public struct TrackedBeacon: Hashable, Sendable {
-  public var id: BeaconID
-  /// The address it was last heard from.
-  public var address: BluetoothAddress
-  public var firstSeen: Timestamp
-  public var lastSeen: Timestamp
-  public var sightings: Int
-  /// The last known raw RSSI, dBm.
-  public var lastRSSI: Int?
-  /// The filtered RSSI, dBm.
-  public var smoothedRSSI: Double?
-  /// The beacon's calibrated power at 1 m, from its frame.
-  public var powerAt1m: Int?
-  public var distance: Double?
-  public var proximity: Proximity
-}
-
-/// Why a beacon left.
-public enum ExitReason: String, Hashable, Sendable {
-  /// Not seen for `exitTimeout`.
-  case timeout
-  /// The backend reported the device gone.
-  case lost
-}
-
-public enum PresenceEvent: Hashable, Sendable {
-  case entered(TrackedBeacon)
-  case exited(TrackedBeacon, ExitReason)
-}
-
 /// Keeps the list of beacons in range: smoothed RSSI, distance, and enter/exit events.
 ///
 /// A pure state machine: the caller passes the time of every call, so it runs unchanged under
 /// a virtual clock.
 ///
 /// `observe` runs for every advertisement (thousands a second with a few hundred beacons in
-/// range), so its per-sighting work is kept constant and allocation-free (issue #8): entries live
+/// range), so its per-sighting work is kept constant and allocation-free: entries live
 /// in a contiguous array and are updated in place through an id → index table keyed by a 64-bit
 /// identity key (`BeaconIndex`: a few multiplications per sighting, no `Hasher`), the RSSI filter is a concrete enum rather than an existential, the exit delay's
 /// inputs are kept up to date incrementally by `SightingHistory` instead of being recomputed from
@@ -184,7 +134,7 @@ public struct PresenceTracker: Sendable {
   private var exitRule: ExitRule
   /// Every entry's exit deadline, earliest first (elements name entries by index), so that
   /// `nextDeadline` and `expire` cost O(log n) per beacon due rather than a scan of every beacon
-  /// (issue 28). An element is in force while its entry's `stamp` is the element's.
+  /// An element is in force while its entry's `stamp` is the element's.
   ///
   /// Each entry's element in force holds a deadline no later than the entry's own. A sighting
   /// almost always moves a deadline later, and then the element stays as it is (a lower bound):
@@ -475,139 +425,5 @@ public struct PresenceTracker: Sendable {
     guard var ids = idsByAddress.removeValue(forKey: beacon.address) else { return }
     ids.remove(beacon.id)
     if !ids.isEmpty { idsByAddress[beacon.address] = ids }
-  }
-}
-
-/// The adaptive-exit rule (docs/ARCHITECTURE.md), with `log(exitMissProbability)` taken once
-/// per settings change rather than once per sighting.
-///
-/// The advertising interval is the shortest recent gap (two packets in a row get through often
-/// enough); the loss rate is the share of expected packets that did not arrive. Silence of `t`
-/// seconds then has probability `loss^(t/interval)` of being bad luck; the beacon exits once that
-/// is below `exitMissProbability`.
-struct ExitRule: Equatable, Sendable {
-  var exitTimeout: Double
-  var exitTimeoutMax: Double
-  var logMissProbability: Double
-
-  init(_ settings: PresenceSettings) {
-    exitTimeout = settings.exitTimeout
-    exitTimeoutMax = settings.exitTimeoutMax
-    logMissProbability = log(settings.exitMissProbability)
-  }
-
-  /// Bit for bit, so that a rule is only ever replaced by one that computes the same delays.
-  static func == (a: ExitRule, b: ExitRule) -> Bool {
-    a.exitTimeout.bitPattern == b.exitTimeout.bitPattern
-      && a.exitTimeoutMax.bitPattern == b.exitTimeoutMax.bitPattern
-      && a.logMissProbability.bitPattern == b.logMissProbability.bitPattern
-  }
-
-  func delay(_ history: SightingHistory) -> Double {
-    guard history.count >= 3 else { return exitTimeout }
-    return delay(count: history.count, interval: history.interval, span: history.span)
-  }
-
-  /// The delay after `count` sightings `span` seconds apart (newest minus oldest), the shortest
-  /// gap between consecutive ones being `interval` (infinite when no gap counts).
-  func delay(count: Int, interval: Double, span: Double) -> Double {
-    guard count >= 3, interval.isFinite else { return exitTimeout }
-    let expected = span / interval + 1
-    // A Beta(4, 4) prior keeps a young estimate near 50% loss until the beacon has shown
-    // otherwise; 0.05 covers the estimate's noise.
-    let missed = max(0, expected - Double(count))
-    let loss = min(0.95, (missed + 4) / (expected + 8) + 0.05)
-    let silence = interval * logMissProbability / log(loss)
-    return min(max(exitTimeout, silence), max(exitTimeout, exitTimeoutMax))
-  }
-}
-
-/// The last `capacity` sighting times of a beacon, in arrival order, with what the exit delay
-/// needs from them kept up to date as sightings arrive.
-///
-/// A ring buffer, so that the oldest time is dropped without shifting the others; the shortest
-/// gap is maintained with a count of the gaps equal to it, so the window is rescanned only when
-/// the last gap at the minimum leaves it (about once per `capacity` sightings for a jittery
-/// beacon, never for a perfectly regular one). Every value is the one the straightforward scan
-/// would compute (a minimum, and a difference of two stored times), so the exit delay is
-/// bit-for-bit the same.
-struct SightingHistory: Sendable {
-  static let capacity = 64
-  /// Gaps this short or shorter are the same packet heard twice (or several receivers), not
-  /// the advertising interval.
-  static let minimumGap = 0.005
-
-  /// The times, seconds; once full, `oldest` is where the ring starts.
-  private var times: [Double]
-  private var oldest = 0
-  /// The shortest gap longer than `minimumGap` between consecutive times; infinity when none is.
-  private(set) var interval = Double.infinity
-  /// How many gaps in the window equal `interval`.
-  private var atInterval = 0
-
-  init(_ first: Timestamp) {
-    times = [first.seconds]
-    times.reserveCapacity(Self.capacity)
-  }
-
-  var count: Int { times.count }
-
-  /// Newest minus oldest.
-  var span: Double { times[newestIndex] - times[oldest] }
-
-  private var newestIndex: Int { oldest == 0 ? times.count - 1 : oldest - 1 }
-
-  /// The times, oldest first.
-  var recent: [Timestamp] {
-    (0..<times.count).map { Timestamp(seconds: times[(oldest + $0) % times.count]) }
-  }
-
-  mutating func append(_ time: Timestamp) {
-    let t = time.seconds
-    if times.count < Self.capacity {
-      // Not full yet: the ring has not turned, so the newest time is the last.
-      let previous = times[times.count - 1]
-      times.append(t)
-      consider(t - previous)
-    } else {
-      // Full (the steady state): the newest time replaces the oldest, in one pass over the
-      // buffer (no bounds check or uniqueness check per access).
-      let oldest = self.oldest
-      let next = oldest + 1 == Self.capacity ? 0 : oldest + 1
-      let newest = oldest == 0 ? Self.capacity - 1 : oldest - 1
-      let (previous, evicted) = times.withUnsafeMutableBufferPointer { times in
-        let gaps = (times[newest], times[next] - times[oldest])
-        times[oldest] = t
-        return gaps
-      }
-      if evicted > Self.minimumGap, evicted == interval { atInterval -= 1 }
-      self.oldest = next
-      consider(t - previous)
-    }
-    // With no gap left at the old minimum every remaining gap is longer than it, so a new gap
-    // at or below it is the new minimum; otherwise the window is rescanned.
-    if atInterval == 0 && interval.isFinite { rescan() }
-  }
-
-  /// Counts a gap toward the shortest one and how many gaps are at it.
-  private mutating func consider(_ gap: Double) {
-    guard gap > Self.minimumGap else { return }
-    if gap < interval {
-      interval = gap
-      atInterval = 1
-    } else if gap == interval {
-      atInterval += 1
-    }
-  }
-
-  private mutating func rescan() {
-    interval = .infinity
-    atInterval = 0
-    var a = times[oldest]
-    for k in 1..<times.count {
-      let b = times[(oldest + k) % times.count]
-      consider(b - a)
-      a = b
-    }
   }
 }
