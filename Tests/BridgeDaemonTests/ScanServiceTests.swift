@@ -5,7 +5,7 @@ import Testing
 
 @testable import BridgeDaemon
 
-/// The daemon's scan loop (issue 15): backoff that holds for failures arriving at start and
+/// The daemon's scan loop: backoff that holds for failures arriving at start and
 /// after the stream was handed over, reset only by a scan that ran, and honest conditions.
 @Suite struct ScanServiceTests {
   struct Refused: Error, CustomStringConvertible {

@@ -1,5 +1,5 @@
 /// A strict JSON reader (RFC 8259) that keeps what `JSONDecoder` loses, so that bytes leave as
-/// they came (issue 28): a number that would not be written back as the same text is kept as its
+/// they came: a number that would not be written back as the same text is kept as its
 /// literal (`.raw`), so `18446744073709551615`, `1e400`, `-0` and `1.10` are written back
 /// unchanged; and an array's elements can be had with their exact text (`elements(ofArray:)`),
 /// escapes and all.
