@@ -34,7 +34,7 @@ public struct PresenceTracker: Sendable {
     }
   }
 
-  private struct Entry: Sendable {
+  struct Entry: Sendable {
     /// The beacon, its smoothed RSSI, distance and proximity as of `derivedAt` (see there).
     var beacon: TrackedBeacon
     /// `beacon.id`'s key in `places`.
@@ -120,7 +120,7 @@ public struct PresenceTracker: Sendable {
   }
 
   /// The beacons in range, in no particular order (every reader sorts or takes a minimum).
-  private var entries: [Entry] = []
+  var entries: [Entry] = []
   /// Where each beacon's entry is in `entries`: a table keyed by a 64-bit identity key, no
   /// `Hasher` per sighting (`BeaconIndex`).
   private var places = BeaconIndex()
@@ -131,7 +131,7 @@ public struct PresenceTracker: Sendable {
   /// (a Swift array or dictionary, and `BeaconIndex`, keep the capacity of their peak).
   private var shrink = PeakShrink()
   /// The exit settings, with the logarithm every exit delay needs taken once.
-  private var exitRule: ExitRule
+  var exitRule: ExitRule
   /// Every entry's exit deadline, earliest first (elements name entries by index), so that
   /// `nextDeadline` and `expire` cost O(log n) per beacon due rather than a scan of every beacon
   /// An element is in force while its entry's `stamp` is the element's.
@@ -141,12 +141,12 @@ public struct PresenceTracker: Sendable {
   /// it is brought up to date only when it reaches the top. A deadline that moved earlier (the
   /// loss estimate improved) gets a new element at once. The earliest element is then exact
   /// when it is an entry's own deadline, and no entry's deadline is earlier.
-  private var deadlines = DeadlineHeap<Int>()
+  var deadlines = DeadlineHeap<Int>()
   /// Entries sighted (or entered) since their deadline was last queued: their deadline moved.
   /// A sighting only appends its index here (once until the next query), so the per-sighting
   /// work stays constant; the delay is computed, and the heap touched, when a deadline is asked
   /// for. Indices stay valid because every removal queues these first.
-  private var unqueued: [Int] = []
+  var unqueued: [Int] = []
 
   public init(settings: PresenceSettings = PresenceSettings()) {
     self.settings = settings
@@ -285,106 +285,8 @@ public struct PresenceTracker: Sendable {
     return gone.map { .exited($0, .lost) }
   }
 
-  /// Exits every beacon not seen for `exitTimeout`, as of `time`.
-  ///
-  /// Only the beacons whose deadline is due are visited (from `deadlines`), each judged by the
-  /// same test as ever (`time - lastSeen >= exitAfter`): a deadline is a sum, rounded, and the
-  /// test a difference, so elements within a few ulps after `time` are judged too.
-  public mutating func expire(at time: Timestamp) -> [PresenceEvent] {
-    queueDeadlines()
-    var due: [Int] = []
-    var notYet: [DeadlineHeap<Int>.Element] = []
-    while let top = deadlines.top {
-      guard isInForce(top) else {
-        deadlines.pop()
-        continue
-      }
-      guard top.deadline <= time.seconds || Self.withinRounding(top.deadline, time.seconds) else { break }
-      deadlines.pop()
-      let entry = entries[top.tag]
-      if time - entry.beacon.lastSeen >= entry.exitAfter! {
-        due.append(top.tag)
-      } else if top.deadline != entry.deadline {
-        queue(top.tag)
-      } else {
-        notYet.append(top)
-      }
-    }
-    for element in notYet { deadlines.push(element) }
-    guard !due.isEmpty else { return [] }
-    let gone = due.map { entries[$0].tracked(settings.distance) }
-      .sorted { ($0.lastSeen, $0.id) < ($1.lastSeen, $1.id) }
-    for beacon in gone {
-      remove(beacon.id)
-      unindex(beacon)
-    }
-    return gone.map { .exited($0, .timeout) }
-  }
-
-  /// Whether `deadline`, just after `time`, is close enough that `time - lastSeen >= exitAfter`
-  /// may hold for it though `lastSeen + exitAfter > time` (each rounds once, to at most half an
-  /// ulp of the larger magnitude).
-  private static func withinRounding(_ deadline: Double, _ time: Double) -> Bool {
-    deadline - time <= 8 * max(deadline.magnitude, time.magnitude).ulp
-  }
-
-  /// When the next beacon would time out. Mutating: it queues the deadlines sightings moved and
-  /// drops heap elements no longer in force.
-  public var nextDeadline: Timestamp? {
-    mutating get {
-      queueDeadlines()
-      while let top = deadlines.top {
-        guard isInForce(top) else {
-          deadlines.pop()
-          continue
-        }
-        guard top.deadline == entries[top.tag].deadline else {
-          deadlines.pop()
-          queue(top.tag)
-          continue
-        }
-        return Timestamp(seconds: top.deadline)
-      }
-      return nil
-    }
-  }
-
-  /// Whether a heap element is its entry's deadline in force.
-  @inline(__always)
-  private func isInForce(_ element: DeadlineHeap<Int>.Element) -> Bool {
-    element.tag < entries.count && entries[element.tag].stamp == element.stamp
-  }
-
-  /// Computes the exit delay of every entry in `unqueued` and queues its deadline.
-  private mutating func queueDeadlines() {
-    guard !unqueued.isEmpty else { return }
-    for index in unqueued {
-      if entries[index].exitAfter == nil { entries[index].exitAfter = exitRule.delay(entries[index].history) }
-      // Later (the usual case): the element in force stays, a lower bound.
-      if entries[index].stamp == 0 || entries[index].deadline < entries[index].queuedDeadline { queue(index) }
-    }
-    unqueued.removeAll(keepingCapacity: true)
-    if deadlines.needsRebuild(live: entries.count) { rebuildDeadlines() }
-  }
-
-  /// Gives the entry at `index` an element with its own deadline, in force from now on.
-  private mutating func queue(_ index: Int) {
-    let deadline = entries[index].deadline
-    entries[index].stamp = deadlines.push(deadline, index)
-    entries[index].queuedDeadline = deadline
-  }
-
-  /// Refills `deadlines` with one element per entry; every deadline must be queued.
-  private mutating func rebuildDeadlines() {
-    let stamps = deadlines.rebuild(entries.indices.map { (entries[$0].deadline, $0) })
-    for (index, stamp) in zip(entries.indices, stamps) {
-      entries[index].stamp = stamp
-      entries[index].queuedDeadline = entries[index].deadline
-    }
-  }
-
   /// Removes a beacon's entry (not its address index), moving the last entry into its place.
-  private mutating func remove(_ id: BeaconID) {
+  mutating func remove(_ id: BeaconID) {
     queueDeadlines()
     guard let position = position(of: id) else { return }
     places.remove(entries[position].key, index: position)
@@ -418,10 +320,7 @@ public struct PresenceTracker: Sendable {
   /// The capacity of the table that finds a beacon's entry (tests: it shrinks after a flood).
   var indexCapacity: Int { places.capacity }
 
-  /// How many elements the deadline heap holds (tests: bounded by the beacons in range).
-  var deadlineHeapCount: Int { deadlines.count }
-
-  private mutating func unindex(_ beacon: TrackedBeacon) {
+  mutating func unindex(_ beacon: TrackedBeacon) {
     guard var ids = idsByAddress.removeValue(forKey: beacon.address) else { return }
     ids.remove(beacon.id)
     if !ids.isEmpty { idsByAddress[beacon.address] = ids }
