@@ -6,7 +6,8 @@
 #                                               device-update
 #
 # Builds the parser's module (HCIParsing; for dbus-wire the in-place D-Bus wire reader,
-# Sources/DBus/Wire.swift and the pure files it needs, as the module DBus; for scenario, keyfile
+# Sources/DBus/Wire.swift with its strings, reader and messages and the pure files it needs, as
+# the module DBus; for scenario, keyfile
 # and gzone-payload the scenario reader, the configuration keyfile parser and the G-Zone payload
 # loader, as BeaconCore, GZone and BridgeDaemon's configuration files; for device-update the
 # Device1 PropertiesChanged reader, as the BlueZ files it and the generic path need, over the
@@ -30,7 +31,8 @@ mkdir -p "$out/corpus" "$out/artifacts"
 # Message.swift asks libdbus whether a signature is valid; the harness links no libdbus, so
 # Fuzz/dbus-wire/Signature.swift stands in for it in the module.
 dbus_wire() {
-  fuzz_module "$modules" DBus "" Sources/DBus/{Wire,WireValue,DBusValue,Names,DBusError,CString,EventCount}.swift \
+  fuzz_module "$modules" DBus "" \
+    Sources/DBus/{Wire,WireString,WireReader,WireMessage,WireValue,DBusValue,Names,DBusError,CString,EventCount}.swift \
     Fuzz/dbus-wire/Signature.swift
 }
 build() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The standing hostile suite (issue 28; `make test-hostile`).
+"""The standing hostile suite (`make test-hostile`).
 
 A table of cases through the real binary, one row per class of hostile input: a FIFO where a
 file or a folder is expected (configuration, scenario, capture, trip events, G-Zone payload and

@@ -26,7 +26,9 @@ public struct StandardConsole: Console {
   /// closed pipe is EPIPE here rather than a silent death by signal.)
   public func out(_ text: String) {
     if let code = StandardStreams.wasClosed(STDOUT_FILENO) ? EBADF : Self.write(text, to: STDOUT_FILENO) {
-      Self.write("beaconbridge: cannot write to standard output: \(Self.reason(code))\n", to: STDERR_FILENO)
+      Self.write(
+        "beaconbridge: cannot write to standard output: \(SystemError.words(code, during: .writing))\n",
+        to: STDERR_FILENO)
       // _exit: nothing is buffered, and no other thread's atexit work can hang the exit.
       _exit(ExitStatus.failure)
     }
@@ -58,19 +60,6 @@ public struct StandardConsole: Console {
         }
       }
       return nil
-    }
-  }
-
-  /// A write's errno in plain words.
-  static func reason(_ code: Int32) -> String {
-    switch code {
-    case EPIPE: return "the reading end of the pipe is closed"
-    case ENOSPC: return "the disk is full"
-    case EBADF: return "it is closed"
-    case EIO: return "an input/output error"
-    case EFBIG: return "the file is too large"
-    case EDQUOT: return "the disk quota is exceeded"
-    default: return String(cString: strerror(code)).lowercased()
     }
   }
 

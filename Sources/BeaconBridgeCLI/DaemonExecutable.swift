@@ -47,7 +47,7 @@ enum DaemonExecutable {
     StandardStreams.unclaim()
     let argv = ([path] + arguments).map { strdup($0) } + [nil]
     execv(path, argv)
-    let reason = String(cString: strerror(errno))
+    let reason = SystemError.words(errno)
     StandardStreams.claim()
     return "cannot run the daemon \(path): \(reason)"
   }

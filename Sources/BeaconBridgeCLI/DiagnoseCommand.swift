@@ -297,7 +297,7 @@ public struct DiagnoseCommand: BridgeCommand {
     var template = Array("\(temporary)/bb-diag-XXXXXX".utf8CString)
     guard let made = mkdtemp(&template) else {
       throw ExportError(
-        path: output, problem: "cannot make a staging folder in \(temporary) (\(ExportFile.words(errno)))",
+        path: output, problem: "cannot make a staging folder in \(temporary) (\(SystemError.words(errno)))",
         fix: "free space there, or set TMPDIR to a writable directory")
     }
     let staging = String(cString: made)
@@ -306,7 +306,7 @@ public struct DiagnoseCommand: BridgeCommand {
     let root = staging + "/" + folder
     guard mkdir(root, 0o700) == 0 else {
       throw ExportError(
-        path: output, problem: "cannot make a staging folder in \(staging) (\(ExportFile.words(errno)))",
+        path: output, problem: "cannot make a staging folder in \(staging) (\(SystemError.words(errno)))",
         fix: "free space there, or set TMPDIR to a writable directory")
     }
     var manifest = "beaconbridge diagnostics bundle, \(stamp) UTC\n\nFILES\n"

@@ -91,8 +91,6 @@ enum ExportFile {
     }
   }
 
-  static func words(_ code: Int32) -> String { String(cString: strerror(code)).lowercased() }
-
   /// errno in plain words, with the fix.
   static func failure(_ path: String, directory: String, errno code: Int32) -> ExportError {
     switch code {
@@ -128,7 +126,7 @@ enum ExportFile {
         fix: "check the disk (dmesg), or choose another directory with --export")
     default:
       ExportError(
-        path: path, problem: words(code),
+        path: path, problem: SystemError.words(code),
         fix: "choose another file with --export")
     }
   }

@@ -15,14 +15,18 @@ public final class MockAdapter: AdvertisementSource {
   /// How many times a consumer started it.
   public var startCount: Int { state.withLock { $0.started } }
 
-  public func events() async throws -> AsyncThrowingStream<SourceEvent, any Error> {
+  /// Hands on each event the test emits, until the test finishes it or the caller is cancelled.
+  public func run(
+    isolation: isolated (any Actor)?, started: () -> Void, deliver: ([SourceEvent]) async -> Void
+  ) async throws {
     let (stream, continuation) = AsyncThrowingStream.makeStream(
       of: SourceEvent.self, throwing: (any Error).self)
     state.withLock {
       $0.continuation = continuation
       $0.started += 1
     }
-    return stream
+    started()
+    for try await event in stream { await deliver([event]) }
   }
 
   /// Delivers one event to the consumer. Returns false when nobody is listening.

@@ -17,7 +17,7 @@ public enum ScanMode: String, Sendable, Hashable {
 ///
 /// ```swift
 /// let source = BlueZAdvertisementSource(bus: .system, adapter: nil) { print($0) }
-/// for try await event in try await source.events() { … }
+/// try await source.run(isolation: nil) {} deliver: { events in … }
 /// ```
 ///
 /// - Sightings come from Device1 InterfacesAdded and from PropertiesChanged carrying RSSI,
@@ -115,28 +115,10 @@ public final class BlueZAdvertisementSource: AdvertisementSource {
     }
   }
 
-  /// Connects, mirrors BlueZ and starts discovery; throws `BlueZError` if BlueZ is not on the bus
-  /// or there is no (such) adapter.
-  public func events() async throws -> AsyncThrowingStream<SourceEvent, any Error> {
-    Self.flatten(try await eventBatches())
-  }
-
-  /// One array per D-Bus read pass (or monitor call).
-  public func eventBatches() async throws -> AsyncThrowingStream<[SourceEvent], any Error> {
-    let session = try await start()
-    let (stream, continuation) = AsyncThrowingStream.makeStream(of: [SourceEvent].self)
-    let task = Task {
-      do {
-        try await drive(session, isolation: nil) { continuation.yield($0) }
-        continuation.finish()
-      } catch {
-        continuation.finish(throwing: error)
-      }
-    }
-    continuation.onTermination = { _ in task.cancel() }
-    return stream
-  }
-
+  /// Connects, mirrors BlueZ and starts discovery (throwing `BlueZError` if BlueZ is not on the
+  /// bus or there is no (such) adapter), then hands on one array per D-Bus read pass (or monitor
+  /// call).
+  ///
   /// The session runs on the caller's actor: a batch from the reader thread resumes it there, and
   /// `deliver` runs in the same job (no stream, no task of its own).
   public func run(

@@ -115,7 +115,7 @@ extension StateDirectory {
         fix: "create the parent directory first, or pass --state-dir with a directory")
     default:
       return StateDirectoryError(
-        path: path, problem: "cannot be used: \(TokenFile.words(code))\(which)",
+        path: path, problem: "cannot be used: \(SystemError.words(code))\(which)",
         fix: "pass --state-dir with another directory")
     }
   }

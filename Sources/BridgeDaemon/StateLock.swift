@@ -49,7 +49,8 @@ public final class StateLock: Sendable {
     guard fd >= 0 else {
       let code = errno
       let why =
-        code == ELOOP ? "it is a symbolic link" : code == ENOSPC ? "the disk is full" : TokenFile.words(code)
+        code == ELOOP
+        ? "it is a symbolic link" : code == ENOSPC ? "the disk is full" : SystemError.words(code)
       throw StateLockError(
         description:
           "cannot take the lock \(shown) of the state directory: \(why); to fix: remove it, or pass --state-dir with another directory"
@@ -71,7 +72,7 @@ public final class StateLock: Sendable {
       guard code == EWOULDBLOCK else {
         close(fd)
         throw StateLockError(
-          description: "cannot take the lock \(shown) of the state directory: \(TokenFile.words(code))")
+          description: "cannot take the lock \(shown) of the state directory: \(SystemError.words(code))")
       }
       if clock.now < deadline {
         usleep(50_000)

@@ -6,7 +6,7 @@ public struct GZoneLevel: Hashable, Sendable {
   public var start: Double
   public var end: Double
   /// `start` and `end` as the backend wrote them (`GZoneNumber.literal`), for output: a number
-  /// prints as it came (issue 28), `100.50` as `100.50`.
+  /// prints as it came, `100.50` as `100.50`.
   public var startText: String
   public var endText: String
 

@@ -44,7 +44,18 @@ public struct HCIAdvertisementSource: AdvertisementSource {
     "hci (raw HCI on hci\(configuration.adapter), \(configuration.parameters.active ? "active" : "passive") scan)"
   }
 
-  public func events() async throws -> AsyncThrowingStream<SourceEvent, any Error> {
+  /// Starts the reader thread, calls `started`, and hands on each event as it is decoded; a
+  /// failure to open the adapter or start the scan is thrown from here.
+  public func run(
+    isolation: isolated (any Actor)?, started: () -> Void, deliver: ([SourceEvent]) async -> Void
+  ) async throws {
+    let events = startReader()
+    started()
+    for try await event in events { await deliver([event]) }
+  }
+
+  /// The reader thread's events; cancelling their consumer stops the thread.
+  private func startReader() -> AsyncThrowingStream<SourceEvent, any Error> {
     let (stream, continuation) = AsyncThrowingStream.makeStream(
       of: SourceEvent.self, throwing: (any Error).self)
     let stop = StopFlag()

@@ -109,14 +109,12 @@ public enum HCIEvent: Hashable, Sendable {
       guard let eventType = reader.u8(), let addressType = reader.u8(), let address = reader.bytes(6),
         let dataLength = reader.u8()
       else {
-        damage = HCIEventError(
-          .truncatedParameters, "\(what): report \(i + 1) of \(count) is cut short in its header")
+        damage = .cutShortInHeader(what, report: i + 1, of: count)
         break
       }
       guard let data = reader.bytes(Int(dataLength)) else {
-        damage = HCIEventError(
-          .truncatedParameters,
-          "\(what): report \(i + 1) has Data_Length \(dataLength) but only \(reader.remaining) bytes remain")
+        damage = .cutShortInData(
+          what, report: i + 1, dataLength: Int(dataLength), remaining: reader.remaining)
         break
       }
       guard let rssi = reader.u8() else {
@@ -136,8 +134,7 @@ public enum HCIEvent: Hashable, Sendable {
           address: DeviceAddress(wire: address), rssi: signed(rssi), data: Array(data)))
     }
     if damage == nil, reader.remaining != 0 {
-      damage = HCIEventError(
-        .trailingBytes, "\(what): \(reader.remaining) bytes after the last of \(count) reports")
+      damage = .bytesAfterReports(what, remaining: reader.remaining, reports: count)
     }
     if var damage {
       damage.deliveredReports = reports
@@ -163,14 +160,12 @@ public enum HCIEvent: Hashable, Sendable {
         reader.bytes(7) != nil,  // direct address type and address
         let dataLength = reader.u8()
       else {
-        damage = HCIEventError(
-          .truncatedParameters, "\(what): report \(i + 1) of \(count) is cut short in its header")
+        damage = .cutShortInHeader(what, report: i + 1, of: count)
         break
       }
       guard let data = reader.bytes(Int(dataLength)) else {
-        damage = HCIEventError(
-          .truncatedParameters,
-          "\(what): report \(i + 1) has Data_Length \(dataLength) but only \(reader.remaining) bytes remain")
+        damage = .cutShortInData(
+          what, report: i + 1, dataLength: Int(dataLength), remaining: reader.remaining)
         break
       }
       guard Int(dataLength) <= maximumExtendedData else {
@@ -194,8 +189,7 @@ public enum HCIEvent: Hashable, Sendable {
           data: Array(data)))
     }
     if damage == nil, reader.remaining != 0 {
-      damage = HCIEventError(
-        .trailingBytes, "\(what): \(reader.remaining) bytes after the last of \(count) reports")
+      damage = .bytesAfterReports(what, remaining: reader.remaining, reports: count)
     }
     if var damage {
       damage.deliveredReports = reports
@@ -260,4 +254,25 @@ public struct HCIEventError: Error, Hashable, Sendable, CustomStringConvertible 
   }
 
   public var description: String { "\(kind.rawValue): \(detail)" }
+}
+
+extension HCIEventError {
+  /// Report `number` of `count` ends inside its fixed fields.
+  static func cutShortInHeader(_ what: String, report number: Int, of count: Int) -> HCIEventError {
+    HCIEventError(.truncatedParameters, "\(what): report \(number) of \(count) is cut short in its header")
+  }
+
+  /// Report `number`'s data is longer than the bytes left in the event.
+  static func cutShortInData(_ what: String, report number: Int, dataLength: Int, remaining: Int)
+    -> HCIEventError
+  {
+    HCIEventError(
+      .truncatedParameters,
+      "\(what): report \(number) has Data_Length \(dataLength) but only \(remaining) bytes remain")
+  }
+
+  /// Bytes follow the last of the `count` reports the event announced.
+  static func bytesAfterReports(_ what: String, remaining: Int, reports count: Int) -> HCIEventError {
+    HCIEventError(.trailingBytes, "\(what): \(remaining) bytes after the last of \(count) reports")
+  }
 }

@@ -9,7 +9,7 @@ import Testing
   import Glibc
 #endif
 
-/// The real binary at the boundaries of issue 14 that are files and secrets: `doctor` and
+/// The real binary at the boundaries that are files and secrets: `doctor` and
 /// `diagnose` keep secrets out, the token-file rule, `diagnose --export` writes all or nothing
 /// and never through a link, and state-directory errors name their cause.
 @Suite(.serialized, .timeLimit(.minutes(5)))

@@ -142,7 +142,7 @@ import Testing
     #expect(output.of("activeBeaconChanged").count == 1)
   }
 
-  // MARK: Beacon health (issue 17)
+  // MARK: Beacon health
 
   /// TLM and URL interleaved with a paired iBeacon from one address are joined to it by address;
   /// the frames' own fields are on every line.

@@ -4,7 +4,7 @@ import Testing
 
 @testable import BeaconCore
 
-/// `BeaconIndex` (presence's id → entry table, issue 19) against a `Dictionary` doing the same
+/// `BeaconIndex` (presence's id → entry table) against a `Dictionary` doing the same
 /// operations, with keys chosen to collide and to share home slots, and `PresenceTracker` on it
 /// against a plain model of who is in range.
 @Suite struct BeaconIndexTests {

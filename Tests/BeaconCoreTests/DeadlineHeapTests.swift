@@ -4,7 +4,7 @@ import Testing
 
 @testable import BeaconCore
 
-/// Presence's and trips' deadlines live in heaps (issue 28): each answer must be the one a scan
+/// Presence's and trips' deadlines live in heaps: each answer must be the one a scan
 /// of every beacon or trip gives, and the heap must stay bounded however the tables churn.
 @Suite struct DeadlineHeapTests {
   @Test func popsInDeadlineOrderThenPushOrder() {

@@ -101,7 +101,7 @@ import Testing
 
     let encrypted = BeaconFrameParser.parseEddystone(
       Fixture.bytes("2001" + String(repeating: "41", count: 12) + "deadbeff"))
-    // Encrypted TLM is well formed and not decoded here: ignored, not rejected (issue 17).
+    // Encrypted TLM is well formed and not decoded here: ignored, not rejected.
     #expect(encrypted == .success(.ignored(IgnoredFrame(frameType: 0x20, version: 0x01))))
   }
 

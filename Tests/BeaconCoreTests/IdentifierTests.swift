@@ -162,7 +162,7 @@ import Testing
   }
 }
 
-/// The one escaping rule for messages and text-mode values (issue 28): every control character
+/// The one escaping rule for messages and text-mode values: every control character
 /// (C0, DEL, C1) and bidi control is shown as `\u{…}`, line feeds between lines stay.
 @Suite struct MessageEscapingTests {
   static let hostile: [UInt32] =

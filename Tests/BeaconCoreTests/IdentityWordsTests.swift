@@ -4,7 +4,7 @@ import Testing
 
 @testable import BeaconCore
 
-/// `BeaconIdentity` keeps its UUID as two words and `PairingSet` matches on words (issue 19):
+/// `BeaconIdentity` keeps its UUID as two words and `PairingSet` matches on words:
 /// these compare them with what `UUID` itself says, on random and near-equal UUIDs.
 @Suite struct IdentityWordsTests {
   /// A random UUID, or one differing from `near` in a single byte (so that one word matches).

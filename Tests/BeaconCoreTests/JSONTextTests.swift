@@ -2,7 +2,7 @@ import BeaconCore
 import Foundation
 import Testing
 
-/// The strict JSON reader that keeps numbers and event texts as they came (issue 28).
+/// The strict JSON reader that keeps numbers and event texts as they came.
 @Suite struct JSONTextTests {
   /// Each document written back compactly is the same text: numbers, however unusual, keep
   /// their literal.

@@ -3,7 +3,7 @@ import BeaconTestSupport
 import Foundation
 import Testing
 
-/// A damaged tail of advertising data is reported (issue 28): the AD structures before it are
+/// A damaged tail of advertising data is reported: the AD structures before it are
 /// kept, as BlueZ's `eir_parse` keeps them, and the damage is a `malformedTail` rejection with a
 /// sentence, which `simulate` and `replay` print as a `rejected` line.
 @Suite struct MalformedTailTests {

@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// Open trips are capped (`[Trips] maxOpenTrips`, issue 28): past the cap `trip start` is
+/// Open trips are capped (`[Trips] maxOpenTrips`): past the cap `trip start` is
 /// refused with a sentence, the same one at every door; a journal holding more open trips than
 /// the cap is restored with the oldest ended, so memory does not grow with what a recorder
 /// forgot to end.

@@ -5,7 +5,7 @@ import Testing
 @testable import BeaconCore
 
 /// The pipeline's fast path for an advertisement holding one iBeacon and nothing else
-/// (`BeaconFrameParser.soleIBeacon`, issue 19) against the general path (`parse`, then every
+/// (`BeaconFrameParser.soleIBeacon`) against the general path (`parse`, then every
 /// frame), on varied advertisements: well-formed and malformed iBeacons, several manufacturer
 /// data entries, AltBeacon, Eddystone service data, empty ones.
 @Suite struct PipelineFastPathTests {

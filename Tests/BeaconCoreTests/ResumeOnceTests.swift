@@ -63,16 +63,16 @@ import Testing
   @Test func finishedWithinReturnsAtTheEarlierOfFinishingAndTheDeadline() async {
     struct Stuck: AdvertisementSource {
       let description = "stuck"
-      func events() async throws -> AsyncThrowingStream<SourceEvent, any Error> {
-        AsyncThrowingStream { _ in }
-      }
+      func run(
+        isolation: isolated (any Actor)?, started: () -> Void, deliver: ([SourceEvent]) async -> Void
+      ) async throws {}
       func finished() async { try? await Task.sleep(for: .seconds(3600)) }
     }
     struct Prompt: AdvertisementSource {
       let description = "prompt"
-      func events() async throws -> AsyncThrowingStream<SourceEvent, any Error> {
-        AsyncThrowingStream { _ in }
-      }
+      func run(
+        isolation: isolated (any Actor)?, started: () -> Void, deliver: ([SourceEvent]) async -> Void
+      ) async throws {}
     }
     let clock = ContinuousClock()
     let stuck = await clock.measure { await Stuck().finished(within: .milliseconds(200)) }

@@ -17,7 +17,7 @@ struct BlueZSourceTests {
     let source = fixture.source()
     #expect(source.mode == .activeDiscovery)
     #expect(source.description == "bluez (active discovery)")
-    let recorder = EventRecorder(try await source.events())
+    let recorder = EventRecorder(try await source.eventStream())
     #expect(try await fixture.adapterProperty("hci0", "Discovering") == .bool(true))
     let calls = try await fixture.adapterCalls("hci0")
     let filterIndex = try #require(calls.firstIndex(of: "SetDiscoveryFilter"), "calls: \(calls)")
@@ -41,7 +41,7 @@ struct BlueZSourceTests {
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
     try await fixture.addAdapter("hci1")
-    let recorder = EventRecorder(try await fixture.source(adapter: "hci1").events())
+    let recorder = EventRecorder(try await fixture.source(adapter: "hci1").eventStream())
     defer { Task { await recorder.cancel() } }
     #expect(try await fixture.adapterProperty("hci1", "Discovering") == .bool(true))
     #expect(try await fixture.adapterProperty("hci0", "Discovering") == .bool(false))
@@ -53,7 +53,7 @@ struct BlueZSourceTests {
     try await fixture.addAdapter("hci0")
     try await fixture.addAdapter("hci1")
     try await fixture.setAdapterProperty("hci0", "Powered", false)
-    let recorder = EventRecorder(try await fixture.source().events())
+    let recorder = EventRecorder(try await fixture.source().eventStream())
     defer { Task { await recorder.cancel() } }
     #expect(try await fixture.adapterProperty("hci1", "Discovering") == .bool(true))
     #expect(try await fixture.adapterProperty("hci0", "Discovering") == .bool(false))
@@ -64,7 +64,7 @@ struct BlueZSourceTests {
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
     let error = await #expect(throws: BlueZError.self) {
-      _ = try await fixture.source(adapter: "hci7").events()
+      _ = try await fixture.source(adapter: "hci7").eventStream()
     }
     #expect(error?.code == .adapterNotFound)
     #expect(error?.message.contains("hci0") == true)
@@ -73,7 +73,7 @@ struct BlueZSourceTests {
   @Test func noAdapterFailsClearly() async throws {
     let fixture = try await BlueZFixture.start()
     defer { fixture.stop() }
-    let error = await #expect(throws: BlueZError.self) { _ = try await fixture.source().events() }
+    let error = await #expect(throws: BlueZError.self) { _ = try await fixture.source().eventStream() }
     #expect(error?.code == .noAdapter)
   }
 
@@ -81,7 +81,7 @@ struct BlueZSourceTests {
     let bus = try PrivateBus.start()
     defer { bus.stop() }
     let error = await #expect(throws: BlueZError.self) {
-      _ = try await BlueZAdvertisementSource(bus: bus.busAddress).events()
+      _ = try await BlueZAdvertisementSource(bus: bus.busAddress).eventStream()
     }
     #expect(error?.code == .bluezUnavailable)
   }
@@ -90,7 +90,7 @@ struct BlueZSourceTests {
     let fixture = try await BlueZFixture.start()
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
-    let recorder = EventRecorder(try await fixture.source().events())
+    let recorder = EventRecorder(try await fixture.source().eventStream())
     defer { Task { await recorder.cancel() } }
     let device = try await fixture.addDevice("hci0", beaconAddress.description)
     // InterfacesAdded of a new device is its first sighting (the mock's initial RSSI is -79).
@@ -129,7 +129,7 @@ struct BlueZSourceTests {
     let fixture = try await BlueZFixture.start()
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
-    let recorder = EventRecorder(try await fixture.source().events())
+    let recorder = EventRecorder(try await fixture.source().eventStream())
     defer { Task { await recorder.cancel() } }
     let device = try await fixture.addDevice("hci0", beaconAddress.description)
     try await recorder.wait("sighting") { !$0.sightings.isEmpty }
@@ -143,7 +143,7 @@ struct BlueZSourceTests {
     let fixture = try await BlueZFixture.start()
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
-    let recorder = EventRecorder(try await fixture.source().events())
+    let recorder = EventRecorder(try await fixture.source().eventStream())
     defer { Task { await recorder.cancel() } }
     _ = try await fixture.addDevice("hci0", beaconAddress.description)
     try await recorder.wait("sighting before the restart") { !$0.sightings.isEmpty }
@@ -172,7 +172,7 @@ struct BlueZSourceTests {
     let fixture = try await BlueZFixture.start()
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
-    let recorder = EventRecorder(try await fixture.source().events())
+    let recorder = EventRecorder(try await fixture.source().eventStream())
     defer { Task { await recorder.cancel() } }
     _ = try await fixture.addDevice("hci0", beaconAddress.description)
     try await recorder.wait("sighting") { !$0.sightings.isEmpty }

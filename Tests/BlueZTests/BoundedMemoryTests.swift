@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconTestSupport
 import BlueZ
 import BlueZTestSupport
 import DBus
@@ -18,7 +19,7 @@ struct BoundedMemoryTests {
         $0.staleDeviceAge = .milliseconds(300)
         $0.pruneInterval = .milliseconds(100)
         $0.keep = { $0 == kept }
-      }.events())
+      }.eventStream())
     defer { Task { await recorder.cancel() } }
     // 20 random-looking devices and the paired beacon, each heard once.
     var flood: [ObjectPath] = []
@@ -54,7 +55,7 @@ struct BoundedMemoryTests {
       try await fixture.source {
         $0.maxDevices = 20
         $0.keep = { $0 == kept }
-      }.events())
+      }.eventStream())
     defer { Task { await recorder.cancel() } }
     var paths: [ObjectPath] = []
     for i in 0..<20 {

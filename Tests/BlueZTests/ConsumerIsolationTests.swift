@@ -6,7 +6,7 @@ import DBus
 import Foundation
 import Testing
 
-/// The consumer's form of the BlueZ source (`AdvertisementSource.run(isolation:)`, issue 19):
+/// The consumer's form of the BlueZ source (`AdvertisementSource.run(isolation:)`):
 /// each batch is handed over on the consumer's actor, in a job on the D-Bus reader thread, so no
 /// other thread wakes per batch; and the radio is put back before `run` returns.
 @Suite(.timeLimit(.minutes(2)))

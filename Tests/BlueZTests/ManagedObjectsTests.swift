@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconTestSupport
 import DBusTestSupport
 import Testing
 
@@ -219,7 +220,7 @@ struct ManagedObjectsTests {
     }
     defer { exported.unexport() }
     let error = await #expect(throws: DBusError.self) {
-      _ = try await BlueZAdvertisementSource(bus: bus.busAddress).events()
+      _ = try await BlueZAdvertisementSource(bus: bus.busAddress).eventStream()
     }
     #expect(error?.name == .invalidArgs)
     #expect(error?.message == "GetManagedObjects replied with signature 'a{sv}', not 'a{oa{sa{sv}}}'")

@@ -15,7 +15,7 @@ struct PassiveMonitorTests {
     try await fixture.addAdapter("hci0")
     try await fixture.addMonitorManager("hci0")
     let source = fixture.source(preferredMode: .passiveMonitor)
-    let recorder = EventRecorder(try await source.events())
+    let recorder = EventRecorder(try await source.eventStream())
     defer { Task { await recorder.cancel() } }
     #expect(source.mode == .passiveMonitor)
     #expect(source.description == "bluez (passive monitor)")
@@ -71,7 +71,7 @@ struct PassiveMonitorTests {
     try await fixture.addAdapter("hci0")
     let source = fixture.source(preferredMode: .passiveMonitor)
     #expect(source.mode == .passiveMonitor)  // asked for, not yet running
-    let recorder = EventRecorder(try await source.events())
+    let recorder = EventRecorder(try await source.eventStream())
     defer { Task { await recorder.cancel() } }
     #expect(source.mode == .activeDiscovery)
     #expect(try await fixture.adapterProperty("hci0", "Discovering") == .bool(true))

@@ -17,7 +17,7 @@ struct ResilienceTests {
     let fixture = try await BlueZFixture.start()
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
-    let recorder = EventRecorder(try await fixture.source().events())
+    let recorder = EventRecorder(try await fixture.source().eventStream())
     defer { Task { await recorder.cancel() } }
     try await waitUntil("the condition at this line") { try await startDiscoveries(fixture) == 1 }
     try await fixture.setAdapterProperty("hci0", "Powered", false)
@@ -32,7 +32,7 @@ struct ResilienceTests {
     let fixture = try await BlueZFixture.start()
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
-    let recorder = EventRecorder(try await fixture.source().events())
+    let recorder = EventRecorder(try await fixture.source().eventStream())
     defer { Task { await recorder.cancel() } }
     try await waitUntil("the condition at this line") {
       try await fixture.adapterProperty("hci0", "Discovering") == .bool(true)
@@ -54,7 +54,7 @@ struct ResilienceTests {
     let fixture = try await BlueZFixture.start()
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
-    let recorder = EventRecorder(try await fixture.source().events())
+    let recorder = EventRecorder(try await fixture.source().eventStream())
     defer { Task { await recorder.cancel() } }
     let device = try await fixture.addDevice("hci0", beaconAddress.description)
     try await recorder.wait("first sighting") { $0.sightings.count >= 1 }

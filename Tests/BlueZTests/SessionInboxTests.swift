@@ -3,7 +3,7 @@ import Testing
 
 @testable import BlueZ
 
-/// `SessionInbox`, the session's input queue (issue 19: it replaced an `AsyncStream`), holds the
+/// `SessionInbox`, the session's input queue, holds the
 /// stream's contract: order across producer threads, buffered elements delivered after `finish`,
 /// yields after it dropped, and the consumer's cancellation ending `next`.
 @Suite(.timeLimit(.minutes(1)))

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The box tier's assertions (issue 15), on the host, over what Tests/Box/guest.sh observed.
+"""The box tier's assertions, on the host, over what Tests/Box/guest.sh observed.
 
     check.py OUT
 
@@ -323,7 +323,7 @@ if s.need(journal is not None and "s11 end" in (read("steps.txt") or ""), "the r
     s.need(not denials, f"{len(denials)} lines, first: {denials[0].strip() if denials else ''}")
 s.done()
 
-# Further checks from issue 15 ("small things a packager would notice"; man pages). -----------
+# Small things a packager would notice (man pages). -----------
 s = Scenario(13, "stop logs no 'the scan ended; restarting it'")
 j7 = read("s7-journal.txt")
 if s.need(j7 is not None, "no data"):

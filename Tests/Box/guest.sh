@@ -1,5 +1,5 @@
 #!/bin/bash
-# The box tier's guest side (issue 15; run by scripts/test-box.sh, inside the Debian 12 image).
+# The box tier's guest side (run by scripts/test-box.sh, inside the Debian 12 image).
 #
 # Runs as root from box-driver.service (scripts/box-image.sh) once systemd, PID 1, has reached
 # multi-user.target. /box is the host's folder (9p): it holds this script, the .deb and
@@ -159,7 +159,7 @@ beaconbridge doctor >"$OUT/s1-doctor.txt" 2>&1
 fact s1.doctor_exit $?
 beaconbridge status >"$OUT/s1-status.txt" 2>&1
 fact s1.status_exit $?
-# `man beaconbridge` (issue 15, man pages).
+# `man beaconbridge` (man pages).
 man -P cat beaconbridge >"$OUT/s1-man.txt" 2>&1
 fact s1.man_exit $?
 journalctl -b -u beaconbridge.service --no-pager -o short-monotonic >"$OUT/s1-journal.txt"

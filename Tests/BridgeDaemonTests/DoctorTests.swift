@@ -222,7 +222,7 @@ import Testing
     }
   }
 
-  // MARK: Beacon health (issue 17)
+  // MARK: Beacon health
 
   func withPaired(_ beacon: [String: JSONValue]) -> Result<JSONValue, DoctorFacts.DaemonUnavailable> {
     var fields: [String: JSONValue] = [

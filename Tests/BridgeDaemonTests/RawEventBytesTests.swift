@@ -4,7 +4,7 @@ import BridgeDaemon
 import Foundation
 import Testing
 
-/// Trip events reach the backend byte for byte (issue 28): the upload body carries each event's
+/// Trip events reach the backend byte for byte: the upload body carries each event's
 /// text as received, and the SQLite outbox keeps that text across a restart.
 @Suite struct RawEventBytesTests {
   static let texts = [

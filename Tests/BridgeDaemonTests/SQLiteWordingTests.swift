@@ -5,7 +5,7 @@ import Testing
 @testable import BridgeDaemon
 
 /// What a user reads when SQLite fails: what failed and the fix in words, never the result code
-/// or the statement (issue 28).
+/// or the statement.
 @Suite struct SQLiteWordingTests {
   /// A real SQLITE_FULL: the database may grow to two pages, and a row does not fit. The words
   /// are "the disk is full", as for ENOSPC, since that is what the user has to fix.

@@ -5,14 +5,14 @@ import Testing
 
 @testable import BridgeDaemon
 
-/// The daemon's scan loop (issue 15): backoff that holds for failures arriving at start and
+/// The daemon's scan loop: backoff that holds for failures arriving at start and
 /// after the stream was handed over, reset only by a scan that ran, and honest conditions.
 @Suite struct ScanServiceTests {
   struct Refused: Error, CustomStringConvertible {
     var description: String { "permission denied" }
   }
 
-  /// A source that fails as it starts, or hands over a stream that fails at once (as the HCI
+  /// A source that fails as it starts, or fails as soon as it has started (as the HCI
   /// source does when the controller refuses a command), or runs until told to fail.
   final class ScriptedSource: AdvertisementSource {
     enum Failure { case atStart, inStream, whenTold }
@@ -21,14 +21,15 @@ import Testing
     let adapter = MockAdapter()
     init(_ failure: Failure) { self.failure = failure }
 
-    func events() async throws -> AsyncThrowingStream<SourceEvent, any Error> {
+    func run(
+      isolation: isolated (any Actor)?, started: () -> Void, deliver: ([SourceEvent]) async -> Void
+    ) async throws {
       switch failure {
       case .atStart: throw Refused()
       case .inStream:
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: SourceEvent.self)
-        continuation.finish(throwing: Refused())
-        return stream
-      case .whenTold: return try await adapter.events()
+        started()
+        throw Refused()
+      case .whenTold: try await adapter.run(isolation: isolation, started: started, deliver: deliver)
       }
     }
   }

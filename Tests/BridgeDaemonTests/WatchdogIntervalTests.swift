@@ -2,7 +2,7 @@ import Testing
 
 @testable import BridgeDaemon
 
-/// The watchdog's ping interval has a floor (issue 28): `WATCHDOG_USEC=1` must not make the
+/// The watchdog's ping interval has a floor: `WATCHDOG_USEC=1` must not make the
 /// daemon ping in a busy loop.
 @Suite struct WatchdogIntervalTests {
   func pingInterval(watchdogUsec: String) throws -> Duration {

@@ -7,7 +7,7 @@ import Testing
   import Glibc
 #endif
 
-/// One owner per state directory (issue 28): real daemons on private buses.
+/// One owner per state directory: real daemons on private buses.
 @Suite(.tags(.process), .timeLimit(.minutes(3)))
 struct StateLockTests {
   /// Two daemons on one state directory, each on its own bus (so the bus name cannot be what

@@ -6,7 +6,7 @@ import Foundation
 import Testing
 
 /// The daemon's `TripEvents` has the CLI's 16 MiB cap, checked on the text's length before it is
-/// decoded (issue 28): a larger batch is refused with InvalidArgs and a sentence that says the
+/// decoded: a larger batch is refused with InvalidArgs and a sentence that says the
 /// size and the cap, whatever the text holds; a batch within the cap is taken. And a trip start
 /// past `[Trips] maxOpenTrips` is refused with one sentence over D-Bus and the CLI.
 @Suite(.tags(.process), .timeLimit(.minutes(5)))

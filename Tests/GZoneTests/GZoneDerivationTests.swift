@@ -3,7 +3,7 @@ import Foundation
 import GZone
 import Testing
 
-/// The derivation rules of issue 9, one row per rule and edge case.
+/// The derivation rules, one row per rule and edge case.
 @Suite struct GZoneDerivationTests {
   struct LevelCase: Sendable, CustomTestStringConvertible {
     var label: String

@@ -3,7 +3,7 @@ import Foundation
 import GZone
 import Testing
 
-/// G-Zone numbers print as they came (issue 28): the payloads are read with `JSONText`, so a
+/// G-Zone numbers print as they came: the payloads are read with `JSONText`, so a
 /// level bound of `100.50`, an id of `18446744073709551615` or an experience of `1.10` are not
 /// re-encoded through a `Double` on their way to `gzone status` and the diff's events.
 @Suite struct GZoneNumberTextTests {

@@ -135,7 +135,7 @@ import Testing
     #expect(source.description.contains("hci0"))
     let disable: [UInt8] = [0x01, 0x0C, 0x20, 0x02, 0x00, 0x00]
     do {
-      var iterator = try await source.events().makeAsyncIterator()
+      var iterator = try await source.eventStream().makeAsyncIterator()
       let first = try await iterator.next()
       guard case .sighting(let ad) = first else {
         Issue.record("expected a sighting, got \(String(describing: first))")
@@ -155,7 +155,7 @@ import Testing
       configuration: HCIScanConfiguration(),
       open: { _ throws(HCIScanError) in throw HCIScanError(.permissionDenied, "no CAP_NET_RAW") })
     await #expect(throws: HCIScanError.self) {
-      for try await _ in try await source.events() {}
+      for try await _ in try await source.eventStream() {}
     }
   }
 }

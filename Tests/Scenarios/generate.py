@@ -158,7 +158,7 @@ def main():
           ])
 
 
-    # Beacon health (issue 17): TLM interleaved with an iBeacon from one address.
+    # Beacon health: TLM interleaved with an iBeacon from one address.
     rng = random.Random(44)
     uid_ns, uid_inst = "12345678901234678901", "000000000055"
     uid = {"uuid": "feaa", "hex": "00E3" + uid_ns + uid_inst + "0000"}

@@ -3,7 +3,7 @@
 
     Tests/VM/check.py OUT BEACONBRIDGE
 
-Prints PASS, FAIL or PENDING per scenario (issue 6), the tails of the guest's logs after a
+Prints PASS, FAIL or PENDING per scenario, the tails of the guest's logs after a
 failure, and a closing "N passed, N failed" line. Exits 1 when a scenario failed. PENDING
 scenarios wait for another issue; they count neither as passed nor as failed.
 """
@@ -188,7 +188,7 @@ def tagging_path(title):
 
 
 def beacon_health(title):
-    """Scenario 7 (issue 17): s7-status.json from `status --json` while the daemon ran."""
+    """Scenario 7: s7-status.json from `status --json` while the daemon ran."""
     logs_to_show.update(["s7-daemon.err", "s7-cli.err", "guest.log", "bluetoothd.log"])
     if read("s7-daemon.err") is None:
         return fail(title, "the guest never started the daemon")

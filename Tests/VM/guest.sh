@@ -244,7 +244,7 @@ wait_for 60 eval 'seen $OUT/s5-hci.jsonl 1 7 && seen $OUT/s5-hci.jsonl 2 9' && s
 finish_scan s5-hci
 mark "s5 end"
 
-# Scenario 7 (issue 17): one controller advertises an iBeacon and an Eddystone-TLM as two
+# Scenario 7: one controller advertises an iBeacon and an Eddystone-TLM as two
 # instances, as vendor beacons interleave them; the daemon, through the real bluetoothd, joins the
 # TLM to the paired iBeacon by address and `status` shows its battery. Both instances are
 # connectable (-c) so that both use the controller's public address: the kernel gives each

@@ -29,13 +29,7 @@ extension BeaconBridge {
       do {
         try await host.postTripEventBatch(batch)
         removeIt()
-        retryAt = nil
-        retryDelay = 0
-        upload.delivered += 1
-        upload.lastDeliveredAt = now
-        upload.consecutiveFailures = 0
-        upload.lastError = nil
-        upload.retryAt = nil
+        recordDelivery()
         await journaled("delivery of \(batch.idempotencyKey)") {
           try await $0.recordDelivered(batch.tripId, sequence: batch.sequence)
         }
@@ -61,9 +55,7 @@ extension BeaconBridge {
         var wait = retryDelay * (1 + Double.random(in: -1...1) * configuration.postRetryJitter)
         if let hint = (error as? RetryablePostFailure)?.retryAfter { wait = max(wait, hint) }
         retryAt = now + wait
-        upload.consecutiveFailures += 1
-        upload.lastError = String(describing: error)
-        upload.lastFailedAt = now
+        recordFailure(error)
         upload.retryAt = now + wait
         emit(.batchPostFailed(batch, error: String(describing: error), retryIn: wait))
         log(
@@ -91,19 +83,11 @@ extension BeaconBridge {
     do {
       try await host.postTripEventBatch(batch)
     } catch {
-      upload.consecutiveFailures += 1
-      upload.lastError = String(describing: error)
-      upload.lastFailedAt = now
+      recordFailure(error)
       log(.warning, "retrying dead letter \(batch.idempotencyKey) failed: \(error)")
       throw error
     }
-    retryAt = nil
-    retryDelay = 0
-    upload.delivered += 1
-    upload.lastDeliveredAt = now
-    upload.consecutiveFailures = 0
-    upload.lastError = nil
-    upload.retryAt = nil
+    recordDelivery()
     emit(.batchPosted(batch))
   }
 
@@ -119,5 +103,23 @@ extension BeaconBridge {
     if pipeline.isRetired(tripId) {
       await journaled("retiring trip \(tripId)") { try await $0.recordRetired(tripId) }
     }
+  }
+
+  /// A post went through: the backoff ends and `upload` counts the delivery.
+  func recordDelivery() {
+    retryAt = nil
+    retryDelay = 0
+    upload.delivered += 1
+    upload.lastDeliveredAt = now
+    upload.consecutiveFailures = 0
+    upload.lastError = nil
+    upload.retryAt = nil
+  }
+
+  /// A post failed: `upload` counts it with the host's own words.
+  func recordFailure(_ error: any Error) {
+    upload.consecutiveFailures += 1
+    upload.lastError = String(describing: error)
+    upload.lastFailedAt = now
   }
 }

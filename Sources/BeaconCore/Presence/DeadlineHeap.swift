@@ -1,6 +1,6 @@
 /// A binary min-heap of deadlines, for the tables whose earliest deadline is asked for at every
 /// step (beacon exits, trips' late windows): the earliest is found in O(1) and a deadline is
-/// added or taken in O(log n), where a scan of every entry made each step O(n) (issue 28).
+/// added or taken in O(log n), where a scan of every entry would make each step O(n).
 ///
 /// Deletion is lazy: an owner does not find and remove an element whose deadline moved or whose
 /// entry left; it pushes a new element with a new `stamp` and judges each element it pops

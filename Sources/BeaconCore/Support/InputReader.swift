@@ -45,13 +45,13 @@ public enum RegularFile {
     repeat { descriptor = Glibc.open(path, flags) } while descriptor < 0 && errno == EINTR
     guard descriptor >= 0 else {
       let code = errno
-      throw InputError(path, InputReader.reason(code), code: code)
+      throw InputError(path, SystemError.words(code, during: .reading), code: code)
     }
     var info = stat()
     guard fstat(descriptor, &info) == 0 else {
       let code = errno
       close(descriptor)
-      throw InputError(path, InputReader.reason(code), code: code)
+      throw InputError(path, SystemError.words(code, during: .reading), code: code)
     }
     guard info.st_mode & S_IFMT == S_IFREG else {
       close(descriptor)
@@ -108,7 +108,7 @@ public final class InputReader {
     guard fstat(fd, &info) == 0 else {
       let code = errno
       if owned { close(fd) }
-      throw InputError(name, Self.reason(code))
+      throw InputError(name, SystemError.words(code, during: .reading))
     }
     if (info.st_mode & S_IFMT) == S_IFDIR {
       if owned { close(fd) }
@@ -168,26 +168,9 @@ public final class InputReader {
           // A non-blocking descriptor inherited from the caller: wait until it is readable.
           var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
           _ = poll(&poller, 1, -1)
-        default: throw InputError(name, Self.reason(code))
+        default: throw InputError(name, SystemError.words(code, during: .reading))
         }
       }
-    }
-  }
-
-  /// errno in plain words.
-  static func reason(_ code: Int32) -> String {
-    switch code {
-    case EBADF: return "it is closed"
-    case ENOENT: return "no such file"
-    case EACCES, EPERM: return "permission denied"
-    case EISDIR: return "it is a directory"
-    case ENOTDIR: return "a part of the path is not a directory"
-    case ELOOP: return "too many symbolic links in the path"
-    case ENAMETOOLONG: return "the path is too long"
-    case EIO: return "an input/output error (the disk or device failed)"
-    case ENXIO, ENODEV: return "no such device"
-    case EMFILE, ENFILE: return "too many open files"
-    default: return String(cString: strerror(code)).lowercased()
     }
   }
 

@@ -1,5 +1,5 @@
 /// A strict JSON reader (RFC 8259) that keeps what `JSONDecoder` loses, so that bytes leave as
-/// they came (issue 28): a number that would not be written back as the same text is kept as its
+/// they came: a number that would not be written back as the same text is kept as its
 /// literal (`.raw`), so `18446744073709551615`, `1e400`, `-0` and `1.10` are written back
 /// unchanged; and an array's elements can be had with their exact text (`elements(ofArray:)`),
 /// escapes and all.
@@ -156,14 +156,9 @@ public enum JSONText {
         skipSpace()
         try expect(UInt8(ascii: ":"), "':'")
         fields[key] = try value(depth: depth + 1)
-        skipSpace()
-        guard index < bytes.count else { throw fail("the text ends inside an object") }
-        if bytes[index] == UInt8(ascii: ",") {
-          index += 1
-          continue
+        guard try another(or: UInt8(ascii: "}"), "',' or '}'", inside: "an object") else {
+          return .object(fields)
         }
-        try expect(UInt8(ascii: "}"), "',' or '}'")
-        return .object(fields)
       }
     }
 
@@ -177,15 +172,24 @@ public enum JSONText {
       }
       while true {
         items.append(try value(depth: depth + 1))
-        skipSpace()
-        guard index < bytes.count else { throw fail("the text ends inside an array") }
-        if bytes[index] == UInt8(ascii: ",") {
-          index += 1
-          continue
+        guard try another(or: UInt8(ascii: "]"), "',' or ']'", inside: "an array") else {
+          return .array(items)
         }
-        try expect(UInt8(ascii: "]"), "',' or ']'")
-        return .array(items)
       }
+    }
+
+    /// After an object's member or an array's element: true past a ',' (another follows), false
+    /// past `close`; anything else, or the end of the text, is refused.
+    mutating func another(or close: UInt8, _ expected: String, inside container: String) throws(Error) -> Bool
+    {
+      skipSpace()
+      guard index < bytes.count else { throw fail("the text ends inside \(container)") }
+      if bytes[index] == UInt8(ascii: ",") {
+        index += 1
+        return true
+      }
+      try expect(close, expected)
+      return false
     }
 
     /// A number as `.int` or `.double` when `JSONWriter` writes that value back as the same

@@ -80,7 +80,7 @@ public struct BeaconTripResolver: Sendable {
   /// How many of `trips` are open (not ended), kept as they change rather than counted.
   public private(set) var openTripCount = 0
   /// Pending trips' late-window deadlines, earliest first, so that `nextDeadline` and `expire`
-  /// cost O(log n) per trip due rather than a scan of every trip (issue 28).
+  /// cost O(log n) per trip due rather than a scan of every trip.
   private var deadlines = DeadlineHeap<String>()
   /// The stamp of each pending trip's element in force in `deadlines`; a trip is here exactly
   /// while it is pending.

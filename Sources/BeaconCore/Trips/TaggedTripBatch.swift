@@ -88,7 +88,7 @@ public enum TripResolution: Hashable, Sendable {
 /// A batch of trip events as the recorder handed it over, before tagging.
 public struct TripEventBatch: Hashable, Sendable {
   /// The most JSON text one batch of events may have, in bytes: the CLI's `trip events` cap and
-  /// the daemon's `TripEvents`, checked on the length before the text is decoded (issue 28), so
+  /// the daemon's `TripEvents`, checked on the length before the text is decoded, so
   /// that a huge batch costs neither the decoding nor the memory of its values.
   public static let maximumJSONBytes = 16 << 20
 

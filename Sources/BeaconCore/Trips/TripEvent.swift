@@ -6,7 +6,7 @@ public struct TripEvent: Hashable, Sendable {
   /// The whole object, as received (for reading: numbers may be `.raw`).
   public let fields: [String: JSONValue]
   /// The object's JSON text exactly as it was received, which is what is written out (`json`):
-  /// every number and string byte for byte (issue 28). nil for an event built in code, which is
+  /// every number and string byte for byte. nil for an event built in code, which is
   /// written from `fields`.
   public let text: String?
 

@@ -84,7 +84,7 @@ public enum TokenFile {
       if n < 0 {
         if errno == EINTR { continue }
         throw TokenFileError(
-          path: path, problem: "cannot be read (\(Self.words(errno)))", fix: Self.fix(path))
+          path: path, problem: "cannot be read (\(SystemError.words(errno)))", fix: Self.fix(path))
       }
       bytes += buffer[0..<n]
     }
@@ -166,11 +166,9 @@ public enum TokenFile {
         path: path, problem: "is not reachable: a part of its path is not a directory",
         fix: "correct TokenFile")
     default:
-      TokenFileError(path: path, problem: "cannot be opened (\(words(code)))", fix: fix(path))
+      TokenFileError(path: path, problem: "cannot be opened (\(SystemError.words(code)))", fix: fix(path))
     }
   }
-
-  static func words(_ code: Int32) -> String { String(cString: strerror(code)).lowercased() }
 }
 
 extension String {
