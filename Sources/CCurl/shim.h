@@ -39,13 +39,27 @@ struct bb_curl_api {
   const char *error;
 };
 
+static inline void bb_curl_fill(struct bb_curl_api *api);
+
+// The table, filled on first use. Each function that reads the table gets it from here: a
+// `static` inside a `static inline` function is one copy per LLVM module that emits the function
+// (a release build may emit it more than once), so the table is filled by the copy that is read.
 static inline struct bb_curl_api *bb_curl_api(void) {
   static struct bb_curl_api api;
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static int filled;
+  if (!__atomic_load_n(&filled, __ATOMIC_ACQUIRE)) {
+    pthread_mutex_lock(&lock);
+    if (!filled) {
+      bb_curl_fill(&api);
+      __atomic_store_n(&filled, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&lock);
+  }
   return &api;
 }
 
-static inline void bb_curl_load_once(void) {
-  struct bb_curl_api *api = bb_curl_api();
+static inline void bb_curl_fill(struct bb_curl_api *api) {
   void *lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     api->error = dlerror();
@@ -81,8 +95,6 @@ static inline void bb_curl_load_once(void) {
 
 /// Loads libcurl once (thread-safe). Returns NULL when it is usable, else why not.
 static inline const char *bb_curl_load(void) {
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, bb_curl_load_once);
   struct bb_curl_api *api = bb_curl_api();
   return api->global_init ? NULL : (api->error ? api->error : "libcurl.so.4 could not be loaded");
 }

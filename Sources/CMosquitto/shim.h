@@ -40,13 +40,27 @@ struct bb_mosquitto_api {
   int loaded;
 };
 
+static inline void bb_mosquitto_fill(struct bb_mosquitto_api *api);
+
+// The table, filled on first use. Each function that reads the table gets it from here: a
+// `static` inside a `static inline` function is one copy per LLVM module that emits the function
+// (a release build may emit it more than once), so the table is filled by the copy that is read.
 static inline struct bb_mosquitto_api *bb_mosquitto_api(void) {
   static struct bb_mosquitto_api api;
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static int filled;
+  if (!__atomic_load_n(&filled, __ATOMIC_ACQUIRE)) {
+    pthread_mutex_lock(&lock);
+    if (!filled) {
+      bb_mosquitto_fill(&api);
+      __atomic_store_n(&filled, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&lock);
+  }
   return &api;
 }
 
-static inline void bb_mosquitto_load_once(void) {
-  struct bb_mosquitto_api *api = bb_mosquitto_api();
+static inline void bb_mosquitto_fill(struct bb_mosquitto_api *api) {
   void *lib = dlopen("libmosquitto.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     api->error = dlerror();
@@ -91,8 +105,6 @@ static inline void bb_mosquitto_load_once(void) {
 
 /// Loads libmosquitto once (thread-safe): its functions, or NULL with `*error` set.
 static inline const struct bb_mosquitto_api *bb_mosquitto(const char **error) {
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, bb_mosquitto_load_once);
   struct bb_mosquitto_api *api = bb_mosquitto_api();
   if (api->loaded) return api;
   *error = api->error ? api->error : "libmosquitto.so.1 could not be loaded";
