@@ -243,7 +243,8 @@ final class ScanView: Sendable {
       // The frame's own calibration: measured power at 1 m, or Eddystone's Tx power at 0 m ("@0").
       let power: String
       switch b.id {
-      case .eddystone: power = b.powerAt1m.map { "\($0 + 41)@0" } ?? "-"
+      case .keyed(let k) where k.scheme == .rpa: power = b.powerAt1m.map { "\($0)" } ?? "-"
+      case .eddystone, .keyed: power = b.powerAt1m.map { "\($0 + 41)@0" } ?? "-"
       case .iBeacon, .altBeacon: power = b.powerAt1m.map { "\($0)" } ?? "-"
       }
       let telemetry = status.health[b.id]?.telemetry

@@ -169,8 +169,11 @@ import Testing
     a.stop()
     try await b.post(batch(1, trip: "b"))
     b.stop()
-    #expect(try await eventually { Set(keys(broker)) == ["a#0", "b#0", "b#1"] }, "\(keys(broker))")
-    #expect(broker.log.contains("as \(first.clientId) (p5") && broker.log.contains("as \(second.clientId) (p5"))
+    try await waitUntil("both sinks' batches at the broker: \(keys(broker))") {
+      Set(keys(broker)) == ["a#0", "b#0", "b#1"]
+    }
+    #expect(
+      broker.log.contains("as \(first.clientId) (p5") && broker.log.contains("as \(second.clientId) (p5"))
   }
 
   /// `UploadSinks`, as the daemon uses it on SIGHUP: an unchanged configuration keeps the sink,

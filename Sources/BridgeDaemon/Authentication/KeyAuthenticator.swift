@@ -1,0 +1,86 @@
+import BeaconCore
+import BeaconCrypto
+
+/// BeaconCore's `BeaconAuthenticator` over BeaconCrypto's resolvers (docs/authentication.md):
+/// the one place where the pipeline's EIDs and addresses meet the keys. The daemon and the CLI
+/// (`simulate`, `replay`, `scan`) build it from their pairings by key and hand it to the bridge.
+///
+/// The pipeline's time is seconds since the bridge started; the pairings' clock offsets are from
+/// the box's clock, so `epoch` is the box's seconds at the pipeline's time 0 (the wall clock at
+/// start for the daemon, 0 for a scenario, whose `beaconClock` is at its time 0).
+public struct KeyAuthenticator: BeaconAuthenticator {
+  public private(set) var eids: EIDResolver
+  public private(set) var rpas = RPAResolver()
+  public let epoch: Int64
+  public private(set) var resolvesAddresses = false
+
+  public init(eidClockTolerance: Double, epoch: Int64) {
+    let clamped = min(max(eidClockTolerance, 0), Double(EIDResolver.Configuration.maximumTolerance))
+    eids = EIDResolver(configuration: .init(tolerance: Int64(clamped)))
+    self.epoch = epoch
+  }
+
+  /// The box's seconds at a pipeline time.
+  public func boxSeconds(at time: Timestamp) -> Int64 {
+    epoch &+ Int64(max(0, min(time.seconds, 1e15)).rounded(.down))
+  }
+
+  public mutating func add(eid pairing: EIDPairing) { eids.add(pairing) }
+
+  public mutating func add(irk: AES128Key, pairing: Int64) {
+    rpas.add(id: KeyPairingID(rawValue: pairing), irk: irk)
+    resolvesAddresses = true
+  }
+
+  public mutating func authenticate(eid: UInt64, at time: Timestamp) -> AuthenticationResult {
+    switch eids.resolve(eid: eid, atBoxSeconds: boxSeconds(at: time)) {
+    case .resolved(let id, _): .resolved(KeyedIdentity(scheme: .eid, pairing: id.rawValue))
+    case .replay(let id, _, _): .replay(KeyedIdentity(scheme: .eid, pairing: id.rawValue))
+    case .unknown: .unknown
+    }
+  }
+
+  public mutating func authenticate(address: BluetoothAddress) -> AuthenticationResult {
+    guard let id = rpas.resolve(address: address.uint48) else { return .unknown }
+    return .resolved(KeyedIdentity(scheme: .rpa, pairing: id.rawValue))
+  }
+
+  public mutating func openTLM(serviceData: [UInt8], of identity: KeyedIdentity, at time: Timestamp)
+    -> [UInt8]?
+  {
+    guard identity.scheme == .eid, let frame = try? EncryptedTLM(serviceData: serviceData) else { return nil }
+    return eids.openTLM(
+      frame, of: KeyPairingID(rawValue: identity.pairing), atBoxSeconds: boxSeconds(at: time))
+  }
+}
+
+extension KeyAuthenticator {
+  /// The authenticator for a scenario's pairings by key, or nil when it has none. Its box clock
+  /// is the scenario's: `beaconClock` is the beacon's clock at time 0.
+  public static func forScenario(_ scenario: Scenario) -> KeyAuthenticator? {
+    guard !scenario.keyPairings.isEmpty else { return nil }
+    var out = KeyAuthenticator(eidClockTolerance: scenario.configuration.eidClockTolerance, epoch: 0)
+    for keyed in scenario.keyPairings {
+      guard let key = keyed.pairing.key else { continue }
+      switch keyed.scheme {
+      case .eid(let identityKey, let k, let clock):
+        guard let exponent = RotationExponent(rawValue: k), let aes = Self.key(identityKey.bytes) else {
+          continue
+        }
+        out.add(
+          eid: EIDPairing(
+            id: KeyPairingID(rawValue: key.pairing), identityKey: aes, rotationExponent: exponent,
+            beaconClock: clock,
+            atBoxSeconds: 0))
+      case .irk(let irk):
+        guard let aes = Self.key(irk.bytes) else { continue }
+        out.add(irk: aes, pairing: key.pairing)
+      }
+    }
+    return out
+  }
+
+  private static func key(_ bytes: [UInt8]) -> AES128Key? {
+    bytes.withUnsafeBytes { raw in try? AES128Key(bytes: raw) }
+  }
+}
