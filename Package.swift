@@ -82,7 +82,7 @@ let package = Package(
     ),
     .testTarget(
       name: "BridgeDaemonTests",
-      dependencies: ["BridgeDaemon", "BeaconCore", "BeaconTestSupport", "BlueZ", "GZone"]),
+      dependencies: ["BridgeDaemon", "BeaconCore", "BeaconCrypto", "BeaconTestSupport", "BlueZ", "GZone"]),
     .testTarget(
       name: "BeaconBridgeCLITests",
       dependencies: ["BeaconBridgeCLI", "BeaconCore", "BeaconTestSupport"]

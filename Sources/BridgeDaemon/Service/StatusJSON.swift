@@ -48,7 +48,9 @@ extension BridgeStatus.Trip {
     .object([
       "tripId": .string(tripId), "ended": .bool(endedAt != nil),
       "deviceId": resolution.deviceId.map { .string($0) } ?? .null,
-      "resolution": .string(resolution.reason), "heldBatches": .int(Int64(heldBatches)),
+      "resolution": .string(resolution.reason),
+      "authentication": resolution.snapshot.map { .string($0.id.authentication.rawValue) } ?? .null,
+      "heldBatches": .int(Int64(heldBatches)),
       "waitingForEnd": .int(Int64(waitingForEnd)),
     ])
   }
@@ -125,11 +127,12 @@ extension ActiveBeacon {
 }
 
 extension Pairing {
+  /// A pairing by key shows how it is proven and its number, never its key.
   public var json: JSONValue {
     .object([
-      "uuid": .string(uuid.uuidString), "major": major.map { .int(Int64($0)) } ?? .null,
+      "uuid": key == nil ? .string(uuid.uuidString) : .null, "major": major.map { .int(Int64($0)) } ?? .null,
       "minor": minor.map { .int(Int64($0)) } ?? .null, "deviceId": .string(deviceId),
-      "label": label.map { .string($0) } ?? .null,
+      "label": label.map { .string($0) } ?? .null, "authentication": .string(authentication.rawValue),
     ])
   }
 }
