@@ -1,5 +1,6 @@
 import BeaconCore
 import BeaconCrypto
+import FoundationEssentials
 
 /// BeaconCore's `BeaconAuthenticator` over BeaconCrypto's resolvers (docs/authentication.md):
 /// the one place where the pipeline's EIDs and addresses meet the keys. The daemon and the CLI
@@ -82,5 +83,42 @@ extension KeyAuthenticator {
 
   private static func key(_ bytes: [UInt8]) -> AES128Key? {
     bytes.withUnsafeBytes { raw in try? AES128Key(bytes: raw) }
+  }
+}
+
+extension KeyAuthenticator {
+  /// Whether it holds any pairing: an empty one is not handed to the pipeline.
+  public var isEmpty: Bool { eids.pairingIDs.isEmpty && rpas.pairingIDs.isEmpty }
+
+  /// Each EID pairing's tracking (clock offset, newest heard window), by pairing number.
+  public var tracking: [Int64: EIDResolver.Tracking] {
+    var out: [Int64: EIDResolver.Tracking] = [:]
+    for id in eids.pairingIDs { out[id.rawValue] = eids.tracking(of: id) }
+    return out
+  }
+
+  /// Loads the store's pairings by key into the bridge (at start, and when pairings change):
+  /// the running authenticator's tracking is written back to the store first and carried over,
+  /// so neither a restart nor a new pairing forgets a beacon's clock or reopens a replay.
+  /// `epoch` stays the running one's; the first is the wall clock at the bridge's time 0.
+  public static func refresh(bridge: BeaconBridge, store: Store, eidClockTolerance: Double)
+    async throws(StoreError)
+  {
+    let running = await bridge.authenticator as? KeyAuthenticator
+    let kept = running?.tracking ?? [:]
+    for (id, tracking) in kept.sorted(by: { $0.key < $1.key }) {
+      try await store.saveTracking(
+        pairing: id, clockOffset: tracking.clockOffset, heardWindow: tracking.heardWindow)
+    }
+    let epoch: Int64
+    if let running {
+      epoch = running.epoch
+    } else {
+      let now = await bridge.now
+      epoch = Int64((Date().timeIntervalSince1970 - now.seconds).rounded(.down))
+    }
+    let fresh = try await store.keyAuthenticator(
+      eidClockTolerance: eidClockTolerance, epoch: epoch, tracking: kept)
+    await bridge.setAuthenticator(fresh.isEmpty ? nil : fresh)
   }
 }

@@ -91,6 +91,8 @@ public struct Daemon: Sendable {
       let pairings = try await store.pairings()
       paired.update(pairings)
       await bridge.setPairings(pairings)
+      try await KeyAuthenticator.refresh(
+        bridge: bridge, store: store, eidClockTolerance: host.configuration.eidClockTolerance)
     } catch {
       logger.log(.error, "\(error.description); not starting")
       return 1

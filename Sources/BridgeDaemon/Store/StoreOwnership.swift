@@ -30,6 +30,7 @@ enum StoreOwnership: Equatable {
     1: ["pairings"],
     2: ["pairings", "trips", "batches", "dead_letters", "decisions"],
     3: ["pairings", "trips", "batches", "dead_letters", "decisions", "gzone_last_load"],
+    4: ["pairings", "trips", "batches", "dead_letters", "decisions", "gzone_last_load", "key_pairings"],
   ]
 
   /// Reads the file's 100-byte header with read(2), then, only for a database without an id,

@@ -94,6 +94,15 @@ extension Store {
           try database.execute(Store.gzoneSchema + "PRAGMA user_version = 3;")
         }
       }
+      if version < 4 {
+        try database.transaction { () throws(SQLiteError) in
+          try database.execute(Store.keyPairingSchema + "PRAGMA user_version = 4;")
+        }
+      }
+      // Deleted rows (an unpaired key) are overwritten with zeros in the file, not left in free
+      // pages.
+      try database.execute("PRAGMA secure_delete=ON")
+      Store.restrictToOwner(path)
       return database
     } catch let error as StoreError {
       throw error
