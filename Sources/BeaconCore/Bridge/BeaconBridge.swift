@@ -287,7 +287,8 @@ public actor BeaconBridge {
       },
       outboundBatches: outbound.count, pairings: pipeline.pairings.pairings, now: now,
       health: pipeline.health.health, pairedBeacons: pipeline.pairedBeacons,
-      ignoredFrames: pipeline.health.ignoredFrames, upload: upload)
+      ignoredFrames: pipeline.health.ignoredFrames, upload: upload,
+      eidReplaysRefused: pipeline.eidReplaysRefused)
   }
 
   // MARK: Internals
@@ -373,6 +374,8 @@ public struct BridgeStatus: Hashable, Sendable {
   public var ignoredFrames: [String: Int] = [:]
   /// How posting to the host has gone since the bridge started.
   public var upload = UploadState()
+  /// Replayed Eddystone-EIDs refused since the bridge started (doctor warns).
+  public var eidReplaysRefused = 0
 }
 
 /// How posting batches to the host has gone since the bridge started: what `status` shows as

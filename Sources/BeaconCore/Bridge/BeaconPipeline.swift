@@ -25,6 +25,8 @@ public struct BeaconPipeline: Sendable {
   /// `authenticator?.resolvesAddresses`, read on every advertisement: addresses are tried only
   /// when a pairing has an IRK.
   private var triesAddresses = false
+  /// Replayed EIDs refused (`status`, doctor).
+  public private(set) var eidReplaysRefused = 0
 
   public init(configuration: BridgeConfiguration = BridgeConfiguration(), pairings: PairingSet = PairingSet())
   {
@@ -172,6 +174,7 @@ public struct BeaconPipeline: Sendable {
     case .resolved(let key):
       sighted(frame, id: .keyed(key), from: ad, at: time, into: &steps)
     case .replay(let key):
+      eidReplaysRefused += 1
       steps.append(
         .event(
           .rejected(

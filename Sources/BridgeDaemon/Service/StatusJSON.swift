@@ -16,6 +16,11 @@ extension BridgeStatus {
       "pairedBeacons": .array(pairedBeacons.map { $0.statusJSON(now: now) }),
       "ignoredFrames": .object(ignoredFrames.mapValues { .int(Int64($0)) }),
       "upload": upload.json(now: now),
+      "authentication": .object([
+        "plainPairings": .int(Int64(pairings.count { $0.key == nil })),
+        "keyPairings": .int(Int64(pairings.count { $0.key != nil })),
+        "eidReplaysRefused": .int(Int64(eidReplaysRefused)),
+      ]),
     ]
     if let outbox { fields["outbox"] = outbox.json }
     return .object(fields)
