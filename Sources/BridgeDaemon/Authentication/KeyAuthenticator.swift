@@ -97,6 +97,20 @@ extension KeyAuthenticator {
     return out
   }
 
+  /// Writes the bridge's EID tracking (clock offsets, newest heard windows) to the store (at
+  /// exit, and before the pairings are reloaded); returns it.
+  @discardableResult
+  public static func saveTracking(of bridge: BeaconBridge, to store: Store) async throws(StoreError)
+    -> [Int64: EIDResolver.Tracking]
+  {
+    let kept = (await bridge.authenticator as? KeyAuthenticator)?.tracking ?? [:]
+    for (id, tracking) in kept.sorted(by: { $0.key < $1.key }) {
+      try await store.saveTracking(
+        pairing: id, clockOffset: tracking.clockOffset, heardWindow: tracking.heardWindow)
+    }
+    return kept
+  }
+
   /// Loads the store's pairings by key into the bridge (at start, and when pairings change):
   /// the running authenticator's tracking is written back to the store first and carried over,
   /// so neither a restart nor a new pairing forgets a beacon's clock or reopens a replay.
@@ -105,11 +119,7 @@ extension KeyAuthenticator {
     async throws(StoreError)
   {
     let running = await bridge.authenticator as? KeyAuthenticator
-    let kept = running?.tracking ?? [:]
-    for (id, tracking) in kept.sorted(by: { $0.key < $1.key }) {
-      try await store.saveTracking(
-        pairing: id, clockOffset: tracking.clockOffset, heardWindow: tracking.heardWindow)
-    }
+    let kept = try await saveTracking(of: bridge, to: store)
     let epoch: Int64
     if let running {
       epoch = running.epoch
