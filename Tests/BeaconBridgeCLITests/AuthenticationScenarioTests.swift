@@ -118,6 +118,20 @@ import Testing
     #expect(open.of("tripTagged").first?["authentication"]?.stringValue == "none")
   }
 
+  @Test func encryptedTLMIsOpenedIntoTheEIDBeaconsHealth() async throws {
+    let output = try await Self.simulate("eid-etlm.json")
+    let telemetry = output.of("telemetry")
+    // Every one of the 20 frames, opened and linked to the EID beacon.
+    #expect(telemetry.count == 20)
+    #expect(
+      telemetry.allSatisfy { $0["pairing"]?.intValue == 1 && $0["authentication"]?.stringValue == "eid" })
+    #expect(telemetry.first?["batteryMv"]?.intValue == 2620)
+    let health = output.of("beaconHealth")
+    #expect(health.map { $0["change"]?.stringValue } == ["batteryLow"])
+    #expect(health.first?["deviceId"]?.stringValue == "UNIT-E1")
+    #expect(health.first?["at"]?.doubleValue == 130.5)
+  }
+
   @Test func plainIdentitiesSayNone() async throws {
     let output = try await Self.simulate("passing-paired-beacon.json")
     #expect(output.of("tripTagged").first?["authentication"]?.stringValue == "none")

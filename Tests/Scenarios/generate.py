@@ -330,6 +330,25 @@ def authentication():
           + rpa_device(rng, stranger, -45, 0, 200)
           + trip("t1", 20, [(40, ["braking"]), (150, ["speeding"])], 190))
 
+    rng = random.Random(57)
+    etlm = []
+    t = 0.5
+    while t <= 200:
+        clock = 65280 + int(t)
+        battery = 2620 - 10 * int(t // 10)
+        plain = bytes.fromhex(tlm_hex(battery, 21.5, int(t * 10), 100 + t))[2:]
+        frame = oracle.etlm_frame(EID_KEY, 10, clock, int(t * 10).to_bytes(2, "big"), plain)
+        etlm.append({"at": round(t, 3), "advertisement": {
+            "address": "C0:FF:EE:00:0E:01", "rssi": -64,
+            "rawHex": "020106" + "0303AAFE" + "1516AAFE" + frame.hex().upper()}})
+        t += 10
+    write("eid-etlm.json",
+          "An EID beacon interleaving encrypted TLM (AES-EAX with its identity key, the oracle's "
+          "frames) whose battery falls 10 mV per frame from 2620 mV: the frames are opened and "
+          "linked to the beacon, and one beaconHealth 'batteryLow' for UNIT-E1 follows at 130.5 s.",
+          [e1],
+          eid_beacon(rng, "C0:FF:EE:00:0E:01", EID_KEY, 10, 65280, -60, 0, 200) + etlm)
+
     rng = random.Random(56)
     write("policy-clone.json",
           "requireAuthenticated: a clone of the plain iBeacon pairing (in another vehicle, "

@@ -137,6 +137,12 @@ public struct BeaconPipeline: Sendable {
         heardEID(eid, frame: frame, from: ad, at: time, into: &steps)
         continue
       }
+      if case .ignored(let ignored) = frame, ignored.frameType == 0x20, ignored.version == 0x01,
+        let opened = openedTLM(ad, at: time)
+      {
+        steps += heardAbout(opened, from: ad.address, at: time)
+        continue
+      }
       guard let id = frame.beaconID else {
         steps += heardAbout(frame, from: ad.address, at: time)
         continue
@@ -162,6 +168,24 @@ public struct BeaconPipeline: Sendable {
     let frame = frames.first { $0.powerAt1m != nil } ?? .ignored(IgnoredFrame(frameType: 0xFF))
     sighted(frame, id: .keyed(key), from: ad, at: time, into: &steps)
     return true
+  }
+
+  /// An encrypted TLM (Eddystone-EID specification, "Encrypted TLM") opened with the key of an
+  /// EID pairing heard from the same address within the link window: the plain TLM frame, which
+  /// then links to that beacon as any TLM does. nil when no such pairing's key opens it (it is
+  /// then counted as the ignored kind `eddystoneTLMEncrypted`).
+  private mutating func openedTLM(_ ad: Advertisement, at time: Timestamp) -> BeaconFrame? {
+    guard authenticator != nil,
+      let data = ad.serviceData.first(where: { $0.uuid == .eddystone && $0.data.first == 0x20 })?.data
+    else { return nil }
+    let since = Timestamp(seconds: time.seconds - health.settings.telemetryLinkWindow)
+    for case .keyed(let key) in tracker.ids(heardFrom: ad.address, since: since) where key.scheme == .eid {
+      guard let plain = authenticator?.openTLM(serviceData: data, of: key, at: time), plain.count == 12,
+        case .success(let frame) = BeaconFrameParser.parseEddystone([0x20, 0x00] + plain)
+      else { continue }
+      return frame
+    }
+    return nil
   }
 
   /// An Eddystone-EID frame: a sighting of the pairing it resolves to; a replay is refused with a
