@@ -215,6 +215,7 @@ public enum BeaconFrame: Hashable, Sendable {
   /// The calibrated power used for distance: iBeacon's measured power and AltBeacon's reference
   /// RSSI are at 1 m; Eddystone's TX power is at 0 m, and 41 dBm is the loss over the first metre
   /// (Eddystone protocol specification, "Tx Power").
+  @inline(__always)
   public var powerAt1m: Int? {
     switch self {
     case .iBeacon(let f): Int(f.measuredPower)
@@ -241,6 +242,13 @@ public enum BeaconID: Hashable, Comparable, Sendable, CustomStringConvertible {
     case .iBeacon(let i), .altBeacon(let i): i
     case .eddystone, .keyed: nil
     }
+  }
+
+  /// Whether a key proved the identity (not `none`).
+  @inline(__always)
+  public var isKeyed: Bool {
+    if case .keyed = self { return true }
+    return false
   }
 
   /// How the identity was proven: `none` for one sent in clear.

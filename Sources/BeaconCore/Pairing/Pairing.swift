@@ -133,8 +133,8 @@ public struct PairingSet: Hashable, Sendable {
   /// The pairing for a beacon: the most specific match; between equally specific ones, the
   /// lowest device ID, so the choice never depends on insertion order.
   public func pairing(for id: BeaconID) -> Pairing? {
-    if case .keyed(let key) = id { return keyed[key].map { pairings[$0] } }
-    guard let identity = id.identity, minorFilter >> (identity.minor & 63) & 1 != 0 else { return nil }
+    guard let identity = id.identity else { return keyedPairing(for: id) }
+    guard minorFilter >> (identity.minor & 63) & 1 != 0 else { return nil }
     // A loop over the patterns rather than filter and min: this runs for every sighting, and
     // filter allocates. The pairings themselves are read only for a match.
     var best = -1
@@ -155,6 +155,14 @@ public struct PairingSet: Hashable, Sendable {
       }
     }
     return best >= 0 ? pairings[best] : nil
+  }
+
+  /// The pairing by key a `BeaconID.keyed` names. Apart, so that the lookup every plain
+  /// sighting makes stays as small as it was.
+  @inline(never)
+  private func keyedPairing(for id: BeaconID) -> Pairing? {
+    guard case .keyed(let key) = id, let index = keyed[key] else { return nil }
+    return pairings[index]
   }
 
   /// Adds or replaces the pairing with the same identity pattern.
