@@ -29,7 +29,7 @@ demo: build ## build, then play the scripted drive through the real pipeline (no
 	$(BIN) demo
 
 # Every tier the README promises. A tier that cannot run fails here; none is skipped.
-test: check-help lint scenarios crypto-vectors fuzz-short fuzz-hci-short fuzz-input-short test-io test-hostile leakcheck bench-check test-unit test-process test-system-files test-vm test-box ## every test tier (the VM and box tiers included)
+test: check-help lint scenarios crypto-vectors fuzz-short fuzz-hci-short fuzz-input-short test-io test-hostile leakcheck bench-check bench-scaling test-unit test-process test-system-files test-vm test-box ## every test tier (the VM and box tiers included)
 	@echo "make test: all tiers passed"
 
 # The tiers are Swift Testing tags (Sources/BeaconTestSupport/Tiers.swift): a suite tagged
@@ -112,12 +112,14 @@ fuzz-hci: ## fuzz the HCI event parser, the btsnoop reader and the D-Bus wire re
 	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_SECONDS)
 	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_SECONDS)
 	Fuzz/run-hci.sh dbus-wire $(FUZZ_HCI_SECONDS)
+	Fuzz/run-hci.sh device-update $(FUZZ_HCI_SECONDS)
 
 fuzz-hci-short: ## the same, FUZZ_HCI_TEST_SECONDS each
 	@scripts/install-deps.sh test
 	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_TEST_SECONDS)
 	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_TEST_SECONDS)
 	Fuzz/run-hci.sh dbus-wire $(FUZZ_HCI_TEST_SECONDS)
+	Fuzz/run-hci.sh device-update $(FUZZ_HCI_TEST_SECONDS)
 
 # --- System files, installation and the .deb ----------------------------------------------------
 # `make install DESTDIR=… PREFIX=/usr` installs the release binary (Swift runtime linked in), the
@@ -304,8 +306,8 @@ code-order: ## re-profile the daemon under callgrind and rewrite packaging/link/
 # `make test-io` runs every subcommand (read from the CLI's command table) with stdin closed,
 # stdout to /dev/full, to a closed pipe and closed, and fails unless each exits 1-128 with one
 # plain line on stderr, in time (scripts/check-io-boundaries.py).
-# `make fuzz-input` fuzzes the scenario reader, the configuration keyfile parser and the G-Zone
-# payload loader for FUZZ_INPUT_SECONDS each (FUZZ_RUNS=N: stop after N executions);
+# `make fuzz-input` fuzzes the scenario reader, the configuration keyfile parser, the G-Zone
+# payload loader and the trip events reader (JSONText) for FUZZ_INPUT_SECONDS each (FUZZ_RUNS=N: stop after N executions);
 # `make test` runs them briefly. Crashers go into Fuzz/<target>/corpus.
 FUZZ_INPUT_SECONDS ?= 60
 FUZZ_INPUT_TEST_SECONDS ?= 10
@@ -329,12 +331,14 @@ fuzz-input: ## fuzz the scenario reader, the keyfile parser and the G-Zone paylo
 	Fuzz/run-hci.sh scenario $(FUZZ_INPUT_SECONDS)
 	Fuzz/run-hci.sh keyfile $(FUZZ_INPUT_SECONDS)
 	Fuzz/run-hci.sh gzone-payload $(FUZZ_INPUT_SECONDS)
+	Fuzz/run-hci.sh trip-events $(FUZZ_INPUT_SECONDS)
 
 fuzz-input-short: ## the same, FUZZ_INPUT_TEST_SECONDS each
 	@scripts/install-deps.sh test
 	Fuzz/run-hci.sh scenario $(FUZZ_INPUT_TEST_SECONDS)
 	Fuzz/run-hci.sh keyfile $(FUZZ_INPUT_TEST_SECONDS)
 	Fuzz/run-hci.sh gzone-payload $(FUZZ_INPUT_TEST_SECONDS)
+	Fuzz/run-hci.sh trip-events $(FUZZ_INPUT_TEST_SECONDS)
 
 # --- The box tier --------------------------------------------------------------------------------
 # `make test-box` builds the .deb, boots it on a Debian 12 image (debootstrap, cached in
@@ -379,3 +383,13 @@ crypto-vectors: ## check Tests/Crypto/vectors.json is what the oracle writes
 	@tmp=$$(mktemp -d) && /usr/bin/python3 Tests/Crypto/oracle.py "$$tmp" && \
 	  if cmp -s "$$tmp/vectors.json" Tests/Crypto/vectors.json; then rm -rf "$$tmp"; else \
 	    echo "Tests/Crypto/vectors.json is stale: run 'python3 Tests/Crypto/oracle.py' and commit" >&2; rm -rf "$$tmp"; exit 1; fi
+
+# --- Scaling: four times the input costs at most five times the work, counted in
+# instructions by callgrind (Benchmarks/scaling.py), for beacons in range, open trips and the
+# events of one batch. A scan per step (quadratic) gives 16 times; the run takes about a minute.
+.PHONY: bench-scaling
+bench-scaling: ## four times the input costs at most five times the instructions (callgrind)
+	@scripts/install-deps.sh build
+	@scripts/install-deps.sh test
+	$(SWIFT) build -c release $(SWIFTFLAGS) --product BeaconBench
+	/usr/bin/python3 Benchmarks/scaling.py --bench .build/release/BeaconBench

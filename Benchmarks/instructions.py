@@ -16,6 +16,10 @@ does). So the regression gate is on instructions:
   libdispatch's `_dispatch_sigsuspend` once a Swift async main parks its main thread (see
   scripts/leakcheck.sh), and DBusPathBench's main is synchronous.
 
+- ManufacturerData scaling (`--harness`): DBusPathBench --manufacturer-data N decodes one
+  PropertiesChanged of N entries, counted inside `countedManufacturerData`, at N and 4N (10,000
+  and 40,000): four times the entries must cost at most five times the instructions (issue 28).
+
 Fails (exit 1) when any figure is more than --tolerance (10%) above
 Benchmarks/instructions-baseline.json; `--update` writes the baseline instead. Swift's hashing is
 made deterministic (SWIFT_DETERMINISTIC_HASHING) so that the same binary gives the same count.
@@ -92,6 +96,17 @@ def dbus_path(harness, emitter, n, rate, work):
     return total(out)
 
 
+def manufacturer_scaling(harness, n, work):
+    """Instructions of decoding one PropertiesChanged of n ManufacturerData entries."""
+    out = os.path.join(work, f"manufacturer-{n}.cg")
+    result = subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--toggle-collect=*countedManufacturerData*",
+         harness, "--manufacturer-data", str(n)],
+        check=True, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    log(f"manufacturer data, {n} entries: {result.stdout.strip()}")
+    return total(out)
+
+
 def bleak_path(python, script, emitter, n, rate, work):
     """Instructions of bleak's consumer (Benchmarks/bleak_consumer.py: BleakScanner, the callback
     reading the iBeacon identity) taking in n advertisements, under callgrind like the D-Bus
@@ -139,6 +154,7 @@ def main():
     args = p.parse_args()
     work = tempfile.mkdtemp(prefix="beaconbridge-bench-check-")
     figures = {}
+    scaling_failed = False
     for name, function in (("coreParseTrack", "countedParseTrack"), ("corePipeline", "countedPipeline")):
         a, b = (core(args.bench, function, n, work) for n in args.core)
         figures[name] = (b - a) / (args.core[1] - args.core[0])
@@ -149,6 +165,14 @@ def main():
         figures["dbusPath"] = (b - a) / (args.dbus[1] - args.dbus[0])
         log(f"dbusPath: {figures['dbusPath']:.0f} instructions per advertisement "
             f"({time.monotonic() - started:.0f} s under callgrind)")
+        a, b = (manufacturer_scaling(args.harness, n, work) for n in (10_000, 40_000))
+        ratio = b / a
+        log(f"manufacturer data: {a} instructions at 10,000 entries, {b} at 40,000: {ratio:.2f}x")
+        if ratio > 5:
+            print(f"REGRESSION manufacturerData: 4x the entries cost {ratio:.2f}x the instructions (limit 5x)")
+            scaling_failed = True
+        else:
+            print(f"ok         manufacturerData: 4x the entries cost {ratio:.2f}x the instructions (limit 5x)")
     else:
         log("NOT CHECKED: the D-Bus path (no --harness given); only the core is gated")
     if args.update:
@@ -156,7 +180,7 @@ def main():
             json.dump({k: round(v) for k, v in figures.items()}, f, indent=1, sort_keys=True)
             f.write("\n")
         log("baseline written to", BASELINE)
-        return 0
+        return 1 if scaling_failed else 0
     with open(BASELINE) as f:
         baseline = json.load(f)
     failed = False
@@ -168,7 +192,7 @@ def main():
         failed |= value > limit
         print(f"{verdict:10} {name}: {value:.0f} instructions per advertisement "
               f"(baseline {baseline[name]}, limit {limit:.0f}, {value / baseline[name] - 1:+.1%})")
-    return 1 if failed else 0
+    return 1 if failed or scaling_failed else 0
 
 
 if __name__ == "__main__":

@@ -2,12 +2,15 @@
 # Fuzzes the pure HCI parsers with libFuzzer (swiftlang docs/libFuzzerIntegration.md).
 #
 #   Fuzz/run-hci.sh TARGET SECONDS      TARGET: hci-events | btsnoop | dbus-wire | scenario |
-#                                               keyfile | gzone-payload
+#                                               keyfile | gzone-payload | trip-events |
+#                                               device-update
 #
 # Builds the parser's module (HCIParsing; for dbus-wire the in-place D-Bus wire reader,
 # Sources/DBus/Wire.swift and the pure files it needs, as the module DBus; for scenario, keyfile
 # and gzone-payload the scenario reader, the configuration keyfile parser and the G-Zone payload
-# loader, as BeaconCore, GZone and BridgeDaemon's configuration files) from Sources/ unchanged
+# loader, as BeaconCore, GZone and BridgeDaemon's configuration files; for device-update the
+# Device1 PropertiesChanged reader, as the BlueZ files it and the generic path need, over the
+# wire reader and BeaconCore) from Sources/ unchanged
 # (Fuzz/build-module.sh), links Fuzz/TARGET/FuzzEntry.swift against it (swiftc
 # -sanitize=fuzzer,address; swiftlang docs/libFuzzerIntegration.md), then runs it for SECONDS on
 # a working corpus seeded from Fuzz/TARGET/corpus. A crash leaves its input in
@@ -17,13 +20,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . Fuzz/build-module.sh
 
-target=${1:?usage: Fuzz/run-hci.sh hci-events|btsnoop|dbus-wire|scenario|keyfile|gzone-payload SECONDS}
+target=${1:?usage: Fuzz/run-hci.sh hci-events|btsnoop|dbus-wire|scenario|keyfile|gzone-payload|trip-events|device-update SECONDS}
 seconds=${2:-30}
 out=.build/fuzz/$target
 # The modules, shared by the targets: each is rebuilt only when its sources change. DBus and
 # BridgeDaemon are the parts of those modules the harnesses need, under their real names.
 modules=.build/fuzz/modules
 mkdir -p "$out/corpus" "$out/artifacts"
+# Message.swift asks libdbus whether a signature is valid; the harness links no libdbus, so
+# Fuzz/dbus-wire/Signature.swift stands in for it in the module.
+dbus_wire() {
+  fuzz_module "$modules" DBus Sources/DBus/{Wire,WireValue,DBusValue,Names,DBusError,CString,EventCount}.swift \
+    Fuzz/dbus-wire/Signature.swift
+}
 build() {
   local beaconCore gzone
   beaconCore=$(find Sources/BeaconCore -name '*.swift' | sort)
@@ -31,14 +40,11 @@ build() {
   case "$target" in
     hci-events | btsnoop) fuzz_module "$modules" HCIParsing Sources/HCIParsing/*.swift &&
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" HCIParsing ;;
-    # Message.swift asks libdbus whether a signature is valid; the harness links no libdbus, so
-    # Fuzz/dbus-wire/Signature.swift stands in for it in the module.
-    dbus-wire)
-      fuzz_module "$modules" DBus Sources/DBus/Wire.swift Sources/DBus/WireValue.swift \
-        Sources/DBus/DBusValue.swift Sources/DBus/Names.swift Sources/DBus/DBusError.swift \
-        Sources/DBus/CString.swift Fuzz/dbus-wire/Signature.swift &&
-        fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" DBus ;;
-    scenario) fuzz_module "$modules" BeaconCore $beaconCore &&
+    dbus-wire) dbus_wire && fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" DBus ;;
+    device-update) dbus_wire && fuzz_module "$modules" BeaconCore $beaconCore &&
+      fuzz_module "$modules" BlueZ Sources/BlueZ/{DeviceUpdate,DeviceEntries,DeviceRecord,DeviceAdvertisement,ObjectTree,BlueZNames}.swift &&
+      fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" DBus BeaconCore BlueZ ;;
+    scenario | trip-events) fuzz_module "$modules" BeaconCore $beaconCore &&
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore ;;
     gzone-payload) fuzz_module "$modules" BeaconCore $beaconCore &&
       fuzz_module "$modules" GZone $gzone &&
@@ -51,7 +57,7 @@ build() {
   esac
 }
 case "$target" in
-  hci-events | btsnoop | dbus-wire | scenario | gzone-payload | keyfile) ;;
+  hci-events | btsnoop | dbus-wire | scenario | gzone-payload | keyfile | trip-events | device-update) ;;
   *) echo "run-hci.sh: unknown target $target" >&2; exit 64 ;;
 esac
 cp -n Fuzz/"$target"/corpus/* "$out/corpus/" 2>/dev/null || true

@@ -14,11 +14,10 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${FUZZ_OUT:-$root/.build/fuzz}"
 mkdir -p "$out/corpus" "$out/artifacts"
 
-# The frame parsers and what they use (Frames/ and Support/, unchanged) as a BeaconCore module,
-# and the harness linked against it (Fuzz/build-module.sh).
+# The frame parsers' module, BeaconCore from Sources/ unchanged, and the harness linked against
+# it (Fuzz/build-module.sh).
 . "$root/Fuzz/build-module.sh"
-fuzz_module "$out/frame-modules" BeaconCore "$root"/Sources/BeaconCore/Frames/*.swift \
-  "$root"/Sources/BeaconCore/Support/*.swift
+fuzz_module "$out/frame-modules" BeaconCore $(find "$root/Sources/BeaconCore" -name '*.swift' | sort)
 fuzz_link "$out/frame-modules" "$root/Fuzz/FrameParserFuzz/main.swift" "$out/frame-parser-fuzz" BeaconCore
 
 # Seed corpus from the hex list (spaces inside a line are ignored).

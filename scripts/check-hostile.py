@@ -33,13 +33,14 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BINARY = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, ".build/debug/beaconbridge")
+# Absolute: the cases run in scratch directories of their own.
+BINARY = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, ".build/debug/beaconbridge")
 TIMEOUT = 20
 GZONE = os.path.join(ROOT, "Tests/Fixtures/gzone/load1")
 UUID = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"
 # C0 but LF, DEL, C1, and the bidi controls: none may reach a terminal raw.
 RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
-BAD_TEXT = ["Fatal error", "NSCocoaErrorDomain", "Error Domain=", "DecodingError", "SQLite code",
+BAD_TEXT = ["Fatal error", "NSCocoaErrorDomain", "Error Domain=", "DecodingError", "The given data", "SQLite code",
             "Swift runtime failure", "\ufffd"]
 
 
@@ -123,6 +124,13 @@ CASES = [
         argv=["diagnose", "--config", fifo(t, "conf"), "--lines", "1", "--state-dir", make_store(t, env),
               "--export", os.path.join(t, "bundle.tar.gz")],
         status=0, says=r"Wrote .*bundle\.tar\.gz", allow=["bundle.tar.gz"])),
+    ("export target FIFO: diagnose", lambda t, env: dict(
+        argv=["diagnose", "--lines", "1", "--state-dir", make_store(t, env), "--export", fifo(t, "b.tar.gz")],
+        says=r"cannot write .*b\.tar\.gz: it is a FIFO, not a regular file")),
+    ("export folder FIFO: diagnose", lambda t, env: dict(
+        argv=["diagnose", "--lines", "1", "--state-dir", make_store(t, env), "--export",
+              os.path.join(fifo(t, "out"), "b.tar.gz")],
+        says=r"cannot write .*out/b\.tar\.gz: a part of .*out is not a directory")),
     ("scenario FIFO: simulate", lambda t, env: dict(
         argv=["simulate", fifo(t, "scenario.json")], says=r"scenario\.json: " + IS_FIFO)),
     ("capture FIFO: replay", lambda t, env: dict(
@@ -149,6 +157,12 @@ CASES = [
         says=r"state directory .*state is a FIFO, not a directory")),
     ("state directory FIFO: pairs", lambda t, env: dict(
         argv=["pairs", "--state-dir", fifo(t, "state")], says=r"state directory .*state is a FIFO, not a directory")),
+    ("scenario that is not JSON", lambda t, env: dict(
+        argv=["simulate", write(t, "s.json", '{"events": [')],
+        says=r"scenario .*s\.json: not valid JSON: Unexpected end of file")),
+    ("trip events that are not JSON", lambda t, env: dict(
+        argv=["trip", "events", "--trip-id", "t1", write(t, "e.json", "[1,}")],
+        says=r"events .*e\.json: .*invalid JSON at byte 3")),
     ("non-UTF-8 option value", lambda t, env: dict(
         argv=["unpair", "--device-id", b"caf\xff", "--state-dir", os.path.join(t, "state")], status=64,
         says=r'the value of --device-id is not valid UTF-8 \("caf\\xFF"\)', absent=["state"])),
@@ -268,7 +282,8 @@ class Daemon:
 
 def two_daemons(t):
     """The second daemon on one state directory, on another bus, refuses with the first's PID and
-    leaves the store as it was; the first one keeps running."""
+    leaves the store as it was; the first one keeps running. So does a CLI write that cannot reach
+    the first one's bus."""
     problems = []
     config = write(t, "empty.conf", "")
     state = os.path.join(t, "state")
@@ -291,6 +306,12 @@ def two_daemons(t):
             problems.append(f"the second daemon does not name the first one's PID {first.proc.pid}: {words[-400:]}")
         if first.proc.poll() is not None:
             problems.append(f"the first daemon stopped: {first.text()[-400:]}")
+        # A CLI write that cannot reach the daemon's bus would write the store itself: refused.
+        dead = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS="unix:path=" + os.path.join(t, "no-bus-here"))
+        dead.pop("BEACONBRIDGE_STATE_DIR", None)
+        status, _, err = run(["pair", "--uuid", UUID, "--device-id", "U2", "--state-dir", state], dead, t)
+        if status != 1 or not re.search(rf"is in use by beaconbridge run \(PID {first.proc.pid}\)", err):
+            problems.append(f"pair beside the daemon: exit {status}, stderr: {err.strip()[-300:]}")
         after = snapshot(state)
         changed = sorted(k for k in set(before) | set(after)
                          if before.get(k) != after.get(k) and not k.startswith("beaconbridge.sqlite-"))

@@ -2,6 +2,8 @@
 // Prints one JSON object per measurement on stdout; Benchmarks/run.py tabulates them.
 //
 //   BeaconBench [--repeats N] [--advertisements M]
+//   BeaconBench --instructions N            (make bench-check, Benchmarks/instructions.py)
+//   BeaconBench --scaling beacons|trips|batch N   (make bench-scaling, Benchmarks/scaling.py)
 
 import BeaconCore
 import Foundation
@@ -35,15 +37,26 @@ var advertisements = 2_000_000
 /// `--instructions N`: only run the two counted loops below over N advertisements, for
 /// `valgrind --tool=callgrind --toggle-collect=…` (scripts/bench-check.sh).
 var instructions: Int?
+/// `--scaling MODE N`: only run `countedScaling` over an input of size N (Benchmarks/scaling.py).
+var scaling: (mode: String, size: Int)?
 var arguments = CommandLine.arguments.dropFirst()
 while let flag = arguments.popFirst() {
   switch flag {
   case "--repeats": repeats = Int(arguments.popFirst() ?? "") ?? repeats
   case "--advertisements": advertisements = Int(arguments.popFirst() ?? "") ?? advertisements
   case "--instructions": instructions = Int(arguments.popFirst() ?? "")
+  case "--scaling":
+    let mode = arguments.popFirst() ?? ""
+    guard ["beacons", "trips", "batch"].contains(mode), let size = Int(arguments.popFirst() ?? ""), size > 0
+    else {
+      FileHandle.standardError.write(Data("usage: BeaconBench --scaling beacons|trips|batch N\n".utf8))
+      exit(2)
+    }
+    scaling = (mode, size)
   default:
     FileHandle.standardError.write(
-      Data("usage: BeaconBench [--repeats N] [--advertisements M] [--instructions N]\n".utf8))
+      Data(
+        "usage: BeaconBench [--repeats N] [--advertisements M] [--instructions N] [--scaling MODE N]\n".utf8))
     exit(2)
   }
 }
@@ -123,6 +136,100 @@ func countedPipeline(_ count: Int) -> Int {
     if i % 2000 == 0 { steps &+= pipeline.tick(at: time).count }
   }
   return steps
+}
+
+/// One advertisement of beacon `n` (a distinct iBeacon identity and address per n).
+func scalingAdvertisement(_ n: Int, rssi: Int) -> SourceEvent {
+  .sighting(
+    Advertisement(
+      address: BluetoothAddress(bytes: [
+        0xC0, 0xFF, 0xEE, UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF),
+      ])!,
+      rssi: rssi,
+      manufacturerData: [
+        ManufacturerData(
+          companyID: BeaconFrameParser.appleCompanyID,
+          data: {
+            var bytes: [UInt8] = [0x02, 0x15]
+            withUnsafeBytes(of: uuid.uuid) { bytes += $0 }
+            bytes += [
+              UInt8(n >> 24 & 0xFF), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF), 0xC5,
+            ]
+            return bytes
+          }())
+      ]))
+}
+
+/// The work whose growth `make bench-scaling` bounds (`--toggle-collect=*countedScaling*`): the
+/// input is built outside it, so only what the core does with the input is counted.
+@inline(never)
+func countedScaling(_ mode: String, _ size: Int, _ input: [SourceEvent], _ text: [UInt8]) -> Int {
+  var pipeline = BeaconPipeline()
+  var work = 0
+  switch mode {
+  case "beacons":
+    // Every beacon in range, each sighted 8 times, a deadline step after every advertisement.
+    for (i, event) in input.enumerated() {
+      let time = Timestamp(seconds: Double(i) * 0.001)
+      work &+= pipeline.ingest(event, at: time).count
+      if let due = pipeline.nextDeadline, due <= time { work &+= pipeline.tick(at: time).count }
+    }
+  case "trips":
+    var settings = BridgeConfiguration()
+    settings.trips.maxOpenTrips = 100_000
+    pipeline = BeaconPipeline(configuration: settings)
+    for i in 0..<size {
+      let time = Timestamp(seconds: Double(i) * 0.001)
+      work &+= ((try? pipeline.startTrip("trip-\(i)", at: time)) ?? []).count
+      if let due = pipeline.nextDeadline, due <= time { work &+= pipeline.tick(at: time).count }
+    }
+    // While they stay open: one advertisement and one deadline step per trip.
+    for (i, event) in input.enumerated() {
+      let time = Timestamp(seconds: Double(size + i) * 0.001)
+      work &+= pipeline.ingest(event, at: time).count
+      if let due = pipeline.nextDeadline, due <= time { work &+= pipeline.tick(at: time).count }
+    }
+    for i in 0..<size {
+      work &+= ((try? pipeline.endTrip("trip-\(i)", at: Timestamp(seconds: 1e6))) ?? []).count
+    }
+  default:
+    // One batch: decoded from its text, numbered and taken, and written out as the upload
+    // body's events would be.
+    guard let events = try? TripEvent.batch(fromJSON: text) else { return -1 }
+    var settings = BridgeConfiguration()
+    settings.trips.configuredDeviceId = "UNIT-1"
+    pipeline = BeaconPipeline(configuration: settings)
+    _ = try? pipeline.startTrip("t", at: .zero)
+    _ = pipeline.hookFinished(for: "t", at: .zero)
+    guard let batch = try? pipeline.numberBatch("t", events: events, at: .zero),
+      let steps = try? pipeline.tripEvents(batch)
+    else { return -1 }
+    for case .post(let tagged) in steps {
+      work &+= JSONValue.array(tagged.events.map(\.json)).compactText.utf8.count
+    }
+  }
+  return work
+}
+
+if let scaling {
+  let input: [SourceEvent]
+  var text: [UInt8] = []
+  switch scaling.mode {
+  case "beacons":
+    input = (0..<scaling.size * 8).map { scalingAdvertisement($0 % scaling.size, rssi: -60 - $0 % 20) }
+  case "trips":
+    input = (0..<scaling.size).map { scalingAdvertisement($0 % 50, rssi: -60) }
+  default:
+    input = []
+    let events = (0..<scaling.size).map { i in
+      #"{"type":"braking","at":\#(i).25,"g":0.41,"big":18446744073709551615,"note":"n\u00e9 \#(i)"}"#
+    }
+    text = Array(("[" + events.joined(separator: ",") + "]").utf8)
+  }
+  print(
+    "{\"mode\": \"\(scaling.mode)\", \"size\": \(scaling.size), \"work\": \(countedScaling(scaling.mode, scaling.size, input, text))}"
+  )
+  exit(0)
 }
 
 if let instructions {

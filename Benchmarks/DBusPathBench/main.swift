@@ -4,11 +4,17 @@
 // `_dispatch_sigsuspend` once an async main parks; see scripts/leakcheck.sh).
 //
 //   DBusPathBench BUS_ADDRESS COUNT
+//   DBusPathBench --manufacturer-data ENTRIES
 //
 // Connects to BUS_ADDRESS's org.bluez (the bench's C emitter), prints "ready" once discovery
 // runs, then consumes until COUNT sightings went through the pipeline, prints "done COUNT" and
 // exits. Benchmarks/instructions.py runs it under callgrind for two counts; the slope is the cost
 // of one advertisement.
+//
+// With --manufacturer-data, it decodes one Device1 PropertiesChanged carrying ENTRIES
+// ManufacturerData entries (a company of its own each, up to 65,536) with the scan's decoder, inside
+// `countedManufacturerData`, which instructions.py counts (`--toggle-collect`) at n and 4n
+// entries: the work per message must be linear in its size (issue 28).
 
 import BeaconCore
 import BlueZ
@@ -16,7 +22,35 @@ import DBus
 import Foundation
 import Synchronization
 
+/// Decodes `message` as the scan does; what it kept, so that the work is not optimized away.
+func decodeManufacturerData(_ message: UnsafeRawBufferPointer, _ decoder: DeviceDecoder) -> Int {
+  WireSignal.withSignal(message) { decoder.decode($0)?.manufacturerData?.count ?? -1 } ?? -1
+}
+
+/// What instructions.py counts. No closure in it: callgrind's `--toggle-collect` matches a
+/// closure's name too ("closure #1 in countedManufacturerData"), and entering it would toggle
+/// the count off.
+@inline(never) func countedManufacturerData(_ message: UnsafeRawBufferPointer, _ decoder: DeviceDecoder) -> Int {
+  decodeManufacturerData(message, decoder)
+}
+
 let arguments = CommandLine.arguments
+if arguments.count == 3, arguments[1] == "--manufacturer-data", let entries = Int(arguments[2]), entries > 0 {
+  let iBeacon: [UInt8] = [0x02, 0x15] + Array(repeating: 0xAB, count: 16) + [0, 1, 0, 7, 0xC5]
+  let companies = DBusValue.dictionary(
+    key: "q", value: "v",
+    (0..<entries).map { .init(.uint16(UInt16(truncatingIfNeeded: $0)), .variant(.bytes(iBeacon))) })
+  let message = try WireSignal.marshalled(
+    path: "/org/bluez/hci0/dev_C0_FF_EE_00_00_01", interface: .properties, member: "PropertiesChanged",
+    [
+      .string("org.bluez.Device1"), .stringVariantDictionary(["ManufacturerData": companies]),
+      .stringArray([]),
+    ])
+  let decoder = DeviceDecoder()
+  let kept = message.withUnsafeBytes { countedManufacturerData($0, decoder) }
+  say("kept \(kept) of \(entries)")
+  exit(0)
+}
 guard arguments.count == 3, let count = Int(arguments[2]), count >= 0 else {
   FileHandle.standardError.write(Data("usage: DBusPathBench BUS_ADDRESS COUNT\n".utf8))
   exit(2)

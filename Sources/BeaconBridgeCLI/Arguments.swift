@@ -21,6 +21,8 @@ public struct Arguments: Sendable {
 
   /// True when the flag is present (and removes it).
   public mutating func flag(_ name: String) -> Bool {
+    // Known as this command's flag: a leftover `--name=VALUE` is then "takes no value".
+    if items.contains(where: { $0.hasPrefix(name + "=") }) { consumed.insert(name) }
     guard let index = items.firstIndex(of: name) else { return false }
     items.remove(at: index)
     consumed.insert(name)
@@ -28,17 +30,18 @@ public struct Arguments: Sendable {
   }
 
   /// Whether `name` is still among the arguments, as `--name` or `--name=VALUE`.
-  private func present(_ name: String) -> Bool {
+  public func present(_ name: String) -> Bool {
     items.contains { $0 == name || $0.hasPrefix(name + "=") }
   }
 
   /// The value of `--name VALUE` or `--name=VALUE`, if given. An empty value is a usage error
   /// for every option (`--state-dir ""` must not mean the default directory).
-  public mutating func option(_ name: String) throws(UsageError) -> String? {
+  /// `repeatable`: the option may be given more than once (`replay --pair`), each read by one call.
+  public mutating func option(_ name: String, repeatable: Bool = false) throws(UsageError) -> String? {
     if let index = items.firstIndex(where: { $0.hasPrefix(name + "=") }) {
       let value = String(items[index].dropFirst(name.count + 1))
       items.remove(at: index)
-      guard !present(name) else { throw UsageError("\(name) given twice") }
+      guard repeatable || !present(name) else { throw UsageError("\(name) given twice") }
       guard !value.isEmpty else { throw UsageError("\(name) needs a value, not an empty string") }
       return value
     }
@@ -48,7 +51,7 @@ public struct Arguments: Sendable {
     }
     let value = items[index + 1]
     items.removeSubrange(index...(index + 1))
-    guard !present(name) else { throw UsageError("\(name) given twice") }
+    guard repeatable || !present(name) else { throw UsageError("\(name) given twice") }
     guard !value.isEmpty else { throw UsageError("\(name) needs a value, not an empty string") }
     return value
   }
@@ -80,6 +83,9 @@ public struct Arguments: Sendable {
   public func finish() throws(UsageError) {
     guard let first = items.first else { return }
     if consumed.contains(first) { throw UsageError("\(first) given twice") }
+    if let equals = first.firstIndex(of: "="), consumed.contains(String(first[..<equals])) {
+      throw UsageError("\(first[..<equals]) takes no value")
+    }
     if first.hasPrefix("-") && first != "-" {
       throw UsageError("unknown option \(first.escapingControlCharacters) for '\(command)'")
     }

@@ -64,11 +64,23 @@ public enum CLI {
     switch first {
     case "--help", "-h", "help":
       // Hidden, for packaging: the man page and the shell completions, from this table.
-      if first == "help", argv.count == 2, argv[1] == "--man" { return .help(ManPage.page) }
-      if first == "help", argv.count == 3, argv[1] == "--completion" {
+      if first == "help", argv.count >= 2, argv[1] == "--man" {
+        guard argv.count == 2 else {
+          throw UsageError("help --man: unexpected argument \(argv[2].quotedForMessage)")
+        }
+        return .help(ManPage.page)
+      }
+      if first == "help", argv.count >= 2, argv[1] == "--completion" {
+        guard argv.count == 3 else {
+          throw UsageError(
+            argv.count == 2
+              ? "help --completion needs a shell: \(Completions.shells.joined(separator: ", "))"
+              : "help --completion: unexpected argument \(argv[3].quotedForMessage)")
+        }
         guard let script = Completions.script(for: argv[2]) else {
           throw UsageError(
-            "--completion takes \(Completions.shells.joined(separator: ", ")), not \"\(argv[2])\"")
+            "--completion takes \(Completions.shells.joined(separator: ", ")), not \(argv[2].quotedForMessage)"
+          )
         }
         return .help(script)
       }

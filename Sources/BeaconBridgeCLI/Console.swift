@@ -65,7 +65,7 @@ public struct StandardConsole: Console {
   static func reason(_ code: Int32) -> String {
     switch code {
     case EPIPE: return "the reading end of the pipe is closed"
-    case ENOSPC: return "no space left on the device"
+    case ENOSPC: return "the disk is full"
     case EBADF: return "it is closed"
     case EIO: return "an input/output error"
     case EFBIG: return "the file is too large"

@@ -17,7 +17,9 @@ public struct DiagnoseCommand: BridgeCommand {
   public static let discussion = """
     Writes one .tar.gz that standard tar lists, with a MANIFEST.txt naming every file and why it
     is there, and every piece that could not be had and why. Works with the daemon stopped: it
-    gathers what it can, and no missing piece fails the export. Secrets (tokens, passwords, URL
+    gathers what it can and writes the bundle whatever is missing. It only reads the state
+    directory: one that is not there is refused ("not found", exit 1, no bundle), and a missing
+    store is named in the bundle and exits 1. Secrets (tokens, passwords, URL
     credentials, the token file's contents) never reach the bundle; token files are never
     included.
 

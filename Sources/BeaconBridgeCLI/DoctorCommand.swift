@@ -16,7 +16,8 @@ public struct DoctorCommand: BridgeCommand {
   public static let usage = "beaconbridge doctor [--config PATH] [--state-dir DIR] [--json]"
   public static let discussion = """
     Each check is ok, warning or critical, with a recommendation; the overall status is the
-    worst of them. Works with the daemon stopped (it then says so).
+    worst of them. Works with the daemon stopped (it then says so). It creates nothing: a
+    missing state directory or store is critical ("not found").
 
     Exit status: 0 when everything is ok, 2 on a warning, 1 on anything critical.
 
@@ -86,7 +87,9 @@ public struct DoctorCommand: BridgeCommand {
     }
 
     let status: Result<DaemonStatus, DoctorFacts.DaemonUnavailable>
-    do { status = .success(DaemonStatus(json: try await DaemonClient.json(BridgeServiceNames.Method.status))) } catch {
+    do {
+      status = .success(DaemonStatus(json: try await DaemonClient.json(BridgeServiceNames.Method.status)))
+    } catch {
       status = .failure(DoctorFacts.DaemonUnavailable(error.description))
     }
 

@@ -1,3 +1,4 @@
+import BeaconCore
 import Foundation
 
 #if canImport(Glibc)
@@ -18,7 +19,8 @@ struct ExportError: Error, CustomStringConvertible {
 /// which is `fsync`ed and then renamed over the target; the directory is `fsync`ed too. A
 /// failure (a full disk, a write error) removes the temporary file and leaves the target as it
 /// was: no partial file, no empty one. A target that is a symbolic link or a directory is
-/// refused; `rename(2)` replaces a link that appears later instead of following it.
+/// refused, and so is any other file that is not a regular one (a FIFO, a device); `rename(2)`
+/// replaces a link that appears later instead of following it.
 enum ExportFile {
   typealias Writer = (Int32, UnsafeRawBufferPointer) -> Int
 
@@ -36,7 +38,12 @@ enum ExportFile {
           fix: "remove the link or choose another file name")
       case S_IFDIR:
         throw ExportError(path: path, problem: "it is a directory", fix: "name a file inside it")
-      default: break
+      case S_IFREG: break
+      default:
+        // A FIFO or a device named like a bundle is someone's, not an old bundle to replace.
+        throw ExportError(
+          path: path, problem: "it is \(RegularFile.kind(info.st_mode)), not a regular file",
+          fix: "choose another file name")
       }
     }
     let directory =
@@ -77,7 +84,7 @@ enum ExportFile {
     guard rename(temporary, path) == 0 else { throw failure(path, directory: directory, errno: errno) }
     ok = true
     // The rename itself survives a power cut once the directory is synced.
-    let dirFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    let dirFD = open(directory, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC)
     if dirFD >= 0 {
       _ = fsync(dirFD)
       close(dirFD)
@@ -89,9 +96,13 @@ enum ExportFile {
   /// errno in plain words, with the fix.
   static func failure(_ path: String, directory: String, errno code: Int32) -> ExportError {
     switch code {
-    case ENOSPC, EDQUOT:
+    case ENOSPC:
       ExportError(
-        path: path, problem: "no space left on the device holding \(directory); nothing was written",
+        path: path, problem: "the disk holding \(directory) is full; nothing was written",
+        fix: "free some space there, or choose another directory with --export")
+    case EDQUOT:
+      ExportError(
+        path: path, problem: "the disk quota for \(directory) is exceeded; nothing was written",
         fix: "free some space there, or choose another directory with --export")
     case EACCES, EPERM:
       ExportError(

@@ -109,9 +109,9 @@ public struct GZoneCommand: BridgeCommand {
   static func text(_ state: GZoneState) -> String {
     func percent(_ p: Double?) -> String { p.map { "\(Int(($0 * 100).rounded()))%" } ?? "-" }
     func range(_ level: GZoneLevel) -> String {
-      "\(level.name) (\(GZoneCommand.number(level.start))–\(GZoneCommand.number(level.end)))"
+      "\(level.name) (\(level.startText)–\(level.endText))"
     }
-    var out = "Experience:   \(number(state.experience))\n"
+    var out = "Experience:   \(state.experienceText)\n"
     switch (state.level, state.nextLevel) {
     case (let level?, let next?):
       out += "Level:        \(range(level)), \(percent(state.progress)) → \(next.name)\n"
@@ -128,12 +128,6 @@ public struct GZoneCommand: BridgeCommand {
     list("In progress:", state.inProgress, key: GZoneIdentity.roundKey(_:))
     list("Completed:", state.completed, key: GZoneIdentity.roundKey(_:))
     list("Rewards:", state.rewards, key: { _ in "" })
-    return out
-  }
-
-  static func number(_ d: Double) -> String {
-    var out = ""
-    JSONWriter.writeNumber(d, to: &out)
     return out
   }
 }

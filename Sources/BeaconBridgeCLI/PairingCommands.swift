@@ -154,6 +154,9 @@ public struct PairCommand: BridgeCommand {
       return
     }
     if arguments.flag("--nearest") {
+      for name in ["--uuid", "--major", "--minor"] where arguments.present(name) {
+        throw UsageError("\(name) cannot be used with --nearest, which pairs the beacon it hears")
+      }
       let wait = try arguments.number("--wait", in: 1...600) ?? 10
       let backendText = try arguments.option("--backend") ?? "bluez"
       guard let backend = ScanBackend(rawValue: backendText) else {
@@ -168,6 +171,9 @@ public struct PairCommand: BridgeCommand {
       pairing = Pairing(
         uuid: UUID(), major: 0, minor: 0, deviceId: deviceId.rawValue, label: try Self.label(&arguments))
       return
+    }
+    for name in ["--wait", "--backend", "--adapter"] where arguments.present(name) {
+      throw UsageError("\(name) needs --nearest")
     }
     guard let uuidText = try arguments.option("--uuid") else { throw UsageError("pair needs --uuid") }
     let majorText = try arguments.option("--major")
@@ -347,6 +353,9 @@ public struct PairsCommand: BridgeCommand {
   public static let abstract = "List pairings."
   public static let usage = "beaconbridge pairs [--state-dir DIR] [--json]"
   public static let discussion = """
+    Asks the daemon when it runs; else reads the store in the state directory and creates
+    nothing: a missing state directory or store is "not found" (exit 1).
+
     OPTIONS:
     \(StoreOptions.help)
       --json           Print a JSON array of {uuid, major, minor, deviceId, label}.

@@ -42,7 +42,9 @@ public struct ReplayCommand: BridgeCommand {
     json = arguments.flag("--json")
     adapter = try arguments.option("--adapter", as: HCIDeviceID.self)?.index
     pairings = []
-    while let text = try arguments.option("--pair") { pairings.append(try Self.pairing(text)) }
+    while let text = try arguments.option("--pair", repeatable: true) {
+      pairings.append(try Self.pairing(text))
+    }
     file = try arguments.positional("capture FILE")
   }
 

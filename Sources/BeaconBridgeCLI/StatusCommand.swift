@@ -34,7 +34,8 @@ public struct StatusCommand: BridgeCommand {
       return ExitStatus.success
     }
     // Text mode: a value from the daemon (a device ID, a reason) cannot reach the terminal raw.
-    console.out(redactor.redact(Self.text(DaemonStatus(json: status))).escapingControlCharactersExceptNewlines)
+    console.out(
+      redactor.redact(Self.text(DaemonStatus(json: status))).escapingControlCharactersExceptNewlines)
     return ExitStatus.success
   }
 
@@ -208,16 +209,11 @@ public struct TripCommand: BridgeCommand {
           return ExitStatus.failure
         }
         let text = String(decoding: data, as: UTF8.self)
-        // Checked here too, so a bad file gets a precise error before anything is sent.
-        guard let json = try? JSONValue.parse(data), let array = json.arrayValue else {
-          console.err("beaconbridge: events \(file ?? "-"): not a JSON array of event objects\n")
+        // Checked here too, by the daemon's own reader, so a bad file gets a precise error
+        // before anything is sent.
+        do { _ = try TripEvent.batch(fromJSON: Array(data)) } catch {
+          console.err("beaconbridge: events \(file ?? "-"): \(error.description)\n")
           return ExitStatus.failure
-        }
-        for (i, item) in array.enumerated() {
-          do { _ = try TripEvent(json: item) } catch {
-            console.err("beaconbridge: events \(file ?? "-"): event \(i): \(error.description)\n")
-            return ExitStatus.failure
-          }
         }
         let reply = try await DaemonClient.call(
           BridgeServiceNames.Method.tripEvents, [.string(tripId), .string(text)])

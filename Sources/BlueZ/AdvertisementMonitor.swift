@@ -1,3 +1,4 @@
+import BeaconCore
 import DBus
 
 /// The application this source registers with AdvertisementMonitorManager1 for passive scanning:
@@ -9,9 +10,14 @@ enum AdvertisementMonitor {
   static let iBeacon: ObjectPath = "/org/beaconbridge/monitor/ibeacon"
 
   /// One `or_patterns` entry: at offset 0 of AD type 0xFF (manufacturer specific data), Apple's
-  /// company ID 0x004C little-endian, then iBeacon's type 0x02 and length 0x15.
+  /// company ID little-endian, then iBeacon's type and length, as `BeaconFrameParser` reads them.
   static let iBeaconPattern: (start: UInt8, adType: UInt8, content: [UInt8]) = (
-    0, 0xFF, [0x4C, 0x00, 0x02, 0x15]
+    0, 0xFF,
+    [
+      UInt8(truncatingIfNeeded: BeaconFrameParser.appleCompanyID),
+      UInt8(truncatingIfNeeded: BeaconFrameParser.appleCompanyID >> 8), BeaconFrameParser.iBeaconType,
+      BeaconFrameParser.iBeaconLength,
+    ]
   )
 
   /// The reply to GetManagedObjects on `root` (`a{oa{sa{sv}}}`).

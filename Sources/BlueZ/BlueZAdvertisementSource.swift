@@ -37,6 +37,26 @@ public final class BlueZAdvertisementSource: AdvertisementSource {
   private let currentMode: Mutex<ScanMode>
   /// The scans started and not yet cleaned up, for `finished()`.
   private let running = Activity()
+  /// What every scan of this source counted.
+  let counts = Counts()
+
+  /// What the scans count, added to by the reader thread.
+  struct Counts: Sendable {
+    /// Signals read while the consumer held its batch past the reader's read-ahead bound
+    /// (`SignalSocket`), and so not handed on: nearly all are advertisements.
+    let droppedSignals = EventCount()
+    /// ManufacturerData entries of companies past `DeviceEntries.limit` for their device.
+    let manufacturerDataOverLimit = EventCount()
+  }
+
+  /// Advertisements (Device1 signals) read from the bus but dropped because the consumer held a
+  /// batch longer than the read-ahead bound lasts (2 MiB, about 6 s at 2,000 a second). Counted
+  /// over every scan of this source; a scan through libdbus (no unix socket) counts none.
+  public var droppedAdvertisements: Int { counts.droppedSignals.count }
+
+  /// ManufacturerData entries not kept because their device sent more than 32 companies
+  /// (`DeviceEntries.limit`), counted by the fast decoder over every scan of this source.
+  public var manufacturerDataOverLimit: Int { counts.manufacturerDataOverLimit.count }
 
   public struct Options: Sendable {
     /// How long the D-Bus reader gathers messages before each pass (docs/DESIGN.md, Behaviour,
@@ -132,7 +152,7 @@ public final class BlueZAdvertisementSource: AdvertisementSource {
     let connection = try Connection(bus, options: .init(batchInterval: options.batchInterval))
     let session = DiscoverySession(
       connection: connection, adapterName: adapter, preferredMode: preferredMode, options: options,
-      logger: logger
+      counts: counts, logger: logger
     ) { [self] mode in self.currentMode.withLock { $0 = mode } }
     running.begin()
     do {

@@ -45,32 +45,31 @@ enum DeviceAdvertisement {
     return BluetoothAddress(String(last.dropFirst(4)))
   }
 
-  /// `a{qv}` with `ay` values, sorted by company. Also accepts an array of such dictionaries
-  /// (python-dbusmock 0.28 sends `aa{qv}`).
+  /// `a{qv}` with `ay` values, as `DeviceEntries` keeps them. Also accepts an array of such
+  /// dictionaries (python-dbusmock 0.28 sends `aa{qv}`).
   static func manufacturerData(_ value: DBusValue?) -> [ManufacturerData] {
-    var out: [UInt16: [UInt8]] = [:]
+    var out = DeviceEntries<UInt16>()
     for dictionary in dictionaries(value) {
       for entry in dictionary {
         guard let company = entry.key.uint16, let bytes = entry.value.bytes else { continue }
-        out[company] = bytes
+        out.add(company, bytes)
       }
     }
-    return out.sorted { $0.key < $1.key }.map { ManufacturerData(companyID: $0.key, data: $0.value) }
+    return out.manufacturerData
   }
 
-  /// `a{sv}` keyed by UUID string with `ay` values, sorted by UUID.
+  /// `a{sv}` keyed by UUID string with `ay` values, as `DeviceEntries` keeps them.
   static func serviceData(_ value: DBusValue?) -> [ServiceData] {
-    var out: [ServiceData] = []
+    var out = DeviceEntries<ServiceUUID>()
     for dictionary in dictionaries(value) {
       for entry in dictionary {
         guard let text = entry.key.string, let uuid = ServiceUUID(text), let bytes = entry.value.bytes else {
           continue
         }
-        out.removeAll { $0.uuid == uuid }
-        out.append(ServiceData(uuid: uuid, data: bytes))
+        out.add(uuid, bytes)
       }
     }
-    return out.sorted { $0.uuid.description < $1.uuid.description }
+    return out.serviceData
   }
 
   private static func dictionaries(_ value: DBusValue?) -> [[DBusValue.DictionaryEntry]] {

@@ -9,42 +9,44 @@ import Synchronization
 /// A Device1 PropertiesChanged that carries advertisement data only (RSSI, TxPower,
 /// ManufacturerData as `a{qv}` of `ay`), read straight from the message on the D-Bus reader
 /// thread. It is the signal BlueZ sends for every advertisement, so it skips the generic
-/// `DBusValue` tree: names are compared as bytes, and manufacturer data equal to what the device sent last is
-/// handed on without allocating (`RecentManufacturerData`).
+/// `DBusValue` tree: names are compared as bytes, and manufacturer data equal to what the device
+/// sent last is handed on without allocating (`RecentManufacturerData`). `DeviceDecoder` reads it.
 ///
 /// Anything else (another property, another type, invalidated properties) is declined and takes
 /// the generic path, which also logs malformed values.
-struct DeviceUpdate: Sendable, Equatable {
+package struct DeviceUpdate: Sendable, Equatable {
   var key: DeviceKey
-  var rssi: Int16?
+  package var rssi: Int16?
   var txPower: Int16?
   /// nil when the change did not carry ManufacturerData; sorted by company, like the generic path.
-  var manufacturerData: [ManufacturerData]?
+  package var manufacturerData: [ManufacturerData]?
+}
 
-  /// The names the decoder compares with, as bytes in the binary (`WireName`): comparing with a
-  /// `String` cost about 100 instructions a name, a dozen names per signal. They spell the
-  /// same as `BlueZ.Property`'s and `BlueZ.deviceInterface` (DeviceUpdateTests checks).
-  enum Name {
-    static var propertiesChanged: WireName { WireName("PropertiesChanged") }
-    static var properties: WireName { WireName("org.freedesktop.DBus.Properties") }
-    static var device: WireName { WireName("org.bluez.Device1") }
-    static var withInvalidated: WireName { WireName("sa{sv}as") }
-    static var withoutInvalidated: WireName { WireName("sa{sv}") }
-    static var rssi: WireName { WireName("RSSI") }
-    static var txPower: WireName { WireName("TxPower") }
-    static var manufacturerData: WireName { WireName("ManufacturerData") }
-    static var int16: WireName { WireName("n") }
-    static var companies: WireName { WireName("a{qv}") }
-    static var bytes: WireName { WireName("ay") }
+/// The Device1 fast decoder of one scan, with what it remembers (the last message and the last
+/// manufacturer data of each device) and what it counts. One per session: a second scan in the
+/// same process starts with nothing remembered, and its counts are its own.
+package final class DeviceDecoder: Sendable {
+  typealias Name = BlueZ.Wire
+  /// The last message decoded per device, to decode its repeats by comparison; nil: every
+  /// message is decoded in full (tests compare the two).
+  let repeats: RepeatedUpdates?
+  /// The last single-company manufacturer data decoded per device.
+  let recent = RecentManufacturerData()
+  /// ManufacturerData entries read past `DeviceEntries.limit` companies, not kept.
+  let overLimit: EventCount
+
+  package convenience init() { self.init(repeats: RepeatedUpdates()) }
+
+  init(repeats: RepeatedUpdates?, overLimit: EventCount = EventCount()) {
+    self.repeats = repeats
+    self.overLimit = overLimit
   }
 
-  static func decode(_ signal: borrowing WireSignal) -> DeviceUpdate? { decode(signal, repeats: repeats) }
-
-  /// `decode`, with `repeats` to look the message up in and to remember it in (nil: neither,
-  /// for tests that compare the two).
-  static func decode(_ signal: borrowing WireSignal, repeats: RepeatedUpdates?) -> DeviceUpdate? {
+  /// The update `signal` carries, or nil when it is not one the fast path reads (the generic
+  /// path then reads it).
+  package func decode(_ signal: borrowing WireSignal) -> DeviceUpdate? {
     let withInvalidated = signal.signature(is: Name.withInvalidated)
-    guard signal.member(is: Name.propertiesChanged), signal.interface(is: Name.properties),
+    guard signal.member(is: Name.propertiesChanged), signal.interface(is: Name.propertiesInterface),
       withInvalidated || signal.signature(is: Name.withoutInvalidated),
       let path = signal.withPath({ $0.bytes })
     else { return nil }
@@ -65,7 +67,7 @@ struct DeviceUpdate: Sendable, Equatable {
       return again
     }
     guard let key = signal.withPath(DeviceKey.init) else { return nil }
-    guard body.string()?.equals(Name.device) == true,
+    guard body.string()?.equals(Name.deviceInterface) == true,
       let end = body.beginArray(elementAlignment: 8)
     else { return nil }
     var rssi: Int16?
@@ -110,7 +112,7 @@ struct DeviceUpdate: Sendable, Equatable {
   /// same bytes in every advertisement, so one company whose bytes equal what `device` sent last
   /// time gives back that same array (`recent`): no allocation, and the mirror's record keeps
   /// the storage it already holds.
-  private static func companies(_ body: inout WireReader, of device: DeviceKey) -> [ManufacturerData]? {
+  private func companies(_ body: inout WireReader, of device: DeviceKey) -> [ManufacturerData]? {
     guard let end = body.beginArray(elementAlignment: 8) else { return nil }
     let start = body.position
     // The common case, one company: compared in place.
@@ -123,24 +125,17 @@ struct DeviceUpdate: Sendable, Equatable {
       return out
     }
     body.position = start
-    var out: [ManufacturerData] = []
+    var out = DeviceEntries<UInt16>()
     while body.position < end {
       guard body.align(8), let company = body.uint16(), body.signature()?.equals(Name.bytes) == true,
-        let bytes = body.bytes()
+        let bytes = body.byteRange()
       else { return nil }
-      // A repeated company keeps its last value, as the generic path does.
-      out.removeAll { $0.companyID == company }
-      out.append(ManufacturerData(companyID: company, data: bytes))
+      if let index = out.admit(company) { out.set(Array(bytes), at: index) }
     }
     guard body.position == end else { return nil }
-    if out.count > 1 { out.sort { $0.companyID < $1.companyID } }
-    return out
+    if out.excess > 0 { overLimit.add(out.excess) }
+    return out.manufacturerData
   }
-
-  /// The last single-company manufacturer data decoded per device.
-  static let recent = RecentManufacturerData()
-  /// The last message decoded per device, to decode its repeats by comparison.
-  static let repeats = RepeatedUpdates()
 }
 
 /// The last Device1 PropertiesChanged with an RSSI that each device sent, as the bytes the
@@ -155,8 +150,8 @@ struct DeviceUpdate: Sendable, Equatable {
 /// Direct-mapped by the path's last eight bytes (the low half of the device's address): `slots`
 /// entries of at most `slotBytes` bytes of path and body (a BlueZ advertisement has about 160),
 /// in one buffer whose pages are only touched as slots are used; longer ones are not
-/// remembered. Shared by every decoder in the process behind a lock, like
-/// `RecentManufacturerData`.
+/// remembered. One per `DeviceDecoder`; behind a lock, like `RecentManufacturerData`, because
+/// the class is handed to the reader thread.
 final class RepeatedUpdates: Sendable {
   static let slots = 512
   static let slotBytes = 256
@@ -243,8 +238,7 @@ final class RepeatedUpdates: Sendable {
 /// on as the same array. A direct-mapped table of `slots` entries indexed by the device's
 /// address (no `Hasher`): two devices sharing a slot only cost an allocation when they alternate,
 /// which is what every device cost without it, and a flood of random addresses cannot grow it.
-/// Shared by every decoder in the process, behind a lock: the decoders run on D-Bus reader
-/// threads.
+/// One per `DeviceDecoder`, behind a lock: the decoder runs on a D-Bus reader thread.
 final class RecentManufacturerData: Sendable {
   static let slots = 1_024
   private let table = Mutex<[(key: DeviceKey, data: [ManufacturerData])?]>(

@@ -18,7 +18,12 @@ final class DiscoverySession: @unchecked Sendable {
   /// Signal batches and monitor calls, merged so that one task handles both in order
   /// (`SessionInbox`: no generic stream code per batch).
   private let inputs = SessionInbox<Input>()
+  /// Moves the libdbus subscription's batches into `inputs` (the socket feeds it directly).
   private var forwarder: Task<Void, Never>?
+  /// The fast Device1 decoder, with this scan's caches.
+  private let decoder: DeviceDecoder
+  /// Signals the reader dropped while this session held its batch past the read-ahead bound.
+  private let dropped: EventCount
   private let monitor: Monitor
   // Internal rather than private: the handlers in DiscoverySession+Signals.swift change the
   // tree, the mirror, the state and the owner.
@@ -55,9 +60,11 @@ final class DiscoverySession: @unchecked Sendable {
 
   init(
     connection: Connection, adapterName: String?, preferredMode: ScanMode,
-    options: BlueZAdvertisementSource.Options, logger: @escaping @Sendable (String) -> Void,
-    reportMode: @escaping @Sendable (ScanMode) -> Void
+    options: BlueZAdvertisementSource.Options, counts: BlueZAdvertisementSource.Counts,
+    logger: @escaping @Sendable (String) -> Void, reportMode: @escaping @Sendable (ScanMode) -> Void
   ) {
+    decoder = DeviceDecoder(repeats: RepeatedUpdates(), overLimit: counts.manufacturerDataOverLimit)
+    dropped = counts.droppedSignals
     self.connection = connection
     self.adapterName = adapterName
     self.preferredMode = preferredMode
@@ -86,29 +93,25 @@ final class DiscoverySession: @unchecked Sendable {
 
   /// Subscribes first, then mirrors, then starts discovery.
   func begin() async throws {
-    let batches: AsyncStream<[SignalItem<DeviceUpdate>]>
     let inputs = inputs
     do {
       guard options.directSignalSocket else { throw DBusError(.notSupported, "turned off") }
-      // Batches go straight into `inputs` from the reader thread (no forwarding task per batch);
-      // `batches` then only ends, and the forwarder below finishes `inputs` when it does.
-      let stream = try SignalSocket(
+      // Batches go straight into `inputs` from the reader thread (no forwarding task per batch).
+      stream = try SignalSocket(
         .address(connection.address), rules: Self.rules, batchInterval: options.batchInterval,
-        setupTimeout: options.callTimeout, decode: DeviceUpdate.decode,
-        // No further read while the session still holds a batch (awaiting BlueZ while it prunes,
-        // say): a flood then waits in the bus, not in our heap.
-        deliver: { inputs.yield(.signals($0)) }, ready: { inputs.isDrained })
-      self.stream = stream
-      batches = stream.batches
+        setupTimeout: options.callTimeout, decode: decoder.decode,
+        // No batch is handed on while the session still holds one (awaiting BlueZ while it
+        // prunes, say): the reader reads ahead meanwhile, within its bound, and counts the rest.
+        deliver: { inputs.yield(.signals($0)) }, ready: { inputs.isDrained }, finished: { inputs.finish() },
+        dropped: dropped)
     } catch {
       log("bluez: reading signals through libdbus (\(error))")
-      let subscription = try await connection.subscribe(to: Self.rules, decoding: DeviceUpdate.decode)
+      let subscription = try await connection.subscribe(to: Self.rules, decoding: decoder.decode)
       self.subscription = subscription
-      batches = subscription.batches
-    }
-    forwarder = Task {
-      for await batch in batches { inputs.yield(.signals(batch)) }
-      inputs.finish()
+      forwarder = Task {
+        for await batch in subscription.batches { inputs.yield(.signals(batch)) }
+        inputs.finish()
+      }
     }
     do {
       bluezOwner = try await connection.nameOwner(of: BlueZ.service)

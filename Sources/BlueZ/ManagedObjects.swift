@@ -14,18 +14,18 @@ struct ManagedObjects: Sendable {
   /// The Device1 objects that name an address, keyed as the mirror keys them.
   var devices: [DeviceKey: DeviceRecord] = [:]
 
-  static var signature: WireName { WireName("a{oa{sa{sv}}}") }
+  static var signature: WireName { BlueZ.Wire.managedObjects }
 
   /// The Device1 properties a `DeviceRecord` reads (`DeviceRecord.apply`,
   /// `DeviceAdvertisement.address`); the others are skipped without being built.
   static var recordProperties: [WireName] {
-    [
-      WireName("Address"), WireName("RSSI"), WireName("TxPower"), WireName("ManufacturerData"),
-      WireName("ServiceData"), WireName("Name"), WireName("Paired"), WireName("Trusted"),
-      WireName("Connected"),
+    typealias Name = BlueZ.Wire
+    return [
+      Name.address, Name.rssi, Name.txPower, Name.manufacturerData, Name.serviceData, Name.name, Name.paired,
+      Name.trusted, Name.connected,
     ]
   }
-  static var device: WireName { WireName("org.bluez.Device1") }
+  static var device: WireName { BlueZ.Wire.deviceInterface }
 
   /// Reads the reply; throws `DBusError` (`.invalidArgs`) naming what does not fit, and then
   /// returns nothing at all (a caller keeps what it had).

@@ -103,7 +103,7 @@ extension StateDirectory {
         fix: "pass --state-dir with a directory on a writable file system")
     case ENOSPC, EDQUOT:
       return StateDirectoryError(
-        path: path, problem: "cannot be created: no space left on the device\(which)", fix: "free space on it"
+        path: path, problem: "cannot be created: the disk is full\(which)", fix: "free space on it"
       )
     case ENOTDIR:
       return StateDirectoryError(
@@ -139,6 +139,14 @@ extension StateDirectory {
     guard stat(path, &info) == 0 else {
       let code = errno
       guard code == ENOENT || code == ENOTDIR else { throw failure(path, at: path, errno: code) }
+      // The nearest part of the path that exists, when it is not a directory, is the cause.
+      var part = parent(of: path)
+      while !part.isEmpty, part != "/", stat(part, &info) != 0 { part = parent(of: part) }
+      if !part.isEmpty, stat(part, &info) == 0, info.st_mode & S_IFMT != S_IFDIR {
+        throw StateDirectoryError(
+          path: path, problem: "was not found: its parent \(part) is \(kind(info.st_mode)), not a directory",
+          fix: "correct the path, or pass --state-dir with the daemon's state directory")
+      }
       throw StateDirectoryError(
         path: path, problem: "was not found",
         fix: "pass --state-dir with the daemon's state directory, or start the daemon once to create it")

@@ -30,6 +30,12 @@ struct bb_curl_api {
   const char *(*easy_strerror)(CURLcode);
   struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
   void (*slist_free_all)(struct curl_slist *);
+  CURLU *(*url)(void);
+  void (*url_cleanup)(CURLU *);
+  CURLUcode (*url_set)(CURLU *, CURLUPart, const char *, unsigned int);
+  CURLUcode (*url_get)(const CURLU *, CURLUPart, char **, unsigned int);
+  const char *(*url_strerror)(CURLUcode);
+  void (*free)(void *);
   const char *error;
 };
 
@@ -59,6 +65,12 @@ static inline void bb_curl_load_once(void) {
   BB_CURL_SYMBOL(easy_strerror, "curl_easy_strerror")
   BB_CURL_SYMBOL(slist_append, "curl_slist_append")
   BB_CURL_SYMBOL(slist_free_all, "curl_slist_free_all")
+  BB_CURL_SYMBOL(url, "curl_url")
+  BB_CURL_SYMBOL(url_cleanup, "curl_url_cleanup")
+  BB_CURL_SYMBOL(url_set, "curl_url_set")
+  BB_CURL_SYMBOL(url_get, "curl_url_get")
+  BB_CURL_SYMBOL(url_strerror, "curl_url_strerror")
+  BB_CURL_SYMBOL(free, "curl_free")
   BB_CURL_SYMBOL(global_init, "curl_global_init")
 #undef BB_CURL_SYMBOL
   if (api->global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
@@ -87,6 +99,20 @@ static inline struct curl_slist *bb_curl_slist_append(struct curl_slist *list, c
   return bb_curl_api()->slist_append(list, line);
 }
 static inline void bb_curl_slist_free_all(struct curl_slist *list) { bb_curl_api()->slist_free_all(list); }
+
+// libcurl's URL API (curl_url), which parses a URL as transfers will use it.
+static inline CURLU *bb_curl_url(void) { return bb_curl_api()->url(); }
+static inline void bb_curl_url_cleanup(CURLU *url) { bb_curl_api()->url_cleanup(url); }
+static inline CURLUcode bb_curl_url_set(CURLU *url, CURLUPart part, const char *text, unsigned int flags) {
+  return bb_curl_api()->url_set(url, part, text, flags);
+}
+static inline CURLUcode bb_curl_url_get(CURLU *url, CURLUPart part, char **text, unsigned int flags) {
+  return bb_curl_api()->url_get(url, part, text, flags);
+}
+static inline const char *bb_curl_url_strerror(CURLUcode code) { return bb_curl_api()->url_strerror(code); }
+static inline void bb_curl_free(void *pointer) { bb_curl_api()->free(pointer); }
+/// CURLU_NON_SUPPORT_SCHEME: a scheme libcurl has no transfer for (mqtts) is parsed too.
+static inline unsigned int bb_curlu_non_support_scheme(void) { return CURLU_NON_SUPPORT_SCHEME; }
 
 static inline CURLcode bb_curl_set_long(CURL *handle, CURLoption option, long value) {
   return bb_curl_api()->easy_setopt(handle, option, value);

@@ -14,17 +14,4 @@ enum CString {
       }
     }
   }
-
-  /// `path` is `namespace` or below it (`path_namespace` in a match rule).
-  static func isPath(_ path: UnsafePointer<CChar>?, inNamespace namespace: String) -> Bool {
-    guard let path else { return false }
-    if namespace == "/" { return true }
-    var namespace = namespace
-    return namespace.withUTF8 { bytes in
-      bytes.withMemoryRebound(to: CChar.self) { chars in
-        strncmp(path, chars.baseAddress!, chars.count) == 0
-          && (path[chars.count] == 0 || path[chars.count] == CChar(UInt8(ascii: "/")))
-      }
-    }
-  }
 }

@@ -129,12 +129,15 @@ public final class Connection: Sendable {
     return first
   }
 
-  /// Sends a signal from this connection.
-  /// The corresponding C function is `dbus_message_new_signal`.
-  public func emit(path: ObjectPath, interface: InterfaceName, member: MemberName, _ body: [DBusValue] = [])
-    throws(DBusError)
-  {
-    let message = try Message.signal(path: path, interface: interface, member: member)
+  /// Sends a signal from this connection: to every connection whose match rules take it, or,
+  /// with `destination`, to that one only (the bus then delivers it whatever its rules say).
+  /// The corresponding C functions are `dbus_message_new_signal` and `dbus_message_set_destination`.
+  public func emit(
+    path: ObjectPath, interface: InterfaceName, member: MemberName, _ body: [DBusValue] = [],
+    to destination: BusName? = nil
+  ) throws(DBusError) {
+    let message = try Message.signal(
+      path: path, interface: interface, member: member, destination: destination)
     try message.append(body)
     try core.sendNoReply(message)
   }

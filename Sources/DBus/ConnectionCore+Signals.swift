@@ -26,15 +26,14 @@ extension ConnectionCore {
     }
   }
 
-  /// Hands a signal to every subscription whose rules match it. Headers are compared as C
-  /// strings; a subscription with a decoder gets the chance to read the raw message first, and the
-  /// generic `Signal` (every value as a `DBusValue`) is built only if someone still needs it.
+  /// Hands a signal to every subscription whose rules match it (`CompiledRules`, as
+  /// `SignalSocket` checks them); a subscription with a decoder gets the chance to read the raw
+  /// message first, and the generic `Signal` (every value as a `DBusValue`) is built only if
+  /// someone still needs it.
   func signal(_ message: OpaquePointer) {
-    let interface = dbus_message_get_interface(message)
-    let member = dbus_message_get_member(message)
-    let path = dbus_message_get_path(message)
-    let sender = dbus_message_get_sender(message)
-    if CString.equal(interface, InterfaceName.local.rawValue), CString.equal(member, "Disconnected") {
+    if CString.equal(dbus_message_get_interface(message), InterfaceName.local.rawValue),
+      CString.equal(dbus_message_get_member(message), "Disconnected")
+    {
       state.withLock { state in
         if state.closedReason == nil {
           state.closedReason = DBusError(.disconnected, "the bus closed the connection")
@@ -44,19 +43,11 @@ extension ConnectionCore {
     }
     refreshReaderSinks()
     var generic: Signal?
-    for sink in readerSinks
-    where sink.rules.contains(where: {
-      $0.matchesHeader(sender: sender, path: path, interface: interface, member: member)
-    }) {
+    for sink in readerSinks where sink.rules.matches(message) {
       if sink.decodes, sink.take(marshalled: message) { continue }
       let signal = generic ?? MessageReader.signal(of: message)
       generic = signal
-      if sink.rules.contains(where: {
-        $0.matchesHeader(sender: sender, path: path, interface: interface, member: member)
-          && $0.matchesBody(signal.body)
-      }) {
-        sink.take(signal)
-      }
+      sink.take(signal)
     }
   }
 

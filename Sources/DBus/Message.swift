@@ -30,16 +30,21 @@ final class Message: @unchecked Sendable {
     return Message(adopting: raw)
   }
 
-  /// A signal.
-  /// The corresponding C function is `dbus_message_new_signal`.
-  static func signal(path: ObjectPath, interface: InterfaceName, member: MemberName) throws(DBusError)
-    -> Message
-  {
+  /// A signal, to every connection whose rules take it or to `destination` only.
+  /// The corresponding C functions are `dbus_message_new_signal` and `dbus_message_set_destination`.
+  static func signal(
+    path: ObjectPath, interface: InterfaceName, member: MemberName, destination: BusName? = nil
+  ) throws(DBusError) -> Message {
     try validate(path: path, interface: interface, member: member)
+    if let destination { try check(dbus_validate_bus_name, destination.rawValue, "bus name") }
     guard let raw = dbus_message_new_signal(path.rawValue, interface.rawValue, member.rawValue) else {
       throw DBusError(.noMemory, "dbus_message_new_signal failed")
     }
-    return Message(adopting: raw)
+    let message = Message(adopting: raw)
+    if let destination, dbus_message_set_destination(raw, destination.rawValue) == 0 {
+      throw DBusError(.noMemory, "dbus_message_set_destination failed")
+    }
+    return message
   }
 
   /// libdbus aborts the process on an invalid name (its "application bug" assertions): check

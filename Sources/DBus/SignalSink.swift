@@ -9,7 +9,8 @@ import Synchronization
 
 /// One subscription's signals, gathered during a reader pass.
 protocol SignalSink: AnyObject, Sendable {
-  var rules: [MatchRule] { get }
+  /// The subscription's rules, as the reader checks each signal against them.
+  var rules: CompiledRules { get }
   var decodes: Bool { get }
   /// Offers the message to the subscription's decoder; true if it took it.
   func take(marshalled message: OpaquePointer) -> Bool
@@ -24,7 +25,7 @@ protocol SignalSink: AnyObject, Sendable {
 /// `@unchecked Sendable`: `batch` is touched only on the reader thread (take, flush); the
 /// continuation is thread-safe.
 final class Sink<Item: Sendable>: SignalSink, @unchecked Sendable {
-  let rules: [MatchRule]
+  let rules: CompiledRules
   let continuation: AsyncStream<[Item]>.Continuation
   let wrap: @Sendable (Signal) -> Item
   let decode: (@Sendable (borrowing WireSignal) -> Item?)?
@@ -35,7 +36,7 @@ final class Sink<Item: Sendable>: SignalSink, @unchecked Sendable {
     wrap: @escaping @Sendable (Signal) -> Item,
     decode: (@Sendable (borrowing WireSignal) -> Item?)?
   ) {
-    self.rules = rules
+    self.rules = CompiledRules(rules)
     self.continuation = continuation
     self.wrap = wrap
     self.decode = decode

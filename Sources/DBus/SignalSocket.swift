@@ -26,6 +26,11 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
   public let batches: AsyncStream<[SignalItem<Decoded>]>
   /// This connection's unique name, from `Hello`.
   public let uniqueName: BusName
+  /// Signals read past the read-ahead bound while the consumer held its batch, and not handed on.
+  public let dropped: EventCount
+  /// Bytes of signals read ahead while the consumer holds a batch: 2 MiB, about 6 s of BlueZ's
+  /// PropertiesChanged at 2,000 a second (about 170 bytes each).
+  public static var defaultReadAhead: Int { 2 << 20 }
   @usableFromInline let reader: SignalSocketReader
 
   /// Connects, authenticates, says `Hello` and adds `rules`, waiting for the bus to accept each.
@@ -35,26 +40,37 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
   /// `Array<…>` metadata in the runtime for every signal, about 1,000 instructions each (callgrind).
   ///
   /// With `deliver`, each batch is handed to it on the reader thread instead of to `batches`
-  /// (which then only ends): a consumer that merges batches into a stream of its own saves a
-  /// task hop per batch.
+  /// (which then only ends), and `finished` is called once the reader has stopped: a consumer
+  /// that merges batches into a stream of its own saves a task hop per batch, and a task to
+  /// watch `batches` end.
   ///
-  /// With `ready`, the reader reads no further while it returns false (the consumer still holds
-  /// what it was given, awaiting a call, say): the bus keeps the rest, and the consumer's backlog
-  /// is one batch, however long it waits. Jobs still run meanwhile (`executor`), and `ready` is
-  /// asked again once per `batchInterval` (at least 10 ms) until it says yes.
+  /// With `ready`, no batch is handed on while it returns false (the consumer still holds what
+  /// it was given, awaiting a call, say). The reader goes on reading meanwhile, into the next
+  /// batch, because the bus holds only about 170 signals for a connection and drops what does
+  /// not fit (docs/dbus-notes.md): up to `readAhead` bytes of signals are kept, and those past it
+  /// are counted in `dropped` and not decoded. The batch is handed on at the first pass `ready`
+  /// says yes, once per `batchInterval` (at least 10 ms) at the latest. Jobs still run meanwhile
+  /// (`executor`).
   @inlinable public init(
     _ bus: BusAddress, rules: [MatchRule], batchInterval: Duration = .milliseconds(50),
     setupTimeout: Duration = .seconds(5), decode: @escaping @Sendable (borrowing WireSignal) -> Decoded?,
-    deliver: (@Sendable ([SignalItem<Decoded>]) -> Void)? = nil, ready: (@Sendable () -> Bool)? = nil
+    deliver: (@Sendable ([SignalItem<Decoded>]) -> Void)? = nil, ready: (@Sendable () -> Bool)? = nil,
+    finished: (@Sendable () -> Void)? = nil, readAhead: Int = SignalSocket.defaultReadAhead,
+    dropped: EventCount = EventCount()
   ) throws(DBusError) {
     let (stream, continuation) = AsyncStream.makeStream(of: [SignalItem<Decoded>].self)
     let batch = SignalBatch(continuation: continuation, decode: decode, deliver: deliver)
     let sink = SignalSocketSink(
       take: { batch.take($0) }, takeSignal: { batch.items.append(.signal($0)) }, flush: { batch.flush() },
-      finish: { continuation.finish() }, ready: ready ?? { true })
+      finish: {
+        continuation.finish()
+        finished?()
+      }, ready: ready ?? { true })
     let (reader, name) = try SignalSocketReader.open(
-      bus, rules: rules, batchInterval: batchInterval, setupTimeout: setupTimeout, sink: sink)
+      bus, rules: rules, batchInterval: batchInterval, setupTimeout: setupTimeout, sink: sink,
+      readAhead: readAhead, dropped: dropped)
     self.reader = reader
+    self.dropped = dropped
     self.uniqueName = name
     self.batches = stream
     continuation.onTermination = { [reader] _ in reader.stop() }
@@ -133,11 +149,16 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
 /// only by `setUp` (before the thread starts) and then by the thread; the rest is atomic.
 @usableFromInline final class SignalSocketReader: @unchecked Sendable {
   let fd: Int32
-  let rules: [MatchRule]
   let batchInterval: Duration
   let sink: SignalSocketSink
   let wakeFD: Int32
   let wakeWriteFD: Int32
+  /// The most bytes of signals held for the consumer (`SignalSocket.init`'s `readAhead`).
+  let readAhead: Int
+  /// Signals past `readAhead`, not handed on.
+  let dropped: EventCount
+  /// Bytes of the signals in the batch not yet handed on.
+  private var held = 0
   private let stopping = Atomic<Bool>(false)
   private let done = DispatchSemaphore(value: 0)
   private let started = Atomic<Bool>(false)
@@ -145,8 +166,8 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
   /// Jobs of tasks that prefer this thread (`SignalSocket+Executor.swift`).
   let queue = Mutex(JobQueue())
 
-  /// `rules`' header keys as C strings, compared for every signal.
-  private let compiled: UnsafeMutableBufferPointer<CompiledMatch>
+  /// `rules` as they are checked for every signal.
+  private let compiled: CompiledRules
 
   /// Received bytes not yet framed: `buffer[0..<filled]`.
   private var buffer: UnsafeMutableRawBufferPointer
@@ -159,11 +180,12 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
   /// Connects, authenticates, says `Hello` and adds `rules`; the reader and the unique name.
   @usableFromInline static func open(
     _ bus: BusAddress, rules: [MatchRule], batchInterval: Duration, setupTimeout: Duration,
-    sink: SignalSocketSink
+    sink: SignalSocketSink, readAhead: Int, dropped: EventCount
   ) throws(DBusError) -> (SignalSocketReader, BusName) {
     let address = try bus.resolve()
     let fd = try SocketSetup.connect(address)
-    let reader = SignalSocketReader(fd: fd, rules: rules, batchInterval: batchInterval, sink: sink)
+    let reader = SignalSocketReader(
+      fd: fd, rules: rules, batchInterval: batchInterval, sink: sink, readAhead: readAhead, dropped: dropped)
     do {
       try SocketSetup.authenticate(fd, timeout: setupTimeout)
       return (reader, try reader.setUp(rules: rules, timeout: setupTimeout))
@@ -173,11 +195,15 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
     }
   }
 
-  init(fd: Int32, rules: [MatchRule], batchInterval: Duration, sink: SignalSocketSink) {
+  init(
+    fd: Int32, rules: [MatchRule], batchInterval: Duration, sink: SignalSocketSink, readAhead: Int,
+    dropped: EventCount
+  ) {
     self.fd = fd
-    self.rules = rules
     self.batchInterval = batchInterval
     self.sink = sink
+    self.readAhead = readAhead
+    self.dropped = dropped
     var pipeFDs: [Int32] = [-1, -1]
     if pipe(&pipeFDs) != 0 { pipeFDs = [-1, -1] }
     for pipeFD in pipeFDs where pipeFD >= 0 {
@@ -187,21 +213,16 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
     wakeFD = pipeFDs[0]
     wakeWriteFD = pipeFDs[1]
     buffer = .allocate(byteCount: Self.chunk * 4, alignment: 8)
-    compiled = .allocate(capacity: rules.count)
-    _ = compiled.initialize(from: rules.map(CompiledMatch.init))
+    compiled = CompiledRules(rules)
   }
 
-  deinit {
-    buffer.deallocate()
-    for match in compiled { match.release() }
-    compiled.deallocate()
-  }
+  deinit { buffer.deallocate() }
 
-  /// Whether any rule's header keys match (what `MatchRule.matchesHeader` checks). The rule
-  /// that matched last is tried first: a scan's signals are nearly all one kind.
-  private func matches(_ header: Wire.Header) -> Bool {
-    if lastMatch < compiled.count, compiled[lastMatch].matches(header) { return true }
-    for index in compiled.indices where index != lastMatch && compiled[index].matches(header) {
+  /// Whether any rule matches. The rule that matched last is tried first: a scan's signals are
+  /// nearly all one kind.
+  private func matches(_ header: Wire.Header, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    if lastMatch < compiled.count, compiled.matches(lastMatch, header, bytes) { return true }
+    for index in 0..<compiled.count where index != lastMatch && compiled.matches(index, header, bytes) {
       lastMatch = index
       return true
     }
@@ -310,7 +331,9 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
   private func run() {
     queue.withLock { $0.thread = pthread_self() }
     flush()
-    loop: while wait(socket: true, until: nil) {
+    // While a batch waits for the consumer, the thread wakes once per interval to hand it on.
+    let retry = max(batchInterval, .milliseconds(10))
+    loop: while wait(socket: true, until: held > 0 ? .now + retry : nil) {
       var (open, drained, taken) = readAvailable()
       var passBytes = taken
       do {
@@ -327,20 +350,20 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
       } catch {
         break loop
       }
-      flush()
+      // Backpressure (`ready`): the batch stays here, growing up to `readAhead`, while the
+      // consumer still holds the last one.
+      if sink.ready() { flush() }
       // What the batch resumed (a consumer that prefers this thread) runs now, before any wait.
       runJobs()
       if !open { break }
-      // Backpressure (`ready`): no further read while the consumer still holds the last batch.
-      while !sink.ready() {
-        if !wait(socket: false, until: .now + max(batchInterval, .milliseconds(10))) { break loop }
-      }
       // A pass stops after `passLimit` bytes; only an emptied socket waits for the next batch,
       // running jobs meanwhile.
       if drained, batchInterval > .zero, !wait(socket: false, until: .now + batchInterval) { break }
     }
     stopping.store(true, ordering: .releasing)
     close(fd)
+    // What was read is the consumer's, ready or not.
+    flush()
     sink.finish()
     // What finishing resumed, and anything queued since, runs elsewhere from now on.
     runJobs()
@@ -400,8 +423,8 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
     }
     switch header.type {
     case Wire.MessageType.signal.rawValue:
-      guard matches(header) else { return }
-      if !sink.take(WireSignal(header: header, bytes: bytes)) { generic(bytes) }
+      guard matches(header, bytes) else { return }
+      take(bytes) { sink.take(WireSignal(header: header, bytes: bytes)) }
     case Wire.MessageType.methodReturn.rawValue, Wire.MessageType.error.rawValue:
       guard let serial = header.replySerial, let member = awaiting.removeValue(forKey: serial) else { return }
       if header.type == Wire.MessageType.error.rawValue {
@@ -431,82 +454,30 @@ public final class SignalSocket<Decoded: Sendable>: Sendable {
       return
     }
     defer { dbus_message_unref(message) }
-    guard dbus_message_get_type(message) == DBUS_MESSAGE_TYPE_SIGNAL else { return }
-    let signal = MessageReader.signal(of: message)
-    let sender = dbus_message_get_sender(message)
-    let path = dbus_message_get_path(message)
-    let interface = dbus_message_get_interface(message)
-    let member = dbus_message_get_member(message)
-    guard
-      rules.contains(where: {
-        $0.matchesHeader(sender: sender, path: path, interface: interface, member: member)
-          && $0.matchesBody(signal.body)
-      })
-    else { return }
-    sink.takeSignal(signal)
-  }
-
-  private func flush() { sink.flush() }
-
-}
-
-/// A match rule's header keys as C strings with their lengths, allocated once per socket, so
-/// that matching a signal compares lengths and then bytes in place: `MatchRule.matchesHeader`
-/// bridges each `String` on every call. Same rule as `matchesHeader`: a well-known sender is left
-/// to the bus. The member is compared first: it tells the rules of one interface apart, mostly
-/// by its length alone.
-struct CompiledMatch {
-  /// One key: nil `text` matches anything.
-  struct Key {
-    let text: UnsafeMutablePointer<CChar>?
-    let count: Int
-
-    init(_ text: String?) {
-      self.text = text.map { strdup($0) }
-      count = self.text.map { strlen($0) } ?? 0
+    guard dbus_message_get_type(message) == DBUS_MESSAGE_TYPE_SIGNAL, compiled.matches(message) else {
+      return
     }
+    sink.takeSignal(MessageReader.signal(of: message))
+  }
 
-    /// Whether the header's field `span` is this key.
-    @inline(__always) func matches(_ span: Wire.Span, in base: UnsafeRawPointer) -> Bool {
-      guard let text else { return true }
-      return span.isPresent && Int(span.count) == count && Wire.same(base + Int(span.at), text, count: count)
+  private func flush() {
+    sink.flush()
+    held = 0
+  }
+
+  /// Hands a matched signal of `bytes` on (`decode`, or else libdbus). Once the batch holds
+  /// `readAhead` bytes it is handed on first if the consumer is ready; if not, the signal is
+  /// counted in `dropped` instead.
+  @inline(__always) private func take(_ bytes: UnsafeRawBufferPointer, _ decode: () -> Bool) {
+    if held >= readAhead {
+      guard sink.ready() else {
+        dropped.add()
+        return
+      }
+      flush()
     }
+    held &+= bytes.count
+    if !decode() { generic(bytes) }
   }
 
-  let sender: Key
-  let interface: Key
-  let member: Key
-  let path: Key
-  let pathNamespace: Key
-
-  init(_ rule: MatchRule) {
-    sender = Key(rule.sender.flatMap { $0.isUnique || $0 == .bus ? $0.rawValue : nil })
-    interface = Key(rule.interface?.rawValue)
-    member = Key(rule.member?.rawValue)
-    path = Key(rule.path?.rawValue)
-    // "/" holds every path.
-    pathNamespace = Key(rule.pathNamespace.flatMap { $0.rawValue == "/" ? nil : $0.rawValue })
-  }
-
-  func matches(_ header: Wire.Header) -> Bool {
-    let base = header.base
-    guard member.matches(header.memberSpan, in: base), interface.matches(header.interfaceSpan, in: base),
-      path.matches(header.pathSpan, in: base), sender.matches(header.senderSpan, in: base)
-    else { return false }
-    if let namespace = pathNamespace.text {
-      // The namespace itself, or a path below it.
-      let span = header.pathSpan
-      let count = Int(span.count)
-      guard span.isPresent, count >= pathNamespace.count,
-        Wire.same(base + Int(span.at), namespace, count: pathNamespace.count)
-      else { return false }
-      return count == pathNamespace.count
-        || base.load(fromByteOffset: Int(span.at) + pathNamespace.count, as: UInt8.self) == UInt8(ascii: "/")
-    }
-    return true
-  }
-
-  func release() {
-    for key in [sender, interface, member, path, pathNamespace] { free(key.text) }
-  }
 }

@@ -24,22 +24,26 @@ public final class PrivateBus: Sendable {
   }
 
   /// A session-like bus that lets anyone own any name and send anything.
-  static func configuration(socket: String) -> String {
-    """
-    <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-     "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-    <busconfig>
-      <type>session</type>
-      <listen>unix:path=\(socket)</listen>
-      <auth>EXTERNAL</auth>
-      <policy context="default">
-        <allow send_destination="*" eavesdrop="true"/>
-        <allow eavesdrop="true"/>
-        <allow own="*"/>
-        <allow user="*"/>
-      </policy>
-    </busconfig>
-    """
+  static func configuration(socket: String, maxOutgoingBytes: Int?) -> String {
+    // dbus-daemon refuses to queue more than `max_outgoing_bytes` for one connection: a signal
+    // that does not fit is dropped for it (bus.c, "destination has a full message queue").
+    let limit = maxOutgoingBytes.map { "<limit name=\"max_outgoing_bytes\">\($0)</limit>" } ?? ""
+    return """
+      <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+       "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+      <busconfig>
+        <type>session</type>
+        <listen>unix:path=\(socket)</listen>
+        <auth>EXTERNAL</auth>
+        \(limit)
+        <policy context="default">
+          <allow send_destination="*" eavesdrop="true"/>
+          <allow eavesdrop="true"/>
+          <allow own="*"/>
+          <allow user="*"/>
+        </policy>
+      </busconfig>
+      """
   }
 
   /// Fails with `ToolMissing` if `path` is not an executable.
@@ -49,14 +53,18 @@ public final class PrivateBus: Sendable {
     }
   }
 
-  /// Starts `dbus-daemon --nofork --print-address` and waits for its address.
-  public static func start() throws -> PrivateBus {
+  /// Starts `dbus-daemon --nofork --print-address` and waits for its address. With
+  /// `maxOutgoingBytes`, the bus queues at most that many bytes for a connection that does not
+  /// read (beyond what its socket holds) and drops the signals past it, as a bus under load does.
+  public static func start(maxOutgoingBytes: Int? = nil) throws -> PrivateBus {
     try require("/usr/bin/dbus-daemon", package: "dbus-daemon")
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
       "beaconbridge-bus-\(UUID().uuidString.prefix(8))")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     let config = directory.appendingPathComponent("bus.conf")
-    try configuration(socket: directory.appendingPathComponent("bus").path).write(
+    try configuration(
+      socket: directory.appendingPathComponent("bus").path, maxOutgoingBytes: maxOutgoingBytes
+    ).write(
       to: config, atomically: true, encoding: .utf8)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")

@@ -57,7 +57,10 @@ public enum GZoneEvent: Hashable, Sendable {
       guard let name = value["name"]?.stringValue, let start = value["start"]?.doubleValue,
         let end = value["end"]?.doubleValue
       else { return nil }
-      return .some(GZoneLevel(name: name, start: start, end: end))
+      var level = GZoneLevel(name: name, start: start, end: end)
+      level.startText = value["start"].flatMap(GZoneNumber.literal) ?? level.startText
+      level.endText = value["end"].flatMap(GZoneNumber.literal) ?? level.endText
+      return .some(level)
     }
     let key = json["key"]?.stringValue
     switch json["type"]?.stringValue {

@@ -25,6 +25,7 @@ public enum GZoneIdentity {
       case .string(let s)? where !s.isEmpty: return "\(field)=\(s)"
       case .int(let i)?: return "\(field)=\(i)"
       case .double(let d)?: return "\(field)=\(GZoneNumber.text(d))"
+      case .raw(let text)?: return "\(field)=\(text)"
       default: continue
       }
     }

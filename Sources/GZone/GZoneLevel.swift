@@ -5,16 +5,22 @@ public struct GZoneLevel: Hashable, Sendable {
   public var name: String
   public var start: Double
   public var end: Double
+  /// `start` and `end` as the backend wrote them (`GZoneNumber.literal`), for output: a number
+  /// prints as it came (issue 28), `100.50` as `100.50`.
+  public var startText: String
+  public var endText: String
 
   public init(name: String, start: Double, end: Double) {
     self.name = name
     self.start = start
     self.end = end
+    startText = GZoneNumber.text(start)
+    endText = GZoneNumber.text(end)
   }
 
-  /// `{name, start, end}`.
+  /// `{name, start, end}`, the numbers as they came.
   public var json: JSONValue {
-    .object(["name": .string(name), "start": .double(start), "end": .double(end)])
+    .object(["name": .string(name), "start": .raw(startText), "end": .raw(endText)])
   }
 
   /// `levelName`, else `name` (a number is taken as its text).
@@ -24,6 +30,7 @@ public struct GZoneLevel: Hashable, Sendable {
       case .string(let s)?: return s
       case .int(let i)?: return String(i)
       case .double(let d)?: return GZoneNumber.text(d)
+      case .raw(let text)?: return text
       default: continue
       }
     }
@@ -35,6 +42,8 @@ public struct GZoneLevel: Hashable, Sendable {
       let start = GZoneNumber.of(fields["levelPointStart"]), let end = GZoneNumber.of(fields["levelPointEnd"])
     else { return nil }
     self.init(name: name, start: start, end: end)
+    startText = GZoneNumber.literal(fields["levelPointStart"]) ?? startText
+    endText = GZoneNumber.literal(fields["levelPointEnd"]) ?? endText
   }
 }
 

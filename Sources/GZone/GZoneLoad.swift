@@ -38,8 +38,10 @@ public struct GZoneLoad: Hashable, Sendable {
     -> JSONValue
   {
     let json: JSONValue
-    do { json = try JSONValue.parse(data) } catch {
-      let detail = JSONDiagnosis.reason(data) ?? Self.describe(error)
+    // The strict reader that keeps each number's text (`JSONText`), so that numbers print as
+    // they came.
+    do { json = try JSONText.parse(Array(data)) } catch {
+      let detail = JSONDiagnosis.reason(data) ?? error.problem
       let reason = data.isEmpty ? "the file is empty" : "not valid JSON (\(detail))"
       throw GZoneError(.invalidJSON, origin: origin, reason)
     }
@@ -126,17 +128,6 @@ public struct GZoneLoad: Hashable, Sendable {
       availableGames: field(.availableGames),
       gameRounds: field(.gameRounds), origin: { "\(origin) (\($0.rawValue))" })
   }
-
-  static func describe(_ error: any Error) -> String {
-    if let error = error as? DecodingError {
-      switch error {
-      case .dataCorrupted(let context):
-        return context.underlyingError.map { "\($0)" } ?? context.debugDescription
-      default: break
-      }
-    }
-    return "\(error)"
-  }
 }
 
 /// Numbers as the backend may send them: JSON numbers, or numeric strings.
@@ -145,11 +136,22 @@ enum GZoneNumber {
     switch value {
     case .int(let i)?: return Double(i)
     case .double(let d)? where d.isFinite: return d
+    case .raw?:
+      guard let d = value?.doubleValue, d.isFinite else { return nil }
+      return d
     case .string(let s)?:
       guard let d = Double(s.trimmedWhitespace), d.isFinite else { return nil }
       return d
     default: return nil
     }
+  }
+
+  /// A JSON number's text as it came (a numeric string's value, printed); nil for what is not a
+  /// number (`of`).
+  static func literal(_ value: JSONValue?) -> String? {
+    guard let d = of(value) else { return nil }
+    if case .raw(let text)? = value { return text }
+    return text(d)
   }
 
   static func text(_ d: Double) -> String {

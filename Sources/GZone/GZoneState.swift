@@ -13,6 +13,8 @@ public struct GZoneState: Hashable, Sendable {
   /// The player's `currency`, as it came (null when missing).
   public var currency: JSONValue
   public var experience: Double
+  /// `experience` as the backend wrote it, for output (`GZoneNumber.literal`).
+  public var experienceText: String
   public var standing: GZoneLevelStanding
 
   public init(_ load: GZoneLoad) {
@@ -22,6 +24,7 @@ public struct GZoneState: Hashable, Sendable {
     rewards = completed.flatMap(Self.rewards(of:))
     currency = load.player["currency"] ?? .null
     experience = GZoneNumber.of(load.player["experience"]) ?? 0
+    experienceText = GZoneNumber.literal(load.player["experience"]) ?? GZoneNumber.text(experience)
     standing = GZoneLevelStanding(
       experience: experience, levels: load.experienceLevels.compactMap(GZoneLevel.init))
   }

@@ -26,19 +26,15 @@ public struct ReportDecoder: Sendable {
   }
 
   private mutating func sourceEvents(_ reports: [AdvertisingReport]) -> [SourceEvent] {
-    reports.compactMap { report in
-      guard let whole = assembler.add(report) else { return nil }
-      return Self.sourceEvent(whole)
+    reports.flatMap { report in
+      guard let whole = assembler.add(report) else { return [SourceEvent]() }
+      return Self.sourceEvents(whole)
     }
   }
 
-  static func sourceEvent(_ report: AdvertisingReport) -> SourceEvent? {
-    guard let address = BluetoothAddress(bytes: report.address.bytes) else { return nil }
-    switch Advertisement.parse(address: address, rssi: report.rssi, adStructures: report.data) {
-    case .success(let ad):
-      return .sighting(ad)
-    case .failure(let rejection):
-      return .rejected(address: address, rejection)
-    }
+  /// The sighting, and a `rejected` event for a damaged tail (`Advertisement.sourceEvents`).
+  static func sourceEvents(_ report: AdvertisingReport) -> [SourceEvent] {
+    guard let address = BluetoothAddress(bytes: report.address.bytes) else { return [] }
+    return Advertisement.sourceEvents(address: address, rssi: report.rssi, adStructures: report.data)
   }
 }

@@ -14,10 +14,9 @@ import FoundationEssentials
 #endif
 
 StandardStreams.claim()
-// A child the daemon spawned for one HTTP request (libcurl stays out of the daemon itself).
-if CommandLine.arguments.count == 2 && CommandLine.arguments[1] == HTTPTransfers.childArgument {
-  exit(HTTPTransfers.serveChild())
-}
+// A child the daemon spawned for one HTTP request or one URL check (libcurl stays out of the
+// daemon itself).
+if let status = HTTPTransfers.serveChild(arguments: CommandLine.arguments) { exit(status) }
 MallocTuning.useOneArena()
 MallocTuning.mapLargeBlocks()
 signal(SIGPIPE, SIG_IGN)

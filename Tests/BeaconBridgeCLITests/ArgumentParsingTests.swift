@@ -44,6 +44,17 @@ import Testing
     (["--help", "nosuchcommand"], "--help: unknown command \"nosuchcommand\""),
     (["help", "pair", "extra"], "unexpected argument \"extra\""),
     (["--version", "extra"], "--version: unexpected argument \"extra\""),
+    (["doctor", "--json=1"], "--json takes no value"),
+    (["help", "--completion"], "help --completion needs a shell"),
+    (["help", "--man", "x"], "help --man: unexpected argument \"x\""),
+    (
+      ["pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--wait", "5", "--device-id", "x"],
+      "--wait needs --nearest"
+    ),
+    (
+      ["pair", "--nearest", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--device-id", "x"],
+      "--uuid cannot be used with --nearest"
+    ),
     (["frob\u{1B}[31m"], "unknown command 'frob\\u{1B}[31m'"),
   ])
   func usageErrors(argv: [String], message: String) {

@@ -1,9 +1,9 @@
+import BridgeDaemon
 import Foundation
 import Testing
 
 @testable import BeaconBridgeCLI
 @testable import BeaconCore
-import BridgeDaemon
 
 /// Issue 17: the frame's own fields and the TLM in `scan`'s table and `status`'s text.
 @Suite struct BeaconHealthOutputTests {

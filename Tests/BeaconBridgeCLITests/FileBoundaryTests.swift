@@ -56,6 +56,7 @@ struct FileBoundaryTests {
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let config = try secretConfiguration(in: dir)
     let state = dir + "/state"
+    try makeStore(state)
     let text = try run(["doctor", "--config", config, "--state-dir", state])
     let json = try run(["doctor", "--json", "--config", config, "--state-dir", state])
     let parsed = try JSONValue.parse(Data(json.stdout.utf8))
@@ -63,7 +64,8 @@ struct FileBoundaryTests {
     #expect(
       url?["detail"]?.stringValue
         == "https://<redacted>@127.0.0.1:9/trips?token=<redacted>&sig=<redacted>&page=1")
-    #expect(text.stdout.contains("https://<redacted>@127.0.0.1:9/trips?token=<redacted>&sig=<redacted>&page=1"))
+    #expect(
+      text.stdout.contains("https://<redacted>@127.0.0.1:9/trips?token=<redacted>&sig=<redacted>&page=1"))
 
     let bundle = dir + "/bundle.tar.gz"
     let diagnose = try run(["diagnose", "--export", bundle, "--config", config, "--state-dir", state])
@@ -122,7 +124,19 @@ struct FileBoundaryTests {
   // MARK: diagnose --export
 
   func export(_ path: String, in dir: String) throws -> ProcessRun {
-    try run(["diagnose", "--export", path, "--config", dir + "/none.conf", "--state-dir", dir + "/state"])
+    try makeStore(dir + "/state")
+    return try run([
+      "diagnose", "--export", path, "--config", dir + "/none.conf", "--state-dir", dir + "/state",
+    ])
+  }
+
+  /// A store with one pairing, as `pair` writes it without a daemon: `diagnose` and `doctor`
+  /// only read, and find "not found" where there is none.
+  func makeStore(_ state: String) throws {
+    let pair = try run([
+      "pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--device-id", "U1", "--state-dir", state,
+    ])
+    try #require(pair.status == 0, "\(pair.stderr)")
   }
 
   func expectPlainWords(_ run: ProcessRun) {
@@ -195,7 +209,7 @@ struct FileBoundaryTests {
     close(filler)
     let result = try export(mountPoint + "/b.tar.gz", in: dir)
     #expect(result.status == 1)
-    #expect(result.stderr.contains("no space left on the device holding \(mountPoint)"), "\(result.stderr)")
+    #expect(result.stderr.contains("the disk holding \(mountPoint) is full"), "\(result.stderr)")
     expectPlainWords(result)
     #expect(try FileManager.default.contentsOfDirectory(atPath: mountPoint) == ["filler"])
   }
@@ -274,13 +288,19 @@ struct FileBoundaryTests {
       try? umount.run()
       umount.waitUntilExit()
     }
-    let ro = try run(["pairs", "--state-dir", readOnly])
+    // `pair` writes the store: the directory must be writable. (`pairs` only reads: it says the
+    // store is not found.)
+    let pair = ["pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--device-id", "U1", "--state-dir"]
+    let ro = try run(pair + [readOnly])
     #expect(ro.status == 1)
     #expect(ro.stderr.contains("is on a read-only file system"), "\(ro.stderr)")
-    let roSub = try run(["pairs", "--state-dir", readOnly + "/sub"])
+    let roSub = try run(pair + [readOnly + "/sub"])
     #expect(roSub.stderr.contains("is on a read-only file system"), "\(roSub.stderr)")
+    let reading = try run(["pairs", "--state-dir", readOnly])
+    #expect(reading.status == 1)
+    #expect(reading.stderr.contains("\(readOnly)/beaconbridge.sqlite was not found"), "\(reading.stderr)")
     // Root's 0755 directory, for nobody (uid 65534): permission denied, with the fix.
-    let denied = try run(["pairs", "--state-dir", dir], user: "65534")
+    let denied = try run(pair + [dir], user: "65534")
     #expect(denied.status == 1)
     #expect(
       denied.stderr.contains("is not writable by nobody")

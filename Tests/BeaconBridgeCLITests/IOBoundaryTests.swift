@@ -311,7 +311,7 @@ struct IOBoundaryTests {
   func aFailedWriteEndsTheCommand(stdout: Stdout) throws {
     let words =
       switch stdout {
-      case .devFull: "cannot write to standard output: no space left on the device"
+      case .devFull: "cannot write to standard output: the disk is full"
       case .closedPipe: "cannot write to standard output: the reading end of the pipe is closed"
       default: "cannot write to standard output: it is closed"
       }

@@ -133,9 +133,11 @@ import Testing
     let output = try await Self.simulate("malformed-frames.json")
     #expect(output.status == 0)
     #expect(
-      output.of("rejected").map { $0["reason"]?.stringValue } == ["iBeaconShortBody"])
-    // The Eddystone-UID before the damaged iBeacon is kept (BlueZ eir_parse); the EID frame is
-    // ignored, not rejected.
+      output.of("rejected").map { $0["reason"]?.stringValue } == [
+        "malformedTail", "malformedTail", "iBeaconShortBody",
+      ])
+    // The Eddystone-UID before the damaged iBeacon is kept (BlueZ eir_parse) and the damage is
+    // reported; the EID frame is ignored, not rejected.
     #expect(output.of("beaconEntered").map { $0["kind"]?.stringValue } == ["iBeacon", "eddystoneUID"])
     #expect(output.of("activeBeaconChanged").count == 1)
   }

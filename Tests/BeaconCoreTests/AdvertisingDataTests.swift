@@ -167,6 +167,8 @@ import Testing
         break
       }
       produced = got
+    case .malformedTail:
+      produced = try? AdvertisingDataParser.split([0x02, 0x01, 0x06, 0x05, 0xFF]).get().tail?.reason
     case .invalidEncoding:
       produced =
         Advertisement.parse(

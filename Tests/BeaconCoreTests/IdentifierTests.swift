@@ -161,3 +161,28 @@ import Testing
     #expect(throws: IdentifierError.self) { try batch("t\r\nInjected: 1").validatedIdempotencyKey() }
   }
 }
+
+/// The one escaping rule for messages and text-mode values (issue 28): every control character
+/// (C0, DEL, C1) and bidi control is shown as `\u{…}`, line feeds between lines stay.
+@Suite struct MessageEscapingTests {
+  static let hostile: [UInt32] =
+    Array(0x00...0x09) + Array(0x0B...0x1F) + [0x7F] + Array(0x80...0x9F)
+    + Array(0x202A...0x202E) + Array(0x2066...0x2069) + [0x200E, 0x200F, 0x061C]
+
+  @Test(arguments: hostile)
+  func everyControlAndBidiCharacterIsEscaped(_ value: UInt32) throws {
+    let scalar = try #require(Unicode.Scalar(value))
+    let text = "a" + String(Character(scalar)) + "b\nc"
+    let shown = text.escapingControlCharactersExceptNewlines
+    #expect(!shown.unicodeScalars.contains(scalar))
+    #expect(shown.hasSuffix("b\nc"), "the line feed between lines stays: \(shown.debugDescription)")
+    #expect(shown.hasPrefix("a\\"), "\(shown.debugDescription)")
+    // One line of a log: the same rule, the line feed escaped too.
+    #expect(!text.escapingControlCharacters.contains("\n"))
+  }
+
+  @Test func plainTextIsUnchanged() {
+    let text = "Level:        Gold (100–200), 50% → Platinum\nvan 7 «ÄÖÜ» 車\n"
+    #expect(text.escapingControlCharactersExceptNewlines == text)
+  }
+}

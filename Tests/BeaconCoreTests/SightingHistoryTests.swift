@@ -130,7 +130,8 @@ enum ExitOracle {
     for (n, time) in times.enumerated() {
       _ = tracker.observe(frame, from: ad, at: time)
       lastSeen = max(lastSeen, time)
-      let deadline = try #require(tracker.nextDeadline)
+      let next = tracker.nextDeadline
+      let deadline = try #require(next)
       #expect(
         deadline == lastSeen + ExitOracle.delay(Array(times[...n]), settings),
         "seed \(seed), sighting \(n + 1)")
@@ -146,7 +147,8 @@ enum ExitOracle {
     let ad = Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: -60)
     let times = [0, 1, 2, 4, 5, 7, 8, 9].map { Timestamp(seconds: Double($0)) }
     for time in times { _ = tracker.observe(frame, from: ad, at: time) }
-    let before = try #require(tracker.nextDeadline)
+    let next = tracker.nextDeadline
+    let before = try #require(next)
     #expect(before == Timestamp(seconds: 9) + ExitOracle.delay(times))
     var changed = PresenceSettings()
     changed.exitMissProbability = 1e-3

@@ -124,10 +124,12 @@ import Testing
     configuration.trips.configuredDeviceId = "SERIAL-1"
     let host = RecordingHost(configuration: configuration)
     let log = EventLog()
-    let bridge = BeaconBridge(host: host, clock: TestClock(), journal: MemoryJournal(), observer: log.observer)
+    let bridge = BeaconBridge(
+      host: host, clock: TestClock(), journal: MemoryJournal(), observer: log.observer)
     try await bridge.start()
     let letter = TaggedTripBatch(
-      batch: TripEventBatch(tripId: "t9", sequence: 0, events: [Fixtures.event("braking", at: 1)], receivedAt: .zero),
+      batch: TripEventBatch(
+        tripId: "t9", sequence: 0, events: [Fixtures.event("braking", at: 1)], receivedAt: .zero),
       deviceId: "SERIAL-1", resolution: .configured(deviceId: "SERIAL-1"))
     host.failPosts(1)
     await #expect(throws: RecordingHost.PostFailure.self) { try await bridge.retryDeadLetter(letter) }

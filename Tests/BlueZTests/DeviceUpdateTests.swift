@@ -127,10 +127,10 @@ struct DeviceUpdateTests {
     var subscription: Subscription<SignalItem<DeviceUpdate>>?
     switch path {
     case .libdbus:
-      subscription = try await receiver.subscribe(to: rules, decoding: DeviceUpdate.decode)
+      subscription = try await receiver.subscribe(to: rules, decoding: DeviceDecoder().decode)
       batches = subscription!.batches
     case .socket:
-      socket = try SignalSocket(bus.busAddress, rules: rules, decode: DeviceUpdate.decode)
+      socket = try SignalSocket(bus.busAddress, rules: rules, decode: DeviceDecoder().decode)
       batches = socket!.batches
     }
     let sender = try Connection(bus.busAddress)
@@ -171,21 +171,44 @@ struct DeviceUpdateTests {
     }
   }
 
-  /// The decoder's byte names spell what the generic path's `String`s do.
-  @Test func byteNamesSpellTheGenericNames() {
-    typealias Name = DeviceUpdate.Name
-    #expect(Name.rssi.string == BlueZ.Property.rssi)
-    #expect(Name.txPower.string == BlueZ.Property.txPower)
-    #expect(Name.manufacturerData.string == BlueZ.Property.manufacturerData)
-    #expect(Name.device.string == BlueZ.deviceInterface.rawValue)
-    #expect(Name.properties.string == InterfaceName.properties.rawValue)
+  /// The BlueZ names are spelled once (`BlueZ.Spelling`); the D-Bus names the decoder compares
+  /// bytes with must spell what the DBus module's `String`s do.
+  @Test func byteNamesSpellTheDBusNames() {
+    typealias Name = BlueZ.Wire
+    #expect(Name.propertiesInterface.string == InterfaceName.properties.rawValue)
     #expect(Name.propertiesChanged.string == BlueZ.SignalName.propertiesChanged.rawValue)
+    #expect(Name.rssi.string == BlueZ.Property.rssi)
+  }
+
+  /// A PropertiesChanged with more companies than `DeviceEntries.limit`, one of them repeated:
+  /// the first 32 companies are kept, sorted, the repeated one with its last value, and every
+  /// entry past the limit is counted. The generic path keeps the same.
+  @Test func companiesPastTheLimitAreCountedNotKept() throws {
+    let limit = DeviceEntries<UInt16>.limit
+    // Companies 100 down to 1, then company 100 again with other bytes.
+    var entries: [(UInt16, DBusValue)] = (1...100).reversed().map { (UInt16($0), .bytes([UInt8($0)])) }
+    entries.append((100, .bytes([0xEE])))
+    let value = Self.manufacturer(entries)
+    let message = try WireSignal.marshalled(
+      path: Self.path, interface: .properties, member: BlueZ.SignalName.propertiesChanged,
+      [.string(BlueZ.deviceInterface.rawValue), .stringVariantDictionary(["ManufacturerData": value])])
+    let overLimit = EventCount()
+    let decoder = DeviceDecoder(repeats: nil, overLimit: overLimit)
+    let update = message.withUnsafeBytes { bytes in WireSignal.withSignal(bytes) { decoder.decode($0) } ?? nil
+    }
+    let kept = try #require(update?.manufacturerData)
+    let expected = (69...100).map { company in
+      ManufacturerData(companyID: UInt16(company), data: company == 100 ? [0xEE] : [UInt8(company)])
+    }
+    #expect(kept.count == limit)
+    #expect(kept == expected)
+    #expect(overLimit.count == 100 - limit)
+    #expect(DeviceAdvertisement.manufacturerData(value) == expected)
   }
 
   /// A device that sends the same ManufacturerData again gets the same array back (no
   /// allocation, shared storage); changed bytes, another company or another device get their own.
   @Test func unchangedManufacturerDataIsHandedOnAsTheSameArray() async throws {
-    // Paths of their own: the remembered arrays are shared by every decoder in the process.
     let one: ObjectPath = "/org/bluez/hci0/dev_C0_FF_EE_00_77_01"
     let two: ObjectPath = "/org/bluez/hci0/dev_C0_FF_EE_00_77_02"
     var other = Self.iBeacon
@@ -335,7 +358,7 @@ struct DeviceUpdateTests {
   /// What `bytes` decode to with `repeats` (nil: a full decode, nothing remembered).
   static func decode(_ bytes: [UInt8], _ repeats: RepeatedUpdates?) -> DeviceUpdate? {
     bytes.withUnsafeBytes { raw in
-      WireSignal.withSignal(raw) { DeviceUpdate.decode($0, repeats: repeats) } ?? nil
+      WireSignal.withSignal(raw) { DeviceDecoder(repeats: repeats).decode($0) } ?? nil
     }
   }
 
@@ -344,8 +367,8 @@ struct DeviceUpdateTests {
   static func repeated(_ bytes: [UInt8], _ repeats: RepeatedUpdates) -> DeviceUpdate? {
     bytes.withUnsafeBytes { raw in
       WireSignal.withSignal(raw) { signal -> DeviceUpdate? in
-        typealias Name = DeviceUpdate.Name
-        guard signal.member(is: Name.propertiesChanged), signal.interface(is: Name.properties),
+        typealias Name = BlueZ.Wire
+        guard signal.member(is: Name.propertiesChanged), signal.interface(is: Name.propertiesInterface),
           signal.signature(is: Name.withInvalidated) || signal.signature(is: Name.withoutInvalidated),
           let path = signal.withPath({ $0.bytes }), let slot = RepeatedUpdates.slot(path)
         else { return nil }

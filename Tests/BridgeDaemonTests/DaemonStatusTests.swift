@@ -29,7 +29,8 @@ import Testing
     #expect(
       status.trips == [
         DaemonStatus.Trip(
-          tripId: "t1", deviceId: "SERIAL-1", resolution: trip.resolution.reason, heldBatches: trip.heldBatches,
+          tripId: "t1", deviceId: trip.resolution.deviceId, resolution: trip.resolution.reason,
+          heldBatches: trip.heldBatches,
           waitingForEnd: trip.waitingForEnd)
       ], "\(json.compactText)")
     #expect(status.outbox == DaemonStatus.Outbox(undelivered: 3, deadLetters: 2, unresolvedTrips: 1))

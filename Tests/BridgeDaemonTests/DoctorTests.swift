@@ -170,6 +170,18 @@ import Testing
     #expect(status(report, "delivery") == .critical)
   }
 
+  /// An upload URL libcurl cannot use is a configuration error, so doctor says critical.
+  @Test func anUnusableUploadURLIsCritical() {
+    let parsed = Result { () throws(KeyFileError) in
+      try DaemonConfiguration.parseChecked(
+        "[Upload]\nURL = https://backend.example:70000/trips\n", file: "b.conf")
+    }
+    let report = Doctor.evaluate(facts(config: parsed))
+    #expect(status(report, "configuration") == .critical, "\(report.text)")
+    #expect(report.text.contains("b.conf:2"), "\(report.text)")
+    #expect(report.exitStatus == 1)
+  }
+
   @Test func stoppedDaemonAndNoBeaconsAreWarnings() {
     let stopped = Doctor.evaluate(facts(daemon: .failure(.init("the beaconbridge daemon is not running"))))
     #expect(status(stopped, "daemon") == .warning)
@@ -205,7 +217,8 @@ import Testing
       for secret in ["pa55word-x", "q-secret-1", "s1g-secret", "t0k-from-file", "fleet:"] {
         #expect(!output.contains(secret), "\(secret) in \(output)")
       }
-      #expect(output.contains("https://<redacted>@backend.example/trips?token=<redacted>&sig=<redacted>&page=1"))
+      #expect(
+        output.contains("https://<redacted>@backend.example/trips?token=<redacted>&sig=<redacted>&page=1"))
     }
   }
 
@@ -236,15 +249,18 @@ import Testing
   /// hysteresis) warns, and 2490 mV the daemon does not call low does not. The wording names the
   /// configured threshold.
   @Test func lowBatteryIsTheDaemonsVerdict() throws {
-    let report = Doctor.evaluate(facts(daemon: withPaired(["batteryMv": .int(2530), "batteryLow": .bool(true)])))
+    let report = Doctor.evaluate(
+      facts(daemon: withPaired(["batteryMv": .int(2530), "batteryLow": .bool(true)])))
     #expect(status(report, "beacon battery") == .warning, "\(report.text)")
     #expect(report.text.contains("UNIT-0042 (van 7): battery 2530 mV, below 2500 mV"), "\(report.text)")
     #expect(report.exitStatus == 2)
-    let notLow = Doctor.evaluate(facts(daemon: withPaired(["batteryMv": .int(2490), "batteryLow": .bool(false)])))
+    let notLow = Doctor.evaluate(
+      facts(daemon: withPaired(["batteryMv": .int(2490), "batteryLow": .bool(false)])))
     #expect(status(notLow, "beacon battery") == nil, "\(notLow.text)")
     let lower = try DaemonConfiguration.parse("[Health]\nlowBatteryMillivolts = 2400\n", file: "test.conf")
     let worded = Doctor.evaluate(
-      facts(config: .success(lower), daemon: withPaired(["batteryMv": .int(2390), "batteryLow": .bool(true)])))
+      facts(
+        config: .success(lower), daemon: withPaired(["batteryMv": .int(2390), "batteryLow": .bool(true)])))
     #expect(worded.text.contains("battery 2390 mV, below 2400 mV"), "\(worded.text)")
   }
 
@@ -253,7 +269,8 @@ import Testing
   @Test func theBatteryHysteresisReachesDoctor() throws {
     var health = BeaconHealth()
     health.batteryLow = true
-    let fields = Dictionary(uniqueKeysWithValues: health.jsonFields(now: Timestamp(seconds: 0)).map { ($0.key, $0.value) })
+    let fields = Dictionary(
+      uniqueKeysWithValues: health.jsonFields(now: Timestamp(seconds: 0)).map { ($0.key, $0.value) })
     let report = Doctor.evaluate(facts(daemon: withPaired(fields.merging(["batteryMv": .int(2520)]) { $1 })))
     #expect(status(report, "beacon battery") == .warning, "\(report.text)")
   }
@@ -264,7 +281,8 @@ import Testing
       facts(
         config: .success(config),
         daemon: withPaired([
-          "inRange": .bool(false), "lastSeenAgoSeconds": .double(75), "silent": .bool(true), "reboots": .int(2),
+          "inRange": .bool(false), "lastSeenAgoSeconds": .double(75), "silent": .bool(true),
+          "reboots": .int(2),
           "lastRebootAgoSeconds": .double(300),
         ])))
     #expect(status(report, "beacon silent") == .warning, "\(report.text)")

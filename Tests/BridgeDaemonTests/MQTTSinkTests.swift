@@ -169,7 +169,7 @@ import Testing
     a.stop()
     try await b.post(batch(1, trip: "b"))
     b.stop()
-    try await waitUntil("both sinks' batches at the broker: \(keys(broker))") {
+    try await waitUntil("both sinks' batches at the broker; it has \(keys(broker))") {
       Set(keys(broker)) == ["a#0", "b#0", "b#1"]
     }
     #expect(

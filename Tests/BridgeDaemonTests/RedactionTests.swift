@@ -51,8 +51,12 @@ import Testing
   /// A parameter on the allow-list keeps its value, in any case; so does an empty value.
   @Test(arguments: Array(Redactor.safeParameters))
   func safeParameterNamesKeepTheirValues(_ name: String) {
-    #expect(Redactor().redact("https://h/p?\(name)=json-2026&sig=s1g-value") == "https://h/p?\(name)=json-2026&sig=<redacted>")
-    #expect(Redactor().redact("https://h/p?\(name.uppercased())=json-2026") == "https://h/p?\(name.uppercased())=json-2026")
+    #expect(
+      Redactor().redact("https://h/p?\(name)=json-2026&sig=s1g-value")
+        == "https://h/p?\(name)=json-2026&sig=<redacted>")
+    #expect(
+      Redactor().redact("https://h/p?\(name.uppercased())=json-2026")
+        == "https://h/p?\(name.uppercased())=json-2026")
     #expect(Redactor().redact("https://h/p?q=&\(name)=1") == "https://h/p?q=&\(name)=1")
   }
 

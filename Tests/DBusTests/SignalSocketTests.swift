@@ -105,6 +105,40 @@ struct SignalSocketTests {
     if case .decoded(let number) = items[2] { #expect(number == 1) } else { Issue.record("Seq(u) decoded") }
   }
 
+  /// Reads `Named(s)` signals' name in place; declines everything else.
+  static let named: @Sendable (borrowing WireSignal) -> String? = { signal in
+    guard signal.member(is: "Named"), signal.signature(is: "s") else { return nil }
+    var body = signal.body
+    return body.string()?.string
+  }
+
+  /// A signal sent to this connection alone reaches it whatever its rules say (the bus routes a
+  /// unicast signal by its destination): the socket's own check of `arg0` must refuse one whose
+  /// first argument differs, on the fast path (decoded) and on the generic one (declined) alike.
+  /// The wanted signal is sent last, and order holds on one connection: had the refused ones
+  /// been taken, they would have arrived first.
+  @Test(arguments: [true, false])
+  func aUnicastSignalWhoseArg0DiffersIsRefused(decoding: Bool) async throws {
+    let bus = try PrivateBusTrait.bus()
+    let socket = try SignalSocket(
+      bus.busAddress, rules: [MatchRule(interface: Self.interface, member: "Named", arg0: "org.bluez")],
+      decode: decoding ? Self.named : { _ in nil })
+    defer { socket.cancel() }
+    let sender = try Connection(bus.busAddress)
+    defer { sender.close() }
+    let to = socket.uniqueName
+    try sender.emit(path: "/", interface: Self.interface, member: "Named", ["org.other"], to: to)
+    try sender.emit(path: "/", interface: Self.interface, member: "Named", [.uint32(1)], to: to)
+    try sender.emit(path: "/", interface: Self.interface, member: "Named", [], to: to)
+    try sender.emit(path: "/", interface: Self.interface, member: "Named", ["org.bluez"], to: to)
+    let items = await Self.collect(1, from: socket.batches)
+    try #require(items.count == 1)
+    switch items[0] {
+    case .decoded(let name): #expect(decoding && name == "org.bluez")
+    case .signal(let signal): #expect(!decoding && signal.body == ["org.bluez"])
+    }
+  }
+
   @Test func aRuleTheBusRefusesFailsClearly() async throws {
     let bus = try PrivateBusTrait.bus()
     #expect {

@@ -137,6 +137,39 @@ struct SignalTests {
     await subscription.cancel()
   }
 
+  /// A signal sent to this connection alone reaches it whatever its rules say: the local check
+  /// of `arg0` (the same compiled rule `SignalSocket` uses) must refuse one whose first argument
+  /// differs, for a plain and for a decoding subscription. The wanted signal goes last; order
+  /// holds on one connection, so a refused one taken would have arrived first.
+  @Test func aUnicastSignalWhoseArg0DiffersIsRefused() async throws {
+    let address = try PrivateBusTrait.bus().busAddress
+    let receiver = try Connection(address)
+    defer { receiver.close() }
+    let sender = try Connection(address)
+    defer { sender.close() }
+    let rule = MatchRule(interface: "org.example.U", member: "Named", arg0: "org.bluez")
+    let plain = try await receiver.subscribe(to: rule)
+    let decoding = try await receiver.subscribe(to: [rule]) { signal -> String? in
+      var body = signal.body
+      return body.string()?.string
+    }
+    let to = receiver.uniqueName
+    try sender.emit(path: "/", interface: "org.example.U", member: "Named", ["org.other"], to: to)
+    try sender.emit(path: "/", interface: "org.example.U", member: "Named", [.uint32(1)], to: to)
+    try sender.emit(path: "/", interface: "org.example.U", member: "Named", ["org.bluez"], to: to)
+    let signals = await collect(1, from: plain)
+    #expect(signals.map(\.body) == [["org.bluez"]])
+    var items: [SignalItem<String>] = []
+    for await batch in decoding.batches {
+      items += batch
+      if !items.isEmpty { break }
+    }
+    try #require(items.count == 1)
+    if case .decoded(let name) = items[0] { #expect(name == "org.bluez") } else { Issue.record("\(items)") }
+    await plain.cancel()
+    await decoding.cancel()
+  }
+
   @Test func busSignalsArriveViaMatchRule() async throws {
     let address = try PrivateBusTrait.bus().busAddress
     let watcher = try Connection(address)

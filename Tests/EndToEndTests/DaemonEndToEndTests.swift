@@ -123,19 +123,21 @@ struct DaemonEndToEndTests {
     }
     #expect(try await fixture.adapterCalls("hci0").contains("StartDiscovery"))
 
-    // Pair through the CLI without the bus (as a tool writing the store would): the daemon sees it
-    // from the store's data_version.
-    let pair = Process()
-    pair.executableURL = URL(fileURLWithPath: ScanCommandTests.binary)
-    pair.arguments = [
+    // Without the daemon's bus the CLI would write the store itself: the daemon owns the state
+    // directory (StateLock), so that write is refused, naming the daemon's PID, and changes nothing.
+    let pairArguments = [
       "pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--major", "1", "--minor", "7", "--device-id",
       "UNIT-0042",
       "--state-dir", dir,
     ]
-    try pair.run()
-    pair.waitUntilExit()
-    #expect(pair.terminationStatus == 0)
-    try await waitUntil("daemon log:\n\(log())") { log().contains("pairings changed: 1 pairing(s)") }
+    let offline = try cli(pairArguments, bus: "unix:path=/nonexistent/bus", dir: dir)
+    #expect(offline.status == 1)
+    #expect(
+      offline.stderr.contains("is in use by beaconbridge run (PID \(daemon.processIdentifier))"),
+      "\(offline.stderr)")
+    // Through the daemon: its Pair method writes the store and the bridge follows it.
+    let pair = try cli(pairArguments, bus: fixture.bus.address, dir: dir)
+    #expect(pair.status == 0, "\(pair.stderr)")
     let device = try await fixture.addDevice("hci0", beaconAddress.description)
     for _ in 0..<3 {
       try await fixture.advertise(

@@ -1,3 +1,4 @@
+import BeaconCore
 import BeaconTestSupport
 import BlueZTestSupport
 import DBusTestSupport
@@ -100,6 +101,38 @@ struct DaemonExecutableTests {
     kill(process.processIdentifier, SIGTERM)
     #expect(await waitForExit(process))
     #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+  }
+
+  /// An upload URL libcurl cannot use, in the installed layout: the daemon refuses to start at
+  /// the URL's `file:line`, and `doctor` (the CLI, which finds the URL checker in
+  /// /usr/lib/beaconbridge) says critical at the same place.
+  @Test func anUnusableUploadURLStopsTheDaemonAndIsCriticalInDoctor() async throws {
+    let scratch = try layout(
+      "bad-url", cliAt: "usr/bin/beaconbridge", daemonAt: "usr/lib/beaconbridge/beaconbridged")
+    defer { try? FileManager.default.removeItem(atPath: scratch) }
+    let root = URL(fileURLWithPath: scratch).resolvingSymlinksInPath().path
+    let config = root + "/beaconbridge.conf"
+    try "[Upload]\nURL = https://backend.example:99999/trips\n".write(
+      toFile: config, atomically: true, encoding: .utf8)
+    let state = root + "/state"
+    try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+    let place = "\(config):2: URL is refused by libcurl's URL parser"
+    let process = try run(
+      root + "/usr/bin/beaconbridge", ["run", "--config", config, "--state-dir", state],
+      bus: "unix:path=/nonexistent/bus", log: root + "/daemon.log")
+    defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    #expect(await waitForExit(process))
+    let log = (try? String(contentsOfFile: root + "/daemon.log", encoding: .utf8)) ?? ""
+    #expect(process.terminationStatus == 1)
+    #expect(log.contains(place) && log.contains("not starting"), "\(log)")
+    let doctor = try runProcess(
+      root + "/usr/bin/beaconbridge", ["doctor", "--json", "--config", config, "--state-dir", state],
+      environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
+    #expect(doctor.status == 1, "\(doctor.stderr)")
+    let checks = (try? JSONValue.parse(Data(doctor.stdout.utf8)))?["checks"]?.arrayValue ?? []
+    let configuration = checks.first { $0["name"]?.stringValue == "configuration" }
+    #expect(configuration?["status"]?.stringValue == "critical", "\(doctor.stdout)")
+    #expect(configuration?["detail"]?.stringValue?.contains(place) == true, "\(doctor.stdout)")
   }
 
   /// Whether process `pid` has a handler for `signal` (SigCgt in /proc/PID/status).

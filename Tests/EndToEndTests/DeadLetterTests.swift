@@ -57,6 +57,11 @@ struct DeadLetterTests {
     let status = try JSONValue.parse(
       Data(try test.cli(["status", "--json"], bus: bus, dir: dir).stdout.utf8))
     #expect(status["outbox"]?["deadLetters"]?.intValue == 0)
+    // The retry went through the bridge's upload state, as every post does: it counts as a
+    // delivery in `status`.
+    #expect(status["upload"]?["delivered"]?.intValue == 1, "\(status.compactText)")
+    #expect(status["upload"]?["state"]?.stringValue == "delivering")
+    #expect(status["upload"]?["deadLettered"]?.intValue == 1)
     kill(daemon.processIdentifier, SIGTERM)
     #expect(await waitForExit(daemon), "daemon did not exit in time")
   }

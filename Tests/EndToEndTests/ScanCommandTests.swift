@@ -127,7 +127,9 @@ struct PairNearestTests {
       [.init(.uint16(0x004C), .variant(.bytes(Array(iBeaconBytes.prefix(20)) + [0x00, minor, 0xC5])))])
   }
 
-  func run(rssi: (Int16, Int16)) async throws -> (status: Int32, stderr: String, pairs: String) {
+  func run(rssi: (Int16, Int16)) async throws -> (
+    status: Int32, stderr: String, pairs: String, pairsError: String
+  ) {
     let fixture = try await BlueZFixture.start()
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
@@ -160,11 +162,14 @@ struct PairNearestTests {
     list.arguments = ["pairs", "--json", "--state-dir", dir]
     let out = Pipe()
     list.standardOutput = out
+    let listError = Pipe()
+    list.standardError = listError
     try list.run()
     list.waitUntilExit()
     return (
       process.terminationStatus, stderr,
-      String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+      String(decoding: listError.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     )
   }
 
@@ -183,6 +188,8 @@ struct PairNearestTests {
     let result = try await run(rssi: (-60, -61))
     #expect(result.status == 1)
     #expect(result.stderr.contains("too close to call"), "\(result.stderr)")
-    #expect(result.pairs == "[]\n")
+    // The refusal wrote nothing: no store was made, and `pairs`, which only reads, says so.
+    #expect(result.pairs.isEmpty)
+    #expect(result.pairsError.contains("was not found"), "\(result.pairsError)")
   }
 }

@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// One owner per state directory (issue 28): real daemons on private buses.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.tags(.process), .timeLimit(.minutes(3)))
 struct StateLockTests {
   /// Two daemons on one state directory, each on its own bus (so the bus name cannot be what
   /// stops the second): the second refuses to start, naming the first one's PID, and the first
@@ -25,11 +25,9 @@ struct StateLockTests {
     let state = dir + "/state"
     try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false)
     let first = try MonitoredDaemon(config: config, stateDirectory: state, bus: firstBus.address)
-    let deadline = ContinuousClock.now + .seconds(20)
-    while !first.received.contains("READY=1"), ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(5))
+    try await waitUntil("READY=1 from the first daemon; log:\n\(first.log)", timeout: .seconds(20)) {
+      first.received.contains("READY=1")
     }
-    #expect(first.received.contains("READY=1"), "log:\n\(first.log)")
 
     let secondLog = dir + "/second.log"
     let second = try launchDaemon(
@@ -54,16 +52,14 @@ struct StateLockTests {
     let config = dir + "/beaconbridge.conf"
     try "".write(toFile: config, atomically: true, encoding: .utf8)
     let daemon = try MonitoredDaemon(config: config, stateDirectory: dir, bus: bus.address)
-    var deadline = ContinuousClock.now + .seconds(20)
-    while !daemon.received.contains("READY=1"), ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(5))
+    try await waitUntil("READY=1; log:\n\(daemon.log)", timeout: .seconds(20)) {
+      daemon.received.contains("READY=1")
     }
     unlink(config)
     #expect(mkfifo(config, 0o600) == 0)
     kill(daemon.process.processIdentifier, SIGHUP)
-    deadline = ContinuousClock.now + .seconds(20)
-    while !daemon.log.contains("configuration not reloaded"), ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(5))
+    try await waitUntil("the reload refused; log:\n\(daemon.log)", timeout: .seconds(20)) {
+      daemon.log.contains("configuration not reloaded")
     }
     #expect(
       daemon.log.contains("the old one stays: \(config): cannot read it: it is a FIFO, not a regular file"),

@@ -196,8 +196,8 @@ def main():
     write("malformed-frames.json",
           "Malformed frames are rejected with a reason; the good ones around them still count. Damaged "
           "AD data keeps the structures before the damage (an Eddystone-UID before an iBeacon cut "
-          "short; Core spec Vol 3 Part C 11, BlueZ eir_parse), and an EID frame is an ignored kind, "
-          "not a rejection.",
+          "short; Core spec Vol 3 Part C 11, BlueZ eir_parse) and reports the damage as a rejected "
+          "line (malformedTail), and an EID frame is an ignored kind, not a rejection.",
           [PAIR7],
           [
               {"at": 0.0, "advertisement": {"address": "C0:FF:EE:00:00:07", "rssi": -60, "rawHex": good}},

@@ -100,7 +100,18 @@ public actor BeaconBridge {
       let batches = kept.reduce(0) { $0 + $1.batches.count }
       if !kept.isEmpty { log(.notice, "restored \(kept.count) trip(s) and \(batches) undelivered batch(es)") }
       isArmed = true
-      await perform(pipeline.restore(kept, at: now))
+      let steps = pipeline.restore(kept, at: now)
+      await perform(steps)
+      // Trips the restore ended (over `maxOpenTrips`): retired once nothing of them is left.
+      var ended = 0
+      for case .event(.tripEnded(let tripId, _)) in steps {
+        ended += 1
+        await retire(tripId)
+      }
+      if ended > 0 {
+        let most = pipeline.configuration.trips.maxOpenTrips
+        log(.warning, "ended the \(ended) oldest open trip(s): more than maxOpenTrips (\(most)) were open")
+      }
     }
     isArmed = true
     log(.info, "armed")

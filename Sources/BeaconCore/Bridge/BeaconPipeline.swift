@@ -336,12 +336,15 @@ public struct BeaconPipeline: Sendable {
     return steps
   }
 
-  /// The earliest time `tick` has something to do.
+  /// The earliest time `tick` has something to do. Mutating: presence and trips keep their
+  /// deadlines in heaps, which it tidies.
   public var nextDeadline: Timestamp? {
-    [tracker.nextDeadline, selector.nextDeadline, resolver.nextDeadline, health.nextDeadline].compactMap {
-      $0
+    mutating get {
+      [tracker.nextDeadline, selector.nextDeadline, resolver.nextDeadline, health.nextDeadline].compactMap {
+        $0
+      }
+      .min()
     }
-    .min()
   }
 
   // MARK: Pairings
@@ -403,19 +406,25 @@ public struct BeaconPipeline: Sendable {
     return released.map { .post($0) }
   }
 
-  public mutating func tripEvents(_ tripId: String, events: [TripEvent], at time: Timestamp) throws(TripError)
-    -> [Step]
-  {
-    try tripEvents(numberBatch(tripId, events: events, at: time))
-  }
-
   /// Puts back what a journal kept. Resolved trips' batches come back as posts, in order.
+  ///
+  /// `trips` is oldest first (as `TripJournal.load` gives them). When more of them are open than
+  /// `[Trips] maxOpenTrips` allows, the oldest open ones are ended here, as `trip end` would end
+  /// them (a pending trip takes the unresolved policy; its batches are kept and go where that
+  /// sends them), so that a journal never restores more open trips than the bound: the steps
+  /// carry their `tripEnded` events, which the bridge journals.
   public mutating func restore(_ trips: [JournaledTrip], at time: Timestamp) -> [Step] {
     var steps: [Step] = []
     for kept in trips {
       let resolution = resolver.restore(kept, at: time)
       tagger.restore(kept.tripId, batches: kept.batches, nextSequence: kept.nextSequence)
       steps += tagger.release(kept.tripId, resolution: resolution).map { .post($0) }
+    }
+    var excess = resolver.openTripCount - configuration.trips.maxOpenTrips
+    for kept in trips where excess > 0 && resolver.trip(kept.tripId)?.endedAt == nil {
+      guard let ended = try? endTrip(kept.tripId, at: time) else { continue }
+      steps += ended
+      excess -= 1
     }
     return steps
   }

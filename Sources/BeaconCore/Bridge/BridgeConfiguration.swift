@@ -81,6 +81,10 @@ public struct BridgeConfiguration: Hashable, Sendable {
     deviceID(
       "deviceId", "smart mode: the device ID trips take when the host takes no beacon snapshot",
       \.trips.configuredDeviceId),
+    count(
+      "maxOpenTrips",
+      "the most trips open at once; past it trip start is refused, and a restart ends the oldest open ones",
+      \.trips.maxOpenTrips, TripSettings.maxOpenTripsRange),
     Key(
       name: "sending",
       summary: "realtime or postTrip: post each batch at once, or a trip's batches after its end",
@@ -173,11 +177,10 @@ public struct BridgeConfiguration: Hashable, Sendable {
   /// The configuration file section each setting lives in.
   public static func section(of name: String) -> String {
     switch name {
-    case "dwellSightings", "dwellSeconds", "switchMargin", "switchSustain", "activeHold",
-      "requireAuthenticated",
+    case "dwellSightings", "dwellSeconds", "switchMargin", "switchSustain", "activeHold", "requireAuthenticated",
       "eidClockTolerance":
       "ActiveBeacon"
-    case "lateWindow", "unresolvedPolicy", "fallbackDeviceId", "deviceId", "sending": "Trips"
+    case "lateWindow", "unresolvedPolicy", "fallbackDeviceId", "deviceId", "maxOpenTrips", "sending": "Trips"
     case "postRetryInitial", "postRetryMax", "postRetryJitter": "Upload"
     case "lowBatteryMillivolts", "silentAfter", "telemetryLinkWindow": "Health"
     default: "Presence"

@@ -4,9 +4,11 @@
 /// for extended advertising data reassembled from its fragments. Indices are checked before every
 /// read, so no input reads past the buffer.
 ///
-/// Damage ends the data rather than voiding it: a zero length octet, or a structure running past
-/// the end, stops the split and the structures before it are kept (see `structures`). Only data
-/// longer than any advertisement is rejected whole.
+/// Damage ends the data rather than voiding it: a structure running past the end, or a zero length
+/// octet followed by anything but zero padding, stops the split and the structures before it are
+/// kept (see `split`). The damage is still reported: `split` returns it as a `malformedTail`
+/// rejection, which the raw paths (`simulate`, `replay`, HCI scanning) emit as a `rejected` event
+/// beside the advertisement. Only data longer than any advertisement is rejected whole.
 public enum AdvertisingDataParser {
   /// The longest advertising data accepted: a legacy PDU carries up to 31 bytes; extended
   /// advertising data arrives in reports of up to 229 bytes each (Core Specification Vol 4, Part E,
@@ -26,7 +28,16 @@ public enum AdvertisingDataParser {
   public static let shortenedLocalName: UInt8 = 0x08
   public static let completeLocalName: UInt8 = 0x09
 
+  /// The AD structures, without what ended the data early (`split` reports it).
   public static func structures(_ bytes: [UInt8]) -> Result<[ADStructure], FrameRejection> {
+    split(bytes).map(\.structures)
+  }
+
+  /// The AD structures before any damage, and the damage: nil when the data ends cleanly (at
+  /// its end, or at a zero length octet followed only by zero padding).
+  public static func split(_ bytes: [UInt8]) -> Result<
+    (structures: [ADStructure], tail: FrameRejection?), FrameRejection
+  > {
     guard bytes.count <= maximumLength else {
       return .failure(
         FrameRejection(
@@ -34,6 +45,7 @@ public enum AdvertisingDataParser {
     }
     var out: [ADStructure] = []
     var index = 0
+    var tail: FrameRejection?
     while index < bytes.count {
       let length = Int(bytes[index])
       // A zero length octet ends the advertising data: "the data part contains [...] a sequence
@@ -42,18 +54,38 @@ public enum AdvertisingDataParser {
       // before it are kept, as BlueZ does (src/eir.c `eir_parse`: "Check for
       // the end of EIR", `if (field_len == 0) break;`) and Android (`ScanRecord.parseFromBytes`:
       // `if (length == 0) break;`).
-      if length == 0 { break }
+      if length == 0 {
+        // Padding is zeros; anything else after the end is a damaged tail, kept out but named.
+        if let stray = bytes[(index + 1)...].firstIndex(where: { $0 != 0 }) {
+          tail = FrameRejection(
+            .malformedTail,
+            "advertising data ends with a zero length octet at byte \(index) but byte \(stray) after it is 0x\(hexByte(bytes[stray])), not padding; the \(out.count) AD structure(s) before it are kept"
+          )
+        }
+        break
+      }
       // A structure whose length runs past the end is dropped, and parsing stops there; the
       // structures before it are kept, as BlueZ's `eir_parse` does ("Do not continue EIR Data
       // parsing if got incorrect length", `if (len > eir_len) break;`). bluetoothd builds Device1's
       // ManufacturerData and ServiceData that way, so the BlueZ path and the raw (HCI) path give
       // the same beacons for the same bytes.
-      guard length <= bytes.count - index - 1 else { break }
+      guard length <= bytes.count - index - 1 else {
+        tail = FrameRejection(
+          .malformedTail,
+          "the AD structure at byte \(index) has length \(length) but only \(bytes.count - index - 1) byte(s) follow; the \(out.count) AD structure(s) before it are kept"
+        )
+        break
+      }
       let type = bytes[index + 1]
       out.append(ADStructure(type: type, data: Array(bytes[(index + 2)..<(index + 1 + length)])))
       index += 1 + length
     }
-    return .success(out)
+    return .success((out, tail))
+  }
+
+  private static func hexByte(_ byte: UInt8) -> String {
+    let digits = Array("0123456789ABCDEF")
+    return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
   }
 }
 
@@ -62,9 +94,18 @@ extension Advertisement {
   public static func parse(address: BluetoothAddress, rssi: Int?, adStructures bytes: [UInt8]) -> Result<
     Advertisement, FrameRejection
   > {
+    parseKeepingTail(address: address, rssi: rssi, adStructures: bytes).map(\.advertisement)
+  }
+
+  /// `parse`, with the damage that ended the data early (`AdvertisingDataParser.split`): the
+  /// advertisement holds what came before it, and `tail` says what was wrong and where.
+  public static func parseKeepingTail(address: BluetoothAddress, rssi: Int?, adStructures bytes: [UInt8])
+    -> Result<(advertisement: Advertisement, tail: FrameRejection?), FrameRejection>
+  {
     let structures: [ADStructure]
-    switch AdvertisingDataParser.structures(bytes) {
-    case .success(let s): structures = s
+    let tail: FrameRejection?
+    switch AdvertisingDataParser.split(bytes) {
+    case .success(let split): (structures, tail) = split
     case .failure(let rejection): return .failure(rejection)
     }
     var ad = Advertisement(address: address, rssi: rssi)
@@ -103,6 +144,18 @@ extension Advertisement {
         continue
       }
     }
-    return .success(ad)
+    return .success((ad, tail))
+  }
+
+  /// What a raw advertisement gives a source: its sighting, then a `rejected` event for a
+  /// damaged tail; or the rejection alone when the data is refused whole.
+  public static func sourceEvents(address: BluetoothAddress, rssi: Int?, adStructures bytes: [UInt8])
+    -> [SourceEvent]
+  {
+    switch parseKeepingTail(address: address, rssi: rssi, adStructures: bytes) {
+    case .success((let ad, nil)): return [.sighting(ad)]
+    case .success((let ad, let tail?)): return [.sighting(ad), .rejected(address: address, tail)]
+    case .failure(let rejection): return [.rejected(address: address, rejection)]
+    }
   }
 }

@@ -112,8 +112,8 @@ public enum BeaconFrameParser {
   /// Apple's company identifier (Bluetooth SIG assigned numbers).
   public static let appleCompanyID: UInt16 = 0x004C
   /// iBeacon type and length bytes after Apple's company ID.
-  static let iBeaconType: UInt8 = 0x02
-  static let iBeaconLength: UInt8 = 0x15
+  public static let iBeaconType: UInt8 = 0x02
+  public static let iBeaconLength: UInt8 = 0x15
   /// AltBeacon beacon code, big-endian on the air (AltBeacon specification 1.0).
   static let altBeaconCodeHigh: UInt8 = 0xBE
   static let altBeaconCodeLow: UInt8 = 0xAC

@@ -1,8 +1,9 @@
 /// Why an advertisement or one of its frames was rejected. Every malformed input maps to one of
 /// these; none of them is a crash or a read past the buffer.
 ///
-/// Not rejections: damaged AD structures end the data and the structures before them are kept
-/// (`AdvertisingDataParser`), a structure too short for its type is skipped, and Eddystone frames
+/// Damaged AD structures end the data and the structures before them are kept
+/// (`AdvertisingDataParser`); the damage is a `malformedTail` rejection beside them. Not
+/// rejections: a structure too short for its type is skipped, and Eddystone frames
 /// this project does not decode (EID, encrypted TLM, Find Hub, unknown types) are `IgnoredFrame`s,
 /// counted per kind.
 public struct FrameRejection: Error, Hashable, Sendable, CustomStringConvertible {
@@ -21,6 +22,10 @@ public struct FrameRejection: Error, Hashable, Sendable, CustomStringConvertible
     case eddystoneShortFrame
     /// An Eddystone-URL with a scheme byte above 0x03 or undecodable URL bytes.
     case eddystoneBadURL
+    /// The advertising data ends in damage: an AD structure whose length runs past the end, or a
+    /// zero length octet followed by bytes that are not zero padding. The structures before it
+    /// are kept.
+    case malformedTail
     /// Input that is not valid hex, or a malformed field in a structured advertisement (for example
     /// a BlueZ ServiceData key that is not a UUID).
     case invalidEncoding

@@ -107,6 +107,15 @@ public struct PresenceTracker: Sendable {
     /// sighting, which sets this anew), `powerAt1m` (likewise) and the distance model, which
     /// `settings`' observer pins before it changes; `derive` gives what the sighting would have.
     var derivedAt: Timestamp?
+    /// The stamp of this entry's element in force in `deadlines`: 0 while its deadline is not
+    /// queued (it is then in `unqueued`).
+    var stamp: UInt64 = 0
+    /// The deadline of that element: never later than the entry's own (`deadline`), which a
+    /// sighting usually moves later without touching the heap (see `deadlines`).
+    var queuedDeadline = 0.0
+
+    /// When the beacon exits; `exitAfter` must be known.
+    var deadline: Double { (beacon.lastSeen + exitAfter!).seconds }
 
     func exitAfter(_ rule: ExitRule) -> Double { exitAfter ?? rule.delay(history) }
 
@@ -125,10 +134,12 @@ public struct PresenceTracker: Sendable {
       derivedAt = nil
     }
 
-    /// A further sighting, applied in place.
+    /// A further sighting, applied in place. Returns whether the entry's deadline was queued
+    /// (it has moved, and must be queued again).
     mutating func sighted(
       _ frame: BeaconFrame, from address: BluetoothAddress, rssi: Int?, at time: Timestamp
-    ) {
+    ) -> Bool {
+      let wasQueued = exitAfter != nil
       beacon.address = address
       beacon.lastSeen = max(beacon.lastSeen, time)
       beacon.sightings += 1
@@ -140,6 +151,7 @@ public struct PresenceTracker: Sendable {
         filter.add(Double(rssi), at: time)
       }
       derivedAt = time
+      return wasQueued
     }
 
     /// Smoothed RSSI, distance and proximity after a sighting at `time`.
@@ -170,6 +182,21 @@ public struct PresenceTracker: Sendable {
   private var shrink = PeakShrink()
   /// The exit settings, with the logarithm every exit delay needs taken once.
   private var exitRule: ExitRule
+  /// Every entry's exit deadline, earliest first (elements name entries by index), so that
+  /// `nextDeadline` and `expire` cost O(log n) per beacon due rather than a scan of every beacon
+  /// (issue 28). An element is in force while its entry's `stamp` is the element's.
+  ///
+  /// Each entry's element in force holds a deadline no later than the entry's own. A sighting
+  /// almost always moves a deadline later, and then the element stays as it is (a lower bound):
+  /// it is brought up to date only when it reaches the top. A deadline that moved earlier (the
+  /// loss estimate improved) gets a new element at once. The earliest element is then exact
+  /// when it is an entry's own deadline, and no entry's deadline is earlier.
+  private var deadlines = DeadlineHeap<Int>()
+  /// Entries sighted (or entered) since their deadline was last queued: their deadline moved.
+  /// A sighting only appends its index here (once until the next query), so the per-sighting
+  /// work stays constant; the delay is computed, and the heap touched, when a deadline is asked
+  /// for. Indices stay valid because every removal queues these first.
+  private var unqueued: [Int] = []
 
   public init(settings: PresenceSettings = PresenceSettings()) {
     self.settings = settings
@@ -236,7 +263,7 @@ public struct PresenceTracker: Sendable {
     let key = id.indexKey(seed: places.seed)
     if let index = position(of: id, key: key) {
       if entries[index].beacon.address != address { moved(index, to: address) }
-      entries[index].sighted(frame, from: address, rssi: rssi, at: time)
+      if entries[index].sighted(frame, from: address, rssi: rssi, at: time) { requeue(index) }
       return (index, false)
     }
     return (enter(frame, id: id, key: key, from: address, rssi: rssi, at: time), true)
@@ -250,6 +277,11 @@ public struct PresenceTracker: Sendable {
     unindex(entries[index].beacon)
     idsByAddress[address, default: []].insert(entries[index].beacon.id)
   }
+
+  /// The entry at `index` was sighted since its deadline was queued. Out of line: it runs once
+  /// per beacon between two deadline queries, not once per sighting.
+  @inline(never)
+  private mutating func requeue(_ index: Int) { unqueued.append(index) }
 
   /// A beacon not in range enters; returns its entry's index.
   @inline(never)
@@ -268,6 +300,7 @@ public struct PresenceTracker: Sendable {
     entries.append(entry)
     places.insert(key, index: entries.count - 1)
     idsByAddress[address, default: []].insert(id)
+    unqueued.append(entries.count - 1)
     return entries.count - 1
   }
 
@@ -295,6 +328,7 @@ public struct PresenceTracker: Sendable {
 
   /// The backend reports a device gone: every beacon last heard from that address exits.
   public mutating func lost(_ address: BluetoothAddress, at time: Timestamp) -> [PresenceEvent] {
+    queueDeadlines()
     let ids = idsByAddress.removeValue(forKey: address) ?? []
     let gone = ids.compactMap { beacon($0) }.sorted { $0.id < $1.id }
     for beacon in gone { remove(beacon.id) }
@@ -302,14 +336,33 @@ public struct PresenceTracker: Sendable {
   }
 
   /// Exits every beacon not seen for `exitTimeout`, as of `time`.
+  ///
+  /// Only the beacons whose deadline is due are visited (from `deadlines`), each judged by the
+  /// same test as ever (`time - lastSeen >= exitAfter`): a deadline is a sum, rounded, and the
+  /// test a difference, so elements within a few ulps after `time` are judged too.
   public mutating func expire(at time: Timestamp) -> [PresenceEvent] {
-    for i in entries.indices where entries[i].exitAfter == nil {
-      entries[i].exitAfter = exitRule.delay(entries[i].history)
+    queueDeadlines()
+    var due: [Int] = []
+    var notYet: [DeadlineHeap<Int>.Element] = []
+    while let top = deadlines.top {
+      guard isInForce(top) else {
+        deadlines.pop()
+        continue
+      }
+      guard top.deadline <= time.seconds || Self.withinRounding(top.deadline, time.seconds) else { break }
+      deadlines.pop()
+      let entry = entries[top.tag]
+      if time - entry.beacon.lastSeen >= entry.exitAfter! {
+        due.append(top.tag)
+      } else if top.deadline != entry.deadline {
+        queue(top.tag)
+      } else {
+        notYet.append(top)
+      }
     }
-    let gone =
-      entries
-      .filter { time - $0.beacon.lastSeen >= $0.exitAfter! }
-      .map { $0.tracked(settings.distance) }
+    for element in notYet { deadlines.push(element) }
+    guard !due.isEmpty else { return [] }
+    let gone = due.map { entries[$0].tracked(settings.distance) }
       .sorted { ($0.lastSeen, $0.id) < ($1.lastSeen, $1.id) }
     for beacon in gone {
       remove(beacon.id)
@@ -318,22 +371,86 @@ public struct PresenceTracker: Sendable {
     return gone.map { .exited($0, .timeout) }
   }
 
-  /// When the next beacon would time out.
+  /// Whether `deadline`, just after `time`, is close enough that `time - lastSeen >= exitAfter`
+  /// may hold for it though `lastSeen + exitAfter > time` (each rounds once, to at most half an
+  /// ulp of the larger magnitude).
+  private static func withinRounding(_ deadline: Double, _ time: Double) -> Bool {
+    deadline - time <= 8 * max(deadline.magnitude, time.magnitude).ulp
+  }
+
+  /// When the next beacon would time out. Mutating: it queues the deadlines sightings moved and
+  /// drops heap elements no longer in force.
   public var nextDeadline: Timestamp? {
-    entries.lazy.map { [exitRule] in $0.beacon.lastSeen + $0.exitAfter(exitRule) }.min()
+    mutating get {
+      queueDeadlines()
+      while let top = deadlines.top {
+        guard isInForce(top) else {
+          deadlines.pop()
+          continue
+        }
+        guard top.deadline == entries[top.tag].deadline else {
+          deadlines.pop()
+          queue(top.tag)
+          continue
+        }
+        return Timestamp(seconds: top.deadline)
+      }
+      return nil
+    }
+  }
+
+  /// Whether a heap element is its entry's deadline in force.
+  @inline(__always)
+  private func isInForce(_ element: DeadlineHeap<Int>.Element) -> Bool {
+    element.tag < entries.count && entries[element.tag].stamp == element.stamp
+  }
+
+  /// Computes the exit delay of every entry in `unqueued` and queues its deadline.
+  private mutating func queueDeadlines() {
+    guard !unqueued.isEmpty else { return }
+    for index in unqueued {
+      if entries[index].exitAfter == nil { entries[index].exitAfter = exitRule.delay(entries[index].history) }
+      // Later (the usual case): the element in force stays, a lower bound.
+      if entries[index].stamp == 0 || entries[index].deadline < entries[index].queuedDeadline { queue(index) }
+    }
+    unqueued.removeAll(keepingCapacity: true)
+    if deadlines.needsRebuild(live: entries.count) { rebuildDeadlines() }
+  }
+
+  /// Gives the entry at `index` an element with its own deadline, in force from now on.
+  private mutating func queue(_ index: Int) {
+    let deadline = entries[index].deadline
+    entries[index].stamp = deadlines.push(deadline, index)
+    entries[index].queuedDeadline = deadline
+  }
+
+  /// Refills `deadlines` with one element per entry; every deadline must be queued.
+  private mutating func rebuildDeadlines() {
+    let stamps = deadlines.rebuild(entries.indices.map { (entries[$0].deadline, $0) })
+    for (index, stamp) in zip(entries.indices, stamps) {
+      entries[index].stamp = stamp
+      entries[index].queuedDeadline = entries[index].deadline
+    }
   }
 
   /// Removes a beacon's entry (not its address index), moving the last entry into its place.
   private mutating func remove(_ id: BeaconID) {
+    queueDeadlines()
     guard let position = position(of: id) else { return }
     places.remove(entries[position].key, index: position)
     let last = entries.count - 1
     if position != last {
       entries.swapAt(position, last)
       places.move(entries[position].key, from: last, to: position)
+      // Its element in force names `last`: one naming its new place replaces it.
+      queue(position)
     }
     entries.removeLast()
-    if shrink.shouldRelease(tracked: entries.count) { compact() }
+    if shrink.shouldRelease(tracked: entries.count) {
+      compact()
+    } else if deadlines.needsRebuild(live: entries.count) {
+      rebuildDeadlines()
+    }
   }
 
   /// Rebuilds `entries`, `places` and `idsByAddress` with capacities that fit what is tracked.
@@ -343,11 +460,16 @@ public struct PresenceTracker: Sendable {
     fitted.append(contentsOf: entries)
     entries = fitted
     places = places.rebuilt(entries.map(\.key))
+    unqueued = []
+    rebuildDeadlines()
     idsByAddress = Dictionary(idsByAddress.lazy.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
   }
 
   /// The capacity of the table that finds a beacon's entry (tests: it shrinks after a flood).
   var indexCapacity: Int { places.capacity }
+
+  /// How many elements the deadline heap holds (tests: bounded by the beacons in range).
+  var deadlineHeapCount: Int { deadlines.count }
 
   private mutating func unindex(_ beacon: TrackedBeacon) {
     guard var ids = idsByAddress.removeValue(forKey: beacon.address) else { return }

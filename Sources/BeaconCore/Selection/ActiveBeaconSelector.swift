@@ -62,23 +62,12 @@ public struct ActiveBeaconSelector: Sendable {
     return c.sightings >= settings.dwellSightings && c.lastSeen - c.visitStart >= settings.dwellSeconds
   }
 
-  /// Handles one sighting of a tracked beacon. Returns the new active beacon when it changed
-  /// (`.some(nil)` when it was dropped). `inRange` is evaluated only when a qualified candidate
-  /// finds no active beacon: it sorts every tracked beacon, too costly for every sighting.
-  public mutating func sighted(
-    _ beacon: TrackedBeacon, pairings: PairingSet, inRange: @autoclosure () -> [TrackedBeacon],
-    at time: Timestamp
-  ) -> ActiveBeacon?? {
-    guard let pairing = pairings.pairing(for: beacon.id),
-      sighted(paired: beacon, pairing: pairing, pairings: pairings, inRange: inRange, at: time)
-    else { return nil }
-    return .some(active)
-  }
-
-  /// `sighted` for a beacon whose pairing is `pairing` (`pairings.pairing(for: beacon.id)`), which
-  /// the caller has looked up first: for an unpaired beacon (most of them) nothing else runs, and
-  /// neither the beacon nor `inRange` is built. Returns whether the active beacon changed; it is
-  /// then `active` (never nil: a sighting only ever activates).
+  /// Handles one sighting of a tracked beacon whose pairing is `pairing`
+  /// (`pairings.pairing(for: beacon.id)`), which the caller has looked up first: for an unpaired
+  /// beacon (most of them) nothing else runs, and neither the beacon nor `inRange` is built.
+  /// `inRange` is evaluated only when a qualified candidate finds no active beacon: it sorts every
+  /// tracked beacon, too costly for every sighting. Returns whether the active beacon changed; it
+  /// is then `active` (never nil: a sighting only ever activates).
   mutating func sighted(
     paired beacon: TrackedBeacon, pairing: Pairing, pairings: PairingSet,
     inRange: () -> [TrackedBeacon], at time: Timestamp

@@ -69,7 +69,8 @@ extension Scenario {
   public static func decode(_ data: Data) throws(ScenarioError) -> Scenario {
     let root: JSONValue
     do { root = try JSONValue.parse(data) } catch {
-      throw ScenarioError("not valid JSON: \(Self.describe(error))")
+      // Where the JSON breaks, in words; JSONDecoder's own text says only that it does.
+      throw ScenarioError("not valid JSON: \(JSONDiagnosis.reason(data) ?? Self.describe(error))")
     }
     guard let object = root.objectValue else {
       throw ScenarioError("the top level must be an object, not \(root.typeName)")
@@ -128,16 +129,13 @@ extension Scenario {
     return scenario
   }
 
+  /// For JSON that is well-formed yet not decodable (a number past Double's range): the
+  /// decoder's sentence, never the error's Swift description.
   private static func describe(_ error: any Error) -> String {
-    if let decoding = error as? DecodingError {
-      switch decoding {
-      case .dataCorrupted(let context):
-        let underlying = context.underlyingError.map { " (\(String(describing: $0)))" } ?? ""
-        return context.debugDescription + underlying
-      default: return String(describing: decoding)
-      }
+    if let decoding = error as? DecodingError, case .dataCorrupted(let context) = decoding {
+      return context.debugDescription
     }
-    return String(describing: error)
+    return "a value in it cannot be read (a number too large, or nesting too deep)"
   }
 
   private static func entry(_ value: JSONValue, at path: String) throws(ScenarioError) -> Entry {

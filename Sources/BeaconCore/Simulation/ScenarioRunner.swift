@@ -89,9 +89,8 @@ public struct ScenarioRunner: Sendable {
       case .advertisement(let address, let rssi, let payload):
         switch payload {
         case .raw(let bytes):
-          switch Advertisement.parse(address: address, rssi: rssi, adStructures: bytes) {
-          case .success(let ad): await bridge.ingest(.sighting(ad))
-          case .failure(let rejection): await bridge.ingest(.rejected(address: address, rejection))
+          for event in Advertisement.sourceEvents(address: address, rssi: rssi, adStructures: bytes) {
+            await bridge.ingest(event)
           }
         case .structured(let manufacturer, let service, let txPower):
           let ad = Advertisement(

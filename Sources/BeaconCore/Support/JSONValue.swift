@@ -16,6 +16,10 @@ public enum JSONValue: Hashable, Sendable {
   case string(String)
   case array([JSONValue])
   case object([String: JSONValue])
+  /// JSON text kept as it was received and written out unchanged: a number's literal
+  /// (`JSONText.parse` keeps every number so: `18446744073709551615`, `1e400`, `-0`, `1.10`), or a
+  /// whole value's text (`TripEvent.json`). It must be one valid JSON value.
+  case raw(String)
 
   public subscript(key: String) -> JSONValue? {
     if case .object(let fields) = self { return fields[key] }
@@ -31,6 +35,7 @@ public enum JSONValue: Hashable, Sendable {
     switch self {
     case .int(let i): return Double(i)
     case .double(let d): return d
+    case .raw(let text) where isNumberText(text): return Double(text)
     default: return nil
     }
   }
@@ -39,8 +44,18 @@ public enum JSONValue: Hashable, Sendable {
     switch self {
     case .int(let i): return i
     case .double(let d) where d.rounded() == d && abs(d) < 9e15: return Int64(d)
+    case .raw(let text) where isNumberText(text):
+      if let i = Int64(text) { return i }
+      return Double(text).flatMap { JSONValue.double($0).intValue }
     default: return nil
     }
+  }
+
+  /// Whether raw text is a number's literal (its first character says so: JSON text is checked
+  /// when it is read).
+  private func isNumberText(_ text: String) -> Bool {
+    guard let first = text.utf8.first else { return false }
+    return first == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first)
   }
 
   public var objectValue: [String: JSONValue]? {
@@ -62,6 +77,15 @@ public enum JSONValue: Hashable, Sendable {
     case .string: "string"
     case .array: "array"
     case .object: "object"
+    case .raw(let text):
+      switch text.utf8.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
+      case UInt8(ascii: "{"): "object"
+      case UInt8(ascii: "["): "array"
+      case UInt8(ascii: "\""): "string"
+      case UInt8(ascii: "t"), UInt8(ascii: "f"): "boolean"
+      case UInt8(ascii: "n"): "null"
+      default: "number"
+      }
     }
   }
 }
@@ -117,6 +141,20 @@ extension JSONValue: Codable {
     case .object(let o):
       var c = encoder.container(keyedBy: AnyKey.self)
       for (k, v) in o { try c.encode(v, forKey: AnyKey(k)) }
+    case .raw(let text):
+      // An encoder takes values, not text: the value the text stands for.
+      try ((try? JSONText.parse(Array(text.utf8))) ?? .string(text)).decodedNumbers.encode(to: encoder)
+    }
+  }
+
+  /// The value with raw number literals as `.int` or `.double` (for an `Encoder`, which cannot
+  /// take text).
+  var decodedNumbers: JSONValue {
+    switch self {
+    case .raw(let text): if let i = Int64(text) { .int(i) } else { doubleValue.map(JSONValue.double) ?? self }
+    case .array(let a): .array(a.map(\.decodedNumbers))
+    case .object(let o): .object(o.mapValues(\.decodedNumbers))
+    default: self
     }
   }
 
@@ -161,6 +199,7 @@ public enum JSONWriter {
       out += "]"
     case .object(let o):
       writeObject(o.sorted { $0.key < $1.key }, to: &out)
+    case .raw(let text): out += text
     }
   }
 

@@ -31,6 +31,13 @@ public struct TripSettings: Hashable, Sendable {
   /// number from the account.
   public var configuredDeviceId: String?
   public var sending: TripSending = .realtime
+  /// The most trips open (started, not ended) at once. Past it, `trip start` is refused with a
+  /// sentence; a journal that restores more ends the oldest (`BeaconPipeline.restore`). Each open
+  /// trip is kept in memory and in the store, and restored at every start: the bound keeps a
+  /// recorder that never ends its trips from growing the daemon without limit.
+  public var maxOpenTrips: Int = 64
+  /// The largest `maxOpenTrips` a configuration may set.
+  public static let maxOpenTripsRange: ClosedRange<Double> = 1...100_000
 
   public init() {}
 }
@@ -42,7 +49,8 @@ public struct TripError: Error, Hashable, Sendable, CustomStringConvertible {
     case alreadyEnded
     case alreadyResolved
     case invalidDeviceId
-    case notArmed
+    /// `[Trips] maxOpenTrips` trips are open already.
+    case tooManyOpenTrips
   }
 
   public var code: Code
@@ -69,6 +77,14 @@ public struct BeaconTripResolver: Sendable {
   }
 
   private var trips: [String: Trip] = [:]
+  /// How many of `trips` are open (not ended), kept as they change rather than counted.
+  public private(set) var openTripCount = 0
+  /// Pending trips' late-window deadlines, earliest first, so that `nextDeadline` and `expire`
+  /// cost O(log n) per trip due rather than a scan of every trip (issue 28).
+  private var deadlines = DeadlineHeap<String>()
+  /// The stamp of each pending trip's element in force in `deadlines`; a trip is here exactly
+  /// while it is pending.
+  private var pendingStamps: [String: UInt64] = [:]
   /// IDs of trips that ended and were fully handed over, so that a reused ID is refused rather
   /// than restarting its batch sequence. Bounded; the daemon's store keeps the durable record.
   private var finished: [String] = []
@@ -97,10 +113,18 @@ public struct BeaconTripResolver: Sendable {
     guard !finished.contains(tripId) else {
       throw TripError(.alreadyEnded, "trip \(tripId) has already ended")
     }
+    guard openTripCount < settings.maxOpenTrips else {
+      throw TripError(
+        .tooManyOpenTrips,
+        "trip \(tripId) not started: \(openTripCount) trips are open, the most [Trips] maxOpenTrips allows; end one with 'trip end', or raise maxOpenTrips"
+      )
+    }
+    openTripCount += 1
     trips[tripId] = Trip(
       tripId: tripId, startedAt: time, resolution: .pending(deadline: time + settings.lateWindow),
       endedAt: nil,
       beaconMode: false)
+    queue(tripId, time + settings.lateWindow)
   }
 
   /// The beacon hook's snapshot (BLEFrameworkProxy.onBeaconTripStart): with an active beacon the
@@ -112,6 +136,7 @@ public struct BeaconTripResolver: Sendable {
     trip.beaconMode = true
     if let active {
       trip.resolution = .beacon(BeaconSnapshot(active: active, at: time), late: false)
+      settled(tripId)
     }
     trips[tripId] = trip
     return trip.resolution
@@ -126,6 +151,7 @@ public struct BeaconTripResolver: Sendable {
     } else {
       trip.resolution = policyResolution()
     }
+    settled(tripId)
     trips[tripId] = trip
     return trip.resolution
   }
@@ -141,18 +167,26 @@ public struct BeaconTripResolver: Sendable {
       guard case .pending(let deadline) = trip.resolution, time <= deadline else { continue }
       let resolution = TripResolution.beacon(BeaconSnapshot(active: active, at: time), late: true)
       trips[trip.tripId]?.resolution = resolution
+      settled(trip.tripId)
       changed.append((trip.tripId, resolution))
     }
     return changed
   }
 
-  /// Applies the unresolved policy to trips whose late window has passed.
+  /// Applies the unresolved policy to trips whose late window has passed, oldest first.
   public mutating func expire(at time: Timestamp) -> [(String, TripResolution)] {
+    var due: [Trip] = []
+    while let top = deadlines.top, !isInForce(top) || Timestamp(seconds: top.deadline) <= time {
+      deadlines.pop()
+      guard isInForce(top), let trip = trips[top.tag] else { continue }
+      due.append(trip)
+    }
+    guard !due.isEmpty else { return [] }
     var changed: [(String, TripResolution)] = []
-    for trip in allTrips {
-      guard case .pending(let deadline) = trip.resolution, time >= deadline else { continue }
+    for trip in due.sorted(by: { ($0.startedAt, $0.tripId) < ($1.startedAt, $1.tripId) }) {
       let resolution = policyResolution()
       trips[trip.tripId]?.resolution = resolution
+      settled(trip.tripId)
       changed.append((trip.tripId, resolution))
     }
     return changed
@@ -168,9 +202,11 @@ public struct BeaconTripResolver: Sendable {
     }
     guard trip.endedAt == nil else { throw TripError(.alreadyEnded, "trip \(tripId) has already ended") }
     trip.endedAt = time
+    openTripCount -= 1
     var changed = false
     if case .pending = trip.resolution {
       trip.resolution = policyResolution()
+      settled(tripId)
       changed = true
     }
     trips[tripId] = trip
@@ -185,6 +221,7 @@ public struct BeaconTripResolver: Sendable {
     switch trip.resolution {
     case .unresolved, .pending:
       trip.resolution = .assigned(deviceId: deviceId)
+      settled(tripId)
       trips[tripId] = trip
       return trip.resolution
     default:
@@ -200,14 +237,21 @@ public struct BeaconTripResolver: Sendable {
     if case .pending = resolution {
       resolution = kept.ended ? policyResolution() : .pending(deadline: time + settings.lateWindow)
     }
+    if let old = trips[kept.tripId], old.endedAt == nil { openTripCount -= 1 }
+    if !kept.ended { openTripCount += 1 }
     trips[kept.tripId] = Trip(
       tripId: kept.tripId, startedAt: time, resolution: resolution, endedAt: kept.ended ? time : nil,
       beaconMode: kept.beaconMode)
+    if case .pending(let deadline) = resolution { queue(kept.tripId, deadline) } else { settled(kept.tripId) }
     return resolution
   }
 
   /// Drops a trip that was started but could not be recorded.
-  public mutating func forget(_ tripId: String) { trips[tripId] = nil }
+  public mutating func forget(_ tripId: String) {
+    if let old = trips[tripId], old.endedAt == nil { openTripCount -= 1 }
+    trips[tripId] = nil
+    settled(tripId)
+  }
 
   /// Forgets an ended trip whose batches were all handed over.
   public mutating func retire(_ tripId: String) {
@@ -217,11 +261,38 @@ public struct BeaconTripResolver: Sendable {
     if finished.count > Self.finishedMemory { finished.removeFirst(finished.count - Self.finishedMemory) }
   }
 
+  /// The earliest late window still open. Mutating: it drops heap elements no longer in force.
   public var nextDeadline: Timestamp? {
-    trips.values.compactMap { trip -> Timestamp? in
-      if case .pending(let deadline) = trip.resolution { return deadline }
-      return nil
-    }.min()
+    mutating get {
+      while let top = deadlines.top, !isInForce(top) { deadlines.pop() }
+      return deadlines.top.map { Timestamp(seconds: $0.deadline) }
+    }
+  }
+
+  /// How many elements the deadline heap holds (tests: bounded by the pending trips).
+  var deadlineHeapCount: Int { deadlines.count }
+
+  /// Queues a pending trip's late-window deadline, replacing any it had.
+  private mutating func queue(_ tripId: String, _ deadline: Timestamp) {
+    pendingStamps[tripId] = deadlines.push(deadline.seconds, tripId)
+    if deadlines.needsRebuild(live: pendingStamps.count) {
+      var fresh: [(deadline: Double, tag: String)] = []
+      fresh.reserveCapacity(pendingStamps.count)
+      for id in pendingStamps.keys {
+        guard let trip = trips[id], case .pending(let due) = trip.resolution else { continue }
+        fresh.append((due.seconds, id))
+      }
+      pendingStamps = [:]
+      for (item, stamp) in zip(fresh, deadlines.rebuild(fresh)) { pendingStamps[item.tag] = stamp }
+    }
+  }
+
+  /// A trip is no longer pending: its deadline is out of force.
+  private mutating func settled(_ tripId: String) { pendingStamps[tripId] = nil }
+
+  @inline(__always)
+  private func isInForce(_ element: DeadlineHeap<String>.Element) -> Bool {
+    pendingStamps[element.tag] == element.stamp
   }
 
   private func policyResolution() -> TripResolution {

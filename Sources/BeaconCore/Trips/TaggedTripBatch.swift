@@ -87,6 +87,18 @@ public enum TripResolution: Hashable, Sendable {
 
 /// A batch of trip events as the recorder handed it over, before tagging.
 public struct TripEventBatch: Hashable, Sendable {
+  /// The most JSON text one batch of events may have, in bytes: the CLI's `trip events` cap and
+  /// the daemon's `TripEvents`, checked on the length before the text is decoded (issue 28), so
+  /// that a huge batch costs neither the decoding nor the memory of its values.
+  public static let maximumJSONBytes = 16 << 20
+
+  /// The sentence refusing a batch of `count` bytes of JSON, or nil when it is within the cap.
+  public static func refusal(jsonBytes count: Int) -> String? {
+    guard count > maximumJSONBytes else { return nil }
+    return
+      "the events are \(count) bytes of JSON, over the 16 MiB (\(maximumJSONBytes) bytes) one batch may have; send them in smaller batches"
+  }
+
   public var tripId: String
   /// Position within the trip, from 0; order is kept within a trip.
   public var sequence: Int

@@ -6,17 +6,6 @@ public struct TripTagger: Sendable {
 
   public init() {}
 
-  /// Numbers a new batch and either tags it (the trip is resolved) or holds it.
-  public mutating func accept(
-    tripId: String, events: [TripEvent], at time: Timestamp, resolution: TripResolution
-  ) -> (batch: TripEventBatch, tagged: [TaggedTripBatch]) {
-    let sequence = nextSequence[tripId, default: 0]
-    nextSequence[tripId] = sequence + 1
-    let batch = TripEventBatch(tripId: tripId, sequence: sequence, events: events, receivedAt: time)
-    held[tripId, default: []].append(batch)
-    return (batch, release(tripId, resolution: resolution))
-  }
-
   /// The sequence number the trip's next batch will get.
   public func peekSequence(_ tripId: String) -> Int { nextSequence[tripId, default: 0] }
 
@@ -44,8 +33,6 @@ public struct TripTagger: Sendable {
 
   /// Batches waiting for a device ID.
   public func heldBatches(_ tripId: String) -> [TripEventBatch] { held[tripId] ?? [] }
-
-  public var heldCount: Int { held.values.reduce(0) { $0 + $1.count } }
 
   public func hasHeld(_ tripId: String) -> Bool { !(held[tripId]?.isEmpty ?? true) }
 

@@ -5,18 +5,9 @@ import FoundationEssentials
   import Glibc
 #endif
 
-/// Reading the configuration file: the one reader for `run`, `doctor` and `diagnose`.
+/// Reading the configuration file's text, for `load(path:)` (Upload/CheckedConfiguration.swift)
+/// and `diagnose`, and the TLS files' check that loading makes.
 extension DaemonConfiguration {
-  /// Reads and parses the file at `path`, or the default file when `path` is nil. A missing
-  /// default file means the defaults; a missing explicit one is an error.
-  public static func load(path: String?) throws(KeyFileError) -> DaemonConfiguration {
-    let file = path ?? defaultPath
-    guard let text = try text(path: path) else { return DaemonConfiguration() }
-    let config = try parse(text, file: file)
-    try checkTLSFiles(config, file: file)
-    return config
-  }
-
   /// libcurl and libmosquitto open the TLS files with blocking reads: a FIFO or a device in their
   /// place would stall every upload, so one is refused when the configuration loads. A missing
   /// file is left to the upload's own error, which names it.

@@ -4,23 +4,23 @@ import BeaconCore
 /// beaconbridge` about beacons, trips and refused batches. Events not listed here are not logged
 /// (they reach D-Bus subscribers only).
 enum BridgeEventLog {
-static func log(_ event: BridgeEvent, to logger: DaemonLogger) {
-  switch event {
-  case .activeBeaconChanged(let active):
-    logger.log(.notice, "active beacon: \(active.map { "\($0.deviceId) (\($0.id))" } ?? "none")")
-  case .tripTagged(let tripId, let resolution):
-    logger.log(
-      .notice, "trip \(tripId) tagged \(resolution.deviceId ?? "unresolved") (\(resolution.reason))")
-  case .batchDeadLettered(let batch, let reason):
-    logger.log(.error, "trip \(batch.tripId) batch \(batch.sequence) refused by the backend: \(reason)")
-  case .beaconEntered(let beacon):
-    logger.log(.debug, "beacon entered: \(beacon.id) at \(beacon.address)")
-  case .beaconHealth(let change):
-    let battery = change.health.telemetry?.batteryMillivolts.map { ", battery \($0) mV" } ?? ""
-    let level: LogRecord.Level = [.batteryRecovered, .seenAgain].contains(change.kind) ? .notice : .warning
-    logger.log(level, "paired beacon \(change.deviceId) (\(change.id)): \(change.kind.rawValue)\(battery)")
-  default:
-    break
+  static func log(_ event: BridgeEvent, to logger: DaemonLogger) {
+    switch event {
+    case .activeBeaconChanged(let active):
+      logger.log(.notice, "active beacon: \(active.map { "\($0.deviceId) (\($0.id))" } ?? "none")")
+    case .tripTagged(let tripId, let resolution):
+      logger.log(
+        .notice, "trip \(tripId) tagged \(resolution.deviceId ?? "unresolved") (\(resolution.reason))")
+    case .batchDeadLettered(let batch, let reason):
+      logger.log(.error, "trip \(batch.tripId) batch \(batch.sequence) refused by the backend: \(reason)")
+    case .beaconEntered(let beacon):
+      logger.log(.debug, "beacon entered: \(beacon.id) at \(beacon.address)")
+    case .beaconHealth(let change):
+      let battery = change.health.telemetry?.batteryMillivolts.map { ", battery \($0) mV" } ?? ""
+      let level: LogRecord.Level = [.batteryRecovered, .seenAgain].contains(change.kind) ? .notice : .warning
+      logger.log(level, "paired beacon \(change.deviceId) (\(change.id)): \(change.kind.rawValue)\(battery)")
+    default:
+      break
+    }
   }
-}
 }

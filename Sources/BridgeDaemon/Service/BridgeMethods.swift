@@ -66,7 +66,8 @@ struct BridgeMethods: Sendable {
 
   func status(_: Arguments) async throws -> MethodResult {
     let outbox = try? await store.outboxSummary()
-    let json = await bridge.status.json(scan: state.scan, outbox: outbox)
+    let json = await bridge.status.json(
+      scan: state.scan, outbox: outbox, droppedAdvertisements: state.scanStatus.droppedAdvertisements)
     return .success([.string(json.compactText)])
   }
 
@@ -175,6 +176,8 @@ struct BridgeMethods: Sendable {
     case .failure(let error): return .failure(error)
     }
     guard let text = args.string(1) else { return Self.invalidArgs(signature) }
+    // The CLI's cap, checked on the length before any decoding (`TripEventBatch.maximumJSONBytes`).
+    if let refusal = TripEventBatch.refusal(jsonBytes: text.utf8.count) { return Self.invalidArgs(refusal) }
     let events: [TripEvent]
     do { events = try Self.parseEvents(text) } catch { return Self.invalidArgs("\(error)") }
     try await bridge.tripEvents(tripId, events: events)
@@ -242,15 +245,9 @@ struct BridgeMethods: Sendable {
       bridge: bridge, store: store, eidClockTolerance: bridge.host.configuration.eidClockTolerance)
   }
 
-  /// A JSON array of event objects, each with a string `type`.
+  /// A JSON array of event objects, each with a string `type`, each keeping its text.
   static func parseEvents(_ text: String) throws -> [TripEvent] {
-    let json = try JSONValue.parse(Data(text.utf8))
-    guard let array = json.arrayValue else {
-      throw TripEventError("the events must be a JSON array of objects")
-    }
-    return try array.enumerated().map { i, item in
-      do { return try TripEvent(json: item) } catch { throw TripEventError("event \(i): \(error)") }
-    }
+    try TripEvent.batch(fromJSON: Array(text.utf8))
   }
 
   func tripJSON(_ tripId: String) async -> JSONValue {

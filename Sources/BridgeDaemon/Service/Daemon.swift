@@ -16,7 +16,8 @@ import Synchronization
 /// the store, arm the bridge (which restores the outbox), own the bus name, then `READY=1`; then
 /// scan, waiting for an adapter or bluetoothd if there is none yet (`ScanService`).
 /// SIGTERM stops gracefully with status 0; SIGHUP re-reads the configuration and keeps the old
-/// one if the new one is bad. Pairings changed by `beaconbridge pair` while it runs are picked up
+/// one if the new one is bad. The daemon owns its state directory (`StateLock`): `beaconbridge
+/// pair` goes through its D-Bus API; a pairing another tool writes into the store is picked up
 /// within two seconds (SQLite's `data_version`, checked when the state directory changes).
 public struct Daemon: Sendable {
   public var configPath: String
@@ -168,6 +169,9 @@ public struct Daemon: Sendable {
           let fresh = try loadConfiguration()
           logger.learnSecrets(of: fresh)
           settings.update(fresh)
+          // A changed [Upload] or [MQTT] gets its new sink now, and the old one (its broker
+          // connection) stops here, not at the next post.
+          _ = uploads.sink(for: fresh)
           await store.setOutboxLimit(fresh.outboxMaxBatches)
           try await bridge.reload()
           logger.log(.notice, "configuration reloaded from \(configPath)")

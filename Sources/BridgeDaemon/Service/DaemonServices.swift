@@ -1,13 +1,28 @@
 import BeaconCore
+import BlueZ
 import FoundationEssentials
 import Synchronization
 
 // The daemon's small services and what they share. Each runs until cancelled (`Service`).
 
-/// `WATCHDOG=1` at half of `WATCHDOG_USEC`.
+/// `WATCHDOG=1` at half of `WATCHDOG_USEC`, and never more often than `shortestInterval`.
 struct WatchdogService: Service {
+  /// The floor under the ping interval. `WATCHDOG_USEC=1` asks for a ping every half
+  /// microsecond, which would turn this task into a busy loop that starves the scan path on a
+  /// two-core box; no real watchdog needs ten pings a second.
+  static let shortestInterval: Duration = .milliseconds(100)
+
   let notifier: SystemdNotifier
   let interval: Duration
+
+  /// `requested` is `SystemdNotifier.watchdogInterval`; the service pings at `interval(for:)`.
+  init(notifier: SystemdNotifier, interval requested: Duration) {
+    self.notifier = notifier
+    interval = Self.interval(for: requested)
+  }
+
+  /// The interval between pings for a requested one: the request, but not below the floor.
+  static func interval(for requested: Duration) -> Duration { max(requested, shortestInterval) }
 
   func run() async throws {
     while true {
@@ -114,4 +129,6 @@ final class ScanStatus: Sendable {
   var source: (any AdvertisementSource)? { state.withLock { $0.source } }
   func set(_ condition: ScanCondition) { state.withLock { $0.condition = condition } }
   func started(_ source: any AdvertisementSource) { state.withLock { $0.source = source } }
+  /// What the running BlueZ source dropped while the bridge held a batch (0 for HCI).
+  var droppedAdvertisements: Int { (source as? BlueZAdvertisementSource)?.droppedAdvertisements ?? 0 }
 }

@@ -151,7 +151,9 @@ public struct DaemonStatus: Sendable, Equatable {
   }
 
   private static func beacon(_ o: JSONValue) -> Beacon {
-    Beacon(identity: identity(o), smoothedRSSI: o["smoothedRssi"]?.doubleValue, proximity: o["proximity"]?.stringValue)
+    Beacon(
+      identity: identity(o), smoothedRSSI: o["smoothedRssi"]?.doubleValue,
+      proximity: o["proximity"]?.stringValue)
   }
 
   private static func pairedBeacon(_ b: JSONValue) -> PairedBeacon {
@@ -188,8 +190,10 @@ public struct DaemonStatus: Sendable, Equatable {
   private static func upload(_ u: JSONValue) -> Upload? {
     guard let state = u["state"]?.stringValue else { return nil }
     return Upload(
-      state: state, delivered: int(u["delivered"]) ?? 0, consecutiveFailures: int(u["consecutiveFailures"]) ?? 0,
-      lastError: u["lastError"]?.stringValue, lastDeliveredAgoSeconds: u["lastDeliveredAgoSeconds"]?.doubleValue,
+      state: state, delivered: int(u["delivered"]) ?? 0,
+      consecutiveFailures: int(u["consecutiveFailures"]) ?? 0,
+      lastError: u["lastError"]?.stringValue,
+      lastDeliveredAgoSeconds: u["lastDeliveredAgoSeconds"]?.doubleValue,
       retryInSeconds: u["retryInSeconds"]?.doubleValue)
   }
 }

@@ -2,8 +2,10 @@ import BeaconCore
 
 /// JSON forms of the bridge's state, shared by the D-Bus API and `status --json`.
 extension BridgeStatus {
-  /// `scanning` names the backend while it scans (null otherwise); `scan` says what it does.
-  public func json(scan: ScanCondition, outbox: OutboxSummary?) -> JSONValue {
+  /// `scanning` names the backend while it scans (null otherwise); `scan` says what it does;
+  /// `droppedAdvertisements` counts what the BlueZ source read but dropped while the bridge
+  /// held a batch past its read-ahead bound.
+  public func json(scan: ScanCondition, outbox: OutboxSummary?, droppedAdvertisements: Int = 0) -> JSONValue {
     var fields: [String: JSONValue] = [
       "armed": .bool(armed),
       "scanning": scan.scanningBackend.map { .string($0) } ?? .null,
@@ -21,6 +23,7 @@ extension BridgeStatus {
         "keyPairings": .int(Int64(pairings.count { $0.key != nil })),
         "eidReplaysRefused": .int(Int64(eidReplaysRefused)),
       ]),
+      "droppedAdvertisements": .int(Int64(droppedAdvertisements)),
     ]
     if let outbox { fields["outbox"] = outbox.json }
     return .object(fields)

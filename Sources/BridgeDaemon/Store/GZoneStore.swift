@@ -20,7 +20,7 @@ extension Store {
     do { rows = try database.query("SELECT load FROM gzone_last_load WHERE id = 1") } catch {
       throw StoreError(error, path: path)
     }
-    guard let text = rows.first?.first?.text, let json = try? JSONValue.parse(Data(text.utf8)) else {
+    guard let text = rows.first?.first?.text, let json = try? JSONText.parse(Array(text.utf8)) else {
       return nil
     }
     return try? GZoneLoad(json: json, origin: path)

@@ -49,9 +49,10 @@ extension Store: TripJournal {
           "SELECT sequence, events FROM batches WHERE trip_id = ? ORDER BY sequence", [.text(tripId)]
         ).compactMap { b -> TripEventBatch? in
           guard let sequence = b[0].integer, let text = b[1].text,
-            let array = (try? JSONValue.parse(Data(text.utf8)))?.arrayValue
+            let array = try? JSONText.elements(ofArray: Array(text.utf8))
           else { return nil }
-          let events = array.compactMap { try? TripEvent(json: $0) }
+          // Each event with its text as received, so that it leaves byte for byte.
+          let events = array.compactMap { try? TripEvent(json: $0.value, text: $0.text) }
           return TripEventBatch(tripId: tripId, sequence: Int(sequence), events: events, receivedAt: .zero)
         }
         return JournaledTrip(
@@ -189,13 +190,14 @@ extension Store: TripJournal {
         [SQLiteValue(tripId), SQLiteValue(tripId)])
       return rows.compactMap { row in
         guard let trip = row[0].text, let sequence = row[1].integer, let text = row[2].text,
-          let events = (try? JSONValue.parse(Data(text.utf8)))?.arrayValue,
+          let events = try? JSONText.elements(ofArray: Array(text.utf8)),
           let resolutionText = row[3].text, let json = try? JSONValue.parse(Data(resolutionText.utf8)),
           let resolution = TripResolution(journalJSON: json, now: .zero, lateWindow: 0),
           let deviceId = resolution.deviceId
         else { return nil }
         let batch = TripEventBatch(
-          tripId: trip, sequence: Int(sequence), events: events.compactMap { try? TripEvent(json: $0) },
+          tripId: trip, sequence: Int(sequence),
+          events: events.compactMap { try? TripEvent(json: $0.value, text: $0.text) },
           receivedAt: .zero)
         return (TaggedTripBatch(batch: batch, deviceId: deviceId, resolution: resolution), row[4].text ?? "")
       }

@@ -76,6 +76,29 @@ enum CurlClient {
     return Transfer(request).run()
   }
 
+  /// Why libcurl's URL parser refuses `url`, or nil when it takes it whole: a scheme, a host, a
+  /// port in range, no spaces (`beaconbridged --check-url`'s side, `URLCheck`). The
+  /// corresponding C functions are `curl_url_set` and `curl_url_get`.
+  static func urlProblemHere(_ url: String) -> String? {
+    if let problem = bb_curl_load() { return "cannot be checked: \(String(cString: problem))" }
+    guard let handle = bb_curl_url() else { return "cannot be checked: curl_url failed" }
+    defer { bb_curl_url_cleanup(handle) }
+    let parsed = bb_curl_url_set(handle, CURLUPART_URL, url, bb_curlu_non_support_scheme())
+    guard parsed == CURLUE_OK else { return String(cString: bb_curl_url_strerror(parsed)) }
+    var host: UnsafeMutablePointer<CChar>?
+    let found = bb_curl_url_get(handle, CURLUPART_HOST, &host, 0)
+    defer { bb_curl_free(host) }
+    guard found == CURLUE_OK, let host, host.pointee != 0 else { return "has no host" }
+    // libcurl's parser takes port 0, which no server listens on.
+    var port: UnsafeMutablePointer<CChar>?
+    defer { bb_curl_free(port) }
+    if bb_curl_url_get(handle, CURLUPART_PORT, &port, 0) == CURLUE_OK, let port, String(cString: port) == "0"
+    {
+      return "has port 0 (a port is 1 to 65535)"
+    }
+    return nil
+  }
+
   /// One transfer: its request and what the callbacks collect.
   final class Transfer {
     let request: HTTPRequest

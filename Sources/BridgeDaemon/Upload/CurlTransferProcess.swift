@@ -1,5 +1,6 @@
 import BeaconCore
 import CCurl
+import DBus
 import Synchronization
 
 #if canImport(Glibc)
@@ -39,14 +40,17 @@ enum CurlTransferProcess {
   /// PR_SET_PDEATHSIG needs: it fires when the thread that spawned the child ends).
   final class Child: @unchecked Sendable {
     let executable: String
+    /// `--http-transfer`, or `--check-url` (`URLCheck`).
+    let argument: String
     let request: [UInt8]
     var continuation: CheckedContinuation<Result<HTTPResponse, HTTPTransferError>, Never>?
     let pid = Atomic<Int32>(0)
     let cancelled = Atomic<Bool>(false)
 
-    init(executable: String, request: [UInt8]) {
+    init(executable: String, request: [UInt8], argument: String = CurlTransferProcess.argument) {
       self.executable = executable
       self.request = request
+      self.argument = argument
     }
 
     func cancel() {
@@ -56,7 +60,10 @@ enum CurlTransferProcess {
     }
 
     func start() {
-      OSThreadless.detach { [self] in continuation?.resume(returning: run()) }
+      // Without a thread, the transfer runs on the caller's.
+      if OSThread.start({ [self] in continuation?.resume(returning: run()) }) != 0 {
+        continuation?.resume(returning: run())
+      }
     }
 
     static func error(_ message: String) -> HTTPTransferError {
@@ -91,7 +98,7 @@ enum CurlTransferProcess {
       posix_spawn_file_actions_adddup2(&actions, output[1], STDOUT_FILENO)
       var child: pid_t = 0
       let argv: [UnsafeMutablePointer<CChar>?] = [
-        strdup(executable), strdup(CurlTransferProcess.argument), nil,
+        strdup(executable), strdup(argument), nil,
       ]
       defer { for pointer in argv { free(pointer) } }
       // The child starts with no signal blocked and the stop signals at their defaults: the
@@ -115,7 +122,7 @@ enum CurlTransferProcess {
         close(output[0])
         return .failure(
           Self.error(
-            "cannot run \(executable) \(CurlTransferProcess.argument): \(String(cString: strerror(spawned)))")
+            "cannot run \(executable) \(argument): \(String(cString: strerror(spawned)))")
         )
       }
       return .success((child, input[1], output[0]))
@@ -165,4 +172,3 @@ enum CurlTransferProcess {
     }
   }
 }
-

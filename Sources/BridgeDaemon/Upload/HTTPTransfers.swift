@@ -31,9 +31,9 @@ public enum HTTPTransfers {
   /// See `useChildProcesses()`.
   public static let transferExecutableVariable = "BEACONBRIDGE_TRANSFER_EXECUTABLE"
 
-  /// The executable each request spawns: the one `useChildProcesses()` set, else
-  /// `beaconbridged` beside this process's executable (the package's tests, which run in a test
-  /// runner in the same build directory). Nil when there is neither.
+  /// The executable each request spawns: the one `useChildProcesses()` set, else the
+  /// `beaconbridged` beside this process's executable (the CLI, and the package's tests, which
+  /// run in a test runner in the same build directory). Nil when there is neither.
   static var executable: String? {
     if let set = configured.withLock({ $0 }) { return set }
     var buffer = [CChar](repeating: 0, count: 4096)
@@ -41,12 +41,25 @@ public enum HTTPTransfers {
     guard count > 0 else { return nil }
     let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     guard let slash = path.lastIndex(of: "/") else { return nil }
-    let sibling = String(path[...slash]) + "beaconbridged"
-    return access(sibling, X_OK) == 0 ? sibling : nil
+    // The same folder (a build tree), then where the package installs it beside /usr/bin.
+    let folder = String(path[...slash])
+    return [folder + "beaconbridged", folder + "../lib/beaconbridge/beaconbridged"].first {
+      access($0, X_OK) == 0
+    }
   }
 
-  /// Serves one transfer on stdin/stdout; returns the exit status.
-  public static func serveChild() -> Int32 { serve() }
+  /// The exit status of the child that `arguments` (the process's) ask for: a transfer
+  /// (`--http-transfer`) or a URL check (`--check-url`); nil for the daemon itself.
+  public static func serveChild(arguments: [String]) -> Int32? {
+    guard arguments.count == 2 else { return nil }
+    switch arguments[1] {
+    case childArgument: return serve()
+    case URLCheck.childArgument:
+      bb_die_with_parent()
+      return URLCheck.serve()
+    default: return nil
+    }
+  }
 
   /// `beaconbridged --http-transfer`: one request from stdin, its result to stdout. Returns the
   /// exit status.
@@ -64,28 +77,3 @@ public enum HTTPTransfers {
     return CurlTransferProcess.writeAll(STDOUT_FILENO, TransferCoding.encode(result)) ? 0 : 1
   }
 }
-
-/// A detached thread without a name, for `CurlTransferProcess.Child` (the DBus module's
-/// `OSThread` names its threads; these are short-lived).
-enum OSThreadless {
-  static func detach(_ body: @escaping @Sendable () -> Void) {
-    final class Box {
-      let body: @Sendable () -> Void
-      init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let context = Unmanaged.passRetained(Box(body)).toOpaque()
-    var thread = pthread_t()
-    let created = pthread_create(
-      &thread, nil,
-      { context in
-        Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body()
-        return nil
-      }, context)
-    if created == 0 {
-      pthread_detach(thread)
-    } else {
-      Unmanaged<Box>.fromOpaque(context).takeRetainedValue().body()
-    }
-  }
-}
-

@@ -1,5 +1,6 @@
 import BeaconCore
 import CMosquitto
+import DBus
 import Synchronization
 
 #if canImport(Glibc)
@@ -65,22 +66,10 @@ final class MQTTClient: @unchecked Sendable {
       MQTTClient.from(context).acknowledged(mid, reason)
     }
     // The thread holds the client until it is stopped.
-    let context = Unmanaged.passRetained(self).toOpaque()
-    var thread = pthread_t()
-    guard
-      pthread_create(
-        &thread, nil,
-        { context in
-          let client = Unmanaged<MQTTClient>.fromOpaque(context!).takeRetainedValue()
-          client.run()
-          return nil
-        }, context) == 0
-    else {
-      Unmanaged<MQTTClient>.fromOpaque(context).release()
+    guard OSThread.start({ [self] in run() }) == 0 else {
       api.destroy(handle)
       throw RetryablePostFailure("MQTT: no thread for the client")
     }
-    pthread_detach(thread)
   }
 
   deinit { api.destroy(handle) }

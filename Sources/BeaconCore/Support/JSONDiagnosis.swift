@@ -2,9 +2,11 @@
 /// `JSONSerialization` used; `JSONDecoder` only says that they are not. Used for error messages
 /// only, never for parsing. A syntax check of its own (RFC 8259), so that GZone needs no
 /// Foundation (`JSONSerialization` brings CoreFoundation into the daemon; docs/PERFORMANCE.md).
-enum JSONDiagnosis {
+/// Every reader of JSON input (scenario, trip events, G-Zone payloads) says where the JSON breaks
+/// through it, rather than passing on `JSONDecoder`'s `DecodingError` text.
+public enum JSONDiagnosis {
   /// nil when the bytes are one well-formed JSON value (with surrounding whitespace).
-  static func reason(_ data: some Collection<UInt8>) -> String? {
+  public static func reason(_ data: some Collection<UInt8>) -> String? {
     var checker = Checker(bytes: Array(data))
     do throws(Problem) {
       checker.skipSpace()

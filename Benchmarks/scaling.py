@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""`make bench-scaling`: four times the input costs at most five times the work (issue 28).
+
+Each table the core keeps has a bound in work as well as in size: a step must not scan every
+beacon or every open trip, and a batch must cost in proportion to its events. Seconds on a shared
+machine swing too much to tell linear from quadratic reliably; instructions do not (callgrind
+counts them, whatever else the machine does), so this counts instructions, as `make bench-check`
+does (Benchmarks/instructions.py).
+
+For each mode, `BeaconBench --scaling MODE N` runs `countedScaling` over an input of size N, and
+callgrind counts the instructions inside it only (`--toggle-collect`). The mode passes when
+instructions(4N) / instructions(N) <= --limit (5): linear work gives 4, n log n a little more,
+and a scan per step (quadratic) 16.
+
+- beacons: N beacons in range, each sighted 8 times round-robin, the next deadline asked for and
+  deadlines ticked after every advertisement (as `simulate` does between scenario entries);
+- trips:   N trips started and left open, the next deadline asked for after every start, then
+  N advertisements with a deadline step each while they stay open, then every trip ended;
+- batch:   one trip event batch of N events: decoded from its JSON text, taken by the pipeline
+  and tagged, and written out as the upload body's events.
+
+    Benchmarks/scaling.py --bench .build/release/BeaconBench [--mode beacons] [--limit 5]
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ENV = dict(os.environ, SWIFT_DETERMINISTIC_HASHING="1")
+# Sizes chosen so that the quadratic cost a scan per step would have shows plainly (16 times)
+# and the whole run stays well under two minutes under callgrind.
+SIZES = {"beacons": 1_000, "trips": 1_000, "batch": 2_000}
+
+
+def total(path):
+    """The instruction total a callgrind output file records."""
+    with open(path) as f:
+        for line in f:
+            match = re.match(r"(?:summary|totals):\s+(\d+)", line)
+            if match:
+                return int(match.group(1))
+    raise SystemExit(f"bench-scaling: no total in {path}")
+
+
+def count(bench, mode, n, work):
+    out = os.path.join(work, f"scaling-{mode}-{n}.cg")
+    result = subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--toggle-collect=*countedScaling*",
+         bench, "--scaling", mode, str(n)],
+        env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"bench-scaling: BeaconBench --scaling {mode} {n} failed:\n{result.stderr[-2000:]}")
+    return total(out), result.stdout.strip()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--bench", required=True)
+    p.add_argument("--mode", action="append", choices=sorted(SIZES), help="one mode (repeatable); all by default")
+    p.add_argument("--limit", type=float, default=5.0, help="the largest ratio allowed for 4 times the input")
+    p.add_argument("--size", type=int, help="N instead of each mode's own")
+    args = p.parse_args()
+    work = tempfile.mkdtemp(prefix="beaconbridge-bench-scaling-")
+    failed = False
+    for mode in args.mode or sorted(SIZES):
+        n = args.size or SIZES[mode]
+        small, small_out = count(args.bench, mode, n, work)
+        large, large_out = count(args.bench, mode, 4 * n, work)
+        ratio = large / small
+        verdict = "ok" if ratio <= args.limit else "SUPERLINEAR"
+        failed |= ratio > args.limit
+        print(f"{verdict:11} {mode}: {small} instructions at n={n}, {large} at 4n={4 * n}: "
+              f"x{ratio:.2f} (limit x{args.limit:g}) [{small_out}] [{large_out}]", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

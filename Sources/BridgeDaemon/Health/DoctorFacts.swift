@@ -1,0 +1,66 @@
+import BeaconCore
+import BlueZ
+
+/// What `doctor` found, gathered by the caller (so the judgement is tested without a machine).
+public struct DoctorFacts: Sendable {
+  public var configPath: String
+  public var configuration: Result<DaemonConfiguration, KeyFileError>
+  public var stateDirectory: String
+  /// nil when writable; otherwise why not.
+  public var stateDirectoryProblem: String?
+  /// What fixes `stateDirectoryProblem` (`StateDirectoryError.fix`).
+  public var stateDirectoryFix: String?
+  public var store: Result<(check: String, outbox: OutboxSummary), StoreError>?
+  public var freeBytes: UInt64?
+  /// The controllers the kernel has (`KernelAdapters`), when looked at.
+  public var kernelAdapters: [String]?
+  /// nil when the backend is HCI (bluetoothd is not needed).
+  public var bluez: BlueZProbe.Result?
+  /// The daemon's `Status`, or why it could not be had.
+  public var daemon: Result<DaemonStatus, DaemonUnavailable>
+  /// The token files the configuration names (`[Upload]`, `[GZone]`), each with what
+  /// `TokenFile.check` found: nil when it would be used, else why it is refused.
+  public var tokenFiles: [TokenFileCheck]
+  public var isRoot: Bool
+  /// Whether the configuration file exists (a missing default file means the defaults).
+  public var configExists = true
+  /// Secrets to keep out of the report beyond those in the configuration's URLs (the gatherer
+  /// adds the token files' contents).
+  public var redactor = Redactor()
+
+  public struct TokenFileCheck: Sendable {
+    /// `[Upload] TokenFile`, `[GZone] TokenFile` or `[MQTT] PasswordFile`.
+    public var key: String
+    public var path: String
+    public var problem: TokenFileError?
+    public init(key: String, path: String, problem: TokenFileError?) {
+      self.key = key
+      self.path = path
+      self.problem = problem
+    }
+  }
+
+  public struct DaemonUnavailable: Error, Sendable {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+  }
+
+  public init(
+    configPath: String, configuration: Result<DaemonConfiguration, KeyFileError>, stateDirectory: String,
+    stateDirectoryProblem: String?, store: Result<(check: String, outbox: OutboxSummary), StoreError>?,
+    freeBytes: UInt64?, bluez: BlueZProbe.Result?, daemon: Result<DaemonStatus, DaemonUnavailable>,
+    tokenFiles: [TokenFileCheck],
+    isRoot: Bool
+  ) {
+    self.configPath = configPath
+    self.configuration = configuration
+    self.stateDirectory = stateDirectory
+    self.stateDirectoryProblem = stateDirectoryProblem
+    self.store = store
+    self.freeBytes = freeBytes
+    self.bluez = bluez
+    self.daemon = daemon
+    self.tokenFiles = tokenFiles
+    self.isRoot = isRoot
+  }
+}
