@@ -22,7 +22,8 @@ let package = Package(
     .target(name: "BeaconTestSupport", dependencies: ["BeaconCore"]),
     // Command parsing and output. A library so that parsing is tested without running.
     .target(
-      name: "BeaconBridgeCLI", dependencies: ["BeaconCore", "BridgeDaemon", "BlueZ", "DBus", "HCI", "GZone"]),
+      name: "BeaconBridgeCLI",
+      dependencies: ["BeaconCore", "BeaconCrypto", "BridgeDaemon", "BlueZ", "DBus", "HCI", "GZone"]),
     .executableTarget(name: "beaconbridge", dependencies: ["BeaconBridgeCLI", "BridgeDaemon"]),
     // The daemon alone, which `beaconbridge run` execs: the daemon's modules on
     // FoundationEssentials, no Foundation or ICU linked (docs/PERFORMANCE.md). Its release link
@@ -34,7 +35,9 @@ let package = Package(
     // redaction), and the services (scan, D-Bus API, watchdog) that `run` groups.
     .target(
       name: "BridgeDaemon",
-      dependencies: ["BeaconCore", "CSQLite", "CCurl", "CMosquitto", "DBus", "BlueZ", "HCI", "GZone"]),
+      dependencies: [
+        "BeaconCore", "BeaconCrypto", "CSQLite", "CCurl", "CMosquitto", "DBus", "BlueZ", "HCI", "GZone",
+      ]),
     // libmosquitto (MQTT 5 client), from Debian's libmosquitto-dev: the MQTT sink. Only
     // BridgeDaemon/Upload/MQTTClient.swift imports it. Not linked: dlopened on first use.
     .systemLibrary(name: "CMosquitto", providers: [.apt(["libmosquitto-dev"])]),
@@ -79,7 +82,7 @@ let package = Package(
     ),
     .testTarget(
       name: "BridgeDaemonTests",
-      dependencies: ["BridgeDaemon", "BeaconCore", "BeaconTestSupport", "BlueZ", "GZone"]),
+      dependencies: ["BridgeDaemon", "BeaconCore", "BeaconCrypto", "BeaconTestSupport", "BlueZ", "GZone"]),
     .testTarget(
       name: "BeaconBridgeCLITests",
       dependencies: ["BeaconBridgeCLI", "BeaconCore", "BeaconTestSupport"]

@@ -141,12 +141,30 @@ except dbus.DBusException as e:
   expect_allowed "group beaconbridge may TripAssign" "$(bb bbop TripAssign string:t1 string:UNIT-7)"
   out=$(bb bbop Unpair string:UNIT-7)
   if grep -q "uint32 1" <<<"$out"; then pass "policy: group beaconbridge may Unpair"; else fail "policy: group beaconbridge Unpair: $out"; fi
+  irk=ec0234a357c8ad05341010a60a397d9b
+  expect_denied "nobody may not PairWithKey" \
+    "$(bb nobody PairWithKey string:rpa string:$irk int32:-1 int64:-1 string:UNIT-K string:)"
+  out=$(bb bbop PairWithKey string:rpa string:$irk int32:-1 int64:-1 string:UNIT-K string:)
+  expect_denied "group beaconbridge may not PairWithKey (it carries a key)" "$out"
+  if grep -qi "$irk" <<<"$out"; then fail "policy: the refusal repeats the key"; else pass "policy: the refusal does not repeat the key"; fi
   expect_denied "group beaconbridge may not own org.beaconbridge" \
     "$(call bbop --dest=org.freedesktop.DBus / org.freedesktop.DBus.RequestName string:org.beaconbridge uint32:0)"
 
   # root: everything.
   out=$(bb root Pair string:$uuid int32:1 int32:8 string:UNIT-8 string:)
   if grep -q "method return" <<<"$out"; then pass "policy: root may Pair"; else fail "policy: root Pair: $out"; fi
+  out=$(bb root PairWithKey string:rpa string:$irk int32:-1 int64:-1 string:UNIT-K string:)
+  if grep -q '"authentication":"rpa"' <<<"$out" && ! grep -qi "$irk" <<<"$out"; then
+    pass "policy: root may PairWithKey, and the reply holds no key"
+  else
+    fail "policy: root PairWithKey: $out"
+  fi
+  out=$(bb nobody Pairings)
+  if grep -q '"authentication":"rpa"' <<<"$out" && ! grep -qi "$irk" <<<"$out"; then
+    pass "policy: Pairings lists the pairing by key without its key"
+  else
+    fail "policy: Pairings after PairWithKey: $out"
+  fi
   exit 0
 fi
 

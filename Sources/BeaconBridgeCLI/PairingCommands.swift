@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconCrypto
 import BridgeDaemon
 import Foundation
 
@@ -66,7 +67,8 @@ struct StoreOptions: Sendable {
 
 extension Pairing {
   var pattern: String {
-    "\(uuid.uuidString) \(major.map(String.init) ?? "*")/\(minor.map(String.init) ?? "*")"
+    if let key { return key.scheme == .eid ? "Eddystone-EID key #\(key.pairing)" : "IRK #\(key.pairing)" }
+    return "\(uuid.uuidString) \(major.map(String.init) ?? "*")/\(minor.map(String.init) ?? "*")"
   }
 }
 
@@ -77,6 +79,8 @@ public struct PairCommand: BridgeCommand {
   public static let usage = """
     beaconbridge pair --uuid UUID [--major M] [--minor N] --device-id ID [--label TEXT] [--state-dir DIR] [--json]
            beaconbridge pair --nearest [--wait S] [--backend bluez|hci] [--adapter hciN] --device-id ID [--label TEXT]
+           beaconbridge pair --eid-key-file FILE --rotation-exponent K --beacon-clock N --device-id ID [--label TEXT]
+           beaconbridge pair --irk-file FILE --device-id ID [--label TEXT]
     """
   public static let discussion = """
     The device ID is what the backend knows the vehicle by: the unit serial number or driver tag.
@@ -96,6 +100,16 @@ public struct PairCommand: BridgeCommand {
                        (default 10; through the daemon when it runs, else by scanning with
                        --backend/--adapter), shows which beacon it chose and why, and refuses
                        when two beacons are too close to call (within 3 dB).
+      --eid-key-file FILE  Pair an Eddystone-EID beacon by its identity key: FILE holds 32 hex
+                       digits and follows the token-file rule (a regular file others cannot
+                       read). Its identity cannot be cloned (docs/authentication.md).
+      --rotation-exponent K  The beacon's K (its EID changes every 2^K s), 0 to 15.
+      --beacon-clock N The beacon's 32-bit time counter now, as its provisioning tool reports
+                       it; the pairing keeps its offset to this box's clock.
+      --irk-file FILE  Pair a device by its identity resolving key (resolvable private
+                       addresses): FILE as for --eid-key-file.
+                       A key is never printed, listed or logged. With the daemon running, a
+                       pairing by key goes through its PairWithKey method (root only).
     \(StoreOptions.help)
       --json           Print the pairing as JSON.
     """
@@ -103,12 +117,44 @@ public struct PairCommand: BridgeCommand {
   public var pairing: Pairing
   var store: StoreOptions
   var json: Bool
+  /// A pairing by key: the scheme, the key file, and for EID, K and the beacon's clock now.
+  var byKey: (scheme: KeyedIdentity.Scheme, file: String, rotationExponent: UInt8?, beaconClock: UInt32?)?
   /// `--nearest`: how long to listen, and with what.
   var nearest: (wait: Double, backend: ScanBackend, adapter: HCIDeviceID?)?
 
   public init(_ arguments: inout Arguments) throws(UsageError) {
     json = arguments.flag("--json")
     store = try StoreOptions(&arguments)
+    let eidFile = try arguments.option("--eid-key-file")
+    let irkFile = try arguments.option("--irk-file")
+    if eidFile != nil || irkFile != nil {
+      guard eidFile == nil || irkFile == nil else {
+        throw UsageError("give --eid-key-file or --irk-file, not both")
+      }
+      let k = try arguments.number("--rotation-exponent", in: 0...15)
+      let clock = try arguments.number("--beacon-clock", in: 0...Double(UInt32.max))
+      if let eidFile {
+        guard let k, k == k.rounded() else {
+          throw UsageError("--eid-key-file needs --rotation-exponent K (0 to 15)")
+        }
+        guard let clock, clock == clock.rounded() else {
+          throw UsageError("--eid-key-file needs --beacon-clock N (the beacon's clock now, 0 to 4294967295)")
+        }
+        byKey = (.eid, eidFile, UInt8(k), UInt32(clock))
+      } else {
+        guard k == nil, clock == nil else {
+          throw UsageError("--rotation-exponent and --beacon-clock are for --eid-key-file")
+        }
+        byKey = (.rpa, irkFile ?? "", nil, nil)
+      }
+      guard let deviceId = try arguments.option("--device-id", as: DeviceID.self) else {
+        throw UsageError("pair needs --device-id")
+      }
+      let scheme = byKey?.scheme ?? .rpa
+      pairing = Pairing(
+        key: KeyedIdentity(scheme: scheme, pairing: 0), deviceId: deviceId, label: try Self.label(&arguments))
+      return
+    }
     if arguments.flag("--nearest") {
       for name in ["--uuid", "--major", "--minor"] where arguments.present(name) {
         throw UsageError("\(name) cannot be used with --nearest, which pairs the beacon it hears")
@@ -152,6 +198,7 @@ public struct PairCommand: BridgeCommand {
   }
 
   public func run(_ console: any Console) async -> Int32 {
+    if let byKey { return await pairByKey(byKey, console) }
     var pairing = self.pairing
     if let nearest {
       guard
@@ -184,6 +231,64 @@ public struct PairCommand: BridgeCommand {
     } else {
       console.out(
         "Paired \(pairing.pattern) with \(pairing.deviceId)\(pairing.label.map { " (\($0))" } ?? "").\n")
+    }
+    return ExitStatus.success
+  }
+}
+
+extension PairCommand {
+  /// A pairing by key: the key file read by the token-file rule into a buffer wiped once the
+  /// key is stored; through the daemon's PairWithKey when it runs, else into the store.
+  func pairByKey(
+    _ byKey: (scheme: KeyedIdentity.Scheme, file: String, rotationExponent: UInt8?, beaconClock: UInt32?),
+    _ console: any Console
+  ) async -> Int32 {
+    var digits: [UInt8]
+    do { digits = try PairingKeyFile.digits(byKey.file) } catch {
+      console.err("beaconbridge: pair: \(error.description)\n")
+      return ExitStatus.failure
+    }
+    defer { digits.withUnsafeMutableBytes { SecretBytes.wipe($0) } }
+    let label = pairing.label
+    let deviceId = pairing.deviceId
+    var stored: Pairing?
+    do {
+      let reply = try await DaemonClient.call(
+        BridgeServiceNames.Method.pairWithKey,
+        [
+          .string(byKey.scheme.rawValue), .string(String(decoding: digits, as: UTF8.self)),
+          .int32(byKey.rotationExponent.map { Int32($0) } ?? -1),
+          .int64(byKey.beaconClock.map { Int64($0) } ?? -1),
+          .string(deviceId), .string(label ?? ""),
+        ])
+      stored =
+        reply.first?.string.flatMap { try? JSONValue.parse(Data($0.utf8)) }.flatMap { json in
+          json["pairing"]?.intValue.map {
+            var p = pairing
+            p.key = KeyedIdentity(scheme: byKey.scheme, pairing: $0)
+            return p
+          }
+        } ?? pairing
+    } catch  where error.notRunning {
+      let offset = byKey.beaconClock.map { Int64($0) - Int64(Date().timeIntervalSince1970.rounded(.down)) }
+      guard let device = try? DeviceID(deviceId) else { return ExitStatus.failure }
+      let result = await store.write(console) {
+        try await $0.pairByKey(
+          scheme: byKey.scheme, key: digits, rotationExponent: byKey.rotationExponent, clockOffset: offset,
+          deviceId: device, label: label)
+      }
+      guard let result else { return ExitStatus.failure }
+      stored = result.pairing
+    } catch {
+      console.err("beaconbridge: \(error.description)\n")
+      return ExitStatus.failure
+    }
+    let done = stored ?? pairing
+    if json {
+      console.out(done.json.compactText + "\n")
+    } else {
+      let what = byKey.scheme == .eid ? "an Eddystone-EID key" : "an IRK"
+      console.out("Paired \(what) with \(deviceId)\(label.map { " (\($0))" } ?? "").\n")
     }
     return ExitStatus.success
   }
@@ -285,6 +390,21 @@ public struct PairsCommand: BridgeCommand {
     }
     // Each pairing with where it came from (`fleet` or `local`, docs/fleet.md).
     let pairings: [(pairing: Pairing, source: String)] = listed.compactMap { item in
+      let source = item["source"]?.stringValue == "fleet" ? "fleet" : "local"
+      // A pairing by key: its number and scheme, never its key.
+      if let number = item["pairing"]?.intValue, let deviceId = item["deviceId"]?.stringValue,
+        let device = try? DeviceID(deviceId),
+        let scheme = item["authentication"]?.stringValue == "eid"
+          ? KeyedIdentity.Scheme.eid
+          : item["authentication"]?.stringValue == "rpa" ? .rpa : nil
+      {
+        return (
+          Pairing(
+            key: KeyedIdentity(scheme: scheme, pairing: number), deviceId: device,
+            label: item["label"]?.stringValue),
+          source
+        )
+      }
       guard let text = item["uuid"]?.stringValue, let uuid = UUID(uuidString: text),
         let deviceId = item["deviceId"]?.stringValue
       else { return nil }

@@ -70,7 +70,8 @@ public struct ScanCommand: BridgeCommand {
     backend.apply(to: &configuration)
     // Pairings only label beacons and pick the active one; scanning works without the store.
     var pairings: [Pairing] = []
-    if let store = try? Store(directory: store.directory), let kept = try? await store.pairings() {
+    let opened = try? Store(directory: store.directory)
+    if let opened, let kept = try? await opened.pairings() {
       pairings = kept
     }
     let view = ScanView(console: console, live: console.isTerminal && !json, json: json)
@@ -82,6 +83,11 @@ public struct ScanCommand: BridgeCommand {
       view.record(event)
     }
     await bridge.setPairings(pairings)
+    // Pairings by key resolve EIDs and private addresses; a store this user cannot read has none.
+    if let opened {
+      try? await KeyAuthenticator.refresh(
+        bridge: bridge, store: opened, eidClockTolerance: configuration.eidClockTolerance)
+    }
     do { try await bridge.start() } catch {
       console.err("beaconbridge: \(error)\n")
       return ExitStatus.failure
@@ -243,7 +249,8 @@ final class ScanView: Sendable {
       // The frame's own calibration: measured power at 1 m, or Eddystone's Tx power at 0 m ("@0").
       let power: String
       switch b.id {
-      case .eddystone: power = b.powerAt1m.map { "\($0 + 41)@0" } ?? "-"
+      case .keyed(let k) where k.scheme == .rpa: power = b.powerAt1m.map { "\($0)" } ?? "-"
+      case .eddystone, .keyed: power = b.powerAt1m.map { "\($0 + 41)@0" } ?? "-"
       case .iBeacon, .altBeacon: power = b.powerAt1m.map { "\($0)" } ?? "-"
       }
       let telemetry = status.health[b.id]?.telemetry

@@ -1,4 +1,5 @@
 import BeaconCore
+import BridgeDaemon
 import Foundation
 
 /// `beaconbridge simulate FILE`: a scenario in virtual time, one JSON object per line.
@@ -8,7 +9,8 @@ public struct SimulateCommand: BridgeCommand {
   public static let usage = "beaconbridge simulate FILE [--json]"
   public static let discussion = """
     FILE is a scenario (JSON; '-' reads stdin): optional "config" (settings by their camelCase
-    names), "pairings", and "events", each with "at" (seconds on a virtual clock from 0) and one
+    names), "pairings" (by identity, or by key: {"eid": {"identityKey", "rotationExponent",
+    "beaconClock"}, "deviceId"} or {"irk", "deviceId"}), and "events", each with "at" (seconds on a virtual clock from 0) and one
     of advertisement, lost, tripStart, tripEvents, tripEnd, tripAssign, pair, unpair.
 
     The scenario runs through the real pipeline (frames, presence, active beacon, trip tagging,
@@ -46,7 +48,7 @@ public struct SimulateCommand: BridgeCommand {
       return ExitStatus.failure
     }
     do {
-      try await ScenarioRunner(scenario: scenario).run(
+      try await ScenarioRunner(scenario: scenario, authenticator: KeyAuthenticator.forScenario(scenario)).run(
         emit: { console.out($0.jsonLine + "\n") }, report: { console.out($0.jsonLine + "\n") })
     } catch {
       console.err("beaconbridge: scenario \(file): \(error)\n")

@@ -10,7 +10,10 @@ import Testing
   /// Valid argv per command (one per mode), to which one option at a time is added.
   static let bases: [String: [[String]]] = [
     "demo": [["demo"]], "simulate": [["simulate", "f.json"]],
-    "pair": [["pair", "--uuid", uuid, "--device-id", "X"], ["pair", "--nearest", "--device-id", "X"]],
+    "pair": [
+      ["pair", "--uuid", uuid, "--device-id", "X"], ["pair", "--nearest", "--device-id", "X"],
+      ["pair", "--irk-file", "k", "--device-id", "X"],
+    ],
     "unpair": [["unpair", "--device-id", "X"]], "pairs": [["pairs"]], "replay": [["replay", "f"]],
     "scan": [["scan"]], "run": [["run"]], "status": [["status"]], "doctor": [["doctor"]],
     "diagnose": [["diagnose"]],

@@ -175,6 +175,20 @@ import Testing
           address: Fixture.address, rssi: nil, manufacturerData: [:], serviceData: ["zz": []]
         )
         .rejectionReason
+    case .eidReplay:
+      // The pipeline's, not the parser's: an authenticator that calls the EID a replay.
+      var pipeline = BeaconPipeline()
+      pipeline.setAuthenticator(
+        ScriptedAuthenticator(eids: [0x0102_0304_0506_0708: .replay(ScriptedAuthenticator.eid)]))
+      let ad = Advertisement(
+        address: Fixture.address,
+        serviceData: [
+          ServiceData(uuid: .eddystone, data: ScriptedAuthenticator.eidFrame(0x0102_0304_0506_0708))
+        ])
+      produced =
+        pipeline.ingest(.sighting(ad), at: .zero).compactMap {
+          if case .event(.rejected(_, let r)) = $0 { r.reason } else { nil }
+        }.first
     }
     #expect(produced == reason)
   }

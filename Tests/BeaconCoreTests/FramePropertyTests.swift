@@ -187,7 +187,7 @@ struct SplitMix64: RandomNumberGenerator {
         companyID: f.companyID,
         data: [0xBE, 0xAC] + body(f.identity) + [UInt8(bitPattern: f.referenceRSSI)]
           + (f.reserved.map { [$0] } ?? []))
-    case .eddystoneUID, .eddystoneURL, .eddystoneTLM, .ignored:
+    case .eddystoneUID, .eddystoneURL, .eddystoneTLM, .eddystoneEID, .ignored:
       return nil
     }
   }

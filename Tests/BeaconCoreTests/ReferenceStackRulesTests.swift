@@ -104,8 +104,8 @@ import Testing
   static let ignoredKinds: [(FrameVector, String)] = [
     (
       FrameVector(
-        name: "EID (0x30)", source: "beacontools test_eddystone_eid",
-        hex: "0201060303aafe0d16aafe30e34549445f74657374", expected: .frames([ignored(0x30)])),
+        name: "EID (0x30) a byte longer than the frame", source: "own, beacontools test_eddystone_eid + 00",
+        hex: "0201060303aafe0e16aafe30e34549445f7465737400", expected: .frames([ignored(0x30)])),
       "eddystoneEID"
     ),
     (
@@ -209,6 +209,15 @@ import Testing
     }
     #expect(frame.kind == kind)
     #expect(BeaconFrame.ignored(frame).beaconID == nil)
+  }
+
+  /// An EID frame is decoded (its identity is its pairing's, which only an authenticator names).
+  @Test func eidFrameIsDecoded() throws {
+    let result = try Fixture.parse("0201060303aafe0d16aafe30e34549445f74657374").get()
+    #expect(
+      Array(result.frames) == [.eddystoneEID(EddystoneEIDFrame(txPower: -29, eid: 0x4549_445f_7465_7374))])
+    #expect(result.frames.first?.beaconID == nil)
+    #expect(result.frames.first?.powerAt1m == -29 - 41)
   }
 
   @Test(arguments: altBeaconMissingReserved) func altBeaconReservedByteMayBeMissing(_ v: FrameVector) {

@@ -148,8 +148,13 @@ import Testing
       id: .iBeacon(Fixtures.vanBeacon), deviceId: "UNIT-0042", label: "van 7", smoothedRSSI: -61.5,
       lastRSSI: -60,
       distance: 1.2, proximity: .near, takenAt: Timestamp(seconds: 12))
+    var eid = snapshot
+    eid.id = .keyed(KeyedIdentity(scheme: .eid, pairing: 3))
+    var rpa = snapshot
+    rpa.id = .keyed(KeyedIdentity(scheme: .rpa, pairing: 4))
     let cases: [TripResolution] = [
-      .beacon(snapshot, late: false), .beacon(snapshot, late: true), .fallback(deviceId: "D"),
+      .beacon(snapshot, late: false), .beacon(snapshot, late: true), .beacon(eid, late: false),
+      .beacon(rpa, late: true), .fallback(deviceId: "D"),
       .configured(deviceId: "C"), .assigned(deviceId: "A"), .unresolved,
     ]
     for resolution in cases {

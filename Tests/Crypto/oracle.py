@@ -314,4 +314,5 @@ def main():
         f.write("\n")
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -10,6 +10,10 @@ import random
 import sys
 
 HERE = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+# The EIDs and RPA hashes come from the crypto oracle (written from the specifications, never from
+# the code under test): Tests/Crypto/oracle.py.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Crypto"))
+import oracle  # noqa: E402
 FLEET = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"
 OTHER = "FDA50693-A4E2-4FB1-AFCF-C6EB07647825"
 VAN7 = (FLEET, 1, 7)
@@ -59,6 +63,59 @@ def tlm_beacon(address, start, end, battery, uptime, celsius=21.5, interval=10.0
             "address": address, "rssi": -64,
             "serviceData": [{"uuid": "feaa", "hex": tlm_hex(battery(t), celsius, int(up * 10), up)}]}})
         t += interval
+    return events
+
+
+# Keys of the authentication scenarios: fixed, not secret (test data).
+EID_KEY = bytes.fromhex("e2c56db5dffb48d2b060d0f5a71096e0")
+OTHER_KEY = bytes.fromhex("0102030405060708090a0b0c0d0e0f10")
+IRK = oracle.SPEC_IRK  # the Core spec's sample IRK
+
+
+def eid_pairing(key, k, clock, device, label=None):
+    p = {"eid": {"identityKey": key.hex(), "rotationExponent": k, "beaconClock": clock}, "deviceId": device}
+    if label:
+        p["label"] = label
+    return p
+
+
+def eid_hex(key, k, clock, power=-21):
+    """Raw AD structures of an Eddystone-EID beacon: flags, the 0xFEAA service UUID, and its
+    service data (frame type 0x30, the ranging byte, the 8-byte EID the oracle computes)."""
+    eid = oracle.eid(key, k, clock & 0xFFFFFFFF)
+    return "020106" + "0303AAFE" + "0D16AAFE30" + f"{power & 0xFF:02X}" + eid.hex().upper()
+
+
+def eid_beacon(rng, address, key, k, clock0, rssi, start, end, interval=1.0, loss=0.0, noise=3):
+    """An EID beacon whose clock reads clock0 + t at scenario time t."""
+    events = []
+    steps = int(round((end - start) / interval))
+    for i in range(steps + 1):
+        t = round(start + i * interval, 3)
+        if rng.random() < loss:
+            continue
+        events.append({"at": t, "advertisement": {
+            "address": address, "rssi": int(round(rssi + rng.uniform(-noise, noise))),
+            "rawHex": eid_hex(key, k, clock0 + int(t))}})
+    return events
+
+
+def rpa(irk, prand):
+    """A resolvable private address: prand (top two bits 01) then ah(IRK, prand), Core Vol 6
+    Part B 1.3.2.2 and Vol 3 Part H 2.2.2."""
+    prand = bytes([(prand[0] & 0x3F) | 0x40]) + prand[1:]
+    address = prand + oracle.ah(irk, prand)
+    return ":".join(f"{b:02X}" for b in address)
+
+
+def rpa_device(rng, address, rssi, start, end, interval=1.0):
+    """A device advertising only flags and a name from `address`: no beacon frame at all."""
+    events = []
+    steps = int(round((end - start) / interval))
+    for i in range(steps + 1):
+        t = round(start + i * interval, 3)
+        events.append({"at": t, "advertisement": {
+            "address": address, "rssi": int(round(rssi + rng.uniform(-3, 3))), "rawHex": "020106"}})
     return events
 
 
@@ -200,6 +257,108 @@ def main():
           beacon(rng, "C0:FF:EE:00:00:07", VAN7, -60, 0, 200)
           + tlm_beacon("C0:FF:EE:00:00:07", 0, 200, lambda t: 2620 - 10 * int(t // 10),
                        lambda t: 100 + t))
+
+
+    authentication()
+
+
+def authentication():
+    """Pairings by key (docs/authentication.md): EID and RPA beacons tagging trips, rotation,
+    drift, replay, a wrong key, and the policy against a cloned plain identity."""
+    e1 = eid_pairing(EID_KEY, 10, 65280, "UNIT-E1", "driver tag")
+    rng = random.Random(50)
+    write("eid-trip.json",
+          "A paired Eddystone-EID beacon (K = 10) tags a trip: every line names it with "
+          "authentication 'eid'. Its clock starts 256 s before a temporary-key roll-over, so its "
+          "EID changes, with a new temporary key, during the trip.",
+          [e1],
+          eid_beacon(rng, "C0:FF:EE:00:0E:01", EID_KEY, 10, 65280, -62, 0, 400)
+          + trip("t1", 30, [(60, ["braking"]), (300, ["cornering"])], 390))
+
+    rng = random.Random(51)
+    write("eid-rotation.json",
+          "An EID beacon rotating every 16 s (K = 4) across a temporary-key roll-over (its clock "
+          "passes 65536 at 36 s): one beacon throughout, never an exit, never a rejection.",
+          [eid_pairing(EID_KEY, 4, 65500, "UNIT-E1")],
+          eid_beacon(rng, "C0:FF:EE:00:0E:01", EID_KEY, 4, 65500, -60, 0, 200)
+          + trip("t1", 10, [(100, ["braking"])], 190),
+          duration=260)
+
+    rng = random.Random(52)
+    write("eid-drift.json",
+          "Two EID beacons whose clocks drifted from their pairings: one 3000 s ahead, inside the "
+          "3600 s tolerance, is resolved and tags the trip; one 7200 s behind, outside it, is "
+          "never resolved (its frames are counted as unknown EIDs).",
+          [e1, eid_pairing(OTHER_KEY, 10, 500000, "UNIT-E2")],
+          eid_beacon(rng, "C0:FF:EE:00:0E:01", EID_KEY, 10, 65280 + 3000, -62, 0, 200)
+          + eid_beacon(rng, "C0:FF:EE:00:0E:02", OTHER_KEY, 10, 500000 - 7200, -50, 0, 200)
+          + trip("t1", 30, [(60, ["braking"])], 190),
+          config={"eidClockTolerance": 3600})
+
+    rng = random.Random(53)
+    recorded = eid_beacon(rng, "C0:FF:EE:00:0E:01", EID_KEY, 4, 65280, -62, 0, 100)
+    replayed = []
+    for t in range(150, 260):
+        # An EID recorded at 0-15 s (its first window), played back from another address.
+        replayed.append({"at": t, "advertisement": {
+            "address": "C0:FF:EE:0B:AD:01", "rssi": -50, "rawHex": eid_hex(EID_KEY, 4, 65280)}})
+    write("eid-replay.json",
+          "A recording of a paired EID beacon's first window played back after the beacon was "
+          "heard in later windows: every replayed frame is a 'rejected' line (eidReplay), and the "
+          "trip that starts after the real beacon left stays held.",
+          [eid_pairing(EID_KEY, 4, 65280, "UNIT-E1")],
+          recorded + replayed + trip("t1", 160, [(170, ["braking"])], 250))
+
+    rng = random.Random(54)
+    write("eid-wrong-key.json",
+          "An EID beacon whose key is not the pairing's: never resolved, never entered, the trip "
+          "stays held.",
+          [eid_pairing(OTHER_KEY, 10, 65280, "UNIT-E1")],
+          eid_beacon(rng, "C0:FF:EE:00:0E:01", EID_KEY, 10, 65280, -55, 0, 120)
+          + trip("t1", 10, [(20, ["braking"])], 110))
+
+    rng = random.Random(55)
+    first = rpa(IRK, bytes.fromhex("708194"))
+    second = rpa(IRK, bytes.fromhex("4a1c2e"))
+    stranger = rpa(OTHER_KEY, bytes.fromhex("55aa01"))
+    write("rpa-trip.json",
+          f"A device paired by its IRK (the Core spec's sample) advertises from {first}, then "
+          f"rotates to {second}: both resolve to the pairing, which tags the trip with "
+          f"authentication 'rpa'. A stranger's private address ({stranger}) resolves to nothing.",
+          [{"irk": IRK.hex(), "deviceId": "UNIT-R1", "label": "phone key"}],
+          rpa_device(rng, first, -60, 0, 60) + rpa_device(rng, second, -60, 61, 200)
+          + rpa_device(rng, stranger, -45, 0, 200)
+          + trip("t1", 20, [(40, ["braking"]), (150, ["speeding"])], 190))
+
+    rng = random.Random(57)
+    etlm = []
+    t = 0.5
+    while t <= 200:
+        clock = 65280 + int(t)
+        battery = 2620 - 10 * int(t // 10)
+        plain = bytes.fromhex(tlm_hex(battery, 21.5, int(t * 10), 100 + t))[2:]
+        frame = oracle.etlm_frame(EID_KEY, 10, clock, int(t * 10).to_bytes(2, "big"), plain)
+        etlm.append({"at": round(t, 3), "advertisement": {
+            "address": "C0:FF:EE:00:0E:01", "rssi": -64,
+            "rawHex": "020106" + "0303AAFE" + "1516AAFE" + frame.hex().upper()}})
+        t += 10
+    write("eid-etlm.json",
+          "An EID beacon interleaving encrypted TLM (AES-EAX with its identity key, the oracle's "
+          "frames) whose battery falls 10 mV per frame from 2620 mV: the frames are opened and "
+          "linked to the beacon, and one beaconHealth 'batteryLow' for UNIT-E1 follows at 130.5 s.",
+          [e1],
+          eid_beacon(rng, "C0:FF:EE:00:0E:01", EID_KEY, 10, 65280, -60, 0, 200) + etlm)
+
+    rng = random.Random(56)
+    write("policy-clone.json",
+          "requireAuthenticated: a clone of the plain iBeacon pairing (in another vehicle, "
+          "stronger) is heard from the start and never becomes the active beacon; the trip waits "
+          "and is tagged late by the EID beacon that arrives at 25 s.",
+          [PAIR7, eid_pairing(EID_KEY, 10, 65280, "UNIT-E1")],
+          beacon(rng, "C0:FF:EE:00:00:07", VAN7, -50, 0, 200)
+          + eid_beacon(rng, "C0:FF:EE:00:0E:01", EID_KEY, 10, 65280, -70, 25, 200)
+          + trip("t1", 10, [(15, ["braking"]), (100, ["cornering"])], 190),
+          config={"requireAuthenticated": "true"})
 
 
 if __name__ == "__main__":

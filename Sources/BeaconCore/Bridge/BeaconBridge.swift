@@ -273,7 +273,8 @@ public actor BeaconBridge {
       },
       outboundBatches: outbound.count, pairings: pipeline.pairings.pairings, now: now,
       health: pipeline.health.health, pairedBeacons: pipeline.pairedBeacons,
-      ignoredFrames: pipeline.health.ignoredFrames, upload: upload)
+      ignoredFrames: pipeline.health.ignoredFrames, upload: upload,
+      eidReplaysRefused: pipeline.eidReplaysRefused)
   }
 
   // MARK: Internals

@@ -20,6 +20,13 @@ public struct BeaconPipeline: Sendable {
   public private(set) var tagger = TripTagger()
   /// TLM and URL frames linked to beacons, health, and ignored frame kinds counted.
   public private(set) var health: BeaconHealthBook
+  /// Resolves EIDs and resolvable private addresses to pairings by key; nil resolves nothing.
+  public private(set) var authenticator: (any BeaconAuthenticator)?
+  /// `authenticator?.resolvesAddresses`, read on every advertisement: addresses are tried only
+  /// when a pairing has an IRK.
+  private var triesAddresses = false
+  /// Replayed EIDs refused (`status`, doctor).
+  public private(set) var eidReplaysRefused = 0
 
   public init(configuration: BridgeConfiguration = BridgeConfiguration(), pairings: PairingSet = PairingSet())
   {
@@ -40,6 +47,12 @@ public struct BeaconPipeline: Sendable {
     health.settings = configuration.health
   }
 
+  /// Hands the pipeline the keys (at start, and when a pairing by key is added or removed).
+  public mutating func setAuthenticator(_ authenticator: (any BeaconAuthenticator)?) {
+    self.authenticator = authenticator
+    triesAddresses = authenticator?.resolvesAddresses ?? false
+  }
+
   // MARK: Radio
 
   public mutating func ingest(_ event: borrowing SourceEvent, at time: Timestamp) -> [Step] {
@@ -58,7 +71,9 @@ public struct BeaconPipeline: Sendable {
       var steps: [Step] = []
       // What the common case needs is read first, by a call that mutates nothing, so that the
       // event is read where it is: passed to a mutating call, it was copied first.
-      if let sole = Self.soleIBeacon(events[index]) {
+      if let sole = Self.soleIBeacon(events[index]),
+        !triesAddresses || !sole.address.isResolvablePrivateForm
+      {
         sighted(
           .iBeacon(sole.frame), id: .iBeacon(sole.frame.identity), address: sole.address, rssi: sole.rssi,
           at: time,
@@ -96,6 +111,10 @@ public struct BeaconPipeline: Sendable {
     switch event {
     case .sighting(let ad):
       if fastPath, let frame = BeaconFrameParser.soleIBeacon(ad) {
+        // A private-form address, when a pairing has an IRK, goes the general way. Tested here
+        // rather than in the `if`: there, it kept the compiler from inlining `sighted` into
+        // this path (callgrind: 80 instructions per advertisement more).
+        if triesAddresses, ad.address.isResolvablePrivateForm { return sighted(ad, at: time) }
         // The common case: one iBeacon and nothing else (`soleIBeacon`), as `sighted` would
         // handle it, without a `FrameParseResult`.
         var steps: [Step] = []
@@ -115,14 +134,99 @@ public struct BeaconPipeline: Sendable {
   private mutating func sighted(_ ad: Advertisement, at time: Timestamp) -> [Step] {
     let parsed = BeaconFrameParser.parse(ad)
     var steps: [Step] = parsed.rejections.map { .event(.rejected(address: ad.address, $0)) }
+    let proven = provenByAddress(ad, frames: parsed.frames, at: time, into: &steps)
     for frame in parsed.frames {
+      if case .eddystoneEID(let eid) = frame {
+        heardEID(eid, frame: frame, from: ad, at: time, into: &steps)
+        continue
+      }
+      if case .ignored(let ignored) = frame, ignored.frameType == 0x20, ignored.version == 0x01,
+        let opened = openedTLM(ad, at: time)
+      {
+        steps += heardAbout(opened, from: ad.address, at: time)
+        continue
+      }
       guard let id = frame.beaconID else {
         steps += heardAbout(frame, from: ad.address, at: time)
         continue
       }
+      // An address that proved a pairing stands for the device: an identity it also sends in
+      // clear would make it two beacons.
+      guard !proven else { continue }
       sighted(frame, id: id, from: ad, at: time, into: &steps)
     }
     return steps
+  }
+
+  /// A resolvable private address that an IRK pairing resolves: the advertisement is one
+  /// sighting of that pairing, calibrated by its first frame that carries a power. Returns
+  /// whether it was.
+  @inline(never)
+  private mutating func provenByAddress(
+    _ ad: Advertisement, frames: BeaconFrames, at time: Timestamp, into steps: inout [Step]
+  ) -> Bool {
+    guard triesAddresses, ad.address.isResolvablePrivateForm,
+      case .resolved(let key)? = authenticator?.authenticate(address: ad.address)
+    else { return false }
+    // Presence reads only a frame's power: an address without one is an uncalibrated sighting.
+    let frame = frames.first { $0.powerAt1m != nil } ?? .ignored(IgnoredFrame(frameType: 0xFF))
+    sightedByKey(frame, key, from: ad, at: time, into: &steps)
+    return true
+  }
+
+  /// An encrypted TLM (Eddystone-EID specification, "Encrypted TLM") opened with the key of an
+  /// EID pairing heard from the same address within the link window: the plain TLM frame, which
+  /// then links to that beacon as any TLM does. nil when no such pairing's key opens it (it is
+  /// then counted as the ignored kind `eddystoneTLMEncrypted`).
+  @inline(never)
+  private mutating func openedTLM(_ ad: Advertisement, at time: Timestamp) -> BeaconFrame? {
+    guard authenticator != nil,
+      let data = ad.serviceData.first(where: { $0.uuid == .eddystone && $0.data.first == 0x20 })?.data
+    else { return nil }
+    let since = Timestamp(seconds: time.seconds - health.settings.telemetryLinkWindow)
+    for case .keyed(let key) in tracker.ids(heardFrom: ad.address, since: since) where key.scheme == .eid {
+      guard let plain = authenticator?.openTLM(serviceData: data, of: key, at: time),
+        plain.count == 12,
+        case .success(let frame) = BeaconFrameParser.parseEddystone([0x20, 0x00] + plain)
+      else { continue }
+      return frame
+    }
+    return nil
+  }
+
+  /// `sighted` for a pairing by key: one call site of the inlined `sighted` for every path that
+  /// resolves a key, kept out of the general path's code.
+  @inline(never)
+  private mutating func sightedByKey(
+    _ frame: BeaconFrame, _ key: KeyedIdentity, from ad: Advertisement, at time: Timestamp,
+    into steps: inout [Step]
+  ) {
+    sighted(frame, id: .keyed(key), address: ad.address, rssi: ad.rssi, at: time, into: &steps)
+  }
+
+  /// An Eddystone-EID frame: a sighting of the pairing it resolves to; a replay is refused with a
+  /// `rejected` line; an EID no pairing makes is counted as an ignored kind.
+  @inline(never)
+  private mutating func heardEID(
+    _ eid: EddystoneEIDFrame, frame: BeaconFrame, from ad: Advertisement, at time: Timestamp,
+    into steps: inout [Step]
+  ) {
+    switch authenticator?.authenticate(eid: eid.eid, at: time) ?? .unknown {
+    case .resolved(let key):
+      sightedByKey(frame, key, from: ad, at: time, into: &steps)
+    case .replay(let key):
+      eidReplaysRefused += 1
+      steps.append(
+        .event(
+          .rejected(
+            address: ad.address,
+            FrameRejection(
+              .eidReplay,
+              "an EID of \(key) from a window older than the newest heard from that beacon: refused as a replay"
+            ))))
+    case .unknown:
+      health.countIgnored(IgnoredFrame(frameType: 0x30))
+    }
   }
 
   /// A frame with an identity (`id`, its `beaconID`): presence, health, the active beacon.
@@ -151,7 +255,10 @@ public struct BeaconPipeline: Sendable {
     }
     // The beacon is read (its distance derived) only when the selector needs it: for paired
     // beacons. Most beacons heard are not: for them the selector is not called at all.
+    // Under `requireAuthenticated` an identity sent in clear, which anyone can copy, is never a
+    // candidate.
     if let pairing = pairings.pairing(for: id),
+      !configuration.requireAuthenticated || id.isKeyed,
       selector.sighted(
         paired: tracker.beacon(at: index), pairing: pairing, pairings: pairings, inRange: { tracker.inRange },
         at: time)
@@ -179,7 +286,7 @@ public struct BeaconPipeline: Sendable {
     case .ignored(let ignored):
       health.countIgnored(ignored)
       return []
-    case .iBeacon, .altBeacon, .eddystoneUID:
+    case .iBeacon, .altBeacon, .eddystoneUID, .eddystoneEID:
       return []
     }
   }

@@ -16,6 +16,12 @@ public struct BridgeConfiguration: Hashable, Sendable {
   public var postRetryMax: Double = 60
   /// Each retry delay is spread by ± this fraction.
   public var postRetryJitter: Double = 0.2
+  /// Only an identity proven by a key (Eddystone-EID, a resolvable private address) may become
+  /// the active beacon: a plain iBeacon, AltBeacon or Eddystone-UID can be cloned by any phone.
+  public var requireAuthenticated = false
+  /// How far from its expected clock an Eddystone-EID beacon's EID is searched for, seconds; one
+  /// day covers the spec's recovery from a power loss (docs/authentication.md).
+  public var eidClockTolerance: Double = 86_400
 
   public init() {}
 
@@ -142,6 +148,21 @@ public struct BridgeConfiguration: Hashable, Sendable {
     number(
       "telemetryLinkWindow", "TLM and URL frames link to identities heard from their address this recently",
       \.health.telemetryLinkWindow, 0...3600, unit: "seconds"),
+    Key(
+      name: "requireAuthenticated",
+      summary: "true or false: only a beacon proven by a key (EID, RPA) may become the active beacon",
+      number: nil, numberValue: nil, get: { $0.requireAuthenticated ? "true" : "false" },
+      set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
+        switch text {
+        case "true": config.requireAuthenticated = true
+        case "false": config.requireAuthenticated = false
+        default:
+          throw ConfigurationError("requireAuthenticated must be true or false, not \(text.quotedForMessage)")
+        }
+      }),
+    number(
+      "eidClockTolerance", "how far from its expected clock an Eddystone-EID is searched for",
+      \.eidClockTolerance, 0...604_800, unit: "seconds"),
     number(
       "postRetryInitial", "first retry delay after an upload failure", \.postRetryInitial, 0.001...86_400,
       unit: "seconds"),
@@ -156,7 +177,10 @@ public struct BridgeConfiguration: Hashable, Sendable {
   /// The configuration file section each setting lives in.
   public static func section(of name: String) -> String {
     switch name {
-    case "dwellSightings", "dwellSeconds", "switchMargin", "switchSustain", "activeHold": "ActiveBeacon"
+    case "dwellSightings", "dwellSeconds", "switchMargin", "switchSustain", "activeHold",
+      "requireAuthenticated",
+      "eidClockTolerance":
+      "ActiveBeacon"
     case "lateWindow", "unresolvedPolicy", "fallbackDeviceId", "deviceId", "maxOpenTrips", "sending": "Trips"
     case "postRetryInitial", "postRetryMax", "postRetryJitter": "Upload"
     case "lowBatteryMillivolts", "silentAfter", "telemetryLinkWindow": "Health"

@@ -70,18 +70,25 @@ public struct TimedBridgeEvent: Hashable, Sendable {
 }
 
 extension BeaconID {
-  /// uuid/major/minor for iBeacon and AltBeacon; namespace/instance for Eddystone-UID.
+  /// uuid/major/minor for iBeacon and AltBeacon; namespace/instance for Eddystone-UID; the
+  /// pairing's number for a pairing by key; then how the identity was proven (`authentication`).
   public var jsonFields: [(key: String, value: JSONValue)] {
+    let proof: (key: String, value: JSONValue) = ("authentication", .string(authentication.rawValue))
     switch self {
     case .iBeacon(let i), .altBeacon(let i):
-      [
+      return [
         ("kind", .string(kind)), ("uuid", .string(i.uuid.uuidString)), ("major", .int(Int64(i.major))),
-        ("minor", .int(Int64(i.minor))),
+        ("minor", .int(Int64(i.minor))), proof,
       ]
     case .eddystone(let ns, let inst):
-      [
+      return [
         ("kind", .string(kind)), ("uuid", .null), ("major", .null), ("minor", .null),
-        ("namespace", .string(Hex.encode(ns))), ("instance", .string(Hex.encode(inst))),
+        ("namespace", .string(Hex.encode(ns))), ("instance", .string(Hex.encode(inst))), proof,
+      ]
+    case .keyed(let k):
+      return [
+        ("kind", .string(kind)), ("uuid", .null), ("major", .null), ("minor", .null),
+        ("pairing", .int(k.pairing)), proof,
       ]
     }
   }
@@ -100,7 +107,8 @@ extension BeaconID {
   public func calibrationFields(powerAt1m: Int?) -> [(key: String, value: JSONValue)] {
     switch self {
     case .iBeacon, .altBeacon: [("measuredPower", JSONValue(powerAt1m)), ("txPower", .null)]
-    case .eddystone: [("measuredPower", .null), ("txPower", JSONValue(powerAt1m.map { $0 + 41 }))]
+    case .keyed(let k) where k.scheme == .rpa: [("measuredPower", JSONValue(powerAt1m)), ("txPower", .null)]
+    case .eddystone, .keyed: [("measuredPower", .null), ("txPower", JSONValue(powerAt1m.map { $0 + 41 }))]
     }
   }
 }
@@ -132,7 +140,8 @@ extension BeaconID? {
   var jsonFieldsOrNull: [(key: String, value: JSONValue)] {
     switch self {
     case .some(let id): id.jsonFields
-    case .none: [("kind", .null), ("uuid", .null), ("major", .null), ("minor", .null)]
+    case .none:
+      [("kind", .null), ("uuid", .null), ("major", .null), ("minor", .null), ("authentication", .null)]
     }
   }
 }
@@ -175,7 +184,9 @@ extension TripResolution {
         ("label", JSONValue(s.label)),
       ]
     } else {
-      out += [("uuid", .null), ("major", .null), ("minor", .null), ("rssi", .null)]
+      out += [
+        ("uuid", .null), ("major", .null), ("minor", .null), ("authentication", .null), ("rssi", .null),
+      ]
     }
     out.append(("resolution", .string(reason)))
     return out

@@ -26,6 +26,8 @@ public struct BridgeStatus: Hashable, Sendable {
   public var ignoredFrames: [String: Int] = [:]
   /// How posting to the host has gone since the bridge started.
   public var upload = UploadState()
+  /// Replayed Eddystone-EIDs refused since the bridge started (doctor warns).
+  public var eidReplaysRefused = 0
 }
 
 /// How posting batches to the host has gone since the bridge started: what `status` shows as

@@ -145,10 +145,24 @@ public struct EddystoneTLMFrame: Hashable, Sendable {
   }
 }
 
-/// A well-formed frame of a family this project knows but does not decode: Eddystone EID (0x30),
-/// encrypted TLM (0x20 version 0x01), Google Find Hub (0x40, 0x41) and other types under service
-/// 0xFEAA. Such frames are counted per `kind`, never rejected as malformed: a vehicle full of
-/// trackers would otherwise flood the log.
+/// Eddystone-EID (frame type 0x30): the ranging byte (TX power at 0 m) and an 8-byte ephemeral
+/// identifier that only a resolver with the beacon's identity key can name (docs/authentication.md).
+public struct EddystoneEIDFrame: Hashable, Sendable {
+  public var txPower: Int8
+  /// The 8 bytes, most significant first.
+  public var eid: UInt64
+
+  public init(txPower: Int8, eid: UInt64) {
+    self.txPower = txPower
+    self.eid = eid
+  }
+}
+
+/// A well-formed frame of a family this project knows but does not decode: Eddystone EID (0x30)
+/// of another length than the frame's, or that no pairing resolved, encrypted TLM (0x20 version
+/// 0x01), Google Find Hub (0x40, 0x41) and other types under service 0xFEAA. Such frames are
+/// counted per `kind`, never rejected as malformed: a vehicle full of trackers would otherwise
+/// flood the log.
 public struct IgnoredFrame: Hashable, Sendable {
   /// The Eddystone frame type byte.
   public var frameType: UInt8
@@ -181,29 +195,34 @@ public enum BeaconFrame: Hashable, Sendable {
   case eddystoneUID(EddystoneUIDFrame)
   case eddystoneURL(EddystoneURLFrame)
   case eddystoneTLM(EddystoneTLMFrame)
+  /// An identity only a key names: tracked once the pipeline's authenticator resolves it.
+  case eddystoneEID(EddystoneEIDFrame)
   /// Known but not decoded: counted, not tracked.
   case ignored(IgnoredFrame)
 
   /// The identity presence is tracked by, for frames that carry one. URL and TLM frames carry
-  /// none: they describe whoever sent them.
+  /// none: they describe whoever sent them. An EID frame's identity is its pairing's, which
+  /// only the authenticator knows.
   public var beaconID: BeaconID? {
     switch self {
     case .iBeacon(let f): .iBeacon(f.identity)
     case .altBeacon(let f): .altBeacon(f.identity)
     case .eddystoneUID(let f): .eddystone(namespace: f.namespace, instance: f.instance)
-    case .eddystoneURL, .eddystoneTLM, .ignored: nil
+    case .eddystoneURL, .eddystoneTLM, .eddystoneEID, .ignored: nil
     }
   }
 
   /// The calibrated power used for distance: iBeacon's measured power and AltBeacon's reference
   /// RSSI are at 1 m; Eddystone's TX power is at 0 m, and 41 dBm is the loss over the first metre
   /// (Eddystone protocol specification, "Tx Power").
+  @inline(__always)
   public var powerAt1m: Int? {
     switch self {
     case .iBeacon(let f): Int(f.measuredPower)
     case .altBeacon(let f): Int(f.referenceRSSI)
     case .eddystoneUID(let f): Int(f.txPower) - 41
     case .eddystoneURL(let f): Int(f.txPower) - 41
+    case .eddystoneEID(let f): Int(f.txPower) - 41
     case .eddystoneTLM, .ignored: nil
     }
   }
@@ -214,12 +233,29 @@ public enum BeaconID: Hashable, Comparable, Sendable, CustomStringConvertible {
   case iBeacon(BeaconIdentity)
   case altBeacon(BeaconIdentity)
   case eddystone(namespace: [UInt8], instance: [UInt8])
+  /// A pairing by key, proven by a resolved EID or RPA: the identity is the pairing itself.
+  case keyed(KeyedIdentity)
 
   /// The UUID/major/minor identity, for iBeacon and AltBeacon. Pairings match on it.
   public var identity: BeaconIdentity? {
     switch self {
     case .iBeacon(let i), .altBeacon(let i): i
-    case .eddystone: nil
+    case .eddystone, .keyed: nil
+    }
+  }
+
+  /// Whether a key proved the identity (not `none`).
+  @inline(__always)
+  public var isKeyed: Bool {
+    if case .keyed = self { return true }
+    return false
+  }
+
+  /// How the identity was proven: `none` for one sent in clear.
+  public var authentication: Authentication {
+    switch self {
+    case .keyed(let k): k.authentication
+    case .iBeacon, .altBeacon, .eddystone: .none
     }
   }
 
@@ -228,6 +264,7 @@ public enum BeaconID: Hashable, Comparable, Sendable, CustomStringConvertible {
     case .iBeacon: "iBeacon"
     case .altBeacon: "altBeacon"
     case .eddystone: "eddystoneUID"
+    case .keyed(let k): k.scheme == .eid ? "eddystoneEID" : "resolvablePrivateAddress"
     }
   }
 
@@ -236,6 +273,7 @@ public enum BeaconID: Hashable, Comparable, Sendable, CustomStringConvertible {
     case .iBeacon(let i): "iBeacon \(i)"
     case .altBeacon(let i): "AltBeacon \(i)"
     case .eddystone(let ns, let inst): "Eddystone \(Hex.encode(ns))/\(Hex.encode(inst))"
+    case .keyed(let k): k.description
     }
   }
 
@@ -244,6 +282,7 @@ public enum BeaconID: Hashable, Comparable, Sendable, CustomStringConvertible {
     case .iBeacon(let i): "0 \(i.uuid.uuidString) \(i.major) \(i.minor)"
     case .altBeacon(let i): "1 \(i.uuid.uuidString) \(i.major) \(i.minor)"
     case .eddystone(let ns, let inst): "2 \(Hex.encode(ns)) \(Hex.encode(inst))"
+    case .keyed(let k): "3 \(k.scheme.rawValue) \(String(k.pairing))"
     }
   }
 

@@ -274,8 +274,13 @@ public enum BeaconFrameParser {
         batteryMillivolts: be16(d, at: 2), temperature: temperature, advertisementCount: be32(d, at: 6),
         uptime: Double(be32(d, at: 10)) / 10)
       return .success(.eddystoneTLM(tlm))
+    case 0x30 where d.count == 10:
+      // EID: type, ranging data (TX power at 0 m), 8-byte EID (Eddystone-EID specification).
+      // Any other length is not this frame: counted as an ignored kind below, as before.
+      let eid = d[2...].reduce(0 as UInt64) { $0 << 8 | UInt64($1) }
+      return .success(.eddystoneEID(EddystoneEIDFrame(txPower: Int8(bitPattern: d[1]), eid: eid)))
     default:
-      // EID (0x30), Google Find Hub (0x40, 0x41) and any other frame type under 0xFEAA: a frame
+      // EID (0x30) of another length, Google Find Hub (0x40, 0x41) and any other frame type under 0xFEAA: a frame
       // of a known family that is not decoded here. Counted per kind, never rejected: a
       // vehicle full of such trackers must not flood the log with "malformed").
       return .success(.ignored(IgnoredFrame(frameType: type)))

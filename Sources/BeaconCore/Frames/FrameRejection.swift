@@ -29,6 +29,9 @@ public struct FrameRejection: Error, Hashable, Sendable, CustomStringConvertible
     /// Input that is not valid hex, or a malformed field in a structured advertisement (for example
     /// a BlueZ ServiceData key that is not a UUID).
     case invalidEncoding
+    /// A paired beacon's Eddystone-EID from a window older than the newest already heard from
+    /// it: a recording played back (docs/authentication.md, "Tracking and replay"). Refused.
+    case eidReplay
   }
 
   public var reason: Reason

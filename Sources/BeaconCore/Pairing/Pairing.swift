@@ -6,12 +6,17 @@
 
 /// Binds a beacon identity to a device ID: the vehicle unit serial number or driver tag ID that
 /// the backend knows. `major` and `minor` may be left out to match any value.
+///
+/// A pairing by key (`key` set: an Eddystone-EID identity key or an IRK, held by the
+/// `BeaconAuthenticator`, never here) matches only the `BeaconID.keyed` sightings its key
+/// resolves; its `uuid` is the nil UUID and matches nothing.
 public struct Pairing: Hashable, Sendable, Codable {
   public var uuid: UUID
   public var major: UInt16?
   public var minor: UInt16?
   public var deviceId: String
   public var label: String?
+  public var key: KeyedIdentity?
 
   public init(uuid: UUID, major: UInt16?, minor: UInt16?, deviceId: String, label: String? = nil) {
     self.uuid = uuid
@@ -21,8 +26,19 @@ public struct Pairing: Hashable, Sendable, Codable {
     self.label = label
   }
 
+  /// A pairing by key for the pairing `key` names.
+  public init(key: KeyedIdentity, deviceId: DeviceID, label: String? = nil) {
+    self.init(
+      uuid: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)), major: nil, minor: nil,
+      deviceId: deviceId.rawValue, label: label)
+    self.key = key
+  }
+
+  /// How a beacon must prove this pairing's identity.
+  public var authentication: Authentication { key?.authentication ?? .none }
+
   public func matches(_ identity: BeaconIdentity) -> Bool {
-    identity.uuid == uuid && (major == nil || major == identity.major)
+    key == nil && identity.uuid == uuid && (major == nil || major == identity.major)
       && (minor == nil || minor == identity.minor)
   }
 
@@ -41,6 +57,7 @@ public struct Pairing: Hashable, Sendable, Codable {
   public func validate() throws(IdentifierError) {
     _ = try DeviceID(deviceId)
     if let label { try PairingLabel.check(label) }
+    guard key == nil else { return }
     _ = try PairingIdentity(uuid: uuid, major: major.map(Int.init), minor: minor.map(Int.init))
   }
 }
@@ -48,7 +65,18 @@ public struct Pairing: Hashable, Sendable, Codable {
 /// The set of pairings, with lookup by beacon identity.
 public struct PairingSet: Hashable, Sendable {
   public private(set) var pairings: [Pairing] {
-    didSet { (patterns, minorFilter) = Self.index(pairings) }
+    didSet {
+      (patterns, minorFilter) = Self.index(pairings)
+      keyed = Self.keyedIndex(pairings)
+    }
+  }
+  /// The pairings by key, by the identity their key resolves to.
+  private var keyed: [KeyedIdentity: Int]
+
+  private static func keyedIndex(_ pairings: [Pairing]) -> [KeyedIdentity: Int] {
+    var out: [KeyedIdentity: Int] = [:]
+    for (i, p) in pairings.enumerated() { if let key = p.key { out[key] = i } }
+    return out
   }
   /// `pairings[i]`'s identity pattern, as `pairing(for:)` compares it: the UUID as two words
   /// (`Pairing.matches` compared two `UUID`s, a call into Foundation per pairing per sighting).
@@ -60,7 +88,7 @@ public struct PairingSet: Hashable, Sendable {
 
   private static func index(_ pairings: [Pairing]) -> ([Pattern], UInt64) {
     let filter = pairings.reduce(0 as UInt64) { bits, pairing in
-      bits | (pairing.minor.map { 1 << ($0 & 63) } ?? ~0)
+      pairing.key != nil ? bits : bits | (pairing.minor.map { 1 << ($0 & 63) } ?? ~0)
     }
     return (pairings.map(Pattern.init), filter)
   }
@@ -80,6 +108,9 @@ public struct PairingSet: Hashable, Sendable {
       mask = (pairing.major == nil ? 0 : 0xFFFF_0000) | (pairing.minor == nil ? 0 : 0xFFFF)
       numbers = (UInt32(pairing.major ?? 0) << 16 | UInt32(pairing.minor ?? 0)) & mask
       specificity = pairing.specificity
+      // A pairing by key matches no identity sent in clear: a numbers word no masked value
+      // equals.
+      if pairing.key != nil { (mask, numbers) = (0, 1) }
     }
 
     /// `Pairing.matches`, for an identity's UUID words and `major << 16 | minor`.
@@ -92,6 +123,7 @@ public struct PairingSet: Hashable, Sendable {
   public init(_ pairings: [Pairing] = []) {
     self.pairings = pairings
     (patterns, minorFilter) = Self.index(pairings)
+    keyed = Self.keyedIndex(pairings)
   }
 
   public static func == (a: PairingSet, b: PairingSet) -> Bool { a.pairings == b.pairings }
@@ -101,7 +133,8 @@ public struct PairingSet: Hashable, Sendable {
   /// The pairing for a beacon: the most specific match; between equally specific ones, the
   /// lowest device ID, so the choice never depends on insertion order.
   public func pairing(for id: BeaconID) -> Pairing? {
-    guard let identity = id.identity, minorFilter >> (identity.minor & 63) & 1 != 0 else { return nil }
+    guard let identity = id.identity else { return keyedPairing(for: id) }
+    guard minorFilter >> (identity.minor & 63) & 1 != 0 else { return nil }
     // A loop over the patterns rather than filter and min: this runs for every sighting, and
     // filter allocates. The pairings themselves are read only for a match.
     var best = -1
@@ -124,9 +157,20 @@ public struct PairingSet: Hashable, Sendable {
     return best >= 0 ? pairings[best] : nil
   }
 
+  /// The pairing by key a `BeaconID.keyed` names. Apart, so that the lookup every plain
+  /// sighting makes stays as small as it was.
+  @inline(never)
+  private func keyedPairing(for id: BeaconID) -> Pairing? {
+    guard case .keyed(let key) = id, let index = keyed[key] else { return nil }
+    return pairings[index]
+  }
+
   /// Adds or replaces the pairing with the same identity pattern.
   public mutating func upsert(_ pairing: Pairing) {
-    pairings.removeAll { $0.uuid == pairing.uuid && $0.major == pairing.major && $0.minor == pairing.minor }
+    pairings.removeAll {
+      $0.key == pairing.key && $0.uuid == pairing.uuid && $0.major == pairing.major
+        && $0.minor == pairing.minor
+    }
     pairings.append(pairing)
   }
 

@@ -143,6 +143,9 @@ extension BeaconID {
     switch self {
     case .iBeacon(let identity): return identity.indexKey(seed: seed, kind: 1)
     case .altBeacon(let identity): return identity.indexKey(seed: seed, kind: 2)
+    case .keyed(let k):
+      let scheme: UInt64 = k.scheme == .eid ? 4 : 5
+      return IndexKeyMix.fold(seed ^ IndexKeyMix.p0 ^ scheme, UInt64(bitPattern: k.pairing) ^ IndexKeyMix.p1)
     case .eddystone(let namespace, let instance):
       func absorb(_ key: UInt64, _ bytes: [UInt8]) -> UInt64 {
         var key = key

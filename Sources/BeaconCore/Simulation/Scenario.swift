@@ -41,6 +41,8 @@ public struct Scenario: Sendable {
 
   public var configuration = BridgeConfiguration()
   public var pairings: [Pairing] = []
+  /// The keys of the pairings by key, whose `Pairing`s are in `pairings` too.
+  public var keyPairings: [ScenarioKeyPairing] = []
   /// Sorted by time; entries at the same time keep their file order.
   public var entries: [Entry] = []
   /// Play until this time (default: the last event).
@@ -98,7 +100,14 @@ extension Scenario {
     if let pairings = object["pairings"] {
       guard let list = pairings.arrayValue else { throw ScenarioError("pairings must be an array") }
       for (i, item) in list.enumerated() {
-        scenario.pairings.append(try pairing(item, at: "pairings[\(i)]"))
+        let path = "pairings[\(i)]"
+        // A pairing by key is numbered by its place in the list, from 1.
+        if let keyed = try keyPairing(item, number: Int64(i + 1), at: path) {
+          scenario.keyPairings.append(keyed)
+          scenario.pairings.append(keyed.pairing)
+        } else {
+          scenario.pairings.append(try pairing(item, at: path))
+        }
       }
     }
     guard let events = object["events"] else { throw ScenarioError("the scenario has no \"events\" array") }
@@ -296,6 +305,9 @@ extension Scenario {
     -> Result<Pairing, IdentifierError>
   {
     guard let o = value.objectValue else { throw ScenarioError("\(path) must be an object") }
+    if o["eid"] != nil || o["irk"] != nil {
+      throw ScenarioError("\(path): a pairing by key (eid, irk) belongs in the top-level pairings")
+    }
     guard let uuidText = o["uuid"]?.stringValue else { throw ScenarioError("\(path).uuid must be a string") }
     func part(_ key: String) throws(ScenarioError) -> Int? {
       guard let v = o[key], v != .null else { return nil }

@@ -30,9 +30,12 @@ public final class SimulationHost: ScopeHost {
 /// at its own time, so the output is the same on every run.
 public struct ScenarioRunner: Sendable {
   public let scenario: Scenario
+  /// Resolves the scenario's pairings by key (built by the caller, which may do cryptography).
+  public let authenticator: (any BeaconAuthenticator)?
 
-  public init(scenario: Scenario) {
+  public init(scenario: Scenario, authenticator: (any BeaconAuthenticator)? = nil) {
     self.scenario = scenario
+    self.authenticator = authenticator
   }
 
   /// Runs the scenario and returns the host (what was posted). `emit` gets every output line's
@@ -49,6 +52,7 @@ public struct ScenarioRunner: Sendable {
     let host = host ?? SimulationHost(configuration: scenario.configuration)
     let bridge = BeaconBridge(host: host, clock: clock, observer: emit)
     await bridge.setPairings(scenario.pairings)
+    await bridge.setAuthenticator(authenticator)
     try await bridge.start()
 
     for entry in scenario.entries {

@@ -135,6 +135,9 @@ extension BeaconSnapshot {
         let inst = json["instance"]?.stringValue.flatMap(Hex.decode)
       else { return nil }
       id = .eddystone(namespace: ns, instance: inst)
+    case "eddystoneEID", "resolvablePrivateAddress":
+      guard let pairing = json["pairing"]?.intValue else { return nil }
+      id = .keyed(KeyedIdentity(scheme: kind == "eddystoneEID" ? .eid : .rpa, pairing: pairing))
     default: return nil
     }
     self.init(

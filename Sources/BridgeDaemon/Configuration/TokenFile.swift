@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconCrypto
 
 #if canImport(Glibc)
   import Glibc
@@ -54,6 +55,55 @@ public enum TokenFile {
       return nil
     } catch { return error }
   }
+
+  /// A key file (`pair --eid-key-file`, `--irk-file`) by the same rule: a regular file, opened
+  /// without following a link and without blocking, that others cannot read, not empty, at most
+  /// `maximumKeyFileSize` bytes. Its bytes go to `body` in a buffer wiped afterwards, so the key
+  /// is never left in a Swift string; `body`'s error names the file, never its text.
+  public static func withKeyFile<T>(
+    _ path: String, _ body: (UnsafeRawBufferPointer) throws(TokenFileError) -> T
+  ) throws(TokenFileError) -> T {
+    let fd: Int32
+    let info: stat
+    do throws(InputError) { (fd, info) = try RegularFile.open(path, followLinks: false) } catch {
+      if let kind = error.kind {
+        throw TokenFileError(
+          path: path, problem: "is \(kind), not a regular file",
+          fix: "make it a regular file holding the key (32 hex digits), with mode 0600 or 0640")
+      }
+      throw openError(path, errno: error.code ?? EINVAL)
+    }
+    defer { close(fd) }
+    if let problem = modeProblem(mode: info.st_mode, uid: info.st_uid, gid: info.st_gid) {
+      throw TokenFileError(path: path, problem: problem, fix: Self.fix(path))
+    }
+    return try SecretBytes.withScratch(count: maximumKeyFileSize + 1) {
+      (buffer) throws(TokenFileError) -> T in
+      var count = 0
+      while count < buffer.count {
+        let n = Glibc.read(fd, buffer.baseAddress! + count, buffer.count - count)
+        if n == 0 { break }
+        if n < 0 {
+          if errno == EINTR { continue }
+          throw TokenFileError(
+            path: path, problem: "cannot be read (\(SystemError.words(errno)))", fix: Self.fix(path))
+        }
+        count += n
+      }
+      guard count <= maximumKeyFileSize else {
+        throw TokenFileError(
+          path: path, problem: "is larger than a key file (\(maximumKeyFileSize) bytes at most)",
+          fix: "put only the key in it: 32 hex digits")
+      }
+      guard buffer[0..<count].contains(where: { !($0 == 0x20 || (0x09...0x0D).contains($0)) }) else {
+        throw TokenFileError(path: path, problem: "is empty", fix: "write the key into it: 32 hex digits")
+      }
+      return try body(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+    }
+  }
+
+  /// A key file holds 32 hex digits and perhaps a newline; anything much larger is not one.
+  public static let maximumKeyFileSize = 256
 
   static func read(_ path: String, enforcingMode: Bool) throws(TokenFileError) -> String {
     let fd: Int32

@@ -44,6 +44,41 @@ public enum Doctor {
     return checks
   }
 
+  /// How the pairings prove their beacons (docs/authentication.md): a pairing by an identity sent
+  /// in clear can be cloned by any phone unless `requireAuthenticated` keeps it from the active
+  /// beacon; a replayed EID means a recording of a paired beacon is played back nearby (or a
+  /// beacon's clock went back after a power loss).
+  static func authentication(_ facts: DaemonStatus.Authentication?, requireAuthenticated: Bool)
+    -> [HealthCheck]
+  {
+    guard let facts else { return [] }
+    var checks: [HealthCheck] = []
+    if facts.plainPairings > 0, !requireAuthenticated {
+      checks.append(
+        HealthCheck(
+          .configuration, "cloneable pairing", .warning,
+          "\(facts.plainPairings) pairing(s) by an identity sent in clear (iBeacon, AltBeacon, Eddystone-UID): any phone can clone it and tag trips",
+          fix:
+            "pair the beacons by key (beaconbridge pair --eid-key-file FILE --rotation-exponent K --beacon-clock N, or --irk-file FILE), then set [ActiveBeacon] requireAuthenticated = true"
+        ))
+    }
+    if facts.eidReplaysRefused > 0 {
+      checks.append(
+        HealthCheck(
+          .bluetooth, "EID replay", .warning,
+          "\(facts.eidReplaysRefused) replayed Eddystone-EID frame(s) refused since the daemon started: a recording of a paired beacon is played back nearby, or a beacon's clock went back after a power loss",
+          fix:
+            "look for a device near the vehicle repeating a beacon's frames; a beacon restored after a power loss is accepted again once its clock passes the window heard last"
+        ))
+    }
+    if checks.isEmpty, facts.plainPairings + facts.keyPairings > 0 {
+      let how =
+        requireAuthenticated ? "only beacons proven by a key may become active" : "every pairing is by key"
+      checks.append(HealthCheck(.configuration, "authentication", .ok, "\(how); no replay seen"))
+    }
+    return checks
+  }
+
   /// The daemon's `upload` state (docs/dbus-api.md) as the "delivery" check: what the sink last
   /// said when posting fails, in its own words. One failure is a warning (a backoff is normal on
   /// a moving vehicle); three or more in a row are critical.
@@ -211,6 +246,8 @@ public enum Doctor {
             fix: "pair the vehicle's beacon: beaconbridge pair --uuid U --major M --minor N --device-id ID"))
       }
       checks += beaconHealth(status, settings: config?.bridge.health ?? HealthSettings())
+      checks += authentication(
+        status.authentication, requireAuthenticated: config?.bridge.requireAuthenticated ?? false)
     case .failure(let unavailable):
       checks.append(
         HealthCheck(

@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconCrypto
 import DBus
 import FoundationEssentials
 import GZone
@@ -22,6 +23,7 @@ struct BridgeMethods: Sendable {
     case BridgeServiceNames.Method.recentLogs: recentLogs
     case BridgeServiceNames.Method.pair: pair
     case BridgeServiceNames.Method.unpair: unpair
+    case BridgeServiceNames.Method.pairWithKey: pairWithKey
     case BridgeServiceNames.Method.tripStart: tripStart
     case BridgeServiceNames.Method.tripEvents: tripEvents
     case BridgeServiceNames.Method.tripEnd: tripEnd
@@ -105,6 +107,48 @@ struct BridgeMethods: Sendable {
     try await store.pair(pairing)
     try await reloadPairings()
     return .success([])
+  }
+
+  /// (s scheme "eid"|"rpa", s key: 32 hex digits, i K, x beacon clock now, s deviceId, s label);
+  /// K and the clock are -1 for "rpa". The reply is the pairing as `Pairings` lists it: no key.
+  /// No error repeats the key.
+  func pairWithKey(_ args: Arguments) async throws -> MethodResult {
+    let signature =
+      "PairWithKey takes (s scheme, s key, i rotationExponent, x beaconClock, s deviceId, s label)"
+    guard let schemeText = args.string(0), let keyText = args.string(1), let k = args.int(2),
+      let clock = args.int(3), let deviceText = args.string(4)
+    else { return Self.invalidArgs(signature) }
+    guard let scheme = KeyedIdentity.Scheme(rawValue: schemeText) else {
+      return Self.invalidArgs("scheme must be eid or rpa, not \(schemeText.quotedForMessage)")
+    }
+    var digits = Array(keyText.utf8).map { $0 | 0x20 }
+    defer { digits.withUnsafeMutableBytes { SecretBytes.wipe($0) } }
+    guard digits.count == 32, digits.allSatisfy(PairingKeyFile.isLowerHexDigit) else {
+      return Self.invalidArgs("key must be 32 hex digits (16 bytes)")
+    }
+    let deviceId: DeviceID
+    let label = args.string(5).flatMap { $0.isEmpty ? nil : $0 }
+    do throws(IdentifierError) {
+      deviceId = try DeviceID(deviceText)
+      if let label { try PairingLabel.check(label) }
+    } catch {
+      return Self.invalidArgs(error.description)
+    }
+    var exponent: UInt8?
+    var offset: Int64?
+    if scheme == .eid {
+      guard (0...15).contains(k) else { return Self.invalidArgs("rotationExponent must be 0 to 15") }
+      guard (0...Int(UInt32.max)).contains(clock) else {
+        return Self.invalidArgs("beaconClock must be 0 to 4294967295")
+      }
+      exponent = UInt8(k)
+      offset = Int64(clock) - Int64(Date().timeIntervalSince1970.rounded(.down))
+    }
+    let stored = try await store.pairByKey(
+      scheme: scheme, key: digits, rotationExponent: exponent, clockOffset: offset, deviceId: deviceId,
+      label: label)
+    try await reloadPairings()
+    return .success([.string(stored.pairing.json.compactText)])
   }
 
   func unpair(_ args: Arguments) async throws -> MethodResult {
@@ -201,6 +245,8 @@ struct BridgeMethods: Sendable {
     let all = try await store.pairings()
     state.setPairings(all)
     await bridge.setPairings(all)
+    try await KeyAuthenticator.refresh(
+      bridge: bridge, store: store, eidClockTolerance: bridge.host.configuration.eidClockTolerance)
   }
 
   /// A JSON array of event objects, each with a string `type`, each keeping its text.

@@ -19,6 +19,8 @@ public enum BridgeServiceNames {
     public static let recentLogs: MemberName = "RecentLogs"
     public static let pair: MemberName = "Pair"
     public static let unpair: MemberName = "Unpair"
+    /// Takes a key: root only (dbus/org.beaconbridge.conf).
+    public static let pairWithKey: MemberName = "PairWithKey"
     public static let tripStart: MemberName = "TripStart"
     public static let tripEvents: MemberName = "TripEvents"
     public static let tripEnd: MemberName = "TripEnd"
@@ -27,7 +29,8 @@ public enum BridgeServiceNames {
     public static let gzoneRefresh: MemberName = "GZoneRefresh"
     /// Every method, as the introspection data lists them.
     public static let all = [
-      status, pairings, recentLogs, pair, unpair, tripStart, tripEvents, tripEnd, tripRetry, tripAssign,
+      status, pairings, recentLogs, pair, unpair, pairWithKey, tripStart, tripEvents, tripEnd, tripRetry,
+      tripAssign,
       gzoneRefresh,
     ]
   }
@@ -181,6 +184,12 @@ final class BridgeService: Service {
           <arg name="uuid" type="s" direction="in"/><arg name="major" type="i" direction="in"/>
           <arg name="minor" type="i" direction="in"/><arg name="deviceId" type="s" direction="in"/>
           <arg name="label" type="s" direction="in"/>
+        </method>
+        <method name="PairWithKey">
+          <arg name="scheme" type="s" direction="in"/><arg name="key" type="s" direction="in"/>
+          <arg name="rotationExponent" type="i" direction="in"/><arg name="beaconClock" type="x" direction="in"/>
+          <arg name="deviceId" type="s" direction="in"/><arg name="label" type="s" direction="in"/>
+          <arg name="json" type="s" direction="out"/>
         </method>
         <method name="Unpair">
           <arg name="deviceId" type="s" direction="in"/><arg name="removed" type="u" direction="out"/>

@@ -125,6 +125,8 @@ public struct Daemon: Sendable {
       let pairings = try await store.pairings()
       paired.update(pairings)
       await bridge.setPairings(pairings)
+      try await KeyAuthenticator.refresh(
+        bridge: bridge, store: store, eidClockTolerance: host.configuration.eidClockTolerance)
     } catch {
       logger.log(.error, "\(error.description); not starting")
       return 1
@@ -238,6 +240,10 @@ public struct Daemon: Sendable {
     }
     // Put the radio back (StopDiscovery, or the controller's scan state) before exiting.
     if let source = scanStatus.source { await source.finished(within: .seconds(5)) }
+    // The EID beacons' clocks as last heard, so the next start resumes them and refuses a replay.
+    do throws(StoreError) { try await KeyAuthenticator.saveTracking(of: bridge, to: store) } catch {
+      logger.log(.warning, "cannot keep the EID beacons' clocks: \(error.description)")
+    }
     logger.log(.info, "stopped")
     return outcome
   }

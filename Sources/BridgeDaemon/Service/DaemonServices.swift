@@ -71,6 +71,12 @@ struct PairingWatcher: Service {
       if let pairings = try? await store.pairings(), pairings != (await bridge.status.pairings) {
         paired.update(pairings)
         await bridge.setPairings(pairings)
+        do {
+          try await KeyAuthenticator.refresh(
+            bridge: bridge, store: store, eidClockTolerance: bridge.host.configuration.eidClockTolerance)
+        } catch {
+          logger.log(.error, "cannot read the pairings by key: \(error.description)")
+        }
         logger.log(.notice, "pairings changed: \(pairings.count) pairing(s)")
       }
     }

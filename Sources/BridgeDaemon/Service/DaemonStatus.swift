@@ -59,6 +59,16 @@ public struct DaemonStatus: Sendable, Equatable {
     public var name: String { label.map { "\(deviceId) (\($0))" } ?? deviceId }
   }
 
+  /// How the pairings prove their beacons (docs/dbus-api.md): by identity in clear or by key,
+  /// and the replayed EIDs refused since the daemon started.
+  public struct Authentication: Sendable, Equatable {
+    public var plainPairings: Int
+    public var keyPairings: Int
+    public var eidReplaysRefused: Int
+  }
+
+  public var authentication: Authentication?
+
   public struct Trip: Sendable, Equatable {
     public var tripId: String
     public var deviceId: String?
@@ -142,6 +152,12 @@ public struct DaemonStatus: Sendable, Equatable {
         broker: broker, boxId: boxId, connected: f["connected"] == .bool(true),
         lastDesiredVersion: Self.int(f["lastDesiredVersion"]), appliedVersion: Self.int(f["appliedVersion"]),
         lastProblem: f["lastProblem"]?.stringValue)
+    }
+    authentication = json["authentication"].flatMap { a in
+      guard case .object = a else { return nil }
+      return Authentication(
+        plainPairings: Self.int(a["plainPairings"]) ?? 0, keyPairings: Self.int(a["keyPairings"]) ?? 0,
+        eidReplaysRefused: Self.int(a["eidReplaysRefused"]) ?? 0)
     }
   }
 

@@ -18,6 +18,11 @@ extension BridgeStatus {
       "pairedBeacons": .array(pairedBeacons.map { $0.statusJSON(now: now) }),
       "ignoredFrames": .object(ignoredFrames.mapValues { .int(Int64($0)) }),
       "upload": upload.json(now: now),
+      "authentication": .object([
+        "plainPairings": .int(Int64(pairings.count { $0.key == nil })),
+        "keyPairings": .int(Int64(pairings.count { $0.key != nil })),
+        "eidReplaysRefused": .int(Int64(eidReplaysRefused)),
+      ]),
       "droppedAdvertisements": .int(Int64(droppedAdvertisements)),
     ]
     if let outbox { fields["outbox"] = outbox.json }
@@ -51,7 +56,9 @@ extension BridgeStatus.Trip {
     .object([
       "tripId": .string(tripId), "ended": .bool(endedAt != nil),
       "deviceId": resolution.deviceId.map { .string($0) } ?? .null,
-      "resolution": .string(resolution.reason), "heldBatches": .int(Int64(heldBatches)),
+      "resolution": .string(resolution.reason),
+      "authentication": resolution.snapshot.map { .string($0.id.authentication.rawValue) } ?? .null,
+      "heldBatches": .int(Int64(heldBatches)),
       "waitingForEnd": .int(Int64(waitingForEnd)),
     ])
   }
@@ -128,11 +135,14 @@ extension ActiveBeacon {
 }
 
 extension Pairing {
+  /// A pairing by key shows how it is proven and its number (`pairing`), never its key.
   public var json: JSONValue {
-    .object([
-      "uuid": .string(uuid.uuidString), "major": major.map { .int(Int64($0)) } ?? .null,
+    var fields: [String: JSONValue] = [
+      "uuid": key == nil ? .string(uuid.uuidString) : .null, "major": major.map { .int(Int64($0)) } ?? .null,
       "minor": minor.map { .int(Int64($0)) } ?? .null, "deviceId": .string(deviceId),
-      "label": label.map { .string($0) } ?? .null,
-    ])
+      "label": label.map { .string($0) } ?? .null, "authentication": .string(authentication.rawValue),
+    ]
+    if let key { fields["pairing"] = .int(key.pairing) }
+    return .object(fields)
   }
 }

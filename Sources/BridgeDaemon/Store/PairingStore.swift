@@ -3,8 +3,12 @@ import FoundationEssentials
 
 /// The pairings table: beacon identity patterns bound to device IDs.
 extension Store {
-  /// Every pairing, in a stable order.
+  /// Every pairing, in a stable order: by identity, then by key (without its key).
   public func pairings() throws(StoreError) -> [Pairing] {
+    try identityPairings() + keyPairings().map(\.pairing)
+  }
+
+  private func identityPairings() throws(StoreError) -> [Pairing] {
     do {
       return try database.query(
         "SELECT uuid, major, minor, device_id, label FROM pairings ORDER BY device_id, uuid, major, minor"
@@ -58,7 +62,9 @@ extension Store {
     do {
       return try database.transaction { () throws(SQLiteError) -> Int in
         try database.query("DELETE FROM pairings WHERE device_id = ?", [.text(deviceId)])
-        return database.changes
+        let identities = database.changes
+        try database.query("DELETE FROM key_pairings WHERE device_id = ?", [.text(deviceId)])
+        return identities + database.changes
       }
     } catch {
       throw StoreError(error, path: path)

@@ -50,6 +50,8 @@ public struct SQLiteError: Error, Hashable, Sendable, CustomStringConvertible {
 final class SQLiteDatabase {
   private var handle: OpaquePointer?
   let path: String
+  /// The connection, for the statements of `SQLite+Secret.swift`.
+  var rawHandle: OpaquePointer? { handle }
 
   /// Opens (creating if asked) the database file. The corresponding C function is
   /// `sqlite3_open_v2`.

@@ -99,6 +99,15 @@ extension Store {
           try database.execute(Store.fleetSchema + "PRAGMA user_version = 4;")
         }
       }
+      if version < 5 {
+        try database.transaction { () throws(SQLiteError) in
+          try database.execute(Store.keyPairingSchema + "PRAGMA user_version = 5;")
+        }
+      }
+      // Deleted rows (an unpaired key) are overwritten with zeros in the file, not left in free
+      // pages.
+      try database.execute("PRAGMA secure_delete=ON")
+      Store.restrictToOwner(path)
       return database
     } catch let error as StoreError {
       throw error

@@ -1,0 +1,73 @@
+/// How an identity was proven (docs/authentication.md): `eid` for an Eddystone-EID resolved with
+/// its pairing's identity key, `rpa` for a resolvable private address resolved with its pairing's
+/// IRK, `none` for an identity sent in clear (iBeacon, AltBeacon, Eddystone-UID), which anyone can
+/// copy. Every output that names a beacon carries it as `"authentication"`.
+public enum Authentication: String, Hashable, Sendable, CaseIterable {
+  case none
+  case eid
+  case rpa
+}
+
+/// A pairing by key: how the beacon proves itself (`eid` or `rpa`) and the number the integration
+/// gave the pairing (the store's row; a scenario's position in its `pairings`). The key itself
+/// lives only in the `BeaconAuthenticator`: BeaconCore never holds it.
+public struct KeyedIdentity: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+  public enum Scheme: String, Hashable, Sendable, Codable {
+    case eid
+    case rpa
+  }
+
+  public var scheme: Scheme
+  public var pairing: Int64
+
+  public init(scheme: Scheme, pairing: Int64) {
+    self.scheme = scheme
+    self.pairing = pairing
+  }
+
+  public var authentication: Authentication {
+    switch scheme {
+    case .eid: .eid
+    case .rpa: .rpa
+    }
+  }
+
+  public static func < (a: KeyedIdentity, b: KeyedIdentity) -> Bool {
+    (a.scheme.rawValue, a.pairing) < (b.scheme.rawValue, b.pairing)
+  }
+
+  public var description: String { "\(scheme.rawValue) pairing \(pairing)" }
+}
+
+/// What an authenticator made of an EID or an address.
+public enum AuthenticationResult: Hashable, Sendable {
+  /// Proven: a sighting of this pairing.
+  case resolved(KeyedIdentity)
+  /// The pairing's EID, but from a window older than the newest heard from it: refused.
+  case replay(KeyedIdentity)
+  /// Not a paired beacon's (or not tried).
+  case unknown
+}
+
+/// The seam between the pipeline and the keys. BeaconCore has no C and holds no key; the daemon
+/// and the CLI implement this over BeaconCrypto's resolvers and hand it to the pipeline, which
+/// calls it for Eddystone-EID frames and for addresses whose top two bits are 01 (resolvable
+/// private addresses, Core Vol 6 Part B §1.3.2.2). Times are the pipeline's; the implementation
+/// turns them into the box clock the pairings' offsets are from.
+public protocol BeaconAuthenticator: Sendable {
+  /// Whether any pairing has an IRK: when false, addresses are not tried at all, so a plain
+  /// iBeacon from an address that happens to start with 01 costs nothing more.
+  var resolvesAddresses: Bool { get }
+  mutating func authenticate(eid: UInt64, at time: Timestamp) -> AuthenticationResult
+  mutating func authenticate(address: BluetoothAddress) -> AuthenticationResult
+  /// The 12 plain TLM bytes of an encrypted TLM frame (its 0xFEAA service data) from a resolved
+  /// EID beacon, or nil when its MIC does not verify under that beacon's key and clock.
+  mutating func openTLM(serviceData: [UInt8], of identity: KeyedIdentity, at time: Timestamp) -> [UInt8]?
+}
+
+extension BluetoothAddress {
+  /// Whether the top two bits are 01: the form of a resolvable private address. A public
+  /// address may have them too; resolving it finds no pairing, and the answer is cached.
+  @inline(__always)
+  public var isResolvablePrivateForm: Bool { uint48 >> 46 == 0b01 }
+}

@@ -1,0 +1,103 @@
+import BeaconCore
+import BeaconCrypto
+import BeaconTestSupport
+import Foundation
+import Testing
+
+@testable import BridgeDaemon
+
+/// How an identity was proven, in what the daemon shows and sends: `status` (the active beacon,
+/// beacons in range, trips), the upload body's `beacon` object (HTTP and MQTT), `pairs`. The EID
+/// is the crypto oracle's (Tests/Crypto/vectors.json), not one BeaconCrypto computed.
+@Suite struct AuthenticationOutputTests {
+  struct Vector {
+    var identityKey: String
+    var rotationExponent: UInt8
+    var beaconClock: UInt32
+    var eid: [UInt8]
+  }
+
+  static func oracleEID() throws -> Vector {
+    let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .appendingPathComponent("Crypto/vectors.json")
+    let root = try JSONValue.parse(Data(contentsOf: url))
+    let first = try #require(root["eid"]?.arrayValue?.first)
+    return Vector(
+      identityKey: try #require(first["identityKey"]?.stringValue),
+      rotationExponent: UInt8(try #require(first["rotationExponent"]?.intValue)),
+      beaconClock: UInt32(try #require(first["beaconClock"]?.intValue)),
+      eid: try #require(first["eid"]?.stringValue.flatMap(Hex.decode)))
+  }
+
+  static let key = KeyedIdentity(scheme: .eid, pairing: 7)
+
+  /// A bridge with one EID pairing (and the plain van pairing), the EID beacon heard for 4 s
+  /// and a trip started and given a batch.
+  static func bridge() async throws -> (BeaconBridge, SimulationHost) {
+    let vector = try oracleEID()
+    let host = SimulationHost(configuration: BridgeConfiguration())
+    let clock = VirtualClock()
+    let bridge = BeaconBridge(host: host, clock: clock)
+    await bridge.setPairings([
+      Pairing(key: key, deviceId: DeviceID("UNIT-E1"), label: "tag"), Fixtures.vanPairing,
+    ])
+    var authenticator = KeyAuthenticator(eidClockTolerance: 86_400, epoch: 0)
+    authenticator.add(
+      eid: EIDPairing(
+        id: KeyPairingID(rawValue: key.pairing), identityKey: try AES128Key(hex: vector.identityKey),
+        rotationExponent: try #require(RotationExponent(rawValue: vector.rotationExponent)),
+        beaconClock: vector.beaconClock, atBoxSeconds: 0))
+    await bridge.setAuthenticator(authenticator)
+    try await bridge.start()
+    let ad = Advertisement(
+      address: BluetoothAddress("C0:FF:EE:00:0E:01")!, rssi: -60,
+      serviceData: [ServiceData(uuid: .eddystone, data: [0x30, 0xEB] + vector.eid)])
+    for t in 0..<4 {
+      clock.set(seconds: Double(t))
+      await bridge.ingest(.sighting(ad))
+    }
+    try await bridge.tripStart(TripID("t1"))
+    try await bridge.tripEvents(TripID("t1"), events: [Fixtures.event("braking", at: 4)])
+    return (bridge, host)
+  }
+
+  @Test func statusSaysEID() async throws {
+    let (bridge, _) = try await Self.bridge()
+    let json = await bridge.status.json(scan: .starting, outbox: nil)
+    #expect(json["activeBeacon"]?["deviceId"]?.stringValue == "UNIT-E1")
+    #expect(json["activeBeacon"]?["authentication"]?.stringValue == "eid")
+    #expect(json["beaconsInRange"]?.arrayValue?.first?["authentication"]?.stringValue == "eid")
+    #expect(json["trips"]?.arrayValue?.first?["authentication"]?.stringValue == "eid")
+    #expect(json["pairedBeacons"]?.arrayValue?.first?["authentication"]?.stringValue == "eid")
+  }
+
+  @Test func theUploadBodySaysEIDOverHTTPAndMQTT() async throws {
+    let (_, host) = try await Self.bridge()
+    let batch = try #require(host.posted.first)
+    let payload = try UploadPayload(batch)
+    for body in [payload.httpBody, payload.mqttBody] {
+      let object = try JSONValue.parse(Data(body))
+      #expect(object["deviceId"]?.stringValue == "UNIT-E1")
+      #expect(object["beacon"]?["authentication"]?.stringValue == "eid")
+      #expect(object["beacon"]?["kind"]?.stringValue == "eddystoneEID")
+      #expect(object["beacon"]?["uuid"] == .null)
+    }
+    // A plain identity says none.
+    var plain = batch
+    plain.resolution = .beacon(
+      BeaconSnapshot(
+        id: .iBeacon(Fixtures.vanBeacon), deviceId: "UNIT-0042", label: nil, smoothedRSSI: nil, lastRSSI: nil,
+        distance: nil, proximity: .near, takenAt: .zero), late: false)
+    let object = try JSONValue.parse(Data(try UploadPayload(plain).httpBody))
+    #expect(object["beacon"]?["authentication"]?.stringValue == "none")
+  }
+
+  @Test func aPairingByKeyListsNoKeyAndNoUUID() throws {
+    let vector = try Self.oracleEID()
+    let json = Pairing(key: Self.key, deviceId: DeviceID("UNIT-E1")).json
+    #expect(json["authentication"]?.stringValue == "eid")
+    #expect(json["uuid"] == .null)
+    #expect(!json.compactText.lowercased().contains(vector.identityKey.lowercased()))
+    #expect(Fixtures.vanPairing.json["authentication"]?.stringValue == "none")
+  }
+}

@@ -1,0 +1,50 @@
+import BeaconCore
+import BlueZ
+import BridgeDaemon
+import Testing
+
+/// `doctor` on how the pairings prove their beacons.
+@Suite struct DoctorAuthenticationTests {
+  func report(_ authentication: [String: JSONValue], requireAuthenticated: Bool) -> HealthReport {
+    var configuration = DaemonConfiguration()
+    configuration.bridge.requireAuthenticated = requireAuthenticated
+    let daemon: JSONValue = .object([
+      "scanning": .string("bluez (active discovery)"), "authentication": .object(authentication),
+    ])
+    return Doctor.evaluate(
+      DoctorTests().facts(config: .success(configuration), daemon: .success(daemon)))
+  }
+
+  func check(_ report: HealthReport, _ name: String) -> HealthCheck? {
+    report.checks.first { $0.name == name }
+  }
+
+  @Test func aPlainPairingWithoutThePolicyCanBeCloned() {
+    let open = report(
+      ["plainPairings": .int(2), "keyPairings": .int(0), "eidReplaysRefused": .int(0)],
+      requireAuthenticated: false)
+    let clone = check(open, "cloneable pairing")
+    #expect(clone?.status == .warning)
+    #expect(clone?.detail.contains("2 pairing(s)") == true)
+    #expect(clone?.recommendation?.contains("--eid-key-file") == true)
+    #expect(clone?.recommendation?.contains("requireAuthenticated = true") == true)
+    let closed = report(
+      ["plainPairings": .int(2), "keyPairings": .int(1), "eidReplaysRefused": .int(0)],
+      requireAuthenticated: true)
+    #expect(check(closed, "cloneable pairing") == nil)
+    #expect(check(closed, "authentication")?.status == .ok)
+  }
+
+  @Test func aReplaySeenIsSaid() {
+    let seen = report(
+      ["plainPairings": .int(0), "keyPairings": .int(1), "eidReplaysRefused": .int(3)],
+      requireAuthenticated: true)
+    let replay = check(seen, "EID replay")
+    #expect(replay?.status == .warning)
+    #expect(replay?.detail.contains("3 replayed") == true)
+    let none = report(
+      ["plainPairings": .int(0), "keyPairings": .int(1), "eidReplaysRefused": .int(0)],
+      requireAuthenticated: false)
+    #expect(check(none, "EID replay") == nil)
+  }
+}
