@@ -80,7 +80,7 @@ func encode(_ frame: BeaconFrame) -> ManufacturerData? {
       companyID: f.companyID,
       data: [0xBE, 0xAC] + body(f.identity) + [UInt8(bitPattern: f.referenceRSSI)]
         + (f.reserved.map { [$0] } ?? []))
-  case .eddystoneUID, .eddystoneURL, .eddystoneTLM, .ignored:
+  case .eddystoneUID, .eddystoneEID, .eddystoneURL, .eddystoneTLM, .ignored:
     return nil
   }
 }
