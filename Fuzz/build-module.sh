@@ -11,11 +11,18 @@
 # (BridgeDaemon's configuration reader) gets a module of that name made of those files alone:
 # their imports and their callers' imports are the ones in Sources/. A module is built again only
 # when its source list (DIR/NAME.sources), a source, a dependency or this file changed since, so
-# the targets that share BeaconCore build it once.
+# the targets that share BeaconCore build it once. The C modules under Sources (CNettle, which
+# BeaconCrypto imports) are found by their module maps, as SwiftPM finds them.
 #
 #   fuzz_link DIR HARNESS.swift EXECUTABLE NAME...
 #
 # links the harness with the modules NAME... of DIR and libFuzzer's main.
+fuzz_c_modules() {
+  local here
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  printf -- '-I %s ' "$here/Sources/CNettle"
+}
+
 fuzz_module() {
   local dir=$1 name=$2 dependencies=$3
   shift 3
@@ -29,7 +36,7 @@ fuzz_module() {
   fi
   rm -f "$dir/$name.o" "$dir/$name.sources"
   swiftc -sanitize=fuzzer,address -parse-as-library -O -g -enable-testing -wmo -c \
-    -module-name "$name" -package-name beaconbridge -I "$dir" \
+    -module-name "$name" -package-name beaconbridge -I "$dir" $(fuzz_c_modules) \
     -emit-module -emit-module-path "$dir/$name.swiftmodule" \
     "$@" -o "$dir/$name.o" &&
     printf '%s\n' "$list" >"$dir/$name.sources"
@@ -42,5 +49,5 @@ fuzz_link() {
   for name in "$@"; do objects+=("$dir/$name.o"); done
   # lld: gold warns about every ASan helper symbol.
   swiftc -sanitize=fuzzer,address -parse-as-library -O -g -use-ld=lld -module-name FuzzHarness \
-    -package-name beaconbridge -I "$dir" "$harness" "${objects[@]}" -o "$executable"
+    -package-name beaconbridge -I "$dir" $(fuzz_c_modules) "$harness" "${objects[@]}" -o "$executable"
 }

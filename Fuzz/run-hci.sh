@@ -54,9 +54,10 @@ build() {
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore GZone ;;
     keyfile) fuzz_module "$modules" BeaconCore "" $beaconCore &&
       fuzz_module "$modules" GZone BeaconCore $gzone &&
-      fuzz_module "$modules" BridgeDaemon "BeaconCore GZone" $(find Sources/BridgeDaemon/Configuration -name '*.swift' | sort) \
+      fuzz_module "$modules" BeaconCrypto "" Sources/BeaconCrypto/*.swift &&
+      fuzz_module "$modules" BridgeDaemon "BeaconCore GZone BeaconCrypto" $(find Sources/BridgeDaemon/Configuration -name '*.swift' | sort) \
         Sources/BridgeDaemon/GZone/GZoneConfiguration.swift &&
-      fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore GZone BridgeDaemon ;;
+      fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore GZone BeaconCrypto BridgeDaemon ;;
   esac
 }
 case "$target" in
