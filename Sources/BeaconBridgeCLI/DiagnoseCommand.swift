@@ -275,15 +275,29 @@ public struct DiagnoseCommand: BridgeCommand {
     guard geteuid() == 0 else {
       return Entry(name: "btmon.btsnoop", why: "an HCI capture", missing: "capturing needs root")
     }
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("diag-\(getpid()).btsnoop").path
+    // In a private folder of its own: a predictable name in a shared /tmp could be a link or a
+    // FIFO put there by another user, and this runs as root.
+    var template = Array("\(FileManager.default.temporaryDirectory.path)/bb-btmon-XXXXXX".utf8CString)
+    guard let made = mkdtemp(&template) else {
+      return Entry(
+        name: "btmon.btsnoop", why: "an HCI capture",
+        missing: "no folder for the capture (\(SystemError.words(errno)))")
+    }
+    let folder = String(cString: made)
+    let path = folder + "/capture.btsnoop"
+    defer {
+      unlink(path)
+      rmdir(folder)
+    }
+    // btmon writes about 100 KB a second on a busy radio; 64 MiB bounds what the bundle takes.
     guard capture("/usr/bin/btmon", ["-w", path], timeout: seconds) != nil,
-      let data = FileManager.default.contents(atPath: path), !data.isEmpty
+      let bytes = try? InputReader.read(path, limit: 64 << 20), !bytes.isEmpty
     else {
       return Entry(
         name: "btmon.btsnoop", why: "an HCI capture", missing: "btmon is not installed or captured nothing")
     }
-    try? FileManager.default.removeItem(atPath: path)
-    return Entry(name: "btmon.btsnoop", why: "\(Int(seconds)) s of HCI traffic (btmon -w)", content: data)
+    return Entry(
+      name: "btmon.btsnoop", why: "\(Int(seconds)) s of HCI traffic (btmon -w)", content: Data(bytes))
   }
 
   /// Writes the files and the manifest into a private folder, packs it with `tar -czf -`, and

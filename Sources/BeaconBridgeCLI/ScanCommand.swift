@@ -68,11 +68,18 @@ public struct ScanCommand: BridgeCommand {
   public func run(_ console: any Console) async -> Int32 {
     var configuration = BridgeConfiguration()
     backend.apply(to: &configuration)
-    // Pairings only label beacons and pick the active one; scanning works without the store.
+    // Pairings only label beacons and pick the active one; scanning works without the store,
+    // and creates none: a mistyped --state-dir is said, not made.
     var pairings: [Pairing] = []
-    let opened = try? Store(directory: store.directory)
-    if let opened, let kept = try? await opened.pairings() {
-      pairings = kept
+    var opened: Store?
+    do throws(StateDirectoryError) {
+      try StateDirectory.requireExisting(store.directory, store: true)
+      opened = try? Store(directory: store.directory)
+      if let opened, let kept = try? await opened.pairings() { pairings = kept }
+    } catch {
+      if store.stateDir != nil {
+        console.err("beaconbridge: scanning without pairings: \(error.description)\n")
+      }
     }
     let view = ScanView(console: console, live: console.isTerminal && !json, json: json)
     // Paired beacons' addresses are never pruned from BlueZ's cache.

@@ -63,6 +63,10 @@ public struct StatusCommand: BridgeCommand {
       out += status.ignoredFrames.map { "\($0.reason) \($0.count)" }.joined(separator: ", ")
       out += "\n"
     }
+    if status.droppedAdvertisements > 0 || status.manufacturerDataOverLimit > 0 {
+      out += "Dropped:       \(status.droppedAdvertisements) advertisement(s) while the bridge was busy, "
+      out += "\(status.manufacturerDataOverLimit) data entr(ies) past a device's 32\n"
+    }
     out += "Trips:         \(status.trips.count)\n"
     for t in status.trips {
       out += "  \(t.tripId): \(t.deviceId ?? "no device ID")"

@@ -119,4 +119,29 @@ import Testing
     #expect(!recent.contains("pa55word-x") && !recent.contains("q-secret-1"), "\(recent)")
     #expect(recent.contains("https://<redacted>@h/trips?token=<redacted>"))
   }
+
+  /// The support bundle's copy of the configuration file keeps the values of known keys only:
+  /// an unknown key's value (whatever its name) is removed, and scrubbed wherever it appears.
+  @Test func aConfigurationFileKeepsOnlyKnownKeysValues() {
+    let text = """
+      [Upload]
+      URL = https://h/trips?page=2&sig=s1gn4ture
+      TokenFile = /etc/beaconbridge/token
+      Authorization = Bearer b3arer-value
+      [Presence]
+      exitTimeout = 45
+      [General]
+      exitTimeout = 46
+      # Authorization = comment-kept
+      """
+    var redactor = Redactor()
+    let out = redactor.redactConfiguration(text + "\nlater: Bearer b3arer-value")
+    #expect(out.contains("URL = https://h/trips?page=2&sig=<redacted>"), "\(out)")
+    #expect(out.contains("TokenFile = /etc/beaconbridge/token"), "\(out)")
+    #expect(out.contains("Authorization = <redacted>") && !out.contains("b3arer-value"), "\(out)")
+    #expect(out.contains("exitTimeout = 45"), "\(out)")
+    // A known key in the wrong section is not a setting there: its value is not shown.
+    #expect(out.contains("exitTimeout = <redacted>") && !out.contains("46"), "\(out)")
+    #expect(out.contains("# Authorization = comment-kept"), "\(out)")
+  }
 }

@@ -57,6 +57,23 @@ import Testing
     #expect(throws: Never.self) { _ = try DaemonConfiguration.parseChecked(fixed, file: "g.conf") }
   }
 
+  /// The fleet link's own broker is checked the same way, at its line in `[Fleet]`.
+  @Test(arguments: [("mqtt://bro ker.example", "libcurl"), ("mqtts://broker\u{202E}.example", "U+202E")])
+  func aFleetURLIsCheckedAtItsLine(_ url: String, _ reason: String) {
+    #expect {
+      _ = try DaemonConfiguration.parseChecked("[Fleet]\nBoxId = van-7\nURL = \(url)\n", file: "f.conf")
+    } throws: { error in
+      let text = (error as? KeyFileError)?.description ?? ""
+      return text.contains("f.conf:3") && text.contains(reason)
+    }
+    #expect(
+      throws: Never.self,
+      performing: {
+        _ = try DaemonConfiguration.parseChecked(
+          "[Fleet]\nBoxId = van-7\nURL = mqtts://broker.example:8883\n", file: "f.conf")
+      })
+  }
+
   /// libcurl's answer comes from the child: the refusal names what libcurl said.
   @Test func theReasonIsLibcurls() {
     let problem = URLCheck.problem("https://backend.example:99999/")

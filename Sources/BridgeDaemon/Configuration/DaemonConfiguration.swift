@@ -57,6 +57,13 @@ public struct DaemonConfiguration: Hashable, Sendable {
     "Fleet": FleetOptions.keys,
   ]
 
+  /// Whether `key` is a setting of `section` (what `parse` takes); the support bundle shows the
+  /// values of these keys only (`Redactor.redactConfiguration`).
+  public static func isKnownKey(section: String, key: String) -> Bool {
+    if ownKeys[section]?.contains(key) == true { return true }
+    return BridgeConfiguration.key(named: key) != nil && BridgeConfiguration.section(of: key) == section
+  }
+
   /// The MQTT sink's settings when `[Upload] URL` is an `mqtt://` or `mqtts://` URL.
   public var mqttSettings: MQTTSettings? {
     guard let url = uploadURL, let endpoint = MQTTSettings.endpoint(url) else { return nil }

@@ -12,7 +12,8 @@ import BeaconCore
 /// - Every known secret is scrubbed wherever it appears: the passwords and parameter values
 ///   removed from URLs, secret configuration values, and the token files' contents
 ///   (`init(configuration:)` learns them all).
-/// - Configuration files (`redactConfiguration`) also lose the values of secret keys.
+/// - Configuration files (`redactConfiguration`) keep only the values of the keys the
+///   configuration knows, by an allow-list too.
 public struct Redactor: Sendable {
   public private(set) var secrets: [String] = []
   public static let mark = "<redacted>"
@@ -56,14 +57,6 @@ public struct Redactor: Sendable {
     return learning.scrub(urlsRedacted)
   }
 
-  static func isSecretKey(_ key: String) -> Bool {
-    let lower = key.lowercased()
-    return ["token", "password", "passwd", "secret", "credential", "apikey", "api_key"].contains {
-      lower.contains($0)
-    }
-      && !lower.hasSuffix("file")
-  }
-
   /// The query and fragment parameters whose values are kept: paging, format and expiry words
   /// that no signing or login scheme uses for a secret (compared without case). Every other
   /// parameter's value is redacted. docs/upload.md lists them; keep the two in step.
@@ -77,22 +70,33 @@ public struct Redactor: Sendable {
     safeParameters.contains(key.lowercased())
   }
 
-  /// A configuration file, line by line; learns the secrets it removes.
+  /// A configuration file, line by line, by an allow-list: a value is shown only under a key
+  /// the configuration knows in its section (none of which holds a secret itself: secrets live
+  /// in the files those keys name), with its URLs redacted. Every other value (a misspelt key, a
+  /// line from a future version, `Authorization = …` pasted in) is removed and learnt as a
+  /// secret, so it is scrubbed from the rest of the bundle too.
   public mutating func redactConfiguration(_ text: String) -> String {
     var out: [String] = []
+    var section = ""
     for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
       let raw = String(line)
-      guard let equals = raw.firstIndex(of: "="), !raw.trimmedWhitespace.hasPrefix("#") else {
+      let trimmed = raw.trimmedWhitespace
+      if trimmed.hasPrefix("["), let close = trimmed.firstIndex(of: "]") {
+        section = String(trimmed[trimmed.index(after: trimmed.startIndex)..<close]).trimmedWhitespace
+        out.append(raw)
+        continue
+      }
+      guard let equals = raw.firstIndex(of: "="), !trimmed.hasPrefix("#"), !trimmed.hasPrefix(";") else {
         out.append(raw)
         continue
       }
       let key = String(raw[..<equals]).trimmedWhitespace
       let value = String(raw[raw.index(after: equals)...]).trimmedWhitespace
-      if Self.isSecretKey(key) {
+      if DaemonConfiguration.isKnownKey(section: section, key: key) {
+        out.append("\(key) = \(redactURLs(in: value))")
+      } else {
         add(value)
         out.append("\(key) = \(Self.mark)")
-      } else {
-        out.append("\(key) = \(redactURLs(in: value))")
       }
     }
     return scrub(out.joined(separator: "\n"))

@@ -67,7 +67,8 @@ struct BridgeMethods: Sendable {
   func status(_: Arguments) async throws -> MethodResult {
     let outbox = try? await store.outboxSummary()
     var json = await bridge.status.json(
-      scan: state.scan, outbox: outbox, droppedAdvertisements: state.scanStatus.droppedAdvertisements)
+      scan: state.scan, outbox: outbox, droppedAdvertisements: state.scanStatus.droppedAdvertisements,
+      manufacturerDataOverLimit: state.scanStatus.manufacturerDataOverLimit)
     if let fleet = state.fleet, case .object(var fields) = json {
       fields["fleet"] = fleet.current.json
       json = .object(fields)

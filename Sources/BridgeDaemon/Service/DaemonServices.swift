@@ -131,4 +131,6 @@ final class ScanStatus: Sendable {
   func started(_ source: any AdvertisementSource) { state.withLock { $0.source = source } }
   /// What the running BlueZ source dropped while the bridge held a batch (0 for HCI).
   var droppedAdvertisements: Int { (source as? BlueZAdvertisementSource)?.droppedAdvertisements ?? 0 }
+  /// The entries past a device's cap that the running BlueZ source left out (0 for HCI).
+  var manufacturerDataOverLimit: Int { (source as? BlueZAdvertisementSource)?.manufacturerDataOverLimit ?? 0 }
 }

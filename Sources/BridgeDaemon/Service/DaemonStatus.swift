@@ -117,6 +117,10 @@ public struct DaemonStatus: Sendable, Equatable {
   public var upload: Upload?
   /// Nil when `[Fleet]` is not configured.
   public var fleet: Fleet?
+  /// Advertisements the BlueZ source dropped while the bridge held a batch past its read-ahead
+  /// bound, and ManufacturerData entries past a device's cap (0 from a daemon that does not say).
+  public var droppedAdvertisements: Int
+  public var manufacturerDataOverLimit: Int
   /// The reply as the daemon sent it: what `status --json` and the support bundle show.
   public let reply: JSONValue
 
@@ -126,6 +130,8 @@ public struct DaemonStatus: Sendable, Equatable {
       && lhs.ignoredFrames.map(\.reason) == rhs.ignoredFrames.map(\.reason)
       && lhs.ignoredFrames.map(\.count) == rhs.ignoredFrames.map(\.count) && lhs.trips == rhs.trips
       && lhs.outbox == rhs.outbox && lhs.upload == rhs.upload && lhs.fleet == rhs.fleet
+      && lhs.droppedAdvertisements == rhs.droppedAdvertisements
+      && lhs.manufacturerDataOverLimit == rhs.manufacturerDataOverLimit
   }
 
   /// Reads a `Status` reply. A field that is missing or of another type reads as absent (an
@@ -144,6 +150,8 @@ public struct DaemonStatus: Sendable, Equatable {
     let ignored = json["ignoredFrames"]?.objectValue ?? [:]
     ignoredFrames = ignored.keys.sorted().map { (reason: $0, count: Self.int(ignored[$0]) ?? 0) }
     trips = (json["trips"]?.arrayValue ?? []).map(Self.trip)
+    droppedAdvertisements = Self.int(json["droppedAdvertisements"]) ?? 0
+    manufacturerDataOverLimit = Self.int(json["manufacturerDataOverLimit"]) ?? 0
     outbox = json["outbox"].flatMap(Self.outbox)
     upload = json["upload"].flatMap(Self.upload)
     fleet = json["fleet"].flatMap { f in

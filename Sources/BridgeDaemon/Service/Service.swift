@@ -10,7 +10,7 @@ protocol Service: Sendable {
 
 /// Runs the daemon's services together (swift-service-lifecycle's `ServiceGroup`, cut to what the
 /// daemon needs): SIGTERM or SIGINT cancels every service and the group returns once all have
-/// stopped; SIGHUP calls `reload`; the first service to stop on its own, by returning or
+/// stopped; SIGHUP calls `reload`, beside the signal loop; the first service to stop on its own, by returning or
 /// throwing, cancels the rest.
 struct ServiceGroup: Sendable {
   /// Why the group stopped.
@@ -38,8 +38,18 @@ struct ServiceGroup: Sendable {
         }
       }
       group.addTask {
+        // Reloads run one at a time beside the signal loop, never in it, so a SIGTERM that comes
+        // while the configuration is read is answered at once; SIGHUPs during a reload fold into
+        // one more. The reload task is not awaited at stop: a reload cannot hold the exit.
+        let (requests, requested) = AsyncStream.makeStream(
+          of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let reloading = Task { for await _ in requests { await reload() } }
+        defer {
+          requested.finish()
+          reloading.cancel()
+        }
         for await number in signals {
-          if number == SIGHUP { await reload() } else { return .signal(number) }
+          if number == SIGHUP { requested.yield() } else { return .signal(number) }
         }
         return nil
       }

@@ -4,8 +4,12 @@ import BeaconCore
 extension BridgeStatus {
   /// `scanning` names the backend while it scans (null otherwise); `scan` says what it does;
   /// `droppedAdvertisements` counts what the BlueZ source read but dropped while the bridge
-  /// held a batch past its read-ahead bound.
-  public func json(scan: ScanCondition, outbox: OutboxSummary?, droppedAdvertisements: Int = 0) -> JSONValue {
+  /// held a batch past its read-ahead bound, `manufacturerDataOverLimit` the ManufacturerData
+  /// and ServiceData entries past a device's 32 that it left out.
+  public func json(
+    scan: ScanCondition, outbox: OutboxSummary?, droppedAdvertisements: Int = 0,
+    manufacturerDataOverLimit: Int = 0
+  ) -> JSONValue {
     var fields: [String: JSONValue] = [
       "armed": .bool(armed),
       "scanning": scan.scanningBackend.map { .string($0) } ?? .null,
@@ -24,6 +28,7 @@ extension BridgeStatus {
         "eidReplaysRefused": .int(Int64(eidReplaysRefused)),
       ]),
       "droppedAdvertisements": .int(Int64(droppedAdvertisements)),
+      "manufacturerDataOverLimit": .int(Int64(manufacturerDataOverLimit)),
     ]
     if let outbox { fields["outbox"] = outbox.json }
     return .object(fields)
