@@ -1,4 +1,5 @@
 import BeaconCore
+import BridgeDaemon
 import Foundation
 import HCI
 import HCIParsing
@@ -9,7 +10,7 @@ public struct ReplayCommand: BridgeCommand {
   public static let name = "replay"
   public static let abstract = "Replay a btmon capture (btsnoop) through the pipeline in virtual time."
   public static let usage =
-    "beaconbridge replay FILE [--json] [--adapter hciN] [--pair UUID[:MAJOR[:MINOR]]=DEVICE_ID]..."
+    "beaconbridge replay FILE [--json] [--adapter hciN] [--state-dir DIR] [--pair UUID[:MAJOR[:MINOR]]=DEVICE_ID]..."
   public static let discussion = """
     FILE is a btsnoop capture as 'btmon -w FILE' writes it (datalink 2001, the Linux monitor)
     or an HCI UART (H4) capture (datalink 1002); '-' reads stdin. Its LE advertising reports
@@ -31,16 +32,24 @@ public struct ReplayCommand: BridgeCommand {
       --pair UUID[:MAJOR[:MINOR]]=DEVICE_ID
                                  Pair a beacon for the replay (repeatable), so the active
                                  beacon is chosen as in a vehicle.
+      --state-dir DIR            Also use the box's pairings from its store, those by key
+                                 among them: Eddystone-EIDs and private addresses resolve as
+                                 they would have at the capture's own time (its records'
+                                 timestamps). Reads the store, changes nothing; reading keys
+                                 needs the service user or root.
     """
 
   public var file: String
   public var json: Bool
   public var adapter: UInt16?
   public var pairings: [Pairing]
+  /// Set when the box's store is to be read (`--state-dir`).
+  public var stateDir: String?
 
   public init(_ arguments: inout Arguments) throws(UsageError) {
     json = arguments.flag("--json")
     adapter = try arguments.option("--adapter", as: HCIDeviceID.self)?.index
+    stateDir = try arguments.option("--state-dir")
     pairings = []
     while let text = try arguments.option("--pair", repeatable: true) {
       pairings.append(try Self.pairing(text))
@@ -94,16 +103,63 @@ public struct ReplayCommand: BridgeCommand {
       console.err("beaconbridge: replay: \(reports.malformed.count - 10) more malformed HCI events skipped\n")
     }
 
+    var pairings = self.pairings
+    var authenticator: KeyAuthenticator?
+    if let stateDir {
+      switch await Self.boxPairings(stateDir, epoch: reports.start.map(Self.unixSeconds)) {
+      case .success(let box):
+        pairings = box.pairings + pairings
+        authenticator = box.authenticator
+      case .failure(let message):
+        console.err("beaconbridge: replay: \(message)\n")
+        return ExitStatus.failure
+      }
+    }
     let scenario = replay.scenario(pairings: pairings)
     let view = ReplayView(json: json, console: console)
     do {
-      try await ScenarioRunner(scenario: scenario).run(emit: { view.record($0) }, report: { view.note($0) })
+      try await ScenarioRunner(scenario: scenario, authenticator: authenticator).run(
+        emit: { view.record($0) }, report: { view.note($0) })
     } catch {
       console.err("beaconbridge: replay \(file): \(error)\n")
       return ExitStatus.failure
     }
     if !json { console.out(Self.summary(replay: replay, scenario: scenario, events: view.lines)) }
     return ExitStatus.success
+  }
+
+  /// The store's pairings, and an authenticator for those by key whose box clock is the
+  /// capture's: `epoch` is the first record's time in seconds since 1970 (a pairing's clock
+  /// offset is from the box's clock). Nothing is created or written.
+  static func boxPairings(_ directory: String, epoch: Int64?) async -> Result<
+    (pairings: [Pairing], authenticator: KeyAuthenticator?), ReplayStoreFailure
+  > {
+    do throws(StateDirectoryError) {
+      try StateDirectory.requireExisting(directory, store: true)
+    } catch {
+      return .failure(ReplayStoreFailure(error.description))
+    }
+    do throws(StoreError) {
+      let store = try Store(directory: directory)
+      let pairings = try await store.pairings()
+      guard pairings.contains(where: { $0.key != nil }) else { return .success((pairings, nil)) }
+      let keyed = try await store.keyAuthenticator(
+        eidClockTolerance: BridgeConfiguration().eidClockTolerance, epoch: epoch ?? 0)
+      return .success((pairings, keyed.isEmpty ? nil : keyed))
+    } catch {
+      return .failure(ReplayStoreFailure(error.description))
+    }
+  }
+
+  struct ReplayStoreFailure: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
+  }
+
+  /// btsnoop's microseconds since 0 AD as whole seconds since 1970 (0 before 1970).
+  static func unixSeconds(_ timestamp: UInt64) -> Int64 {
+    let offset = BTSnoopCapture.Record.unixEpochOffset
+    return timestamp > offset ? Int64(clamping: (timestamp - offset) / 1_000_000) : 0
   }
 
   /// The readable report: the capture, the beacons found, the events.

@@ -16,8 +16,11 @@ import Testing
       [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)]
     }
 
+    /// The first record's time, in seconds since 1970.
+    var base: UInt64 = 1_700_000_000
+
     mutating func record(index: UInt16, opcode: UInt16, seconds: Double, data: [UInt8]) {
-      let time = UInt64(0x00dc_ddb3_0f2f_8000) + 1_700_000_000_000_000 + UInt64(seconds * 1_000_000)
+      let time = UInt64(0x00dc_ddb3_0f2f_8000) + base * 1_000_000 + UInt64(seconds * 1_000_000)
       bytes += Self.u32(UInt32(data.count)) + Self.u32(UInt32(data.count))
       bytes += Self.u32(UInt32(index) << 16 | UInt32(opcode)) + Self.u32(0)
       bytes += Self.u32(UInt32(time >> 32)) + Self.u32(UInt32(time & 0xFFFF_FFFF)) + data
@@ -92,6 +95,75 @@ import Testing
     // Nothing from hci0's stranger.
     #expect(!result.out.contains(Fixtures.other.uuidString))
     #expect((lines.last?["at"]?.doubleValue ?? 0) <= 60)
+  }
+
+  /// The oracle's first EID vector (Tests/Crypto/vectors.json, from the specification): the
+  /// identity key, K and the beacon clock, and the EID a beacon sends then.
+  static func eidVector() throws -> (key: String, k: Int, clock: Int, eid: [UInt8]) {
+    let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .appendingPathComponent("Crypto/vectors.json")
+    let vector = try #require(try JSONValue.parse(Data(contentsOf: url))["eid"]?.arrayValue?.first)
+    let eid = try #require(vector["eid"]?.stringValue)
+    let bytes = stride(from: 0, to: eid.count, by: 2).compactMap { i -> UInt8? in
+      let start = eid.index(eid.startIndex, offsetBy: i)
+      return UInt8(eid[start..<eid.index(start, offsetBy: 2)], radix: 16)
+    }
+    return (
+      try #require(vector["identityKey"]?.stringValue),
+      try #require(vector["rotationExponent"]?.intValue).asInt,
+      try #require(vector["beaconClock"]?.intValue).asInt, bytes
+    )
+  }
+
+  /// With the box's store, a capture of an Eddystone-EID beacon resolves to its pairing by key,
+  /// at the capture's own time: the pairing's clock offset is from the box's clock.
+  @Test func resolvesAnEIDBeaconWithTheBoxsPairings() async throws {
+    let vector = try Self.eidVector()
+    let dir = scratchPath("replay-eid")
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let keyFile = dir + "/eid.key"
+    try Data((vector.key + "\n").utf8).write(to: URL(fileURLWithPath: keyFile))
+    #expect(chmod(keyFile, 0o600) == 0)
+    let state = dir + "/state"
+    let paired = await Self.run([
+      "pair", "--eid-key-file", keyFile, "--rotation-exponent", "\(vector.k)", "--beacon-clock",
+      "\(vector.clock)", "--device-id", "UNIT-E1", "--state-dir", state,
+    ])
+    #expect(paired.status == 0, "\(paired.err)")
+    // Captured now, so the beacon's clock in the capture is the one paired (the window is
+    // 2^K s long; the 20 s capture stays in it).
+    var capture = Capture()
+    capture.base = UInt64(Date().timeIntervalSince1970.rounded(.down))
+    capture.record(index: 0, opcode: 0, seconds: 0, data: [UInt8](repeating: 0, count: 16))
+    let address = try #require(BluetoothAddress("C0:FF:EE:00:0E:01"))
+    let frame: [UInt8] =
+      [0x02, 0x01, 0x06, 0x03, 0x03, 0xAA, 0xFE, 0x0D, 0x16, 0xAA, 0xFE, 0x30, 0xC5] + vector.eid
+    for second in 1...20 {
+      capture.record(
+        index: 0, opcode: 3, seconds: Double(second), data: Capture.reports([(address, frame, -60)]))
+    }
+    let path = try capture.write()
+    defer { try? FileManager.default.removeItem(atPath: path) }
+
+    let result = await Self.run(["replay", path, "--json", "--state-dir", state])
+    #expect(result.status == 0, "\(result.err)")
+    let lines = try result.out.split(separator: "\n").map { try JSONValue.parse(Data($0.utf8)) }
+    let entered = lines.filter { $0["type"]?.stringValue == "beaconEntered" }
+    #expect(entered.map { $0["authentication"]?.stringValue } == ["eid"], "\(result.out)")
+    let active = lines.filter { $0["type"]?.stringValue == "activeBeaconChanged" }
+    #expect(active.map { $0["deviceId"]?.stringValue } == ["UNIT-E1"], "\(result.out)")
+    #expect(!result.out.lowercased().contains(vector.key.lowercased()))
+
+    // Without the store the same capture is an unknown EID: nothing is paired.
+    let bare = await Self.run(["replay", path, "--json"])
+    #expect(bare.status == 0)
+    #expect(!bare.out.contains("UNIT-E1"))
+    // A mistyped store is said, and nothing is made.
+    let typo = await Self.run(["replay", path, "--state-dir", dir + "/typo"])
+    #expect(typo.status == 1)
+    #expect(typo.err.contains("typo was not found"), "\(typo.err)")
+    #expect(!FileManager.default.fileExists(atPath: dir + "/typo"))
   }
 
   @Test func printsAReadableSummary() async throws {
@@ -190,4 +262,8 @@ import Testing
     #expect(replay.pairings[0].major == nil)
     #expect(CLI.mainHelp.contains("replay"))
   }
+}
+
+extension Int64 {
+  fileprivate var asInt: Int { Int(self) }
 }
