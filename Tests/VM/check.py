@@ -187,6 +187,39 @@ def tagging_path(title):
               % (len(delivered), ", ".join(str(p.get("key")) for p in delivered)))
 
 
+def eid_trip(title):
+    """Scenario 8: s8-*.json from `status --json` and `trip start` while the daemon ran with
+    [ActiveBeacon] requireAuthenticated."""
+    logs_to_show.update(["s8-daemon.err", "s8-cli.err", "s8-pair.txt", "guest.log", "bluetoothd.log"])
+    if read("s8-daemon.err") is None:
+        return fail(title, "the guest never started the daemon")
+    problems = []
+    eids = (read("s8-eids.txt") or "").split()
+    if len(eids) != 2 or eids[0] == eids[1]:
+        problems.append("the oracle gave no two EIDs (%r)" % eids)
+    for name in ("status-1", "status-2"):
+        active = (load_json("s8-%s.json" % name) or {}).get("activeBeacon") or {}
+        if active.get("deviceId") != "VAN-E" or active.get("authentication") != "eid":
+            problems.append("%s: the active beacon was %r, not VAN-E by eid" % (name, active))
+    heard = load_json("s8-status-clone.json") or {}
+    if not any(b.get("minor") == 7 for b in heard.get("beaconsInRange") or []):
+        problems.append("the clone (beacon A) was never in range, so the policy was not tried")
+    gap = load_json("s8-status-gap.json") or {}
+    if gap.get("activeBeacon") is not None:
+        problems.append("with only the clone heard, the active beacon was %r" % gap.get("activeBeacon"))
+    for n in (1, 2):
+        trip = load_json("s8-trip-%d.json" % n) or {}
+        if trip.get("deviceId") != "VAN-E" or trip.get("authentication") != "eid":
+            problems.append("trip vm-e%d was tagged %r (%r), not VAN-E by eid"
+                            % (n, trip.get("deviceId"), trip.get("authentication")))
+    if exit_status("s8-daemon") != 0:
+        problems.append("the daemon exited with status %s on SIGTERM, not 0" % exit_status("s8-daemon"))
+    if problems:
+        return fail(title, "; ".join(problems))
+    return ok(title, "EIDs %s then %s resolved to VAN-E; trips vm-e1 and vm-e2 tagged VAN-E (eid); the clone in "
+              "range was never active" % (eids[0], eids[1]))
+
+
 def beacon_health(title):
     """Scenario 7: s7-status.json from `status --json` while the daemon ran."""
     logs_to_show.update(["s7-daemon.err", "s7-cli.err", "guest.log", "bluetoothd.log"])
@@ -237,6 +270,9 @@ else:
 
     beacon_health("7 one controller advertises an iBeacon and an Eddystone-TLM: through bluetoothd the daemon "
                   "joins them by address and status shows the paired beacon's battery")
+
+    eid_trip("8 an Eddystone-EID beacon through bluetoothd tags the trip (authentication eid) beside a paired "
+             "plain iBeacon that the policy keeps from becoming active, and again after it rotates to its next EID")
 
 for status, title, detail in results:
     print("%-7s %s: %s" % (status, title, detail))

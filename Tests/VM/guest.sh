@@ -283,6 +283,78 @@ kill -TERM $DAEMON; wait $DAEMON
 echo "s7-daemon exit $?" >>"$OUT/exits.txt"
 mark "s7 end"
 
+# Scenario 8: an Eddystone-EID beacon (hci2) through the real bluetoothd, beside a plain iBeacon
+# (hci1, beacon A) paired as a clone would be. With [ActiveBeacon] requireAuthenticated the
+# clone never becomes active: the trip is tagged with the EID beacon's device ID. The beacon
+# then rotates to its next window's EID, which resolves too, and a second trip is tagged with it.
+# The EIDs come from the oracle (Tests/Crypto/oracle.py, written from the specification), never
+# from the code under test.
+mark "s8 start"
+EID_KEY=7748ef9ea82752bedfd8b2f9f7a2bbbb
+EID_CLOCK=65280   # the beacon's clock when paired: in window 63 of 2^10 s
+eid_hex() {
+  python3 -c "import sys; sys.path.insert(0, '$ROOT/Tests/Crypto'); import oracle; \
+print(oracle.eid(bytes.fromhex('$EID_KEY'), 10, $1).hex())"
+}
+EID_1=$(eid_hex $EID_CLOCK)
+EID_2=$(eid_hex $((EID_CLOCK + 1024)))
+[ ${#EID_1} -eq 16 ] && [ ${#EID_2} -eq 16 ] || mark "SETUP-FAIL the oracle computed no EID"
+echo "$EID_1 $EID_2" >"$OUT/s8-eids.txt"
+# The 16-bit service UUID list (0xFEAA), then its service data: frame 0x30, TX power, the EID.
+ad_eid() { printf '0303aafe0d16aafe30c5%s' "$1"; }
+mkdir -p /tmp/bb-s8
+printf '%s\n' "$EID_KEY" >/tmp/bb-s8/eid.key
+chmod 600 /tmp/bb-s8/eid.key
+# activeHold 0 and a short exit, so that the beacon's silence between its two EIDs ends the
+# first sighting within a minute (btvirt reports about once per 10.24 s window).
+cat >/tmp/bb-s8/beaconbridge.conf <<CONF
+[General]
+adapter = hci0
+[ActiveBeacon]
+dwellSightings = 1
+dwellSeconds = 0
+activeHold = 0
+requireAuthenticated = true
+[Presence]
+exitTimeout = 25
+exitTimeoutMax = 30
+CONF
+"$BB" pair --eid-key-file /tmp/bb-s8/eid.key --rotation-exponent 10 --beacon-clock $EID_CLOCK \
+  --device-id VAN-E --state-dir /tmp/bb-s8 >"$OUT/s8-pair.txt" 2>&1
+"$BB" pair --uuid E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 --major 1 --minor 7 --device-id VAN-CLONE \
+  --state-dir /tmp/bb-s8 >>"$OUT/s8-pair.txt" 2>&1
+btmgmt --index 1 clr-adv >/dev/null
+btmgmt --index 2 clr-adv >/dev/null
+advertise 1 1 "$AD_A"
+btmgmt --index 2 add-adv -c -d "$(ad_eid "$EID_1")" 1 || mark "SETUP-FAIL add-adv hci2 EID 1"
+"$BB" run --config /tmp/bb-s8/beaconbridge.conf --state-dir /tmp/bb-s8 2>"$OUT/s8-daemon.err" &
+DAEMON=$!
+# status_as NAME: status --json into s8-NAME.json; is_active NAME ID: its active beacon is ID
+# (an empty ID: none); clone_heard NAME: beacon A is in range.
+status_as() { "$BB" status --json >"$OUT/s8-$1.json" 2>>"$OUT/s8-cli.err"; }
+is_active() {
+  status_as "$1" && python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if ((d.get("activeBeacon") or {}).get("deviceId") or "") == sys.argv[2] else 1)' "$OUT/s8-$1.json" "$2"
+}
+clone_heard() { status_as "$1" && grep -q '"minor":7' "$OUT/s8-$1.json"; }
+wait_for 90 is_active status-1 VAN-E && say "s8 VAN-E active"
+wait_for 40 clone_heard status-clone && say "s8 the clone is in range"
+"$BB" trip start --trip-id vm-e1 >"$OUT/s8-trip-1.json" 2>>"$OUT/s8-cli.err"
+"$BB" trip end --trip-id vm-e1 >>"$OUT/s8-cli.err" 2>&1
+# The beacon goes quiet: the clone, still heard, is no active beacon.
+btmgmt --index 2 clr-adv >/dev/null
+wait_for 90 is_active status-gap "" && say "s8 no active beacon while only the clone is heard"
+btmgmt --index 2 add-adv -c -d "$(ad_eid "$EID_2")" 1 || mark "SETUP-FAIL add-adv hci2 EID 2"
+wait_for 90 is_active status-2 VAN-E && say "s8 VAN-E active on its next EID"
+"$BB" trip start --trip-id vm-e2 >"$OUT/s8-trip-2.json" 2>>"$OUT/s8-cli.err"
+"$BB" trip end --trip-id vm-e2 >>"$OUT/s8-cli.err" 2>&1
+btmgmt --index 1 clr-adv >/dev/null
+btmgmt --index 2 clr-adv >/dev/null
+kill -TERM $DAEMON; wait $DAEMON
+echo "s8-daemon exit $?" >>"$OUT/exits.txt"
+mark "s8 end"
+
 kill -TERM $BTMON; wait $BTMON
 dmesg >"$OUT/dmesg.txt"
 mark "done"
