@@ -97,7 +97,8 @@ let package = Package(
     .target(
       name: "HCI", dependencies: ["CBlueZ", "HCIParsing", "BeaconCore"]),
     .testTarget(
-      name: "HCITests", dependencies: ["HCI", "HCIParsing", "BeaconCore", "BeaconTestSupport"], exclude: ["Fixtures"]),
+      name: "HCITests", dependencies: ["HCI", "HCIParsing", "BeaconCore", "BeaconTestSupport"],
+      exclude: ["Fixtures"]),
     // nettle, from Debian's nettle-dev: AES-128 and AES-EAX. Only BeaconCrypto imports it.
     .systemLibrary(name: "CNettle", pkgConfig: "nettle", providers: [.apt(["nettle-dev"])]),
     // Eddystone-EID, the encrypted TLM and resolvable private addresses: the key owner, the
@@ -105,7 +106,9 @@ let package = Package(
     .target(name: "BeaconCrypto", dependencies: ["CNettle"]),
     .testTarget(name: "BeaconCryptoTests", dependencies: ["BeaconCrypto"]),
     // `make bench`: BeaconCore throughput and trip-start latency, release-built. Not run by tests.
-    .executableTarget(name: "BeaconBench", dependencies: ["BeaconCore"], path: "Benchmarks/BeaconBench"),
+    .executableTarget(
+      name: "BeaconBench", dependencies: ["BeaconCore", "BeaconCrypto", "BridgeDaemon"],
+      path: "Benchmarks/BeaconBench"),
     .executableTarget(
       name: "DBusPathBench", dependencies: ["BeaconCore", "BlueZ", "DBus"], path: "Benchmarks/DBusPathBench"),
   ],

@@ -8,6 +8,9 @@ does). So the regression gate is on instructions:
 - core, parse + track: `BeaconBench --instructions N`, counted inside `countedParseTrack` only
   (`--toggle-collect`), for N1 and N2 advertisements; the slope is the cost of one;
 - core, the whole pipeline: the same for `countedPipeline`;
+- authentication: the pipeline with 100 Eddystone-EID beacons paired by key (`countedEIDPipeline`)
+  against 100 iBeacons paired by identity (`countedPlainPipeline`); the EID one may cost at most
+  1.2 times the plain one per advertisement;
 - D-Bus path (`--harness`): DBusPathBench (the daemon's scan path: SignalSocket, the Device1
   fast decoder, the mirror, the BlueZ source's batches, BeaconPipeline) under callgrind, every
   thread, while the C emitter (Benchmarks/emitter.c) streams N1, then (in a second run) N2
@@ -42,6 +45,7 @@ import run  # noqa: E402  (Bus, Emitter, Notify, quiesce)
 
 BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "instructions-baseline.json")
 ENV = dict(os.environ, SWIFT_DETERMINISTIC_HASHING="1")
+EID_GOAL = 1.2
 
 
 def log(*args):
@@ -155,10 +159,18 @@ def main():
     work = tempfile.mkdtemp(prefix="beaconbridge-bench-check-")
     figures = {}
     scaling_failed = False
-    for name, function in (("coreParseTrack", "countedParseTrack"), ("corePipeline", "countedPipeline")):
+    for name, function in (("coreParseTrack", "countedParseTrack"), ("corePipeline", "countedPipeline"),
+                           ("plainPipeline", "countedPlainPipeline"), ("eidPipeline", "countedEIDPipeline")):
         a, b = (core(args.bench, function, n, work) for n in args.core)
         figures[name] = (b - a) / (args.core[1] - args.core[0])
         log(f"{name}: {figures[name]:.0f} instructions per advertisement")
+    # Authentication's cost: 100 Eddystone-EID beacons paired by key against 100 iBeacons paired
+    # by identity, through the same pipeline. The goal is at most 1.2 times.
+    ratio = figures["eidPipeline"] / figures["plainPipeline"]
+    verdict = "ok" if ratio <= EID_GOAL else "REGRESSION"
+    scaling_failed |= ratio > EID_GOAL
+    print(f"{verdict:10} eidPipeline / plainPipeline: {ratio:.2f}x the instructions per advertisement "
+          f"(goal at most {EID_GOAL}x)")
     if args.harness:
         started = time.monotonic()
         a, b = (dbus_path(args.harness, args.emitter, n, args.rate, work) for n in args.dbus)

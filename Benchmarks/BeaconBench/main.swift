@@ -3,9 +3,11 @@
 //
 //   BeaconBench [--repeats N] [--advertisements M]
 //   BeaconBench --instructions N            (make bench-check, Benchmarks/instructions.py)
-//   BeaconBench --scaling beacons|trips|batch N   (make bench-scaling, Benchmarks/scaling.py)
+//   BeaconBench --scaling beacons|paired|trips|batch N   (make bench-scaling, Benchmarks/scaling.py)
 
 import BeaconCore
+import BeaconCrypto
+import BridgeDaemon
 import Foundation
 import Synchronization
 
@@ -47,9 +49,10 @@ while let flag = arguments.popFirst() {
   case "--instructions": instructions = Int(arguments.popFirst() ?? "")
   case "--scaling":
     let mode = arguments.popFirst() ?? ""
-    guard ["beacons", "trips", "batch"].contains(mode), let size = Int(arguments.popFirst() ?? ""), size > 0
+    guard ["beacons", "paired", "trips", "batch"].contains(mode), let size = Int(arguments.popFirst() ?? ""),
+      size > 0
     else {
-      FileHandle.standardError.write(Data("usage: BeaconBench --scaling beacons|trips|batch N\n".utf8))
+      FileHandle.standardError.write(Data("usage: BeaconBench --scaling beacons|paired|trips|batch N\n".utf8))
       exit(2)
     }
     scaling = (mode, size)
@@ -138,6 +141,89 @@ func countedPipeline(_ count: Int) -> Int {
   return steps
 }
 
+/// The same pipeline with 100 pairings of each kind, for the cost of authentication
+/// (`make bench-check`'s eidPipeline ÷ plainPipeline): 100 beacons heard round robin at 2,000 a
+/// second, either iBeacons paired by identity or Eddystone-EID beacons paired by key, each
+/// sending its EID of the moment (the resolver's table answers it: one lookup per advertisement).
+let keyedBeacons = 100
+
+func keyedAddress(_ beacon: Int) -> BluetoothAddress {
+  BluetoothAddress(bytes: [0xC0, 0xFF, 0xEE, 0x00, 0x01, UInt8(beacon)])!
+}
+
+let plainEvents: [SourceEvent] = (0..<4096).map { i in
+  let beacon = i % keyedBeacons
+  return .sighting(
+    Advertisement(
+      address: keyedAddress(beacon), rssi: -55 - (i / keyedBeacons) % 20,
+      manufacturerData: [
+        ManufacturerData(companyID: BeaconFrameParser.appleCompanyID, data: iBeacon(minor: UInt16(beacon)))
+      ]))
+}
+
+/// Each beacon's identity key (distinct, arbitrary) and the clock it is paired at.
+func identityKey(_ beacon: Int) -> AES128Key {
+  let bytes = (0..<16).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ beacon &* 7 &+ 1) }
+  return bytes.withUnsafeBytes { try! AES128Key(bytes: $0) }
+}
+let eidExponent = RotationExponent(rawValue: 10)!
+let eidClock: UInt32 = 65_280
+
+let eidEvents: [SourceEvent] = {
+  let frames = (0..<keyedBeacons).map { beacon in
+    [0x30, 0xC5]
+      + EddystoneEID.bytes(
+        of: EddystoneEID.eid(identityKey: identityKey(beacon), rotationExponent: eidExponent, clock: eidClock)
+      )
+  }
+  return (0..<4096).map { i in
+    let beacon = i % keyedBeacons
+    return .sighting(
+      Advertisement(
+        address: keyedAddress(beacon), rssi: -55 - (i / keyedBeacons) % 20,
+        serviceData: [ServiceData(uuid: .eddystone, data: frames[beacon])]))
+  }
+}()
+
+@inline(__always)
+func keyedPipeline(_ pipeline: inout BeaconPipeline, _ input: [SourceEvent], _ count: Int) -> Int {
+  var steps = 0
+  _ = rate(input, count) { i, event, time in
+    steps &+= pipeline.ingest(event, at: time).count
+    if i % 2000 == 0 { steps &+= pipeline.tick(at: time).count }
+  }
+  return steps
+}
+
+/// 100 iBeacons, each paired by identity (`--toggle-collect=*countedPlainPipeline*`).
+@inline(never)
+func countedPlainPipeline(_ count: Int) -> Int {
+  let pairings = PairingSet(
+    (0..<keyedBeacons).map { Pairing(uuid: uuid, major: 1, minor: UInt16($0), deviceId: "UNIT-\($0)") })
+  var pipeline = BeaconPipeline(pairings: pairings)
+  return keyedPipeline(&pipeline, plainEvents, count)
+}
+
+/// 100 Eddystone-EID beacons, each paired by key (`--toggle-collect=*countedEIDPipeline*`).
+@inline(never)
+func countedEIDPipeline(_ count: Int) -> Int {
+  var authenticator = KeyAuthenticator(eidClockTolerance: 86_400, epoch: 0)
+  var pairings: [Pairing] = []
+  for beacon in 0..<keyedBeacons {
+    let id = KeyPairingID(beacon + 1)
+    authenticator.add(
+      eid: EIDPairing(
+        id: id, identityKey: identityKey(beacon), rotationExponent: eidExponent, beaconClock: eidClock,
+        atBoxSeconds: 0))
+    pairings.append(
+      Pairing(
+        key: KeyedIdentity(scheme: .eid, pairing: id.rawValue), deviceId: try! DeviceID("UNIT-E\(beacon)")))
+  }
+  var pipeline = BeaconPipeline(pairings: PairingSet(pairings))
+  pipeline.setAuthenticator(authenticator)
+  return keyedPipeline(&pipeline, eidEvents, count)
+}
+
 /// One advertisement of beacon `n` (a distinct iBeacon identity and address per n).
 func scalingAdvertisement(_ n: Int, rssi: Int) -> SourceEvent {
   .sighting(
@@ -169,6 +255,19 @@ func countedScaling(_ mode: String, _ size: Int, _ input: [SourceEvent], _ text:
   switch mode {
   case "beacons":
     // Every beacon in range, each sighted 8 times, a deadline step after every advertisement.
+    for (i, event) in input.enumerated() {
+      let time = Timestamp(seconds: Double(i) * 0.001)
+      work &+= pipeline.ingest(event, at: time).count
+      if let due = pipeline.nextDeadline, due <= time { work &+= pipeline.tick(at: time).count }
+    }
+  case "paired":
+    // As "beacons", each beacon paired by its identity (a fleet's document of N pairings), and
+    // one pairing of the whole UUID beside them.
+    let pairings = (0..<size).map { n in
+      Pairing(uuid: uuid, major: UInt16(n >> 16), minor: UInt16(n & 0xFFFF), deviceId: "UNIT-\(n)")
+    }
+    pipeline = BeaconPipeline(
+      pairings: PairingSet(pairings + [Pairing(uuid: uuid, major: nil, minor: nil, deviceId: "FLEET")]))
     for (i, event) in input.enumerated() {
       let time = Timestamp(seconds: Double(i) * 0.001)
       work &+= pipeline.ingest(event, at: time).count
@@ -215,7 +314,7 @@ if let scaling {
   let input: [SourceEvent]
   var text: [UInt8] = []
   switch scaling.mode {
-  case "beacons":
+  case "beacons", "paired":
     input = (0..<scaling.size * 8).map { scalingAdvertisement($0 % scaling.size, rssi: -60 - $0 % 20) }
   case "trips":
     input = (0..<scaling.size).map { scalingAdvertisement($0 % 50, rssi: -60) }
@@ -233,7 +332,10 @@ if let scaling {
 }
 
 if let instructions {
-  print("{\"inRange\": \(countedParseTrack(instructions)), \"steps\": \(countedPipeline(instructions))}")
+  print(
+    "{\"inRange\": \(countedParseTrack(instructions)), \"steps\": \(countedPipeline(instructions)), "
+      + "\"plainSteps\": \(countedPlainPipeline(instructions)), \"eidSteps\": \(countedEIDPipeline(instructions))}"
+  )
   exit(0)
 }
 

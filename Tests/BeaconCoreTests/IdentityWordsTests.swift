@@ -108,8 +108,10 @@ import Testing
     let uuids = (0..<3).map { _ in Self.uuid(&rng) }
     var checked = 0
     for index in 0..<400 {
-      // Patterns over few UUIDs and numbers, so that several match one identity.
-      let pairings = (0..<Int.random(in: 0..<8, using: &rng)).map { n in
+      // Patterns over few UUIDs and numbers, so that several match one identity; every tenth
+      // set is large, as a fleet's document makes it, so the exact patterns' table fills.
+      let count = Int.random(in: 0..<(index % 10 == 0 ? 300 : 8), using: &rng)
+      let pairings = (0..<count).map { n in
         let major: UInt16? = Bool.random(using: &rng) ? UInt16.random(in: 0...2, using: &rng) : nil
         return Pairing(
           uuid: uuids.randomElement(using: &rng)!, major: major,

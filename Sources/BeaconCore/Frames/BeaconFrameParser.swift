@@ -137,6 +137,22 @@ public enum BeaconFrameParser {
     }
   }
 
+  /// An advertisement whose only datum is one Eddystone-EID frame (service data 0xFEAA, frame
+  /// 0x30, ten bytes), as an EID beacon sends it: the frame, read in place, as `parse` would
+  /// give it.
+  static func soleEID(_ ad: Advertisement) -> EddystoneEIDFrame? {
+    guard ad.manufacturerData.isEmpty, ad.serviceData.count == 1 else { return nil }
+    return ad.serviceData.withUnsafeBufferPointer { entries -> EddystoneEIDFrame? in
+      guard entries[0].uuid == .eddystone else { return nil }
+      return entries[0].data.withUnsafeBufferPointer { d -> EddystoneEIDFrame? in
+        guard d.count == 10, d[0] == 0x30 else { return nil }
+        var eid: UInt64 = 0
+        for i in 2..<10 { eid = eid << 8 | UInt64(d[i]) }
+        return EddystoneEIDFrame(txPower: Int8(bitPattern: d[1]), eid: eid)
+      }
+    }
+  }
+
   public static func parse(_ ad: Advertisement) -> FrameParseResult {
     var frames = BeaconFrames()
     var rejections: [FrameRejection]?

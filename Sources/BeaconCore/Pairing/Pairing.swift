@@ -68,6 +68,7 @@ public struct PairingSet: Hashable, Sendable {
     didSet {
       (patterns, minorFilter) = Self.index(pairings)
       keyed = Self.keyedIndex(pairings)
+      (exact, partial) = Self.exactIndex(patterns, pairings)
     }
   }
   /// The pairings by key, by the identity their key resolves to.
@@ -85,6 +86,31 @@ public struct PairingSet: Hashable, Sendable {
   /// minor out: a beacon whose bit is clear matches no pairing, which one test tells (most
   /// beacons heard are not paired, and most of those differ from the pairings in their minor).
   private var minorFilter: UInt64
+  /// The patterns that give UUID, major and minor, by identity: a sighting finds its pairing in
+  /// one probe however many pairings a fleet sends (a scan over them all cost each sighting
+  /// about 20 instructions a pairing). A duplicate identity keeps the lowest device ID, as the
+  /// scan chose. Only the `partial` patterns, which leave a field out and are few, are scanned.
+  private var exact: BeaconIndex
+  private var partial: [Int]
+
+  private static func exactIndex(_ patterns: [Pattern], _ pairings: [Pairing]) -> (BeaconIndex, [Int]) {
+    var table = BeaconIndex(capacity: patterns.count)
+    var partial: [Int] = []
+    for (i, pattern) in patterns.enumerated() {
+      guard pattern.isExact else {
+        if pairings[i].key == nil { partial.append(i) }
+        continue
+      }
+      let key = pattern.exactKey(seed: table.seed)
+      let same = table.find(key) { patterns[$0] == pattern }
+      if let same {
+        if pairings[i].deviceId < pairings[same].deviceId { table.move(key, from: same, to: i) }
+      } else {
+        table.insert(key, index: i)
+      }
+    }
+    return (table, partial)
+  }
 
   private static func index(_ pairings: [Pairing]) -> ([Pattern], UInt64) {
     let filter = pairings.reduce(0 as UInt64) { bits, pairing in
@@ -113,6 +139,14 @@ public struct PairingSet: Hashable, Sendable {
       if pairing.key != nil { (mask, numbers) = (0, 1) }
     }
 
+    /// UUID, major and minor all given (a pairing by key is not: its mask is 0).
+    var isExact: Bool { mask == 0xFFFF_FFFF }
+
+    /// The identity's key in `exact`.
+    func exactKey(seed: UInt64) -> UInt64 {
+      PairingSet.exactKey(low: low, high: high, numbers: numbers, seed: seed)
+    }
+
     /// `Pairing.matches`, for an identity's UUID words and `major << 16 | minor`.
     @inline(__always)
     func matches(low: UInt64, high: UInt64, numbers: UInt32) -> Bool {
@@ -124,6 +158,13 @@ public struct PairingSet: Hashable, Sendable {
     self.pairings = pairings
     (patterns, minorFilter) = Self.index(pairings)
     keyed = Self.keyedIndex(pairings)
+    (exact, partial) = Self.exactIndex(patterns, pairings)
+  }
+
+  @inline(__always)
+  static func exactKey(low: UInt64, high: UInt64, numbers: UInt32, seed: UInt64) -> UInt64 {
+    let a = IndexKeyMix.fold(low ^ seed ^ IndexKeyMix.p0, high ^ IndexKeyMix.p1)
+    return IndexKeyMix.fold(a ^ UInt64(numbers), seed ^ IndexKeyMix.p2)
   }
 
   public static func == (a: PairingSet, b: PairingSet) -> Bool { a.pairings == b.pairings }
@@ -135,14 +176,23 @@ public struct PairingSet: Hashable, Sendable {
   public func pairing(for id: BeaconID) -> Pairing? {
     guard let identity = id.identity else { return keyedPairing(for: id) }
     guard minorFilter >> (identity.minor & 63) & 1 != 0 else { return nil }
-    // A loop over the patterns rather than filter and min: this runs for every sighting, and
-    // filter allocates. The pairings themselves are read only for a match.
-    var best = -1
-    var bestSpecificity = -1
     let (low, high) = identity.uuidWords
     let numbers = UInt32(identity.major) << 16 | UInt32(identity.minor)
+    // An exact pattern is the most specific there is: found, it is the answer.
+    if exact.count > 0 {
+      let found = patterns.withUnsafeBufferPointer { patterns in
+        exact.find(Self.exactKey(low: low, high: high, numbers: numbers, seed: exact.seed)) {
+          patterns[$0].matches(low: low, high: high, numbers: numbers)
+        }
+      }
+      if let found { return pairings[found] }
+    }
+    // A loop rather than filter and min: this runs for every sighting, and filter allocates.
+    // The pairings themselves are read only for a match.
+    var best = -1
+    var bestSpecificity = -1
     patterns.withUnsafeBufferPointer { patterns in
-      for i in patterns.indices where patterns[i].matches(low: low, high: high, numbers: numbers) {
+      for i in partial where patterns[i].matches(low: low, high: high, numbers: numbers) {
         let specificity = patterns[i].specificity
         if best >= 0,
           specificity != bestSpecificity
