@@ -33,8 +33,8 @@ test: check-help lint scenarios crypto-vectors fuzz-short fuzz-hci-short fuzz-in
 	@echo "make test: all tiers passed"
 
 # The tiers are Swift Testing tags (Sources/BeaconTestSupport/Tiers.swift): a suite tagged
-# `.process` starts daemons, mocks and HTTP servers as processes and runs one at a time after the
-# rest, so that a two-core machine does not starve their timing. `swift test` (6.3) filters by
+# `.process` runs the daemon as users run it, or measures a time, and runs one at a time after the
+# rest, so that a two-core machine does not starve its timing. `swift test` (6.3) filters by
 # name only, so scripts/test-tiers.sh reads the tags from Tests/ and turns them into a suite list.
 test-unit: ## the unit tests: every suite not tagged .process, in parallel
 	@scripts/install-deps.sh build
@@ -42,7 +42,7 @@ test-unit: ## the unit tests: every suite not tagged .process, in parallel
 	$(SWIFT) build $(SWIFTFLAGS) --build-tests
 	process=$$(scripts/test-tiers.sh process) && $(SWIFT) test $(SWIFTFLAGS) --skip-build --skip "$$process"
 
-test-process: ## the suites tagged .process (daemons, mocks, servers as processes), one at a time
+test-process: ## the suites tagged .process (the daemon as a process, or timed), one at a time
 	@scripts/install-deps.sh build
 	@scripts/install-deps.sh test
 	$(SWIFT) build $(SWIFTFLAGS) --build-tests

@@ -23,7 +23,9 @@ let package = Package(
     // Command parsing and output. A library so that parsing is tested without running.
     .target(
       name: "BeaconBridgeCLI",
-      dependencies: ["BeaconCore", "BeaconCrypto", "BridgeDaemon", "BlueZ", "DBus", "HCI", "GZone"]),
+      dependencies: [
+        "BeaconCore", "BeaconCrypto", "BridgeDaemon", "BlueZ", "DBus", "HCI", "HCIParsing", "GZone",
+      ]),
     .executableTarget(name: "beaconbridge", dependencies: ["BeaconBridgeCLI", "BridgeDaemon"]),
     // The daemon alone, which `beaconbridge run` execs: the daemon's modules on
     // FoundationEssentials, no Foundation or ICU linked (docs/PERFORMANCE.md). Its release link
@@ -42,9 +44,11 @@ let package = Package(
     // BridgeDaemon/Upload/MQTTClient.swift imports it. Not linked: dlopened on first use.
     .systemLibrary(name: "CMosquitto", providers: [.apt(["libmosquitto-dev"])]),
     // libcurl (OpenSSL flavour), from Debian's libcurl4-openssl-dev: the uploader's and the
-    // G-Zone poller's HTTP. Only BridgeDaemon/Upload/CurlClient.swift and CurlTransferProcess.swift
-    // (the child process each daemon request runs in) import it. Not linked:
-    // its shim dlopens libcurl.so.4 on the first request (no pkgConfig, so no -lcurl).
+    // G-Zone poller's HTTP. Only BridgeDaemon/Upload/CurlClient.swift, CurlTransferProcess.swift
+    // and HTTPTransfers.swift import it. libcurl runs only in the child each daemon request is
+    // served by (`beaconbridged --http-transfer`), which keeps it out of the daemon. The child is
+    // the daemon's own executable, so libcurl is not linked (no pkgConfig, so no -lcurl): the
+    // shim dlopens libcurl.so.4 in the child.
     .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
     // libdbus-1, through pkg-config. Only the DBus module imports it.
     .systemLibrary(

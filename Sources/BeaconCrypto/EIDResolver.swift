@@ -214,14 +214,6 @@ public struct EIDResolver: Sendable {
     return Tracking(clockOffset: clock.offset, heardWindow: clock.heardWindow.map { UInt32($0) })
   }
 
-  /// Forgets the newest window heard for a pairing: after a beacon lost its clock and restored an
-  /// older one, its EIDs are replays until its clock passes the window heard; the operator can
-  /// accept the older clock with this.
-  public mutating func forgetHeardWindow(of id: KeyPairingID) {
-    guard let index = slotOfID[id] else { return }
-    clocks[index].heardWindow = nil
-  }
-
   /// The number of entries in the table of expected EIDs (at most three per pairing).
   public var tableCount: Int { table.count }
 

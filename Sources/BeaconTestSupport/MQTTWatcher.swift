@@ -1,5 +1,6 @@
 import BeaconCore
 import Foundation
+import Testing
 
 #if canImport(Glibc)
   import Glibc
@@ -33,8 +34,9 @@ public final class MQTTWatcher: @unchecked Sendable {
     process.standardOutput = FileHandle(forWritingAtPath: file)!
     process.standardError = FileHandle.nullDevice
     try process.run()
-    let deadline = ContinuousClock.now + .seconds(10)
-    while ContinuousClock.now < deadline, !broker.log.contains("Sending SUBACK to \(id)") { usleep(20_000) }
+    try waitUntilBlocking("the broker acknowledged the subscription of \(id)", poll: .milliseconds(20)) {
+      broker.log.contains("Sending SUBACK to \(id)")
+    }
   }
 
   deinit {

@@ -1,5 +1,6 @@
 import BeaconCore
 import Foundation
+import Testing
 
 #if canImport(Glibc)
   import Glibc
@@ -102,10 +103,9 @@ public final class MosquittoBroker: @unchecked Sendable {
     process.standardError = FileHandle(forWritingAtPath: dir + "/stderr.txt")
     try process.run()
     broker = process
-    let deadline = ContinuousClock.now + .seconds(10)
-    while !accepts(), ContinuousClock.now < deadline {
-      guard process.isRunning else { break }
-      usleep(20_000)
+    // A broker that exits (a bad config) is reported with its log at once, not after the guard.
+    try waitUntilBlocking("mosquitto accepting connections on port \(port)", poll: .milliseconds(20)) {
+      accepts() || !process.isRunning
     }
     guard accepts() else {
       let log =
@@ -153,11 +153,10 @@ public final class MosquittoBroker: @unchecked Sendable {
     process.standardError = FileHandle.nullDevice
     try process.run()
     subscriber = process
-    let deadline = ContinuousClock.now + .seconds(10)
-    while ContinuousClock.now < deadline {
-      let log = (try? String(contentsOfFile: dir + "/broker.log", encoding: .utf8)) ?? ""
-      if log.contains("Sending SUBACK to bb-test-subscriber") { break }
-      usleep(20_000)
+    try waitUntilBlocking(
+      "the broker acknowledged the subscription of bb-test-subscriber", poll: .milliseconds(20)
+    ) {
+      log.contains("Sending SUBACK to bb-test-subscriber")
     }
   }
 

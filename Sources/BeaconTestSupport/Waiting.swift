@@ -1,5 +1,9 @@
 import Testing
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// What a `waitUntil` that ran out throws, after recording the issue at the caller's line.
 public struct WaitTimedOut: Error, CustomStringConvertible {
   public let description: String
@@ -22,11 +26,33 @@ public func waitUntil(
 ) async throws {
   let deadline = ContinuousClock.now + timeout
   while try await !condition() {
-    guard ContinuousClock.now < deadline else {
-      let message = "timed out after \(timeout) waiting for: \(what())"
-      Issue.record(Comment(rawValue: message), sourceLocation: sourceLocation)
-      throw WaitTimedOut(description: message)
-    }
+    guard ContinuousClock.now < deadline else { throw timedOut(what(), after: timeout, at: sourceLocation) }
     try await Task.sleep(for: poll)
   }
+}
+
+/// `waitUntil` for test support that cannot await (a synchronous initialiser that starts a
+/// process and waits until it is ready): the same hang guard, issue and `WaitTimedOut`, the
+/// calling thread blocked between polls.
+public func waitUntilBlocking(
+  _ what: @autoclosure () -> String,
+  timeout: Duration = .seconds(60),
+  poll: Duration = .milliseconds(10),
+  sourceLocation: SourceLocation = #_sourceLocation,
+  _ condition: () throws -> Bool
+) throws {
+  let deadline = ContinuousClock.now + timeout
+  while try !condition() {
+    guard ContinuousClock.now < deadline else { throw timedOut(what(), after: timeout, at: sourceLocation) }
+    usleep(UInt32(poll / .microseconds(1)))
+  }
+}
+
+/// Records the issue at the waiting line and makes the error that stops the test there.
+private func timedOut(_ what: String, after timeout: Duration, at sourceLocation: SourceLocation)
+  -> WaitTimedOut
+{
+  let message = "timed out after \(timeout) waiting for: \(what)"
+  Issue.record(Comment(rawValue: message), sourceLocation: sourceLocation)
+  return WaitTimedOut(description: message)
 }

@@ -34,7 +34,10 @@ struct Adapter: Sendable {
   /// Linux 6.1). The adapter's Discovering property tells them apart: false means nobody
   /// discovers for us, so we try again until `discoveryBusyWindow` has passed.
   func startDiscovery(requested: () -> Void) async throws -> DiscoveryStart {
-    let filter = DBusValue.stringVariantDictionary(["Transport": "le", "DuplicateData": true])
+    let filter = DBusValue.stringVariantDictionary([
+      BlueZ.DiscoveryFilter.transport: .string(BlueZ.DiscoveryFilter.lowEnergy),
+      BlueZ.DiscoveryFilter.duplicateData: true,
+    ])
     let deadline = ContinuousClock.now + Self.discoveryBusyWindow
     while true {
       do {
@@ -75,7 +78,7 @@ struct Adapter: Sendable {
   /// The adapter's Discovering property, read now (the mirror may lag); nil if unreadable.
   func discovering() async -> Bool? {
     let value = try? await connection.callReturningOne(
-      destination: BlueZ.service, path: path, interface: .properties, member: "Get",
+      destination: BlueZ.service, path: path, interface: .properties, member: BlueZ.Method.get,
       [.string(BlueZ.adapterInterface.rawValue), .string(BlueZ.Property.discovering)],
       timeout: callTimeout)
     return value?.bool

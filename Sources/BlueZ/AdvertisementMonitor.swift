@@ -26,8 +26,8 @@ enum AdvertisementMonitor {
       .byte(iBeaconPattern.start), .byte(iBeaconPattern.adType), .bytes(iBeaconPattern.content),
     ])
     let properties = DBusValue.stringVariantDictionary([
-      "Type": "or_patterns",
-      "Patterns": .array(element: "(yyay)", [pattern]),
+      BlueZ.Property.monitorType: .string(BlueZ.orPatterns),
+      BlueZ.Property.patterns: .array(element: "(yyay)", [pattern]),
     ])
     return .dictionary(
       key: "o", value: "a{sa{sv}}",
@@ -51,20 +51,20 @@ enum AdvertisementMonitor {
   /// Answers BlueZ's calls on our objects, passing the monitor's calls on.
   static func handler(_ forward: @escaping @Sendable (Call, BusName?) -> Void) -> MethodHandler {
     { call in
-      switch (call.path, call.interface, call.member.rawValue) {
-      case (root, .objectManager?, "GetManagedObjects"):
+      switch (call.path, call.interface, call.member) {
+      case (root, .objectManager?, BlueZ.Method.getManagedObjects):
         return .success([managedObjects()])
-      case (iBeacon, BlueZ.advertisementMonitorInterface?, "Activate"):
+      case (iBeacon, BlueZ.advertisementMonitorInterface?, BlueZ.Method.activate):
         forward(.activated, call.sender)
         return .success([])
-      case (iBeacon, BlueZ.advertisementMonitorInterface?, "Release"):
+      case (iBeacon, BlueZ.advertisementMonitorInterface?, BlueZ.Method.release):
         forward(.released, call.sender)
         return .success([])
-      case (iBeacon, BlueZ.advertisementMonitorInterface?, "DeviceFound"):
+      case (iBeacon, BlueZ.advertisementMonitorInterface?, BlueZ.Method.deviceFound):
         guard let device = call.body.first?.objectPath else { return .failure(.unknownMethod(call)) }
         forward(.deviceFound(device), call.sender)
         return .success([])
-      case (iBeacon, BlueZ.advertisementMonitorInterface?, "DeviceLost"):
+      case (iBeacon, BlueZ.advertisementMonitorInterface?, BlueZ.Method.deviceLost):
         guard let device = call.body.first?.objectPath else { return .failure(.unknownMethod(call)) }
         forward(.deviceLost(device), call.sender)
         return .success([])

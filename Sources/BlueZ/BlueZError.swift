@@ -10,8 +10,7 @@ public struct BlueZError: Error, CustomStringConvertible, Sendable {
     /// Our own kinds by name; BlueZ's by their D-Bus error name.
     private let name: String
     private init(_ name: String) { self.name = name }
-    private init(bluez name: String) { self.name = Self.prefix + name }
-    private static let prefix = "org.bluez.Error."
+    private static let prefix = BlueZ.ErrorReply.prefix
 
     /// `org.bluez` is not on the bus (bluetoothd is not running).
     public static let bluezUnavailable = Code("bluezUnavailable")
@@ -20,18 +19,17 @@ public struct BlueZError: Error, CustomStringConvertible, Sendable {
     /// The requested `hciN` does not exist.
     public static let adapterNotFound = Code("adapterNotFound")
 
-    // BlueZ 5.66 doc/adapter-api.txt, "Possible errors" (any other `org.bluez.Error.*` keeps its
-    // own name).
+    // BlueZ's own, by their D-Bus error names (`BlueZ.ErrorReply`).
     /// The adapter is not powered (StartDiscovery).
-    public static let notReady = Code(bluez: "NotReady")
+    public static let notReady = Code(BlueZ.ErrorReply.notReady)
     /// A discovery is already running, or the kernel refused with Busy (StartDiscovery).
-    public static let inProgress = Code(bluez: "InProgress")
-    public static let invalidArguments = Code(bluez: "InvalidArguments")
-    public static let notSupported = Code(bluez: "NotSupported")
-    public static let notAuthorized = Code(bluez: "NotAuthorized")
-    public static let failed = Code(bluez: "Failed")
+    public static let inProgress = Code(BlueZ.ErrorReply.inProgress)
+    public static let invalidArguments = Code(BlueZ.ErrorReply.invalidArguments)
+    public static let notSupported = Code(BlueZ.ErrorReply.notSupported)
+    public static let notAuthorized = Code(BlueZ.ErrorReply.notAuthorized)
+    public static let failed = Code(BlueZ.ErrorReply.failed)
     /// The object is gone (RemoveDevice, UnregisterMonitor).
-    public static let doesNotExist = Code(bluez: "DoesNotExist")
+    public static let doesNotExist = Code(BlueZ.ErrorReply.doesNotExist)
 
     /// The D-Bus error name BlueZ replied with, for BlueZ's codes.
     public var errorName: ErrorName? { name.hasPrefix(Self.prefix) ? ErrorName(name) : nil }

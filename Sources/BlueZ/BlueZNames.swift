@@ -20,6 +20,8 @@ public enum BlueZ {
     static var paired: StaticString { "Paired" }
     static var trusted: StaticString { "Trusted" }
     static var connected: StaticString { "Connected" }
+    /// An adapter's object path up to its `N` (`/org/bluez/hciN`), which device paths extend.
+    static var adapterPathPrefix: StaticString { "/org/bluez/hci" }
   }
 
   /// `Spelling`'s names as bytes to compare in place (a `String` comparison cost about 100
@@ -53,6 +55,8 @@ public enum BlueZ {
   /// BlueZ's ObjectManager lives at `/`; adapters are `/org/bluez/hciN`.
   public static let objectManagerPath: ObjectPath = "/"
   public static let root: ObjectPath = "/org/bluez"
+  /// A device's path element under its adapter: `dev_` then its address, `_` for `:`.
+  public static let devicePathPrefix = "dev_"
 
   public static let adapterInterface: InterfaceName = "org.bluez.Adapter1"
   public static let deviceInterface = InterfaceName("\(Spelling.deviceInterface)")
@@ -71,6 +75,13 @@ public enum BlueZ {
     /// AdvertisementMonitorManager1 methods.
     public static let registerMonitor: MemberName = "RegisterMonitor"
     public static let unregisterMonitor: MemberName = "UnregisterMonitor"
+    /// AdvertisementMonitor1 methods, which BlueZ calls on our monitor.
+    public static let activate: MemberName = "Activate"
+    public static let release: MemberName = "Release"
+    public static let deviceFound: MemberName = "DeviceFound"
+    public static let deviceLost: MemberName = "DeviceLost"
+    /// Properties.Get: one property as BlueZ has it, not as the mirror last saw it.
+    public static let get: MemberName = "Get"
   }
 
   /// ObjectManager and Properties signals.
@@ -99,5 +110,31 @@ public enum BlueZ {
     public static let supportedMonitorTypes = "SupportedMonitorTypes"
     /// The Device1 properties whose change means "an advertisement was received".
     public static let advertisementKeys: Set<String> = [rssi, txPower, manufacturerData, serviceData]
+    /// AdvertisementMonitor1: the monitor's type and its patterns (`a(yyay)`).
+    public static let monitorType = "Type"
+    public static let patterns = "Patterns"
+  }
+
+  /// The one monitor type this module registers (AdvertisementMonitor1.Type).
+  public static let orPatterns = "or_patterns"
+
+  /// SetDiscoveryFilter's keys and the transport value this module asks for.
+  public enum DiscoveryFilter {
+    public static let transport = "Transport"
+    public static let lowEnergy = "le"
+    public static let duplicateData = "DuplicateData"
+  }
+
+  /// BlueZ's D-Bus error names (doc/adapter-api.txt, "Possible errors"). Any other
+  /// `org.bluez.Error.*` keeps its own name.
+  public enum ErrorReply {
+    public static let prefix = "org.bluez.Error."
+    public static let notReady = prefix + "NotReady"
+    public static let inProgress = prefix + "InProgress"
+    public static let invalidArguments = prefix + "InvalidArguments"
+    public static let notSupported = prefix + "NotSupported"
+    public static let notAuthorized = prefix + "NotAuthorized"
+    public static let failed = prefix + "Failed"
+    public static let doesNotExist = prefix + "DoesNotExist"
   }
 }

@@ -42,7 +42,8 @@ public enum BlueZProbe {
           name: path.lastComponent, address: properties[BlueZ.Property.address]?.string,
           powered: properties[BlueZ.Property.powered]?.bool == true,
           discovering: properties[BlueZ.Property.discovering]?.bool == true,
-          passiveMonitoring: monitor?["SupportedMonitorTypes"]?.strings?.contains("or_patterns") == true)
+          passiveMonitoring: monitor?[BlueZ.Property.supportedMonitorTypes]?.strings?.contains(
+            BlueZ.orPatterns) == true)
       }
       return .running(owner: owner.rawValue, adapters: adapters)
     } catch {

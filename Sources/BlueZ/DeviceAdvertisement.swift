@@ -41,8 +41,8 @@ enum DeviceAdvertisement {
       return address
     }
     let last = path.lastComponent
-    guard last.hasPrefix("dev_") else { return nil }
-    return BluetoothAddress(String(last.dropFirst(4)))
+    guard last.hasPrefix(BlueZ.devicePathPrefix) else { return nil }
+    return BluetoothAddress(String(last.dropFirst(BlueZ.devicePathPrefix.count)))
   }
 
   /// `a{qv}` with `ay` values, as `DeviceEntries` keeps them. Also accepts an array of such

@@ -136,13 +136,13 @@ struct DeviceKey: Hashable, Sendable {
   init?(wirePath path: WireString) {
     // memcmp against a static string: `starts(with: "…".utf8)` walked String.UTF8View's indices,
     // about 550 instructions per signal (callgrind, make bench-check).
-    let prefix: StaticString = "/org/bluez/hci"
+    let prefix = BlueZ.Spelling.adapterPathPrefix
     let prefixCount = prefix.utf8CodeUnitCount
     let count = path.count
     guard count >= prefixCount + 23 else { return nil }
     let bytes = path.bytes
     guard memcmp(bytes.baseAddress!, prefix.utf8Start, prefixCount) == 0 else { return nil }
-    // …N/dev_ then 17 characters.
+    // …N/dev_ (`BlueZ.devicePathPrefix`, byte by byte) then 17 characters.
     let devStart = count - 22
     guard bytes[devStart] == UInt8(ascii: "/"), bytes[devStart + 1] == UInt8(ascii: "d"),
       bytes[devStart + 2] == UInt8(ascii: "e"), bytes[devStart + 3] == UInt8(ascii: "v"),
@@ -199,6 +199,6 @@ struct DeviceKey: Hashable, Sendable {
   var path: ObjectPath? {
     guard adapter >> 63 == 0 else { return nil }
     let text = address.description.split(separator: ":").joined(separator: "_")
-    return ObjectPath("/org/bluez/hci\(adapter)/dev_" + text)
+    return ObjectPath("\(BlueZ.Spelling.adapterPathPrefix)\(adapter)/\(BlueZ.devicePathPrefix)" + text)
   }
 }

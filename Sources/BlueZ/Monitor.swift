@@ -18,7 +18,7 @@ final class Monitor: @unchecked Sendable {
   /// Whether `adapter` offers the `or_patterns` monitor type, as the mirror last saw it.
   static func offersPatterns(_ tree: ObjectTree, on adapter: ObjectPath) -> Bool {
     tree[adapter, BlueZ.advertisementMonitorManagerInterface]?[BlueZ.Property.supportedMonitorTypes]?.strings?
-      .contains("or_patterns") == true
+      .contains(BlueZ.orPatterns) == true
   }
 
   /// Exports the application (once) and registers it on `adapter` (RegisterMonitor). `forward`

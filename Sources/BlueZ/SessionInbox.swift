@@ -42,6 +42,10 @@ final class SessionInbox<Element: Sendable>: Sendable {
   /// reader's backpressure (`SignalSocket`'s `ready`).
   var isDrained: Bool { state.withLock { $0.queue.isEmpty || $0.finished } }
 
+  /// Whether the consumer is parked in `next`, waiting for an element: for tests that must know
+  /// a yield or `finish` reaches a waiting consumer, not one yet to arrive.
+  var hasParkedConsumer: Bool { state.withLock { $0.waiter != nil } }
+
   /// Ends the inbox: the consumer gets what is queued, then nil.
   func finish() {
     let waiter = state.withLock { state -> UnsafeContinuation<Element?, Never>? in

@@ -199,17 +199,6 @@ extension DBusValue {
     }
     return out
   }
-
-  /// `a{qV}` keyed by UInt16 (BlueZ ManufacturerData).
-  public var uint16KeyedDictionary: [UInt16: DBusValue]? {
-    guard let entries = dictionaryEntries else { return nil }
-    var out: [UInt16: DBusValue] = [:]
-    for entry in entries {
-      guard case .uint16(let key) = entry.key else { return nil }
-      out[key] = entry.value
-    }
-    return out
-  }
 }
 
 // MARK: - Literals

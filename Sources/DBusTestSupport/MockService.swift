@@ -63,16 +63,22 @@ public final class MockService: Sendable {
     // Ready once the name has an owner.
     let watcher = try Connection(.address(busAddress))
     defer { watcher.close() }
-    // Generous: python3 and dbusmock start slowly on a loaded two-core machine.
-    let deadline = ContinuousClock.now + .seconds(45)
-    while ContinuousClock.now < deadline {
+    // Generous: python3 and dbusmock start slowly on a loaded two-core machine. DBusTestSupport
+    // does not depend on BeaconTestSupport's `waitUntil`, so this is its own loop; like
+    // `waitUntil` it throws when it runs out, and the test stops there.
+    let timeout: Duration = .seconds(45)
+    let deadline = ContinuousClock.now + timeout
+    func failure(_ reason: String) -> DBusError {
+      service.stop()
+      let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+      return DBusError(.serviceUnknown, "dbusmock \(reason): \(log)")
+    }
+    while true {
       if (try? await watcher.nameOwner(of: name)) != nil { return service }
-      guard process.isRunning else { break }
+      guard process.isRunning else { throw failure("exited before it took \(name)") }
+      guard ContinuousClock.now < deadline else { throw failure("did not take \(name) within \(timeout)") }
       try await Task.sleep(for: .milliseconds(50))
     }
-    service.stop()
-    let log2 = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
-    throw DBusError(.serviceUnknown, "dbusmock did not take \(name): \(log2)")
   }
 
   private init(process: Process, name: BusName, logFile: URL) {

@@ -1,3 +1,4 @@
+import BeaconCore
 import CBlueZ
 import HCIParsing
 
@@ -110,6 +111,6 @@ public final class HCISocket: HCITransport {
   static func lastError(_ operation: String, _ adapter: String) -> HCIScanError {
     let code = errno
     return HCIScanError.from(
-      errno: code, operation: operation, adapter: adapter, message: String(cString: strerror(code)))
+      errno: code, operation: operation, adapter: adapter, message: SystemError.words(code))
   }
 }

@@ -87,7 +87,8 @@ public struct BTSnoopCapture: Sendable {
       else {
         throw BTSnoopError(
           .truncatedRecord,
-          "record \(number) at offset \(at): the file ends inside the 24-byte record header")
+          "record \(number) at offset \(at): the file ends inside the \(Self.recordHeaderLength)-byte record header"
+        )
       }
       guard included <= original else {
         throw BTSnoopError(

@@ -133,8 +133,17 @@ public enum HCIEvent: Hashable, Sendable {
           format: .legacy, eventType: UInt16(eventType), addressType: addressType,
           address: DeviceAddress(wire: address), rssi: signed(rssi), data: Array(data)))
     }
-    if damage == nil, reader.remaining != 0 {
-      damage = .bytesAfterReports(what, remaining: reader.remaining, reports: count)
+    return try delivering(reports, damage: damage, remaining: reader.remaining, what: what, count: count)
+  }
+
+  /// An event's good reports, or its damage carrying them (`deliveredReports`); bytes left after
+  /// the last report are damage too.
+  private static func delivering(
+    _ reports: [AdvertisingReport], damage: HCIEventError?, remaining: Int, what: String, count: Int
+  ) throws(HCIEventError) -> [AdvertisingReport] {
+    var damage = damage
+    if damage == nil, remaining != 0 {
+      damage = .bytesAfterReports(what, remaining: remaining, reports: count)
     }
     if var damage {
       damage.deliveredReports = reports
@@ -188,14 +197,7 @@ public enum HCIEvent: Hashable, Sendable {
           rssi: signed(rssi), txPower: signed(txPower), sid: sid == 0xFF ? nil : sid, dataStatus: status,
           data: Array(data)))
     }
-    if damage == nil, reader.remaining != 0 {
-      damage = .bytesAfterReports(what, remaining: reader.remaining, reports: count)
-    }
-    if var damage {
-      damage.deliveredReports = reports
-      throw damage
-    }
-    return reports
+    return try delivering(reports, damage: damage, remaining: reader.remaining, what: what, count: count)
   }
 
   /// Each directed report is 16 bytes: event type, address type, address, direct address type,

@@ -1,5 +1,6 @@
 import BeaconBridgeCLI
 import BeaconCore
+import BeaconTestSupport
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
   import Glibc
 #endif
 
-/// Issue 14's input and output boundaries, through the real binary as a process: what a careless
+/// The CLI's input and output boundaries, through the real binary as a process: what a careless
 /// or hostile caller does to stdin, stdout and file arguments gives a plain error and exit 1
 /// (or 64 for a usage error), never a trap, a hang, unbounded memory or a lying exit 0.
 @Suite(.timeLimit(.minutes(5)))
@@ -44,9 +45,11 @@ struct IOBoundaryTests {
   }
 
   /// Spawns the binary with the given standard streams (posix_spawn file actions: Foundation's
-  /// Process cannot close a descriptor), waits at most `timeout` seconds, and kills it past that.
+  /// Process cannot close a descriptor) and waits at most `timeout` seconds. Past that it kills
+  /// the binary, records the hang at the caller's line and throws: a hang is this suite's failure.
   static func run(
-    _ arguments: [String], stdin: Stdin = .path("/dev/null"), stdout: Stdout = .capture, timeout: Double = 60
+    _ arguments: [String], stdin: Stdin = .path("/dev/null"), stdout: Stdout = .capture, timeout: Double = 60,
+    sourceLocation: SourceLocation = #_sourceLocation
   ) throws -> Run {
     struct NotBuilt: Error, CustomStringConvertible {
       var description: String { "\(IOBoundaryTests.binary) is missing: run 'swift build' first" }
@@ -95,13 +98,15 @@ struct IOBoundaryTests {
     let spawned = posix_spawn(&pid, binary, &actions, nil, argv, envp)
     guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EINVAL) }
     var status: Int32 = 0
-    while waitpid(pid, &status, WNOHANG) == 0 {
-      if ContinuousClock.now - started > .seconds(timeout) {
-        kill(pid, SIGKILL)
-        waitpid(pid, &status, 0)
-        break
-      }
-      usleep(5_000)
+    do {
+      try waitUntilBlocking(
+        "beaconbridge \(arguments.joined(separator: " ")) to exit", timeout: .seconds(timeout),
+        poll: .milliseconds(5), sourceLocation: sourceLocation
+      ) { waitpid(pid, &status, WNOHANG) != 0 }
+    } catch {
+      kill(pid, SIGKILL)
+      waitpid(pid, &status, 0)
+      throw error
     }
     let elapsed = ContinuousClock.now - started
     let read = { (path: String) in

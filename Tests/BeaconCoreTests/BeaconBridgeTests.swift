@@ -232,4 +232,15 @@ import Testing
     try configuration.set("exitTimeout", to: "25")
     #expect(configuration.presence.exitTimeout == 25)
   }
+
+  /// A setting of named values refuses any other word with the list of the ones it takes.
+  @Test(arguments: [
+    ("unresolvedPolicy", "unresolvedPolicy must be hold or fallback, not \"drop\""),
+    ("sending", "sending must be realtime or postTrip, not \"drop\""),
+    ("rssiFilter", "rssiFilter must be kalman, runningAverage or arma, not \"drop\""),
+  ])
+  func aNamedValueSettingListsItsValues(key: String, message: String) {
+    var configuration = BridgeConfiguration()
+    #expect(throws: ConfigurationError(message)) { try configuration.set(key, to: "drop") }
+  }
 }

@@ -121,12 +121,6 @@ import Testing
       restarted.resolve(eid: uint64(s[2].eid), atBoxSeconds: s[2].boxTime + 5)
         == .replay(0, window: s[2].window!, heardWindow: s[1].window!))
     #expect(restarted.statistics.replaysRefused == 1)
-
-    // The operator accepts a beacon's restored, older clock.
-    restarted.forgetHeardWindow(of: 0)
-    #expect(
-      restarted.resolve(eid: uint64(s[2].eid), atBoxSeconds: s[2].boxTime + 6)
-        == .resolved(0, window: s[2].window!))
   }
 
   @Test func aCachedEIDHeardAfterTheToleranceIsNotResolved() {

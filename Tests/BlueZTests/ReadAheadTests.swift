@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconTestSupport
 import DBusTestSupport
 import Foundation
 import Synchronization
@@ -15,7 +16,10 @@ import Testing
 ///
 /// Each advertisement carries its number as its RSSI, so that what arrives is compared with what
 /// was sent exactly, in order.
-@Suite(.timeLimit(.minutes(2)))
+///
+/// Tagged `.process`: the stall and the send rate are timed, and a starved reader thread would
+/// lose signals the test counts as the code's.
+@Suite(.tags(.process), .timeLimit(.minutes(2)))
 struct ReadAheadTests {
   static let rate = 2_000
   static let total = 3_000

@@ -1,3 +1,4 @@
+import BeaconTestSupport
 import Foundation
 import Testing
 
@@ -65,10 +66,10 @@ struct SessionInboxTests {
     #expect(await inbox.next() == nil)
   }
 
-  @Test func finishWakesAParkedConsumer() async {
+  @Test func finishWakesAParkedConsumer() async throws {
     let inbox = SessionInbox<Int>()
     let consumer = Task { await inbox.next() }
-    try? await Task.sleep(for: .milliseconds(20))
+    try await waitUntil("the consumer parked") { inbox.hasParkedConsumer }
     inbox.finish()
     #expect(await consumer.value == nil)
   }

@@ -94,6 +94,6 @@ import Testing
       Issue.record("watching a missing directory succeeded")
       return
     }
-    #expect(error.description.contains("No such file"))
+    #expect(error.description.contains("no such file"))
   }
 }

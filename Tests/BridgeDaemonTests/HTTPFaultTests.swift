@@ -81,7 +81,8 @@ import Testing
     let uploader = HTTPUploader(url: backend.url, tokenFile: nil, timeout: 60)
     let start = ContinuousClock.now
     let task = Task { try await uploader.post(batch(0)) }
-    try await Task.sleep(for: .milliseconds(300))
+    // Cancelled once the server holds the request, so that it is the transfer that is aborted.
+    try await waitUntil("the server got the request") { backend.received().map(\.status) == ["hang"] }
     task.cancel()
     await #expect(throws: CancellationError.self) { try await task.value }
     #expect(ContinuousClock.now - start < .seconds(30))

@@ -69,7 +69,8 @@ import Testing
     let backend = try FakeBackend(["--script", "hang", "--hang", "60"])
     let start = ContinuousClock.now
     let task = Task { await post(backend, timeout: 60) }
-    try await Task.sleep(for: .milliseconds(500))
+    // Cancelled once the server holds the request: the child is running its transfer.
+    try await waitUntil("the server got the request") { backend.received().map(\.status) == ["hang"] }
     task.cancel()
     guard case .failure(let error) = await task.value else {
       Issue.record("a reply from a hung server")

@@ -66,8 +66,9 @@ public protocol BeaconAuthenticator: Sendable {
   var resolvesAddresses: Bool { get }
   mutating func authenticate(eid: UInt64, at time: Timestamp) -> AuthenticationResult
   mutating func authenticate(address: BluetoothAddress) -> AuthenticationResult
-  /// The 12 plain TLM bytes of an encrypted TLM frame (its 0xFEAA service data) from a resolved
-  /// EID beacon, or nil when its MIC does not verify under that beacon's key and clock.
+  /// An encrypted TLM frame (its 0xFEAA service data) from a resolved EID beacon as the plain TLM
+  /// frame it carries (version 0x00, 14 bytes, for the plain TLM parser), or nil when its MIC
+  /// does not verify under that beacon's key and clock.
   mutating func openTLM(serviceData: [UInt8], of identity: KeyedIdentity, at time: Timestamp) -> [UInt8]?
 }
 

@@ -196,8 +196,7 @@ public struct BeaconPipeline: Sendable {
     let since = Timestamp(seconds: time.seconds - health.settings.telemetryLinkWindow)
     for case .keyed(let key) in tracker.ids(heardFrom: ad.address, since: since) where key.scheme == .eid {
       guard let plain = authenticator?.openTLM(serviceData: data, of: key, at: time),
-        plain.count == 12,
-        case .success(let frame) = BeaconFrameParser.parseEddystone([0x20, 0x00] + plain)
+        case .success(let frame) = BeaconFrameParser.parseEddystone(plain), case .eddystoneTLM = frame
       else { continue }
       return frame
     }

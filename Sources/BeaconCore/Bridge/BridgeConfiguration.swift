@@ -66,15 +66,9 @@ public struct BridgeConfiguration: Hashable, Sendable {
     number(
       "lateWindow", "how long after trip start a beacon may still resolve the trip", \.trips.lateWindow,
       0...86_400, unit: "seconds"),
-    Key(
-      name: "unresolvedPolicy", summary: "hold or fallback: what happens to a trip no beacon resolved",
-      number: nil, numberValue: nil, get: { $0.trips.unresolvedPolicy.rawValue },
-      set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
-        guard let policy = UnresolvedPolicy(rawValue: text) else {
-          throw ConfigurationError("unresolvedPolicy must be hold or fallback, not \(text.quotedForMessage)")
-        }
-        config.trips.unresolvedPolicy = policy
-      }),
+    choice(
+      "unresolvedPolicy", "hold or fallback: what happens to a trip no beacon resolved",
+      \.trips.unresolvedPolicy),
     deviceID(
       "fallbackDeviceId", "the device ID unresolved trips take under unresolvedPolicy=fallback",
       \.trips.fallbackDeviceId),
@@ -85,26 +79,10 @@ public struct BridgeConfiguration: Hashable, Sendable {
       "maxOpenTrips",
       "the most trips open at once; past it trip start is refused, and a restart ends the oldest open ones",
       \.trips.maxOpenTrips, TripSettings.maxOpenTripsRange),
-    Key(
-      name: "sending",
-      summary: "realtime or postTrip: post each batch at once, or a trip's batches after its end",
-      number: nil, numberValue: nil, get: { $0.trips.sending.rawValue },
-      set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
-        guard let sending = TripSending(rawValue: text) else {
-          throw ConfigurationError("sending must be realtime or postTrip, not \(text.quotedForMessage)")
-        }
-        config.trips.sending = sending
-      }),
-    Key(
-      name: "rssiFilter", summary: "kalman, runningAverage or arma", number: nil, numberValue: nil,
-      get: { $0.presence.rssi.filter.rawValue },
-      set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
-        guard let kind = RSSIFilterKind(rawValue: text) else {
-          throw ConfigurationError(
-            "rssiFilter must be kalman, runningAverage or arma, not \(text.quotedForMessage)")
-        }
-        config.presence.rssi.filter = kind
-      }),
+    choice(
+      "sending", "realtime or postTrip: post each batch at once, or a trip's batches after its end",
+      \.trips.sending),
+    choice("rssiFilter", "kalman, runningAverage or arma", \.presence.rssi.filter),
     number(
       "kalmanSigma", "Kalman measurement noise σ, dB", \.presence.rssi.kalmanMeasurementSigma, 0.01...100,
       unit: "dB"),
@@ -250,6 +228,23 @@ public struct BridgeConfiguration: Hashable, Sendable {
       get: { String($0[keyPath: path]) },
       set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
         config[keyPath: path] = Int(try rule.parse(name, text))
+      })
+  }
+
+  /// A setting of named values, an enum's raw values; any other text is refused with the list.
+  private static func choice<Value: RawRepresentable<String> & CaseIterable & Sendable>(
+    _ name: String, _ summary: String, _ path: WritableKeyPath<BridgeConfiguration, Value> & Sendable
+  ) -> Key {
+    Key(
+      name: name, summary: summary, number: nil, numberValue: nil, get: { $0[keyPath: path].rawValue },
+      set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
+        guard let value = Value(rawValue: text) else {
+          let names = Value.allCases.map(\.rawValue)
+          let list =
+            names.count > 1 ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names.joined()
+          throw ConfigurationError("\(name) must be \(list), not \(text.quotedForMessage)")
+        }
+        config[keyPath: path] = value
       })
   }
 

@@ -51,7 +51,8 @@ public struct KeyAuthenticator: BeaconAuthenticator {
   {
     guard identity.scheme == .eid, let frame = try? EncryptedTLM(serviceData: serviceData) else { return nil }
     return eids.openTLM(
-      frame, of: KeyPairingID(rawValue: identity.pairing), atBoxSeconds: boxSeconds(at: time))
+      frame, of: KeyPairingID(rawValue: identity.pairing), atBoxSeconds: boxSeconds(at: time)
+    ).map(EncryptedTLM.plainFrame(tlm:))
   }
 }
 

@@ -63,31 +63,14 @@ public enum TokenFile {
   public static func withKeyFile<T>(
     _ path: String, _ body: (UnsafeRawBufferPointer) throws(TokenFileError) -> T
   ) throws(TokenFileError) -> T {
-    let fd: Int32
-    let info: stat
-    do throws(InputError) { (fd, info) = try RegularFile.open(path, followLinks: false) } catch {
-      if let kind = error.kind {
-        throw TokenFileError(
-          path: path, problem: "is \(kind), not a regular file",
-          fix: "make it a regular file holding the key (32 hex digits), with mode 0600 or 0640")
-      }
-      throw openError(path, errno: error.code ?? EINVAL)
-    }
+    let (fd, _) = try open(path, holding: "the key (32 hex digits), with mode 0600 or 0640")
     defer { close(fd) }
-    if let problem = modeProblem(mode: info.st_mode, uid: info.st_uid, gid: info.st_gid) {
-      throw TokenFileError(path: path, problem: problem, fix: Self.fix(path))
-    }
     return try SecretBytes.withScratch(count: maximumKeyFileSize + 1) {
       (buffer) throws(TokenFileError) -> T in
       var count = 0
       while count < buffer.count {
-        let n = Glibc.read(fd, buffer.baseAddress! + count, buffer.count - count)
+        let n = try readSome(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[count...]), path)
         if n == 0 { break }
-        if n < 0 {
-          if errno == EINTR { continue }
-          throw TokenFileError(
-            path: path, problem: "cannot be read (\(SystemError.words(errno)))", fix: Self.fix(path))
-        }
         count += n
       }
       guard count <= maximumKeyFileSize else {
@@ -106,20 +89,9 @@ public enum TokenFile {
   public static let maximumKeyFileSize = 256
 
   static func read(_ path: String, enforcingMode: Bool) throws(TokenFileError) -> String {
-    let fd: Int32
-    let info: stat
-    do throws(InputError) { (fd, info) = try RegularFile.open(path, followLinks: false) } catch {
-      if let kind = error.kind {
-        throw TokenFileError(
-          path: path, problem: "is \(kind), not a regular file",
-          fix: "make it a regular file holding the token, with mode 0640, owned by root:\(serviceGroup)")
-      }
-      throw openError(path, errno: error.code ?? EINVAL)
-    }
+    let (fd, info) = try open(
+      path, holding: "the token, with mode 0640, owned by root:\(serviceGroup)", enforcingMode: enforcingMode)
     defer { close(fd) }
-    if enforcingMode, let problem = modeProblem(mode: info.st_mode, uid: info.st_uid, gid: info.st_gid) {
-      throw TokenFileError(path: path, problem: problem, fix: Self.fix(path))
-    }
     guard Int(info.st_size) <= maximumSize else {
       throw TokenFileError(
         path: path,
@@ -127,16 +99,12 @@ public enum TokenFile {
         fix: "put only the token in it")
     }
     var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
+    let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+    defer { chunk.deallocate() }
     while bytes.count <= maximumSize {
-      let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+      let n = try readSome(fd, into: chunk, path)
       if n == 0 { break }
-      if n < 0 {
-        if errno == EINTR { continue }
-        throw TokenFileError(
-          path: path, problem: "cannot be read (\(SystemError.words(errno)))", fix: Self.fix(path))
-      }
-      bytes += buffer[0..<n]
+      bytes.append(contentsOf: chunk[0..<n])
     }
     guard bytes.count <= maximumSize else {
       throw TokenFileError(
@@ -156,6 +124,43 @@ public enum TokenFile {
         fix: "put only the token in it, on one line")
     }
     return token
+  }
+
+  /// Opens `path` without following a link or blocking, refusing what is not a regular file and,
+  /// when `enforcingMode`, a mode others can use. `what` is what the file should hold, for the
+  /// fix. The caller closes the descriptor.
+  private static func open(_ path: String, holding what: String, enforcingMode: Bool = true)
+    throws(TokenFileError) -> (fd: Int32, info: stat)
+  {
+    let fd: Int32
+    let info: stat
+    do throws(InputError) { (fd, info) = try RegularFile.open(path, followLinks: false) } catch {
+      if let kind = error.kind {
+        throw TokenFileError(
+          path: path, problem: "is \(kind), not a regular file", fix: "make it a regular file holding \(what)"
+        )
+      }
+      throw openError(path, errno: error.code ?? EINVAL)
+    }
+    if enforcingMode, let problem = modeProblem(mode: info.st_mode, uid: info.st_uid, gid: info.st_gid) {
+      close(fd)
+      throw TokenFileError(path: path, problem: problem, fix: Self.fix(path))
+    }
+    return (fd, info)
+  }
+
+  /// One read(2) into `buffer`, retried on EINTR: the bytes read, 0 at the end of the file.
+  private static func readSome(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, _ path: String)
+    throws(TokenFileError) -> Int
+  {
+    while true {
+      let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
+      if n >= 0 { return n }
+      guard errno == EINTR else {
+        throw TokenFileError(
+          path: path, problem: "cannot be read (\(SystemError.words(errno)))", fix: Self.fix(path))
+      }
+    }
   }
 
   /// The one trimming rule: whitespace and newlines at both ends.

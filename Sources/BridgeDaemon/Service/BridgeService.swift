@@ -144,7 +144,7 @@ final class BridgeService: Service {
   /// Answers one call: introspection, or the Bridge1 method it names (`BridgeMethods`), with
   /// the bridge's errors as `org.beaconbridge.Error.*`.
   static func handle(_ call: MethodCall, methods: BridgeMethods) async -> MethodResult {
-    if call.interface?.rawValue == "org.freedesktop.DBus.Introspectable", call.member == "Introspect" {
+    if call.interface == .introspectable, call.member == "Introspect" {
       return .success([.string(introspection)])
     }
     guard call.interface == nil || call.interface == BridgeServiceNames.interface,

@@ -1,3 +1,4 @@
+import BeaconCore
 import DBus
 import Dispatch
 import FoundationEssentials
@@ -147,6 +148,7 @@ final class DirectoryWatch: Sendable {
 
   struct WatchError: Error, CustomStringConvertible {
     let errno: Int32
-    var description: String { String(cString: strerror(errno)) }
+    /// Watching is reading the directory, so a missing one reads as such.
+    var description: String { SystemError.words(errno, during: .reading) }
   }
 }

@@ -50,8 +50,6 @@ public struct SQLiteError: Error, Hashable, Sendable, CustomStringConvertible {
 final class SQLiteDatabase {
   private var handle: OpaquePointer?
   let path: String
-  /// The connection, for the statements of `SQLite+Secret.swift`.
-  var rawHandle: OpaquePointer? { handle }
 
   /// Opens (creating if asked) the database file. The corresponding C function is
   /// `sqlite3_open_v2`.
@@ -74,10 +72,6 @@ final class SQLiteDatabase {
     sqlite3_close_v2(handle)
   }
 
-  private func error(_ rc: Int32, _ context: String) -> SQLiteError {
-    SQLiteError(code: rc & 0xFF, message: String(cString: sqlite3_errmsg(handle)), context: context)
-  }
-
   /// Runs SQL that returns no rows. The corresponding C function is `sqlite3_exec`.
   func execute(_ sql: String) throws(SQLiteError) {
     let rc = sqlite3_exec(handle, sql, nil, nil, nil)
@@ -87,12 +81,31 @@ final class SQLiteDatabase {
   /// Runs one statement with bound values and returns its rows.
   @discardableResult
   func query(_ sql: String, _ values: [SQLiteValue] = []) throws(SQLiteError) -> [[SQLiteValue]] {
+    try withStatement(sql) { (statement) throws(SQLiteError) -> [[SQLiteValue]] in
+      try bind(values, to: statement, sql: sql)
+      var rows: [[SQLiteValue]] = []
+      while try step(statement, sql) { rows.append(Self.row(of: statement)) }
+      return rows
+    }
+  }
+
+  /// Prepares `sql`, runs `body` over the statement, then finalizes it. The corresponding C
+  /// function is `sqlite3_prepare_v2`.
+  func withStatement<T>(_ sql: String, _ body: (OpaquePointer) throws(SQLiteError) -> T) throws(SQLiteError)
+    -> T
+  {
     var statement: OpaquePointer?
-    var rc = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+    let rc = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
     guard rc == SQLITE_OK, let statement else { throw error(rc, sql) }
     defer { sqlite3_finalize(statement) }
+    return try body(statement)
+  }
+
+  /// Binds `values` to the statement's first parameters, in order.
+  func bind(_ values: [SQLiteValue], to statement: OpaquePointer, sql: String) throws(SQLiteError) {
     for (i, value) in values.enumerated() {
       let index = Int32(i + 1)
+      let rc: Int32
       switch value {
       case .null: rc = sqlite3_bind_null(statement, index)
       case .integer(let n): rc = sqlite3_bind_int64(statement, index, n)
@@ -101,23 +114,33 @@ final class SQLiteDatabase {
       }
       guard rc == SQLITE_OK else { throw error(rc, sql) }
     }
-    var rows: [[SQLiteValue]] = []
-    while true {
-      rc = sqlite3_step(statement)
-      if rc == SQLITE_DONE { break }
-      guard rc == SQLITE_ROW else { throw error(rc, sql) }
-      var row: [SQLiteValue] = []
-      for column in 0..<sqlite3_column_count(statement) {
-        switch sqlite3_column_type(statement, column) {
-        case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
-        case SQLITE_FLOAT: row.append(.real(sqlite3_column_double(statement, column)))
-        case SQLITE_TEXT: row.append(.text(String(cString: sqlite3_column_text(statement, column))))
-        default: row.append(.null)
-        }
+  }
+
+  /// Steps the statement: true at a row, false when it is done.
+  func step(_ statement: OpaquePointer, _ sql: String) throws(SQLiteError) -> Bool {
+    let rc = sqlite3_step(statement)
+    if rc == SQLITE_DONE { return false }
+    guard rc == SQLITE_ROW else { throw error(rc, sql) }
+    return true
+  }
+
+  /// The current row's columns, leaving out `skipped` (a secret column read in place).
+  static func row(of statement: OpaquePointer, skipping skipped: Int32? = nil) -> [SQLiteValue] {
+    var row: [SQLiteValue] = []
+    for column in 0..<sqlite3_column_count(statement) where column != skipped {
+      switch sqlite3_column_type(statement, column) {
+      case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
+      case SQLITE_FLOAT: row.append(.real(sqlite3_column_double(statement, column)))
+      case SQLITE_TEXT: row.append(.text(String(cString: sqlite3_column_text(statement, column))))
+      default: row.append(.null)
       }
-      rows.append(row)
     }
-    return rows
+    return row
+  }
+
+  /// A failure; the SQL named is the statement's text, never a bound value.
+  func error(_ rc: Int32, _ context: String) -> SQLiteError {
+    SQLiteError(code: rc & 0xFF, message: String(cString: sqlite3_errmsg(handle)), context: context)
   }
 
   /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.

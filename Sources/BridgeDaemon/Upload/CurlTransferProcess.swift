@@ -122,7 +122,7 @@ enum CurlTransferProcess {
         close(output[0])
         return .failure(
           Self.error(
-            "cannot run \(executable) \(argument): \(String(cString: strerror(spawned)))")
+            "cannot run \(executable) \(argument): \(SystemError.words(spawned))")
         )
       }
       return .success((child, input[1], output[0]))

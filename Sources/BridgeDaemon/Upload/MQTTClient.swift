@@ -164,7 +164,7 @@ final class MQTTClient: @unchecked Sendable {
         handle, settings.host, Int32(settings.port), Int32(settings.keepAlive), nil, properties)
       api.property_free_all(&properties)
       if rc != MOSQ_ERR_SUCCESS.rawValue {
-        let reason = rc == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : text(rc)
+        let reason = rc == MOSQ_ERR_ERRNO.rawValue ? SystemError.words(errno) : text(rc)
         state.withLock { $0.lastError = "cannot connect to \(settings.host):\(settings.port): \(reason)" }
         sleep(delay)
         delay = min(delay * 2, 30)
