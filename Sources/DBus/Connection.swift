@@ -213,6 +213,16 @@ public final class Connection: Sendable {
     return BusName(owner)
   }
 
+  /// The user ID of the process that owns `name`, as the bus learnt it from the socket's
+  /// credentials (`GetConnectionUnixUser`): who is calling, told by the bus, not by the caller.
+  public func unixUser(of name: BusName) async throws -> UInt32 {
+    let reply = try await busCall("GetConnectionUnixUser", [.string(name.rawValue)])
+    guard let uid = reply.first?.uint32 else {
+      throw DBusError(.invalidArgs, "GetConnectionUnixUser: bad reply")
+    }
+    return uid
+  }
+
   /// Every name on the bus.
   public func listNames() async throws -> [BusName] {
     let reply = try await busCall("ListNames")

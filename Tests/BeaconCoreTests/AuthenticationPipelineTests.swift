@@ -143,6 +143,34 @@ struct ScriptedAuthenticator: BeaconAuthenticator {
     }
   }
 
+  /// The policy turned on by a reload: a plain active beacon stops being active at once, and a
+  /// trip started then is not tagged with it; an active beacon proven by key stays.
+  @Test func turningThePolicyOnEndsAPlainActiveBeacon() throws {
+    let van = Fixtures.iBeaconData(Fixtures.vanBeacon)
+    var p = Self.pipeline(ScriptedAuthenticator())
+    for t in 0..<10 {
+      _ = p.ingest(
+        .sighting(Advertisement(address: Self.publicAddress, rssi: -50, manufacturerData: [van])),
+        at: Timestamp(seconds: Double(t)))
+    }
+    #expect(p.selector.active?.deviceId == Fixtures.vanPairing.deviceId)
+    var strict = p.configuration
+    strict.requireAuthenticated = true
+    let steps = p.reconfigure(strict, at: Timestamp(seconds: 10))
+    #expect(Self.events(steps).map(\.type) == ["activeBeaconChanged"])
+    #expect(p.selector.active == nil)
+    _ = try p.startTrip("t-1", at: Timestamp(seconds: 11))
+    #expect(p.snapshotActiveBeacon(for: "t-1", at: Timestamp(seconds: 11)).0 == nil)
+
+    var keyed = Self.pipeline(ScriptedAuthenticator(eids: [42: .resolved(ScriptedAuthenticator.eid)]))
+    let eid = Advertisement(
+      address: Self.publicAddress, rssi: -60,
+      serviceData: [ServiceData(uuid: .eddystone, data: ScriptedAuthenticator.eidFrame(42))])
+    for t in 0..<4 { _ = keyed.ingest(.sighting(eid), at: Timestamp(seconds: Double(t))) }
+    #expect(keyed.reconfigure(strict, at: Timestamp(seconds: 4)).isEmpty)
+    #expect(keyed.selector.active?.deviceId == "UNIT-E1")
+  }
+
   @Test func keyedPairingsMatchOnlyTheirKey() {
     let set = PairingSet([Self.eidPairing, Self.rpaPairing, Fixtures.vanPairing])
     #expect(set.pairing(for: .keyed(ScriptedAuthenticator.eid))?.deviceId == "UNIT-E1")

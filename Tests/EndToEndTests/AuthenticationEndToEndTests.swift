@@ -4,6 +4,7 @@ import BlueZTestSupport
 import DBus
 import DBusTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -61,6 +62,16 @@ struct AuthenticationEndToEndTests {
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
     let log: @Sendable () -> String = { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
     try await waitUntil("daemon log:\n\(log())") { log().contains("ready: serving") }
+    // The TripTagged signal says how the trip's beacon was proven.
+    let watcher = try Connection(.address(bus))
+    defer { watcher.close() }
+    let subscription = try await watcher.subscribe(
+      to: MatchRule(interface: "org.beaconbridge.Bridge1", member: "TripTagged"))
+    let tagged = Mutex<[[DBusValue]]>([])
+    let reader = Task {
+      for await batch in subscription.batches { tagged.withLock { $0 += batch.map(\.body) } }
+    }
+    defer { reader.cancel() }
 
     let serviceData: DBusValue = .dictionary(
       key: "s", value: "v",
@@ -79,6 +90,10 @@ struct AuthenticationEndToEndTests {
     let trip = try JSONValue.parse(Data(started.stdout.utf8))
     #expect(trip["deviceId"]?.stringValue == "UNIT-E1", "\(started.stdout)")
     #expect(trip["authentication"]?.stringValue == "eid", "\(started.stdout)")
+    try await waitUntil("TripTagged signals: \(tagged.withLock { $0 })") { tagged.withLock { !$0.isEmpty } }
+    let signal = try #require(tagged.withLock { $0.first })
+    #expect(signal.map(\.string) == ["t1", "UNIT-E1", "activeAtStart", "eid"], "\(signal)")
+    #expect(log().contains("trip t1 tagged UNIT-E1 (activeAtStart, authentication eid)"), "\(log())")
     let (json, text) = try status()
     #expect(json?["pairedBeacons"]?.arrayValue?.first?["authentication"]?.stringValue == "eid")
     outputs += started.stdout + text

@@ -93,13 +93,13 @@ public actor BeaconBridge {
   }
 
   /// Re-reads the host's configuration (SIGHUP). An invalid one is refused and the old one kept.
-  public func reload() throws(BridgeError) {
+  public func reload() async throws(BridgeError) {
     let configuration = host.configuration
     let problems = configuration.problems()
     guard problems.isEmpty else {
       throw BridgeError(.invalidConfiguration, "invalid configuration: " + problems.joined(separator: "; "))
     }
-    pipeline.reconfigure(configuration)
+    await perform(pipeline.reconfigure(configuration, at: now))
     wakeDeadlines()
     log(.info, "configuration reloaded")
   }

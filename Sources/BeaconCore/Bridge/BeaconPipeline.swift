@@ -39,12 +39,21 @@ public struct BeaconPipeline: Sendable {
   }
 
   /// Applies new settings (SIGHUP). State in progress is kept.
-  public mutating func reconfigure(_ configuration: BridgeConfiguration) {
+  /// New settings. Under `requireAuthenticated`, an active beacon whose identity is sent in
+  /// clear stops being active at once: the next trip must not snapshot what the policy refuses.
+  @discardableResult
+  public mutating func reconfigure(_ configuration: BridgeConfiguration, at time: Timestamp = .zero) -> [Step]
+  {
     self.configuration = configuration
     tracker.settings = configuration.presence
     selector.settings = configuration.selector
     resolver.settings = configuration.trips
     health.settings = configuration.health
+    guard configuration.requireAuthenticated, let active = selector.active, !active.id.isKeyed else {
+      return []
+    }
+    selector.dropActive()
+    return activeChanged(nil, at: time)
   }
 
   /// Hands the pipeline the keys (at start, and when a pairing by key is added or removed).

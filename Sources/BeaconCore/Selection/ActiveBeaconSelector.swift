@@ -133,6 +133,13 @@ public struct ActiveBeaconSelector: Sendable {
   }
 
   /// Re-checks the active beacon against new pairings (after pair/unpair). Returns the change.
+  /// Ends the active beacon now, without its hold (a policy that no longer allows it).
+  mutating func dropActive() {
+    guard let current = active else { return }
+    active = nil
+    candidates[current.id] = nil
+  }
+
   public mutating func pairingsChanged(_ pairings: PairingSet) -> ActiveBeacon?? {
     candidates = candidates.filter { pairings.pairing(for: $0.key) != nil }
     guard let current = active else { return nil }

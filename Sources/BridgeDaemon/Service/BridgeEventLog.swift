@@ -10,7 +10,9 @@ enum BridgeEventLog {
       logger.log(.notice, "active beacon: \(active.map { "\($0.deviceId) (\($0.id))" } ?? "none")")
     case .tripTagged(let tripId, let resolution):
       logger.log(
-        .notice, "trip \(tripId) tagged \(resolution.deviceId ?? "unresolved") (\(resolution.reason))")
+        .notice,
+        "trip \(tripId) tagged \(resolution.deviceId ?? "unresolved") (\(resolution.reason)"
+          + (resolution.snapshot.map { ", authentication \($0.id.authentication.rawValue)" } ?? "") + ")")
     case .batchDeadLettered(let batch, let reason):
       logger.log(.error, "trip \(batch.tripId) batch \(batch.sequence) refused by the backend: \(reason)")
     case .beaconEntered(let beacon):

@@ -4,6 +4,10 @@ import DBus
 import FoundationEssentials
 import GZone
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The methods of `org.beaconbridge.Bridge1` (docs/dbus-api.md), one function each, over the
 /// bridge, the store and what the service reads besides. `BridgeService.handle` finds the
 /// function (`method(_:)`) and turns what it throws into a D-Bus error.
@@ -12,6 +16,8 @@ struct BridgeMethods: Sendable {
   let store: Store
   let state: BridgeServiceContext
   let logger: DaemonLogger
+  /// The user a caller runs as, asked of the bus; nil when it cannot tell.
+  let callerUID: @Sendable (BusName) async -> UInt32?
 
   typealias Method = @Sendable (Arguments) async throws -> MethodResult
 
@@ -37,7 +43,12 @@ struct BridgeMethods: Sendable {
   /// A call's arguments, read by position; a missing or mistyped one is nil.
   struct Arguments: Sendable {
     let values: [DBusValue]
-    init(_ values: [DBusValue]) { self.values = values }
+    /// The caller's unique name, when the call came over a bus.
+    let sender: BusName?
+    init(_ values: [DBusValue], sender: BusName? = nil) {
+      self.values = values
+      self.sender = sender
+    }
     func string(_ i: Int) -> String? { i < values.count ? values[i].string : nil }
     func int(_ i: Int) -> Int? { i < values.count ? values[i].int : nil }
 
@@ -116,6 +127,12 @@ struct BridgeMethods: Sendable {
   func pairWithKey(_ args: Arguments) async throws -> MethodResult {
     let signature =
       "PairWithKey takes (s scheme, s key, i rotationExponent, x beaconClock, s deviceId, s label)"
+    // The bus policy lets only root call this; the daemon asks the bus who the caller is as well,
+    // so that a policy file missing or edited does not open the keys to every user.
+    guard let sender = args.sender, let uid = await callerUID(sender), uid == 0 || uid == getuid() else {
+      return .failure(
+        DBusError(.accessDenied, "PairWithKey is for root only: run 'beaconbridge pair' with sudo"))
+    }
     guard let schemeText = args.string(0), let keyText = args.string(1), let k = args.int(2),
       let clock = args.int(3), let deviceText = args.string(4)
     else { return Self.invalidArgs(signature) }

@@ -88,7 +88,9 @@ final class BridgeService: Service {
   ) throws {
     self.connection = connection
     self.announcements = announcements
-    let methods = BridgeMethods(bridge: bridge, store: store, state: context, logger: logger)
+    let methods = BridgeMethods(
+      bridge: bridge, store: store, state: context, logger: logger,
+      callerUID: { [connection] name in try? await connection.unixUser(of: name) })
     object = try connection.export(BridgeServiceNames.path) { call in
       await Self.handle(call, methods: methods)
     }
@@ -116,7 +118,10 @@ final class BridgeService: Service {
       try? connection.emit(
         path: BridgeServiceNames.path, interface: BridgeServiceNames.interface,
         member: BridgeServiceNames.SignalName.tripTagged,
-        [.string(tripId), .string(resolution.deviceId ?? ""), .string(resolution.reason)])
+        [
+          .string(tripId), .string(resolution.deviceId ?? ""), .string(resolution.reason),
+          .string(resolution.snapshot?.id.authentication.rawValue ?? ""),
+        ])
     case .beaconHealth(let change):
       var json = ""
       JSONWriter.writeObject(change.jsonFields, to: &json)
@@ -153,7 +158,7 @@ final class BridgeService: Service {
       return .failure(.unknownMethod(call))
     }
     do {
-      return try await method(BridgeMethods.Arguments(call.body))
+      return try await method(BridgeMethods.Arguments(call.body, sender: call.sender))
     } catch let error as BridgeError {
       let name =
         switch error.code {
@@ -219,6 +224,7 @@ final class BridgeService: Service {
         </signal>
         <signal name="TripTagged">
           <arg name="tripId" type="s"/><arg name="deviceId" type="s"/><arg name="resolution" type="s"/>
+          <arg name="authentication" type="s"/>
         </signal>
       </interface>
     </node>

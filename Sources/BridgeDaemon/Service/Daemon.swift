@@ -222,6 +222,10 @@ public struct Daemon: Sendable {
           _ = uploads.sink(for: fresh)
           await store.setOutboxLimit(fresh.outboxMaxBatches)
           try await bridge.reload()
+          // The keys' resolver takes the new [ActiveBeacon] eidClockTolerance; the beacons'
+          // clocks and heard windows carry over.
+          try await KeyAuthenticator.refresh(
+            bridge: bridge, store: store, eidClockTolerance: host.configuration.eidClockTolerance)
           logger.log(.notice, "configuration reloaded from \(configPath)")
         } catch {
           logger.log(.error, "configuration not reloaded, the old one stays: \(error)")
