@@ -209,7 +209,7 @@ final class DemoView: Sendable {
       return "eddystone URL    \(address): \(frame.url) (tx \(frame.txPower) dBm at 0 m)"
     case .beaconHealth(let change):
       return "beacon health    \(change.deviceId) \(change.kind.rawValue)"
-        + (change.health.telemetry?.batteryMillivolts.map { " (\($0) mV)" } ?? "")
+        + (change.health.telemetry?.batteryMillivolts.map { " (\($0) mV)" } ?? "") + change.cloneDetail
     }
   }
 }

@@ -112,7 +112,7 @@ public struct StatusCommand: BridgeCommand {
   }
 
   /// One paired beacon's health on a line: last seen, signal, battery (with the daemon's low
-  /// verdict), temperature, uptime.
+  /// verdict), temperature, uptime, and the daemon's clone verdict.
   static func health(_ b: DaemonStatus.PairedBeacon) -> String {
     var parts: [String] = []
     let ago = b.lastSeenAgoSeconds.map { "seen \(Int($0)) s ago" } ?? "never seen"
@@ -128,6 +128,11 @@ public struct StatusCommand: BridgeCommand {
     if let count = b.advertisingCount { parts.append("\(count) adverts") }
     if b.reboots > 0 { parts.append("\(b.reboots) reboot(s)") }
     if let url = b.url { parts.append(url) }
+    if b.possibleClone {
+      let from =
+        b.cloneAddresses.isEmpty ? "" : " (heard from \(b.cloneAddresses.joined(separator: " and ")) at once)"
+      parts.append("POSSIBLE CLONE\(from)")
+    }
     return parts.joined(separator: ", ")
   }
 }

@@ -189,6 +189,24 @@ import Testing
     #expect(changes.first?["batteryLow"] == .bool(true))
   }
 
+  /// plain-clone.json: a copy of van 7 interleaved with it from another address is noticed once
+  /// and cleared once; van 9, rotating its address once, is no clone.
+  @Test func aClonedPlainIdentityIsNoticedAndClears() async throws {
+    let output = try await Self.simulate("plain-clone.json")
+    #expect(output.status == 0, "\(output.stderr)")
+    let changes = output.of("beaconHealth")
+    #expect(changes.map { $0["change"]?.stringValue } == ["possibleClone", "cloneCleared"])
+    #expect(changes.allSatisfy { $0["deviceId"]?.stringValue == "UNIT-0042" })
+    #expect(changes.map { $0["at"]?.doubleValue } == [51.5, 391])
+    #expect(changes.first?["possibleClone"] == .bool(true))
+    #expect(changes.first?["authentication"]?.stringValue == "none")
+    #expect(
+      changes.first?["cloneAddresses"]
+        == .array([.string("C0:FF:EE:00:00:07"), .string("DE:AD:BE:EF:00:07")]))
+    #expect(changes.last?["possibleClone"] == .bool(false))
+    #expect(changes.last?["cloneAddresses"] == .array([]))
+  }
+
   @Test(arguments: [
     ("{", "not valid JSON"),
     ("[]", "the top level must be an object"),

@@ -71,6 +71,39 @@ import Testing
     #expect(json["pairedBeacons"]?.arrayValue?.first?["authentication"]?.stringValue == "eid")
   }
 
+  /// The fleet's beacon report names each pairing as `pairs` does: a pairing by key by its
+  /// scheme and number (no nil UUID posing as an identity), a plain one by its identity, with
+  /// the clone verdict.
+  @Test func theFleetBeaconReportSaysHowEachPairingIsProven() async throws {
+    let (bridge, _) = try await Self.bridge()
+    let status = await bridge.status
+    let keyed = try #require(status.pairedBeacons.first { $0.pairing.key != nil })
+    let entry = FleetBeaconReport.entry(keyed, now: status.now, at: { _ in .null })
+    #expect(entry["authentication"] == .string("eid"))
+    #expect(entry["pairing"] == .int(7))
+    #expect(entry["uuid"] == .null && entry["major"] == .null && entry["minor"] == .null)
+    #expect(entry["deviceId"] == .string("UNIT-E1") && entry["label"] == .string("tag"))
+    #expect(entry["possibleClone"] == .bool(false))
+    #expect(FleetBeaconReport.name(keyed.pairing) == "UNIT-E1|eid|7")
+
+    // A plain pairing heard from two addresses at once for 30 s.
+    var pipeline = BeaconPipeline(pairings: PairingSet([Fixtures.vanPairing]))
+    for t in 0..<30 {
+      for (address, offset) in [(Fixtures.vanAddress, 0.0), (Fixtures.strangerAddress, 0.5)] {
+        _ = pipeline.ingest(
+          .sighting(Fixtures.iBeacon(Fixtures.vanBeacon, address: address, rssi: -60)),
+          at: Timestamp(seconds: Double(t) + offset))
+      }
+    }
+    let plain = try #require(pipeline.pairedBeacons.first)
+    let cloned = FleetBeaconReport.entry(plain, now: Timestamp(seconds: 30), at: { _ in .null })
+    #expect(cloned["authentication"] == .string("none"))
+    #expect(cloned["uuid"] == .string(Fixtures.fleet.uuidString))
+    #expect(cloned["major"] == .int(1) && cloned["minor"] == .int(7))
+    #expect(cloned["pairing"] == nil)
+    #expect(cloned["possibleClone"] == .bool(true))
+  }
+
   @Test func theUploadBodySaysEIDOverHTTPAndMQTT() async throws {
     let (_, host) = try await Self.bridge()
     let batch = try #require(host.posted.first)

@@ -275,6 +275,28 @@ import Testing
     #expect(status(report, "beacon battery") == .warning, "\(report.text)")
   }
 
+  /// The clone verdict is the daemon's (`BeaconHealth.possibleClone`, through the status JSON):
+  /// doctor names the device and the addresses, and says to pair it by key.
+  @Test func aPossibleCloneWarnsAndSaysToPairByKey() throws {
+    var health = BeaconHealth()
+    health.possibleClone = true
+    health.cloneAddresses = [BluetoothAddress("C0:FF:EE:00:00:07")!, BluetoothAddress("DE:AD:BE:EF:00:07")!]
+    let fields = Dictionary(
+      uniqueKeysWithValues: health.jsonFields(now: Timestamp(seconds: 0)).map { ($0.key, $0.value) })
+    let report = Doctor.evaluate(facts(daemon: withPaired(fields)))
+    #expect(status(report, "beacon clone") == .warning, "\(report.text)")
+    #expect(
+      report.text.contains(
+        "UNIT-0042 (van 7): its identity, sent in clear, is heard from C0:FF:EE:00:00:07 and DE:AD:BE:EF:00:07 at once"
+      ),
+      "\(report.text)")
+    #expect(report.text.contains("pair UNIT-0042 by key instead (beaconbridge pair --eid-key-file FILE"))
+    #expect(report.text.contains("--irk-file FILE"))
+    #expect(status(report, "beacon health") == nil)
+    let clean = Doctor.evaluate(facts(daemon: withPaired(["possibleClone": .bool(false)])))
+    #expect(status(clean, "beacon clone") == nil && status(clean, "beacon health") == .ok)
+  }
+
   @Test func silentAndRebootedBeaconsWarn() throws {
     let config = try DaemonConfiguration.parse("[Health]\nsilentAfter = 60\n", file: "test.conf")
     let report = Doctor.evaluate(

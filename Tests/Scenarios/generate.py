@@ -264,7 +264,8 @@ def main():
 
 def authentication():
     """Pairings by key (docs/authentication.md): EID and RPA beacons tagging trips, rotation,
-    drift, replay, a wrong key, and the policy against a cloned plain identity."""
+    drift, replay, a wrong key, the policy against a cloned plain identity, and the clone of a
+    plain identity noticed."""
     e1 = eid_pairing(EID_KEY, 10, 65280, "UNIT-E1", "driver tag")
     rng = random.Random(50)
     write("eid-trip.json",
@@ -359,6 +360,20 @@ def authentication():
           + eid_beacon(rng, "C0:FF:EE:00:0E:01", EID_KEY, 10, 65280, -70, 25, 200)
           + trip("t1", 10, [(15, ["braking"]), (100, ["cornering"])], 190),
           config={"requireAuthenticated": "true"})
+
+    rng = random.Random(58)
+    write("plain-clone.json",
+          "A clone of a paired plain iBeacon (van 7) heard from another address, interleaved with "
+          "the real one, from 30.5 s to 90.5 s: one beaconHealth 'possibleClone' naming both "
+          "addresses at 51.5 s (its third 10 s window with a return to an address it had left), "
+          "and 'cloneCleared' 300 s after the last return (391 s). Van 9 rotates its address once "
+          "at 60 s, as a beacon with a resolvable private address does: no clone.",
+          [PAIR7, PAIR9],
+          beacon(rng, "C0:FF:EE:00:00:07", VAN7, -60, 0, 150)
+          + beacon(rng, "DE:AD:BE:EF:00:07", VAN7, -55, 30.5, 90.5)
+          + beacon(rng, "5A:00:00:00:09:01", VAN9, -65, 0, 59)
+          + beacon(rng, "5A:00:00:00:09:02", VAN9, -65, 60, 150),
+          duration=420)
 
 
 if __name__ == "__main__":

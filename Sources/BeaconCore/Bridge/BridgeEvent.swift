@@ -166,7 +166,8 @@ extension BeaconHealth {
     }
     out += [
       ("url", JSONValue(url)), ("reboots", .int(Int64(reboots))), ("batteryLow", .bool(batteryLow)),
-      ("silent", .bool(silent)),
+      ("silent", .bool(silent)), ("possibleClone", .bool(possibleClone)),
+      ("cloneAddresses", .array(cloneAddresses.map { .string($0.description) })),
     ]
     return out
   }

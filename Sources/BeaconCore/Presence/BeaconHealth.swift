@@ -12,6 +12,16 @@ public struct HealthSettings: Hashable, Sendable {
   /// hovering at it (voltage sags with cold and with each transmission) does not flap.
   public static let batteryHysteresis: Double = 50
 
+  /// The clone rule (`CloneWatch`): a window is this many seconds from the first time, in it, a
+  /// paired plain identity came back to an address it had left for another.
+  public static let cloneWindow: Double = 10
+  /// Windows with such a return before the identity is a possible clone: one is a glitch (two
+  /// units briefly set to the same identity while being configured), three are two transmitters.
+  public static let cloneWindows = 3
+  /// A possible clone clears after this many seconds without a return, and the windows counted
+  /// start again: returns further apart than this are unrelated.
+  public static let cloneQuietPeriod: Double = 300
+
   public init() {}
 }
 
@@ -51,6 +61,12 @@ public struct BeaconHealth: Hashable, Sendable {
   public var lastRebootAt: Timestamp?
   public var batteryLow = false
   public var silent = false
+  /// Heard from two Bluetooth addresses at once, repeatedly (`CloneWatch`): a plain identity
+  /// copied to a second transmitter.
+  public var possibleClone = false
+  /// The addresses it was heard from at once while a possible clone, in address order (at most
+  /// `CloneWatch.kept`); empty otherwise.
+  public var cloneAddresses: [BluetoothAddress] = []
 
   public init() {}
 }
@@ -68,6 +84,10 @@ public struct HealthChange: Hashable, Sendable {
     case silent
     /// Seen again after being silent.
     case seenAgain
+    /// A plain identity heard from two addresses at once, in `cloneWindows` windows.
+    case possibleClone
+    /// No longer: no return to an address for `cloneQuietPeriod`.
+    case cloneCleared
   }
 
   public var kind: Kind
@@ -82,6 +102,12 @@ public struct HealthChange: Hashable, Sendable {
     self.deviceId = deviceId
     self.health = health
     self.lastSeen = lastSeen
+  }
+
+  /// For a line of text: `possibleClone`'s addresses (", heard from A and B at once"), else "".
+  public var cloneDetail: String {
+    guard kind == .possibleClone, !health.cloneAddresses.isEmpty else { return "" }
+    return ", heard from \(health.cloneAddresses.map(\.description).joined(separator: " and ")) at once"
   }
 }
 
@@ -121,10 +147,17 @@ public struct BeaconHealthBook: Sendable {
   private var urls: [BluetoothAddress: (url: String, txPower: Int)] = [:]
   /// Frames of known kinds that are not decoded (`IgnoredFrame.kind`), counted.
   public private(set) var ignoredFrames: [String: Int] = [:]
+  /// The clone rule's state for each paired plain identity heard from more than one address.
+  private(set) var clones: [BeaconID: CloneWatch] = [:]
+  /// How many of `clones` are flagged: while none is, ticks do not look at them.
+  private var flaggedClones = 0
 
   /// Bounds on what is kept per address, against floods of random addresses.
   static let maximumPending = 1024
   static let maximumURLs = 4096
+  /// A bound on `clones`: a pairing that leaves out the major or the minor matches many
+  /// identities, all of which a flood could make move.
+  static let maximumCloneWatches = 256
 
   public init(settings: HealthSettings = HealthSettings()) {
     self.settings = settings
@@ -248,9 +281,70 @@ public struct BeaconHealthBook: Sendable {
     return [HealthChange(kind: .seenAgain, id: id, deviceId: pairing.deviceId, health: entry, lastSeen: time)]
   }
 
-  /// Paired beacons not seen for `silentAfter` as of `time` become silent.
-  mutating func expire(at time: Timestamp, pairings: PairingSet) -> [HealthChange] {
+  /// A paired plain identity (`pairing` its pairing) heard from `address`, its last sighting
+  /// having been from another (`CloneWatch`). Returns `possibleClone` when this reaches the rule.
+  mutating func addressChanged(
+    _ id: BeaconID, to address: BluetoothAddress, at time: Timestamp, pairing: Pairing
+  ) -> [HealthChange] {
+    guard let (returned, clone) = clones[id]?.moved(to: address, at: time) else {
+      if clones.count >= Self.maximumCloneWatches { pruneClones(at: time) }
+      if clones.count < Self.maximumCloneWatches { clones[id] = CloneWatch(address: address, at: time) }
+      return []
+    }
+    guard returned, let watch = clones[id] else { return [] }
+    var entry = health[id] ?? BeaconHealth()
+    let addresses = watch.concurrent(at: time)
+    if watch.flagged {
+      // Still a clone: a further transmitter joins the addresses shown (up to the watch's bound).
+      let new = addresses.filter { !entry.cloneAddresses.contains($0) }
+      guard !new.isEmpty else { return [] }
+      entry.cloneAddresses = Array((entry.cloneAddresses + new).sorted().prefix(CloneWatch.kept))
+      health[id] = entry
+      return []
+    }
+    guard clone else { return [] }
+    clones[id]?.flagged = true
+    flaggedClones += 1
+    entry.possibleClone = true
+    entry.cloneAddresses = addresses
+    health[id] = entry
+    return [
+      HealthChange(kind: .possibleClone, id: id, deviceId: pairing.deviceId, health: entry, lastSeen: time)
+    ]
+  }
+
+  /// Forgets the watches of identities neither flagged nor heard moving for a quiet period.
+  private mutating func pruneClones(at time: Timestamp) {
+    clones = clones.filter {
+      $0.value.flagged || time - $0.value.lastActivity < HealthSettings.cloneQuietPeriod
+    }
+  }
+
+  /// Possible clones without a return for `cloneQuietPeriod` as of `time` clear.
+  private mutating func clearClones(at time: Timestamp, pairings: PairingSet) -> [HealthChange] {
+    guard flaggedClones > 0 else { return [] }
     var changes: [HealthChange] = []
+    for id in clones.keys.sorted() where clones[id]?.flagged == true && clones[id]?.isQuiet(at: time) == true
+    {
+      clones[id]?.clear()
+      flaggedClones -= 1
+      guard var entry = health[id] else { continue }
+      entry.possibleClone = false
+      entry.cloneAddresses = []
+      health[id] = entry
+      guard let pairing = pairings.pairing(for: id) else { continue }
+      changes.append(
+        HealthChange(
+          kind: .cloneCleared, id: id, deviceId: pairing.deviceId, health: entry,
+          lastSeen: clones[id]?.lastReturn))
+    }
+    return changes
+  }
+
+  /// Paired beacons not seen for `silentAfter` as of `time` become silent; possible clones quiet
+  /// for `cloneQuietPeriod` clear.
+  mutating func expire(at time: Timestamp, pairings: PairingSet) -> [HealthChange] {
+    var changes = clearClones(at: time, pairings: pairings)
     for (id, lastSeen) in departedLastSeen.sorted(by: { $0.key < $1.key })
     where time - lastSeen >= settings.silentAfter && health[id]?.silent != true {
       guard let pairing = pairings.pairing(for: id) else {
@@ -266,9 +360,13 @@ public struct BeaconHealthBook: Sendable {
     return changes
   }
 
-  /// When the next paired beacon becomes silent.
+  /// When the next paired beacon becomes silent, or the next possible clone clears.
   var nextDeadline: Timestamp? {
-    departedLastSeen.lazy.filter { self.health[$0.key]?.silent != true }
+    let silence = departedLastSeen.lazy.filter { self.health[$0.key]?.silent != true }
       .map { $0.value + self.settings.silentAfter }.min()
+    guard flaggedClones > 0 else { return silence }
+    let clear = clones.values.lazy.filter(\.flagged).compactMap(\.lastReturn)
+      .map { $0 + HealthSettings.cloneQuietPeriod }.min()
+    return [silence, clear].compactMap { $0 }.min()
   }
 }

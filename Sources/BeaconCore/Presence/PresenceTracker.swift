@@ -147,6 +147,10 @@ public struct PresenceTracker: Sendable {
   /// work stays constant; the delay is computed, and the heap touched, when a deadline is asked
   /// for. Indices stay valid because every removal queues these first.
   var unqueued: [Int] = []
+  /// Set when `record` hears a beacon in range from another address than its last sighting's,
+  /// in `moved` (off the path of a sighting from the same address); cleared by the caller that
+  /// acts on it (`BeaconPipeline`, for the clone rule) right after that `record`.
+  var movedSinceCleared = false
 
   public init(settings: PresenceSettings = PresenceSettings()) {
     self.settings = settings
@@ -224,6 +228,7 @@ public struct PresenceTracker: Sendable {
   /// smaller function, with fewer registers to save and less stack to set up.
   @inline(never)
   private mutating func moved(_ index: Int, to address: BluetoothAddress) {
+    movedSinceCleared = true
     unindex(entries[index].beacon)
     idsByAddress[address, default: []].insert(entries[index].beacon.id)
   }

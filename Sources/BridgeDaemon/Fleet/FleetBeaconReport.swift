@@ -35,24 +35,8 @@ final class FleetBeaconReport: Sendable {
     }
     var beacons: [JSONValue] = []
     for paired in status.pairedBeacons {
-      let fields = paired.statusJSON(now: status.now).objectValue ?? [:]
-      let pairing = paired.pairing
-      let name =
-        "\(pairing.deviceId)|\(pairing.uuid)|\(pairing.major.map(String.init) ?? "*")|\(pairing.minor.map(String.init) ?? "*")"
-      var out: [String: JSONValue] = [
-        "deviceId": fields["deviceId"] ?? .null, "label": fields["label"] ?? .null,
-        "uuid": .string(paired.pairing.uuid.uuidString),
-        "major": paired.pairing.major.map { .int(Int64($0)) } ?? .null,
-        "minor": paired.pairing.minor.map { .int(Int64($0)) } ?? .null,
-        "inRange": fields["inRange"] ?? .null, "lastSeenAt": at(fields["lastSeenAgoSeconds"]),
-        "rssi": fields["rssi"] ?? .null, "smoothedRssi": fields["smoothedRssi"] ?? .null,
-        // Authenticated identities (EID, IRK) are issue 29's; until then every beacon is "none".
-        "authentication": .string("none"),
-        "batteryMv": fields["batteryMv"] ?? .null, "batteryLow": fields["batteryLow"] ?? .bool(false),
-        "telemetryAt": at(fields["telemetryAgeSeconds"]),
-        "reboots": fields["reboots"] ?? .int(0), "silent": fields["silent"] ?? .bool(false),
-      ]
-      out["batteryTrend"] = trend(name, fields["batteryMv"]?.intValue)
+      var out = Self.entry(paired, now: status.now, at: at)
+      out["batteryTrend"] = trend(Self.name(paired.pairing), out["batteryMv"]?.intValue)
       beacons.append(.object(out))
     }
     let key = JSONValue.array(
@@ -67,6 +51,33 @@ final class FleetBeaconReport: Sendable {
       "boxId": .string(boxId), "at": .string(wall.formatted(.iso8601)), "beacons": .array(beacons),
     ])
     return Array(report.compactText.utf8)
+  }
+
+  /// One paired beacon's entry, without its battery trend; `at` makes an age absolute.
+  ///
+  /// The pairing's own fields, as `pairs` shows them: a plain pairing's UUID, major and minor; a
+  /// pairing by key has none (its nil UUID identifies nothing), so its scheme (`authentication`)
+  /// and its number (`pairing`) say which it is, never its key.
+  static func entry(_ paired: PairedBeaconStatus, now: Timestamp, at: (JSONValue?) -> JSONValue)
+    -> [String: JSONValue]
+  {
+    let fields = paired.statusJSON(now: now).objectValue ?? [:]
+    var out = paired.pairing.json.objectValue ?? [:]
+    for key in ["deviceId", "label", "inRange", "rssi", "smoothedRssi", "batteryMv"] {
+      out[key] = fields[key] ?? .null
+    }
+    for key in ["batteryLow", "silent", "possibleClone"] { out[key] = fields[key] ?? .bool(false) }
+    out["reboots"] = fields["reboots"] ?? .int(0)
+    out["lastSeenAt"] = at(fields["lastSeenAgoSeconds"])
+    out["telemetryAt"] = at(fields["telemetryAgeSeconds"])
+    return out
+  }
+
+  /// What the battery trend is remembered by: the pairing, as `pairs` names it.
+  static func name(_ pairing: Pairing) -> String {
+    if let key = pairing.key { return "\(pairing.deviceId)|\(key.scheme.rawValue)|\(key.pairing)" }
+    return
+      "\(pairing.deviceId)|\(pairing.uuid)|\(pairing.major.map(String.init) ?? "*")|\(pairing.minor.map(String.init) ?? "*")"
   }
 
   /// Forgets the last report, so that the next one is sent: the last one did not reach the

@@ -3,8 +3,9 @@ import BlueZ
 
 public enum Doctor {
   /// Paired beacons' health from the daemon's `Status`: the daemon's own verdicts
-  /// (`BeaconHealth`: a low battery with its hysteresis, a silent beacon, a reboot) as warnings,
-  /// worded with the configured `[Health]` thresholds. Nothing is judged again here.
+  /// (`BeaconHealth`: a low battery with its hysteresis, a silent beacon, a reboot, a possible
+  /// clone) as warnings, worded with the configured `[Health]` thresholds. Nothing is judged
+  /// again here.
   static func beaconHealth(_ status: DaemonStatus, settings: HealthSettings) -> [HealthCheck] {
     let paired = status.pairedBeacons
     guard !paired.isEmpty else { return [] }
@@ -34,6 +35,17 @@ public enum Doctor {
             .bluetooth, "beacon reboot", .warning,
             "\(beacon.name): restarted \(beacon.reboots) time(s) (its uptime went backwards)\(when)",
             fix: "a weak battery or a loose contact restarts a beacon: check the battery"))
+      }
+      if beacon.possibleClone {
+        let from =
+          beacon.cloneAddresses.isEmpty ? "two addresses" : beacon.cloneAddresses.joined(separator: " and ")
+        checks.append(
+          HealthCheck(
+            .bluetooth, "beacon clone", .warning,
+            "\(beacon.name): its identity, sent in clear, is heard from \(from) at once, again and again: another transmitter copies it, and can tag trips as this device",
+            fix:
+              "pair \(beacon.deviceId) by key instead (beaconbridge pair --eid-key-file FILE --rotation-exponent K --beacon-clock N --device-id \(beacon.deviceId), or --irk-file FILE), then set [ActiveBeacon] requireAuthenticated = true"
+          ))
       }
     }
     if checks.isEmpty {

@@ -19,8 +19,12 @@ enum BridgeEventLog {
       logger.log(.debug, "beacon entered: \(beacon.id) at \(beacon.address)")
     case .beaconHealth(let change):
       let battery = change.health.telemetry?.batteryMillivolts.map { ", battery \($0) mV" } ?? ""
-      let level: LogRecord.Level = [.batteryRecovered, .seenAgain].contains(change.kind) ? .notice : .warning
-      logger.log(level, "paired beacon \(change.deviceId) (\(change.id)): \(change.kind.rawValue)\(battery)")
+      let level: LogRecord.Level =
+        [.batteryRecovered, .seenAgain, .cloneCleared].contains(change.kind) ? .notice : .warning
+      logger.log(
+        level,
+        "paired beacon \(change.deviceId) (\(change.id)): \(change.kind.rawValue)\(battery)\(change.cloneDetail)"
+      )
     default:
       break
     }

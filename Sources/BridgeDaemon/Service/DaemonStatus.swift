@@ -4,8 +4,8 @@ import BeaconCore
 /// reader and `doctor` use it: the one place outside the daemon that knows the field names.
 /// The daemon writes the JSON (`BridgeStatus.json(scan:outbox:)`, StatusJSON.swift, next door);
 /// `init(json:)` reads it back, and `DaemonStatusTests` holds the two to each other. The health
-/// verdicts in it (`batteryLow` with its hysteresis, `silent`) are `BeaconHealth`'s, made once in
-/// the daemon: readers show them and never judge again.
+/// verdicts in it (`batteryLow` with its hysteresis, `silent`, `possibleClone`) are
+/// `BeaconHealth`'s, made once in the daemon: readers show them and never judge again.
 public struct DaemonStatus: Sendable, Equatable {
   /// What scanning does: `starting`, `scanning`, `waiting` or `failing`, and why.
   public struct Scan: Sendable, Equatable {
@@ -47,6 +47,10 @@ public struct DaemonStatus: Sendable, Equatable {
     public var batteryLow: Bool
     /// `BeaconHealth`'s verdict: not seen for `silentAfter`.
     public var silent: Bool
+    /// `BeaconHealth`'s verdict: its plain identity heard from two addresses at once, repeatedly;
+    /// `cloneAddresses` are those addresses.
+    public var possibleClone = false
+    public var cloneAddresses: [String] = []
     public var telemetryAgeSeconds: Double?
     public var temperature: Double?
     public var uptimeSeconds: Double?
@@ -197,6 +201,8 @@ public struct DaemonStatus: Sendable, Equatable {
     beacon.advertisingCount = int(b["advertisingCount"])
     beacon.lastRebootAgoSeconds = b["lastRebootAgoSeconds"]?.doubleValue
     beacon.url = b["url"]?.stringValue
+    beacon.possibleClone = b["possibleClone"] == .bool(true)
+    beacon.cloneAddresses = (b["cloneAddresses"]?.arrayValue ?? []).compactMap(\.stringValue)
     return beacon
   }
 
