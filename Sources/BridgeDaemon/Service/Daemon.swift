@@ -216,6 +216,14 @@ public struct Daemon: Sendable {
         do {
           let fresh = try loadConfiguration()
           logger.learnSecrets(of: fresh)
+          // The fleet's settings lie over the new file as over the old: a file they no longer
+          // fit (exitTimeoutMax below the fleet's exitTimeout) is refused before anything uses it.
+          let problems = DaemonSettings.bridge(file: fresh, remote: settings.remote).problems()
+          guard problems.isEmpty else {
+            throw BridgeError(
+              .invalidConfiguration,
+              "invalid configuration with the fleet's settings over it: " + problems.joined(separator: "; "))
+          }
           settings.update(fresh)
           // A changed [Upload] or [MQTT] gets its new sink now, and the old one (its broker
           // connection) stops here, not at the next post.
