@@ -71,7 +71,7 @@ public struct Daemon: Sendable {
     let settings = DaemonSettings(config)
     // The fleet's applied document: its settings over the file's from the first moment, and
     // pair/unpair refused while [Fleet] is configured (FleetStore.swift).
-    let fleetApplied: (version: Int64, settings: [FleetSetting])?
+    let fleetApplied: (version: Int64, settings: [FleetSetting], digest: String?)?
     do {
       try await store.setFleetOwnsPairings(config.fleet.enabled)
       fleetApplied = try await store.fleetApplied()
