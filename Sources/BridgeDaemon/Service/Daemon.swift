@@ -91,7 +91,10 @@ public struct Daemon: Sendable {
         return 1
       }
       let status = FleetLinkStatus(FleetLinkState(broker: "\(fleet.host):\(fleet.port)", boxId: boxId))
-      status.update { $0.appliedVersion = fleetApplied?.version }
+      status.update {
+        $0.appliedVersion = fleetApplied?.version
+        $0.appliedSettings = fleetApplied?.settings ?? []
+      }
       fleetLink = (boxId, status)
     }
     let uploads = UploadSinks()
