@@ -60,6 +60,70 @@ import Testing
     #expect(refusal.reason.contains(reason), "\(refusal.reason)")
   }
 
+  static let eidKey = "000102030405060708090a0b0c0d0e0f"
+  static let irk = "F0E0D0C0B0A090807060504030201000"
+  static func eid(_ key: String = eidKey, k: Int = 10, clock: Int = 65280, device: String = "UNIT-E1")
+    -> String
+  {
+    #"{"eid":{"identityKey":"\#(key)","rotationExponent":\#(k),"beaconClock":\#(clock)},"deviceId":"\#(device)","label":"tag"}"#
+  }
+
+  /// EID and IRK pairings beside the plain ones, read by the scenario's parser for pairings by key.
+  @Test func aDocumentWithKeys() throws {
+    let text =
+      #"{"version":4,"pairings":[{"uuid":"\#(Self.uuid)","major":1,"minor":7,"deviceId":"VAN-7"},\#(Self.eid()),{"irk":"\#(Self.irk)","deviceId":"UNIT-R1"}]}"#
+    let document = try parse(text).get()
+    #expect(document.pairings.map(\.deviceId) == ["VAN-7"])
+    #expect(document.pairingCount == 3)
+    #expect(document.keyPairings.map(\.pairing.deviceId) == ["UNIT-E1", "UNIT-R1"])
+    #expect(document.keyPairings.map(\.pairing.label) == ["tag", nil])
+    guard case .eid(let key, 10, 65280) = document.keyPairings[0].scheme,
+      case .irk(let irk) = document.keyPairings[1].scheme
+    else {
+      Issue.record("not an EID and an IRK: \(document.keyPairings)")
+      return
+    }
+    #expect(key.bytes == Array(0...15))
+    #expect(irk.bytes == Hex.decode(Self.irk))
+    // Nothing that prints the document prints a key.
+    for printed in [String(describing: document), String(reflecting: document), "\(document.keyPairings)"] {
+      #expect(
+        !printed.lowercased().contains(Self.eidKey) && !printed.lowercased().contains(Self.irk.lowercased()))
+    }
+  }
+
+  /// The rules of the scenario's pairings by key, and one key once; no reason repeats a key.
+  @Test(
+    arguments: [
+      (eid("000102030405060708090a0b0c0d0e"), "pairings[0].eid.identityKey must be 32 hex digits"),
+      (eid("zz0102030405060708090a0b0c0d0e0f"), "pairings[0].eid.identityKey must be 32 hex digits"),
+      (eid(k: 16), "pairings[0].eid.rotationExponent must be a whole number from 0 to 15"),
+      (eid(clock: 4_294_967_296), "pairings[0].eid.beaconClock must be a whole number from 0 to 4294967295"),
+      (eid(device: "A\\nB"), "pairings[0]: "),
+      (#"{"irk":"\#(irk)","eid":{},"deviceId":"A"}"#, "pairings[0] has both eid and irk"),
+      (#"{"irk":"\#(irk)","uuid":"\#(uuid)","deviceId":"A"}"#, "pairings[0] has an unknown key \"uuid\""),
+      (#"{"irk":"\#(irk)"}"#, "pairings[0].deviceId must be a string"),
+      (eid() + "," + eid(clock: 7, device: "UNIT-E2"), "pairings[1] repeats the key of pairings[0]"),
+    ] as [(String, String)])
+  func aBadKeyPairingIsRefusedWithoutItsKey(pairings: String, reason: String) {
+    guard case .failure(let refusal) = parse(#"{"version":2,"pairings":[\#(pairings)]}"#) else {
+      Issue.record("accepted: \(pairings)")
+      return
+    }
+    #expect(refusal.version == 2)
+    #expect(refusal.reason.contains(reason), "\(refusal.reason)")
+    for key in [Self.eidKey, Self.irk, "000102030405060708090a0b0c0d0e", "zz0102030405060708090a0b0c0d0e0f"] {
+      #expect(!refusal.reason.lowercased().contains(key.lowercased()), "\(refusal.reason)")
+    }
+  }
+
+  /// The same key as an EID and as an IRK is two pairings: one scheme each.
+  @Test func oneKeyInTwoSchemesIsTwoPairings() throws {
+    let text =
+      #"{"version":2,"pairings":[\#(Self.eid()),{"irk":"\#(Self.eidKey)","deviceId":"UNIT-R1"}]}"#
+    #expect(try parse(text).get().keyPairings.count == 2)
+  }
+
   /// Key material (any pairing field beyond the plain five) only over TLS.
   @Test func keysAreRefusedWithoutTLS() {
     let text =
@@ -97,6 +161,67 @@ import Testing
     #expect(ContinuousClock.now - start < .seconds(20))
   }
 
+  /// The settings are checked over the configuration file's values, the rules across keys on the
+  /// result: what the daemon would run, not the defaults.
+  @Test func theSettingsAreCheckedOverTheFile() throws {
+    func check(_ file: String, _ settings: String) throws -> String? {
+      let config = try DaemonConfiguration.parse("[General]\nbackend = hci\n" + file, file: "f.conf")
+      let text = #"{"version":2,"settings":\#(settings)}"#
+      switch FleetDocument.parse(Array(text.utf8), file: config) {
+      case .success(let document):
+        #expect(DaemonSettings.bridge(file: config, remote: document.settings).problems() == [])
+        return nil
+      case .failure(let refusal): return refusal.reason
+      }
+    }
+    let longer = #"{"Presence":{"exitTimeout":300}}"#
+    // Above the default exitTimeoutMax (60), below the file's.
+    #expect(try check("[Presence]\nexitTimeoutMax = 600\n", longer) == nil)
+    #expect(try check("", longer)?.contains("exitTimeoutMax must be at least exitTimeout") == true)
+    #expect(
+      try check("[Presence]\nexitTimeoutMax = 100\n", longer)?.hasPrefix("settings: exitTimeoutMax") == true)
+    // The document's exitTimeoutMax below the file's exitTimeout.
+    #expect(
+      try check(
+        "[Presence]\nexitTimeout = 200\nexitTimeoutMax = 300\n", #"{"Presence":{"exitTimeoutMax":100}}"#)?
+        .contains("exitTimeoutMax must be at least exitTimeout") == true)
+    #expect(
+      try check(
+        "[Presence]\nexitTimeout = 200\nexitTimeoutMax = 300\n", #"{"Presence":{"exitTimeoutMax":250}}"#)
+        == nil)
+    // BlueZ's floors (BackendDefaults) are part of what runs: exitTimeoutMax at least 90 there.
+    let bluez = try DaemonConfiguration.parse("[Presence]\nexitTimeoutMax = 60\n", file: "f.conf")
+    let text = #"{"version":2,"settings":{"Presence":{"exitTimeout":80}}}"#
+    #expect((try? FleetDocument.parse(Array(text.utf8), file: bluez).get()) != nil)
+  }
+
+  /// One digest for one content, whatever the order of its lists; any change in what it says
+  /// (a label, a key's clock, a setting) is another digest.
+  @Test func theContentDigest() throws {
+    func digest(_ pairings: [String], _ settings: String = "{}") throws -> String {
+      try parse(#"{"version":2,"pairings":[\#(pairings.joined(separator: ","))],"settings":\#(settings)}"#)
+        .get().contentDigest
+    }
+    let plain = #"{"uuid":"\#(Self.uuid)","major":1,"minor":7,"deviceId":"VAN-7"}"#
+    let irk = #"{"irk":"\#(Self.irk)","deviceId":"UNIT-R1"}"#
+    let base = try digest([plain, Self.eid(), irk], #"{"Presence":{"exitTimeout":45}}"#)
+    #expect(try digest([irk, plain, Self.eid()], #"{"Presence":{"exitTimeout":45}}"#) == base)
+    #expect(base.count == 64)
+    #expect(!base.lowercased().contains(Self.eidKey))
+    for changed in [
+      try digest([plain, Self.eid(), irk]),
+      try digest([plain, Self.eid(clock: 65281), irk], #"{"Presence":{"exitTimeout":45}}"#),
+      try digest(
+        [plain, Self.eid("000102030405060708090a0b0c0d0e1f"), irk], #"{"Presence":{"exitTimeout":45}}"#),
+      try digest(
+        [plain, Self.eid(), #"{"irk":"\#(Self.irk)","deviceId":"UNIT-R1","label":"x"}"#],
+        #"{"Presence":{"exitTimeout":45}}"#),
+      try digest([plain, Self.eid()], #"{"Presence":{"exitTimeout":45}}"#),
+    ] {
+      #expect(changed != base)
+    }
+  }
+
   /// The fleet's settings over the file's: a reload of the file keeps them; a new document
   /// replaces them whole.
   @Test func theSettingsOverlayTheFile() throws {
@@ -107,12 +232,25 @@ import Testing
     settings.setRemote([FleetSetting(section: "Presence", key: "exitTimeout", value: "75")])
     #expect(settings.current.bridge.value(of: "exitTimeout") == "75")
     #expect(settings.current.bridge.value(of: "exitTimeoutMax") == "600")
-    settings.update(
-      try DaemonConfiguration.parse(
-        "[General]\nbackend = hci\n[Presence]\nexitTimeout = 30\n", file: "f.conf"))
+    #expect(settings.current.bridge.problems() == [])
+    // A new file keeps the fleet's exitTimeout over its own; its exitTimeoutMax must allow it.
+    let fitting = try DaemonConfiguration.parse(
+      "[General]\nbackend = hci\n[Presence]\nexitTimeout = 30\nexitTimeoutMax = 300\n", file: "f.conf")
+    #expect(DaemonSettings.bridge(file: fitting, remote: settings.remote).problems() == [])
+    settings.update(fitting)
     #expect(settings.current.bridge.value(of: "exitTimeout") == "75")
+    #expect(settings.current.bridge.problems() == [])
     settings.setRemote([])
     #expect(settings.current.bridge.value(of: "exitTimeout") == "30")
+    // A file whose default exitTimeoutMax (60) is below the fleet's exitTimeout: what a SIGHUP
+    // refuses (Daemon's reload).
+    let unfit = try DaemonConfiguration.parse(
+      "[General]\nbackend = hci\n[Presence]\nexitTimeout = 30\n", file: "f.conf")
+    #expect(
+      DaemonSettings.bridge(
+        file: unfit, remote: [FleetSetting(section: "Presence", key: "exitTimeout", value: "75")]
+      )
+      .problems() == ["exitTimeoutMax must be at least exitTimeout"])
   }
 
   /// The list docs/fleet.md gives is the list the parser takes.

@@ -65,6 +65,28 @@ struct FleetDesiredTests {
       }
     }
 
+    /// The `fleet` object of `status --json`.
+    func fleetStatus() throws -> JSONValue? {
+      let run = try DaemonEndToEndTests().cli(["status", "--json"], bus: bus.address, dir: dir)
+      return try JSONValue.parse(Data(run.stdout.utf8))["fleet"]
+    }
+
+    /// The last reported document's reason.
+    var lastReason: String { reported.messages.last?.payload["reason"]?.stringValue ?? "" }
+
+    /// `pair --eid-key-file` with an example key (through the daemon when it runs, else into the
+    /// store).
+    func pairByKey() throws -> ProcessRun {
+      let keyFile = dir + "/eid.key"
+      try "000102030405060708090a0b0c0d0e0f\n".write(toFile: keyFile, atomically: true, encoding: .utf8)
+      chmod(keyFile, 0o600)
+      return try DaemonEndToEndTests().cli(
+        [
+          "pair", "--eid-key-file", keyFile, "--rotation-exponent", "10", "--beacon-clock", "65280",
+          "--device-id", "UNIT-E1",
+        ], bus: bus.address, dir: dir)
+    }
+
     /// `pairs --json` (through the daemon when it runs, else from the store): device ID and source.
     func pairs() throws -> [String] {
       let run = try DaemonEndToEndTests().cli(["pairs", "--json"], bus: bus.address, dir: dir)
@@ -94,14 +116,27 @@ struct FleetDesiredTests {
     let unpair = try cli.cli(["unpair", "--device-id", "VAN-7"], bus: box.bus.address, dir: box.dir)
     #expect(unpair.status == 1)
     #expect(unpair.stderr.contains("this box is paired by its fleet"), "\(unpair.stderr)")
+    // And pairing by key, through the daemon's PairWithKey, with the same sentence.
+    let byKey = try box.pairByKey()
+    #expect(byKey.status == 1)
+    #expect(byKey.stderr.contains("this box is paired by its fleet"), "\(byKey.stderr)")
+    #expect(try box.pairs() == ["VAN-7/fleet"])
+    let settings: JSONValue = .object(["Presence": .object(["exitTimeout": .string("45")])])
+    #expect(try box.fleetStatus()?["appliedSettings"] == settings)
 
     // v2 has one good pairing and one bad one: refused whole, with the rule it broke.
     let bad =
       #"{"version":2,"pairings":[{"uuid":"\#(Self.uuid)","major":1,"minor":8,"deviceId":"VAN-8"},{"uuid":"\#(Self.uuid)","major":70000,"minor":1,"deviceId":"VAN-X"}]}"#
     try box.broker.publish(desired, bad)
     try await waitUntil("v2 refused: \(box.answers)") { box.answers == ["applied@1", "refused@2"] }
-    let reason = box.reported.messages.last?.payload["reason"]?.stringValue ?? ""
+    let reason = box.lastReason
     #expect(reason.contains("pairings[1]") && reason.contains("70000"), "\(reason)")
+    // Nothing changed: v1's pairings, settings and version.
+    #expect(try box.pairs() == ["VAN-7/fleet"])
+    let afterRefusal = try #require(try box.fleetStatus())
+    #expect(
+      afterRefusal["appliedVersion"]?.intValue == 1 && afterRefusal["lastDesiredVersion"]?.intValue == 2)
+    #expect(afterRefusal["appliedSettings"] == settings)
     // A setting that may not be set remotely: refused.
     try box.broker.publish(
       desired, Self.document(3, [(8, "VAN-8")], settings: #"{"Upload":{"postRetryMax":5}}"#))
@@ -111,6 +146,14 @@ struct FleetDesiredTests {
     // An older version than the applied one: refused.
     try box.broker.publish(desired, Self.document(4, [(8, "VAN-8")]))
     try await waitUntil("v4 applied: \(box.answers)") { box.answers.last == "applied@4" }
+    // Another document with the applied version: refused, as any version not above it.
+    try box.broker.publish(desired, Self.document(4, [(9, "VAN-9")]))
+    try await waitUntil("another v4 refused: \(box.answers)") { box.answers.last == "refused@4" }
+    #expect(box.lastReason == "version 4 is not above the applied version 4")
+    #expect(try box.pairs() == ["VAN-8/fleet"])
+    // The applied document delivered again (a retained message at a reconnect): answered again.
+    try box.broker.publish(desired, Self.document(4, [(8, "VAN-8")]))
+    try await waitUntil("v4 answered again: \(box.answers)") { box.answers.last == "applied@4" }
     try box.broker.publish(desired, Self.document(3, [(9, "VAN-9")]))
     try await waitUntil("v3 refused as stale: \(box.answers)") { box.answers.last == "refused@3" }
     #expect(
@@ -143,14 +186,61 @@ struct FleetDesiredTests {
     try await box.start()
     #expect(
       try cli.cli(["trip", "start", "--trip-id", "t1"], bus: box.bus.address, dir: box.dir).status == 0)
-    try box.broker.publish("fleet/box2/config/desired", Self.document(1, [(7, "VAN-7")]))
-    try await waitUntil("v1 pending: \(box.answers)") { box.answers == ["pending@1"] }
-    #expect(box.reported.messages.last?.payload["reason"]?.stringValue == "a trip is in progress")
+    let desired = "fleet/box2/config/desired"
+    try box.broker.publish(desired, Self.document(3, [(7, "VAN-7")]))
+    try await waitUntil("v3 pending: \(box.answers)") { box.answers == ["pending@3"] }
+    #expect(box.lastReason == "a trip is in progress")
     #expect(try box.pairs() == [])
+    // An older document does not replace the one waiting; the same one again is answered again.
+    try box.broker.publish(desired, Self.document(2, [(8, "VAN-8")]))
+    try await waitUntil("v2 refused: \(box.answers)") { box.answers.last == "refused@2" }
+    #expect(box.lastReason == "version 2 is not above the pending version 3")
+    try box.broker.publish(desired, Self.document(3, [(9, "VAN-9")]))
+    try await waitUntil("another v3 refused: \(box.answers)") { box.answers.last == "refused@3" }
+    #expect(box.lastReason == "version 3 is not above the pending version 3")
+    try box.broker.publish(desired, Self.document(3, [(7, "VAN-7")]))
+    try await waitUntil("v3 pending again: \(box.answers)") { box.answers.last == "pending@3" }
     #expect(try cli.cli(["trip", "end", "--trip-id", "t1"], bus: box.bus.address, dir: box.dir).status == 0)
-    try await waitUntil("v1 applied at the trip's end: \(box.answers)") {
-      box.answers == ["pending@1", "applied@1"]
+    try await waitUntil("v3 applied at the trip's end: \(box.answers)") { box.answers.last == "applied@3" }
+    #expect(box.answers == ["pending@3", "refused@2", "refused@3", "pending@3", "applied@3"])
+    #expect(try box.pairs() == ["VAN-7/fleet"])
+    #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
+  }
+
+  /// A document's settings are checked over the configuration file's values, and again when it
+  /// is applied: a file changed by SIGHUP while the document waited for the trip can make them
+  /// break a rule, and the document is then refused with the rule, nothing changed.
+  @Test func aDocumentWhoseSettingsNoLongerFitTheFileIsRefusedWhenApplied() async throws {
+    let box = try Box("box5")
+    _ = try FleetPresenceTests.configuration(
+      in: box.dir, broker: box.broker, boxId: "box5", extra: "[Presence]\nexitTimeoutMax = 600\n")
+    try await box.start()
+    let desired = "fleet/box5/config/desired"
+    #expect(
+      try cli.cli(["trip", "start", "--trip-id", "t1"], bus: box.bus.address, dir: box.dir).status == 0)
+    // Above the default exitTimeoutMax (60), within the file's.
+    try box.broker.publish(
+      desired, Self.document(1, [(7, "VAN-7")], settings: #"{"Presence":{"exitTimeout":300}}"#))
+    try await waitUntil("v1 pending: \(box.answers)\n\(box.daemon!.log)") { box.answers == ["pending@1"] }
+    _ = try FleetPresenceTests.configuration(
+      in: box.dir, broker: box.broker, boxId: "box5", extra: "[Presence]\nexitTimeoutMax = 100\n")
+    kill(box.daemon!.process.processIdentifier, SIGHUP)
+    try await waitUntil("the file reloaded: \(box.daemon!.log)") {
+      box.daemon!.log.contains("configuration reloaded from")
     }
+    #expect(try cli.cli(["trip", "end", "--trip-id", "t1"], bus: box.bus.address, dir: box.dir).status == 0)
+    try await waitUntil("v1 refused at the trip's end: \(box.answers)") { box.answers.last == "refused@1" }
+    #expect(
+      box.lastReason
+        == "its settings do not apply: invalid configuration: exitTimeoutMax must be at least exitTimeout",
+      "\(box.lastReason)")
+    #expect(try box.pairs() == [])
+    let fleet = try #require(try box.fleetStatus())
+    #expect(fleet["appliedVersion"] == .null && fleet["appliedSettings"] == .object([:]))
+    // Within the new file: applied.
+    try box.broker.publish(
+      desired, Self.document(2, [(7, "VAN-7")], settings: #"{"Presence":{"exitTimeout":100}}"#))
+    try await waitUntil("v2 applied: \(box.answers)") { box.answers.last == "applied@2" }
     #expect(try box.pairs() == ["VAN-7/fleet"])
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
   }
@@ -202,6 +292,10 @@ struct FleetDesiredTests {
       dir: box.dir)
     #expect(pair.status == 1)
     #expect(pair.stderr.contains("this box is paired by its fleet"), "\(pair.stderr)")
+    let byKey = try box.pairByKey()
+    #expect(byKey.status == 1)
+    #expect(byKey.stderr.contains("this box is paired by its fleet"), "\(byKey.stderr)")
+    #expect(try box.pairs() == ["VAN-7/fleet"])
 
     try await box.start()
     try await waitUntil("v2 applied at the restart: \(box.answers)") { box.answers.last == "applied@2" }

@@ -1,16 +1,19 @@
 /// A scenario's pairing by key (docs/DESIGN.md, Contracts): the key as the file gives it, for
 /// the CLI to build the `BeaconAuthenticator` from. BeaconCore does no cryptography; it only
-/// carries the bytes, and never prints them.
-public struct ScenarioKeyPairing: Sendable {
+/// carries the bytes, and never prints them. The fleet's desired document (BridgeDaemon's
+/// `FleetDocument`) reads its pairings by key with the same parser.
+public struct ScenarioKeyPairing: Hashable, Sendable {
   /// Sixteen bytes: an Eddystone-EID identity key or an IRK. Not printed.
-  public struct Key: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+  public struct Key: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+  {
     public let bytes: [UInt8]
     public var description: String { "<redacted>" }
     public var debugDescription: String { "<redacted>" }
     public var customMirror: Mirror { Mirror(self, children: []) }
   }
 
-  public enum Scheme: Sendable {
+  public enum Scheme: Hashable, Sendable {
     /// `beaconClock` is the beacon's 32-bit clock at scenario time 0.
     case eid(identityKey: Key, rotationExponent: UInt8, beaconClock: UInt32)
     case irk(Key)
@@ -23,8 +26,9 @@ public struct ScenarioKeyPairing: Sendable {
 
 extension Scenario {
   /// A top-level pairing with `eid` or `irk`; nil for a pairing by identity. A key is 32 hex
-  /// digits; errors name the field and never repeat the key.
-  static func keyPairing(_ value: JSONValue, number: Int64, at path: String) throws(ScenarioError)
+  /// digits; errors name the field and never repeat the key. `number` names the pairing until a
+  /// store gives it its own.
+  public static func keyPairing(_ value: JSONValue, number: Int64, at path: String) throws(ScenarioError)
     -> ScenarioKeyPairing?
   {
     guard let o = value.objectValue, o["eid"] != nil || o["irk"] != nil else { return nil }

@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconCrypto
 import FoundationEssentials
 
 /// One remotely set configuration key, in its section (`[Presence] exitTimeout = 30`).
@@ -10,12 +11,28 @@ public struct FleetSetting: Hashable, Sendable, Codable {
 
 /// The desired document (docs/fleet.md "Desired and reported"):
 /// `{"version": N, "pairings": [...], "settings": {"Section": {"key": value}}}`, checked whole.
-/// Pairings are the scenario file's pairing objects, read by the scenario's own parser
-/// (`Scenario.pairing`), so every door holds the same identifier rules.
+/// Pairings are the scenario file's pairing objects, read by the scenario's own parsers
+/// (`Scenario.pairing`, and `Scenario.keyPairing` for `eid` and `irk`), so every door holds the
+/// same identifier and key rules.
 public struct FleetDocument: Hashable, Sendable {
   public var version: Int64
+  /// The pairings by identity (UUID, major, minor).
   public var pairings: [Pairing]
+  /// The pairings by key, their keys redacted from every description (`ScenarioKeyPairing.Key`).
+  public var keyPairings: [ScenarioKeyPairing] = []
   public var settings: [FleetSetting]
+
+  public init(
+    version: Int64, pairings: [Pairing], keyPairings: [ScenarioKeyPairing] = [], settings: [FleetSetting]
+  ) {
+    self.version = version
+    self.pairings = pairings
+    self.keyPairings = keyPairings
+    self.settings = settings
+  }
+
+  /// Every pairing the document carries, by identity and by key.
+  public var pairingCount: Int { pairings.count + keyPairings.count }
 
   /// The keys a desired document may set: the core's number settings of `[Presence]`,
   /// `[ActiveBeacon]` and `[Trips]`. Each is range-checked as the file's are, and none can cut
@@ -35,8 +52,12 @@ public struct FleetDocument: Hashable, Sendable {
   public static let plainPairingFields: Set<String> = ["uuid", "major", "minor", "deviceId", "label"]
 
   /// Reads a document; a problem is the sentence the reported document gives as its reason.
-  /// `overTLS`: whether it came over an `mqtts://` connection.
-  public static func parse(_ bytes: [UInt8], overTLS: Bool = true) -> Result<FleetDocument, FleetRefusal> {
+  /// `overTLS`: whether it came over an `mqtts://` connection. `file`: the configuration file the
+  /// settings lie over; the rules across keys (`exitTimeout` at most `exitTimeoutMax`) hold for
+  /// the file's values with the document's over them, as the daemon runs them.
+  public static func parse(
+    _ bytes: [UInt8], overTLS: Bool = true, file: DaemonConfiguration = DaemonConfiguration()
+  ) -> Result<FleetDocument, FleetRefusal> {
     guard let root = try? JSONValue.parse(Data(bytes)), let object = root.objectValue else {
       return .failure(FleetRefusal(version: nil, "the document is not a JSON object"))
     }
@@ -57,33 +78,48 @@ public struct FleetDocument: Hashable, Sendable {
         return refuse("pairings holds \(items.count) pairings, over \(maxPairings)")
       }
       var seen: [String: Int] = [:]
+      var seenKeys: [[UInt8]: Int] = [:]
       for (index, item) in items.enumerated() {
+        let path = "pairings[\(index)]"
         if !overTLS,
           let field = item.objectValue?.keys.sorted().first(where: { !plainPairingFields.contains($0) })
         {
           return refuse(
-            "pairings[\(index)] carries \(field.quotedForMessage): keys are refused over a connection without TLS; use an mqtts:// broker"
+            "\(path) carries \(field.quotedForMessage): keys are refused over a connection without TLS; use an mqtts:// broker"
           )
         }
-        let pairing: Pairing
-        do { pairing = try Scenario.pairing(item, at: "pairings[\(index)]") } catch {
+        do throws(ScenarioError) {
+          // Numbered by place, from 1, as the scenario's are: the store gives each its own.
+          if let keyed = try Scenario.keyPairing(item, number: Int64(index + 1), at: path) {
+            // One key once: the store keys pairings by key. The key itself is never named.
+            if let first = seenKeys[keyed.scheme.keyIdentity] {
+              return refuse("\(path) repeats the key of pairings[\(first)]")
+            }
+            seenKeys[keyed.scheme.keyIdentity] = index
+            document.keyPairings.append(keyed)
+            continue
+          }
+          let pairing = try Scenario.pairing(item, at: path)
+          // One beacon pattern once: the store keys pairings by it.
+          let pattern =
+            "\(pairing.uuid)/\(pairing.major.map(String.init) ?? "*")/\(pairing.minor.map(String.init) ?? "*")"
+          if let first = seen[pattern] {
+            return refuse("\(path) repeats the beacon of pairings[\(first)]")
+          }
+          seen[pattern] = index
+          document.pairings.append(pairing)
+        } catch {
           return refuse(error.description)
         }
-        // One beacon pattern once: the store keys pairings by it.
-        let pattern =
-          "\(pairing.uuid)/\(pairing.major.map(String.init) ?? "*")/\(pairing.minor.map(String.init) ?? "*")"
-        if let first = seen[pattern] {
-          return refuse("pairings[\(index)] repeats the beacon of pairings[\(first)]")
-        }
-        seen[pattern] = index
-        document.pairings.append(pairing)
       }
     }
     if let settings = object["settings"] {
       guard let sections = settings.objectValue else {
         return refuse("settings must be an object of sections")
       }
-      var scratch = BridgeConfiguration()
+      // Each value is checked on its own against a copy of the file's configuration, then the
+      // whole as the daemon would run it (DaemonSettings.bridge).
+      var scratch = file.bridge
       for (section, keys) in sections.sorted(by: { $0.key < $1.key }) {
         guard let keys = keys.objectValue else { return refuse("settings.\(section) must be an object") }
         for (key, value) in keys.sorted(by: { $0.key < $1.key }) {
@@ -106,9 +142,51 @@ public struct FleetDocument: Hashable, Sendable {
           document.settings.append(FleetSetting(section: section, key: key, value: text))
         }
       }
-      if let problem = scratch.problems().first { return refuse("settings: \(problem)") }
+    }
+    if let problem = DaemonSettings.bridge(file: file, remote: document.settings).problems().first {
+      return refuse("settings: \(problem), with the configuration file's values")
     }
     return .success(document)
+  }
+
+  /// What the document says, whatever its version or the order of its lists: two documents
+  /// with the same content have the same digest. It covers the keys, so it stays in the store
+  /// and is never shown.
+  var contentDigest: String {
+    var entries: [[UInt8]] = []
+    for pairing in pairings { entries.append(Array(("p " + pairing.json.compactText).utf8)) }
+    for keyed in keyPairings {
+      let label = keyed.pairing.label.map { " " + $0 } ?? ""
+      switch keyed.scheme {
+      case .eid(let key, let k, let clock):
+        entries.append(Array("e \(k) \(clock) \(keyed.pairing.deviceId)\(label) ".utf8) + key.bytes)
+      case .irk(let key):
+        entries.append(Array("r \(keyed.pairing.deviceId)\(label) ".utf8) + key.bytes)
+      }
+    }
+    for setting in settings {
+      entries.append(Array("s \(setting.section).\(setting.key)=\(setting.value)".utf8))
+    }
+    // Each entry behind its length, so no two lists of entries run together into the same bytes.
+    var bytes: [UInt8] = []
+    for entry in entries.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+      bytes += withUnsafeBytes(of: UInt32(entry.count).bigEndian, Array.init) + entry
+    }
+    defer {
+      bytes.withUnsafeMutableBytes { SecretBytes.wipe($0) }
+      for index in entries.indices { entries[index].withUnsafeMutableBytes { SecretBytes.wipe($0) } }
+    }
+    return Hex.encode(SHA256.hash(bytes))
+  }
+}
+
+extension ScenarioKeyPairing.Scheme {
+  /// The scheme and its key's bytes: two pairings of one key are one key, whatever their clocks.
+  fileprivate var keyIdentity: [UInt8] {
+    switch self {
+    case .eid(let key, _, _): [0] + key.bytes
+    case .irk(let key): [1] + key.bytes
+    }
   }
 }
 

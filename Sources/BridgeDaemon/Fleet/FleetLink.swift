@@ -26,6 +26,8 @@ public struct FleetLinkState: Hashable, Sendable {
   public var lastDesiredVersion: Int64?
   /// The version applied (the store's, surviving restarts).
   public var appliedVersion: Int64?
+  /// The applied document's settings, over the configuration file's.
+  public var appliedSettings: [FleetSetting] = []
   public var lastProblem: String?
 
   public init(broker: String, boxId: String) {
@@ -42,6 +44,10 @@ extension FleetLinkState {
       "broker": .string(broker), "boxId": .string(boxId), "connected": .bool(connected),
       "lastDesiredVersion": lastDesiredVersion.map { .int($0) } ?? .null,
       "appliedVersion": appliedVersion.map { .int($0) } ?? .null,
+      "appliedSettings": .object(
+        Dictionary(grouping: appliedSettings, by: \.section).mapValues { settings in
+          .object(Dictionary(settings.map { ($0.key, JSONValue.string($0.value)) }) { $1 })
+        }),
       "lastProblem": lastProblem.map { .string($0) } ?? .null,
     ])
   }

@@ -71,7 +71,7 @@ public struct Daemon: Sendable {
     let settings = DaemonSettings(config)
     // The fleet's applied document: its settings over the file's from the first moment, and
     // pair/unpair refused while [Fleet] is configured (FleetStore.swift).
-    let fleetApplied: (version: Int64, settings: [FleetSetting])?
+    let fleetApplied: (version: Int64, settings: [FleetSetting], digest: String?)?
     do {
       try await store.setFleetOwnsPairings(config.fleet.enabled)
       fleetApplied = try await store.fleetApplied()
@@ -91,7 +91,10 @@ public struct Daemon: Sendable {
         return 1
       }
       let status = FleetLinkStatus(FleetLinkState(broker: "\(fleet.host):\(fleet.port)", boxId: boxId))
-      status.update { $0.appliedVersion = fleetApplied?.version }
+      status.update {
+        $0.appliedVersion = fleetApplied?.version
+        $0.appliedSettings = fleetApplied?.settings ?? []
+      }
       fleetLink = (boxId, status)
     }
     let uploads = UploadSinks()
@@ -216,6 +219,14 @@ public struct Daemon: Sendable {
         do {
           let fresh = try loadConfiguration()
           logger.learnSecrets(of: fresh)
+          // The fleet's settings lie over the new file as over the old: a file they no longer
+          // fit (exitTimeoutMax below the fleet's exitTimeout) is refused before anything uses it.
+          let problems = DaemonSettings.bridge(file: fresh, remote: settings.remote).problems()
+          guard problems.isEmpty else {
+            throw BridgeError(
+              .invalidConfiguration,
+              "invalid configuration with the fleet's settings over it: " + problems.joined(separator: "; "))
+          }
           settings.update(fresh)
           // A changed [Upload] or [MQTT] gets its new sink now, and the old one (its broker
           // connection) stops here, not at the next post.

@@ -11,13 +11,25 @@ final class DaemonSettings: Sendable {
     value.withLock { state in
       var config = state.file
       for setting in state.remote { try? config.bridge.set(setting.key, to: setting.value) }
-      var bridge = config.bridge
-      config.backend.apply(to: &bridge)
-      return (config, bridge)
+      return (config, Self.bridge(file: state.file, remote: state.remote))
     }
   }
+  /// The configuration file's values, without the fleet's.
+  var file: DaemonConfiguration { value.withLock { $0.file } }
+  /// The fleet's settings over the file.
+  var remote: [FleetSetting] { value.withLock { $0.remote } }
   func update(_ config: DaemonConfiguration) { value.withLock { $0.file = config } }
   func setRemote(_ settings: [FleetSetting]) { value.withLock { $0.remote = settings } }
+
+  /// The bridge configuration the daemon runs for a file and the fleet's settings over it, with
+  /// the backend's floors (`BackendDefaults`): what a reload checks, and so what a desired
+  /// document and a changed file are checked against.
+  static func bridge(file: DaemonConfiguration, remote: [FleetSetting]) -> BridgeConfiguration {
+    var bridge = file.bridge
+    for setting in remote { try? bridge.set(setting.key, to: setting.value) }
+    file.backend.apply(to: &bridge)
+    return bridge
+  }
 }
 
 /// The daemon's ScopeHost: beacon mode, logs to the journal, uploads through the sink the

@@ -82,11 +82,13 @@ extension Store {
 
   /// Adds a pairing by key, replacing one with the same scheme and key; committed before it
   /// returns. `key` is the key's 32 hex digits in lower case (`PairingKeyFile.digits`); the caller
-  /// wipes them. The error says what is wrong without repeating them.
+  /// wipes them. The error says what is wrong without repeating them. Refused while the fleet
+  /// owns the pairings, as `pair` is: the desired document replaces pairings by key too.
   public func pairByKey(
     scheme: KeyedIdentity.Scheme, key: [UInt8], rotationExponent: UInt8?, clockOffset: Int64?,
     deviceId: DeviceID, label: String?
   ) throws(StoreError) -> StoredKeyPairing {
+    try refuseWhileFleetOwnsPairings()
     guard key.count == 32, key.allSatisfy({ PairingKeyFile.isLowerHexDigit($0) }) else {
       throw StoreError(.io, "a key must be 32 hex digits")
     }

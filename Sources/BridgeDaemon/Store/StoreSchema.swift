@@ -104,6 +104,11 @@ extension Store {
           try database.execute(Store.keyPairingSchema + "PRAGMA user_version = 5;")
         }
       }
+      if version < 6 {
+        try database.transaction { () throws(SQLiteError) in
+          try database.execute(Store.fleetKeySchema + "PRAGMA user_version = 6;")
+        }
+      }
       // Deleted rows (an unpaired key) are overwritten with zeros in the file, not left in free
       // pages.
       try database.execute("PRAGMA secure_delete=ON")

@@ -1,0 +1,137 @@
+import BeaconCore
+import BeaconTestSupport
+import BlueZTestSupport
+import DBus
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Pairings by key in the fleet's desired document (docs/fleet.md), over TLS: the daemon on the
+/// dbusmock BlueZ, its fleet link on a Mosquitto TLS listener with a test CA. The document's
+/// Eddystone-EID key (the crypto oracle's, Tests/Crypto/vectors.json) resolves the beacon as soon
+/// as it is applied; the next version with the same key keeps its pairing; no output, and not
+/// the daemon's log, holds a key.
+@Suite(.tags(.process), .timeLimit(.minutes(3)))
+struct FleetKeyPairingTests {
+  @Test func anEIDKeyFromTheDesiredDocumentResolvesTheBeaconAndNoOutputHoldsIt() async throws {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    let vectors = try JSONValue.parse(Data(contentsOf: root.appendingPathComponent("Crypto/vectors.json")))
+    let vector = try #require(vectors["eid"]?.arrayValue?.first)
+    let identityKey = try #require(vector["identityKey"]?.stringValue)
+    let k = try #require(vector["rotationExponent"]?.intValue)
+    let clock = try #require(vector["beaconClock"]?.intValue)
+    let eid = try #require(vector["eid"]?.stringValue.flatMap(Hex.decode))
+    // The document's beaconClock is the beacon's clock when the box applies it: the vector's EID
+    // holds for the rest of its window, long enough for the test.
+    #expect(clock % (1 << k) < (1 << k) - 120)
+    let irk = "ec0234a357c8ad05341010a60a397d9b"
+
+    let pki = try TestPKI()
+    defer { try? FileManager.default.removeItem(atPath: pki.dir) }
+    let tlsPort = MosquittoBroker.freePort()
+    let broker = try MosquittoBroker(
+      extra: """
+        listener \(tlsPort) 127.0.0.1
+        cafile \(pki.ca)
+        certfile \(pki.serverCert)
+        keyfile \(pki.serverKey)
+        """)
+    let fixture = try await BlueZFixture.start()
+    defer { fixture.stop() }
+    try await fixture.addAdapter("hci0")
+    let dir = try scratchDirectory("fleet-keys")
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let config = dir + "/beaconbridge.conf"
+    try """
+    [ActiveBeacon]
+    dwellSeconds = 0.5
+    [Upload]
+    CAFile = \(pki.ca)
+    [MQTT]
+    ClientId = van-9
+    KeepAlive = 5
+    [Fleet]
+    BoxId = van-9
+    URL = mqtts://127.0.0.1:\(tlsPort)
+    """.write(toFile: config, atomically: true, encoding: .utf8)
+
+    let reported = try MQTTWatcher(broker, topic: "fleet/van-9/config/reported")
+    func answers() -> [String] {
+      reported.messages.map {
+        "\($0.payload["state"]?.stringValue ?? "?")@\($0.payload["version"]?.intValue.map(String.init) ?? "-")"
+      }
+    }
+    func document(_ version: Int, label: String, withIRK: Bool) -> String {
+      let eidPairing =
+        #"{"eid":{"identityKey":"\#(identityKey)","rotationExponent":\#(k),"beaconClock":\#(clock)},"deviceId":"UNIT-E1","label":"\#(label)"}"#
+      let irkPairing = #"{"irk":"\#(irk)","deviceId":"UNIT-R1"}"#
+      return #"{"version":\#(version),"pairings":[\#(eidPairing)\#(withIRK ? "," + irkPairing : "")]}"#
+    }
+    let logPath = dir + "/daemon.log"
+    let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: fixture.bus.address, log: logPath)
+    defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+    let log: @Sendable () -> String = { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    try await waitUntil("daemon log:\n\(log())") { log().contains("ready: serving") }
+
+    let cli = DaemonEndToEndTests()
+    let bus = fixture.bus.address
+    var outputs = ""
+    func pairs() throws -> [JSONValue] {
+      let run = try cli.cli(["pairs", "--json"], bus: bus, dir: dir)
+      outputs += run.stdout + run.stderr
+      return try JSONValue.parse(Data(run.stdout.utf8)).arrayValue ?? []
+    }
+    func status() throws -> JSONValue? {
+      let run = try cli.cli(["status", "--json"], bus: bus, dir: dir)
+      outputs += run.stdout + run.stderr
+      return try? JSONValue.parse(Data(run.stdout.utf8))
+    }
+
+    let desired = "fleet/van-9/config/desired"
+    try broker.publish(desired, document(1, label: "driver tag", withIRK: true))
+    try await waitUntil("v1 applied: \(answers())\n\(log())\n\(broker.log)") { answers() == ["applied@1"] }
+    let first = try pairs()
+    #expect(
+      first.map { "\($0["deviceId"]?.stringValue ?? "?")/\($0["source"]?.stringValue ?? "?")" } == [
+        "UNIT-E1/fleet", "UNIT-R1/fleet",
+      ])
+    #expect(first.map { $0["authentication"]?.stringValue } == ["eid", "rpa"])
+    let number = try #require(first.first?["pairing"]?.intValue)
+    #expect(log().contains("desired version 1 applied: 2 pairing(s), 0 setting(s)"), "\(log())")
+
+    // The key authenticator follows the apply: the beacon resolves, with no restart.
+    let serviceData: DBusValue = .dictionary(
+      key: "s", value: "v",
+      [.init(.string(ServiceUUID.eddystone.description), .variant(.bytes([0x30, 0xEB] + eid)))])
+    let device = try await fixture.addDevice("hci0", "C0:FF:EE:00:0E:02")
+    try await waitUntil("the EID beacon resolved; log:\n\(log())") {
+      try await fixture.advertise(device, ["ServiceData": serviceData, "RSSI": .int16(-60)])
+      let active = try status()?["activeBeacon"]
+      return active?["authentication"]?.stringValue == "eid" && active?["deviceId"]?.stringValue == "UNIT-E1"
+    }
+
+    // v2 keeps the EID key (a new label) and drops the IRK: the same pairing, the IRK gone.
+    try broker.publish(desired, document(2, label: "cab", withIRK: false))
+    try await waitUntil("v2 applied: \(answers())\n\(log())") { answers().last == "applied@2" }
+    let second = try pairs()
+    #expect(second.map { $0["deviceId"]?.stringValue } == ["UNIT-E1"])
+    #expect(second.first?["pairing"]?.intValue == number)
+    #expect(second.first?["label"]?.stringValue == "cab")
+    // The same document again, as at a reconnect: answered, not applied twice.
+    try broker.publish(desired, document(2, label: "cab", withIRK: false))
+    try await waitUntil("v2 answered again: \(answers())") {
+      answers() == ["applied@1", "applied@2", "applied@2"]
+    }
+    #expect(log().components(separatedBy: "desired version 2 applied").count == 2, "\(log())")
+
+    kill(daemon.processIdentifier, SIGTERM)
+    #expect(await waitForExit(daemon))
+    outputs += reported.messages.map(\.payload.compactText).joined(separator: "\n") + log()
+    for key in [identityKey, irk] {
+      #expect(!outputs.lowercased().contains(key.lowercased()))
+    }
+  }
+}
