@@ -16,6 +16,9 @@ and a scan per step (quadratic) 16.
   deadlines ticked after every advertisement (as `simulate` does between scenario entries);
 - paired:  the same with each beacon paired by its identity (N pairings, and one of the whole
   UUID): finding a sighting's pairing must not scan them all;
+- departed: N paired beacons each heard 8 times in a row and then gone, deadlines stepped after
+  every advertisement: the departed watched for silence grow to N, and the next silence must
+  not be found by a scan over them;
 - trips:   N trips started and left open, the next deadline asked for after every start, then
   N advertisements with a deadline step each while they stay open, then every trip ended;
 - batch:   one trip event batch of N events: decoded from its JSON text, taken by the pipeline
@@ -34,7 +37,7 @@ import tempfile
 ENV = dict(os.environ, SWIFT_DETERMINISTIC_HASHING="1")
 # Sizes chosen so that the quadratic cost a scan per step would have shows plainly (16 times)
 # and the whole run stays well under two minutes under callgrind.
-SIZES = {"beacons": 1_000, "paired": 1_000, "trips": 1_000, "batch": 2_000}
+SIZES = {"beacons": 1_000, "paired": 1_000, "departed": 1_000, "trips": 1_000, "batch": 2_000}
 
 
 def total(path):

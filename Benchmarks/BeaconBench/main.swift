@@ -3,7 +3,7 @@
 //
 //   BeaconBench [--repeats N] [--advertisements M]
 //   BeaconBench --instructions N            (make bench-check, Benchmarks/instructions.py)
-//   BeaconBench --scaling beacons|paired|trips|batch N   (make bench-scaling, Benchmarks/scaling.py)
+//   BeaconBench --scaling beacons|paired|departed|trips|batch N   (make bench-scaling, Benchmarks/scaling.py)
 
 import BeaconCore
 import BeaconCrypto
@@ -49,10 +49,12 @@ while let flag = arguments.popFirst() {
   case "--instructions": instructions = Int(arguments.popFirst() ?? "")
   case "--scaling":
     let mode = arguments.popFirst() ?? ""
-    guard ["beacons", "paired", "trips", "batch"].contains(mode), let size = Int(arguments.popFirst() ?? ""),
+    guard ["beacons", "paired", "departed", "trips", "batch"].contains(mode),
+      let size = Int(arguments.popFirst() ?? ""),
       size > 0
     else {
-      FileHandle.standardError.write(Data("usage: BeaconBench --scaling beacons|paired|trips|batch N\n".utf8))
+      FileHandle.standardError.write(
+        Data("usage: BeaconBench --scaling beacons|paired|departed|trips|batch N\n".utf8))
       exit(2)
     }
     scaling = (mode, size)
@@ -273,6 +275,21 @@ func countedScaling(_ mode: String, _ size: Int, _ input: [SourceEvent], _ text:
       work &+= pipeline.ingest(event, at: time).count
       if let due = pipeline.nextDeadline, due <= time { work &+= pipeline.tick(at: time).count }
     }
+  case "departed":
+    // N paired beacons (one pairing of the whole UUID) each heard 8 times in a row and then
+    // gone: the departed, watched for silence, grow to N while deadlines are stepped after
+    // every advertisement.
+    var settings = BridgeConfiguration()
+    settings.presence.exitTimeout = 1
+    settings.presence.exitTimeoutMax = 1
+    pipeline = BeaconPipeline(
+      configuration: settings,
+      pairings: PairingSet([Pairing(uuid: uuid, major: nil, minor: nil, deviceId: "FLEET")]))
+    for (i, event) in input.enumerated() {
+      let time = Timestamp(seconds: Double(i) * 0.001)
+      work &+= pipeline.ingest(event, at: time).count
+      if let due = pipeline.nextDeadline, due <= time { work &+= pipeline.tick(at: time).count }
+    }
   case "trips":
     var settings = BridgeConfiguration()
     settings.trips.maxOpenTrips = 100_000
@@ -316,6 +333,8 @@ if let scaling {
   switch scaling.mode {
   case "beacons", "paired":
     input = (0..<scaling.size * 8).map { scalingAdvertisement($0 % scaling.size, rssi: -60 - $0 % 20) }
+  case "departed":
+    input = (0..<scaling.size * 8).map { scalingAdvertisement($0 / 8, rssi: -60) }
   case "trips":
     input = (0..<scaling.size).map { scalingAdvertisement($0 % 50, rssi: -60) }
   default:

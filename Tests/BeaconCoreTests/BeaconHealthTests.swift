@@ -147,6 +147,55 @@ import Testing
     #expect(changes(p.ingest(Self.iBeacon(), at: Timestamp(seconds: 300))) == [.seenAgain])
   }
 
+  /// Many paired beacons leaving at different times (one pairing of the whole UUID): each falls
+  /// silent once, `silentAfter` after its last sighting, in time order; one that came back and
+  /// left again falls silent only after its second departure; a reload's shorter `silentAfter`
+  /// brings the silences forward.
+  @Test func departedBeaconsFallSilentEachAtItsTime() {
+    var settings = BridgeConfiguration()
+    settings.presence.exitTimeout = 1
+    settings.presence.exitTimeoutMax = 1
+    settings.health.silentAfter = 100
+    var p = BeaconPipeline(
+      configuration: settings,
+      pairings: PairingSet([Pairing(uuid: Self.van7.uuid, major: nil, minor: nil, deviceId: "FLEET")]))
+    func beacon(_ minor: UInt16) -> SourceEvent {
+      let body =
+        [0x02, 0x15] + Fixture.bytes("E2C56DB5DFFB48D2B060D0F5A71096E0")
+        + [0x00, 0x01, UInt8(minor >> 8), UInt8(minor & 0xFF), 0xC5]
+      return .sighting(
+        Advertisement(
+          address: BluetoothAddress(bytes: [0xC0, 0xFF, 0xEE, 0, UInt8(minor >> 8), UInt8(minor & 0xFF)])!,
+          rssi: -60, manufacturerData: [ManufacturerData(companyID: 0x004C, data: body)]))
+    }
+    var silentAt: [UInt16: Double] = [:]
+    func step(to t: Double) {
+      while let due = p.nextDeadline, due.seconds <= t {
+        for case .event(.beaconHealth(let change)) in p.tick(at: due) where change.kind == .silent {
+          silentAt[change.id.identity?.minor ?? 0] = due.seconds
+        }
+      }
+    }
+    // Beacon n heard at n seconds, for n in 0..<50; beacon 7 heard again at 60.
+    for n in 0..<50 {
+      step(to: Double(n))
+      _ = p.ingest(beacon(UInt16(n)), at: Timestamp(seconds: Double(n)))
+    }
+    step(to: 60)
+    _ = p.ingest(beacon(7), at: Timestamp(seconds: 60))
+    step(to: 120)
+    // Beacons 0 to 20 (last seen 0…20, silent at 100…120), not 7.
+    #expect(silentAt.keys.sorted() == (0...20).filter { $0 != 7 }.map(UInt16.init), "\(silentAt)")
+    for (minor, at) in silentAt { #expect(abs(at - (Double(minor) + 100)) < 1e-9, "\(minor) at \(at)") }
+    var shorter = settings
+    shorter.health.silentAfter = 10
+    p.reconfigure(shorter, at: Timestamp(seconds: 120))
+    step(to: 121)
+    // The rest fall silent at once (all were last seen over 10 s before), 7 among them.
+    #expect(silentAt.count == 50, "\(silentAt.keys.sorted())")
+    #expect(silentAt[7] != nil)
+  }
+
   @Test func packetLossAsTheTrackerEstimatesIt() {
     var p = pipeline()
     // 1 Hz, every other packet lost: half the expected packets arrive.

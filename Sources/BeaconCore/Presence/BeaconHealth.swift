@@ -139,8 +139,20 @@ public struct BeaconHealthBook: Sendable {
   public var settings: HealthSettings
   /// Health by beacon, for beacons that sent TLM or URL frames, and for paired beacons.
   public private(set) var health: [BeaconID: BeaconHealth] = [:]
-  /// When paired beacons that left were last seen (presence forgets them when they exit).
+  /// When paired beacons that left were last seen (presence forgets them when they exit): at most
+  /// `maximumDeparted`, the longest gone forgotten past it (a pairing that leaves out the minor
+  /// matches many identities).
   public private(set) var departedLastSeen: [BeaconID: Timestamp] = [:]
+  /// When each departed beacon falls silent (`departedLastSeen` plus `silentAfter`), as a heap, so
+  /// that a step finds the next silence without a scan. An element whose beacon came back, or
+  /// left again since, is no longer in force and is dropped when it reaches the top.
+  private var silences = DeadlineHeap<BeaconID>()
+  /// The `silentAfter` the heap's deadlines were made with (a reload may change it).
+  private var silencesAfter: Double?
+  /// The departures in the order they came, for forgetting the longest gone past the bound
+  /// without a scan; an entry whose beacon came back, or left again since, is skipped.
+  private var departures: [(id: BeaconID, lastSeen: Timestamp)] = []
+  private var departuresHead = 0
   /// TLM heard from an address no identity was heard from yet.
   private var pending: [BluetoothAddress: Telemetry] = [:]
   /// The URL last heard from each address, with its Tx power.
@@ -158,6 +170,7 @@ public struct BeaconHealthBook: Sendable {
   /// A bound on `clones`: a pairing that leaves out the major or the minor matches many
   /// identities, all of which a flood could make move.
   static let maximumCloneWatches = 256
+  static let maximumDeparted = 4096
 
   public init(settings: HealthSettings = HealthSettings()) {
     self.settings = settings
@@ -265,7 +278,12 @@ public struct BeaconHealthBook: Sendable {
   /// unpaired one's health is forgotten.
   mutating func exited(_ beacon: TrackedBeacon, paired: Bool) {
     if paired {
+      refreshSilences()
       departedLastSeen[beacon.id] = beacon.lastSeen
+      silences.push(beacon.lastSeen.seconds + settings.silentAfter, beacon.id)
+      departures.append((beacon.id, beacon.lastSeen))
+      forgetLongestGone()
+      if silences.needsRebuild(live: departedLastSeen.count) { rebuildSilences() }
     } else {
       health.removeValue(forKey: beacon.id)
     }
@@ -345,8 +363,15 @@ public struct BeaconHealthBook: Sendable {
   /// for `cloneQuietPeriod` clear.
   mutating func expire(at time: Timestamp, pairings: PairingSet) -> [HealthChange] {
     var changes = clearClones(at: time, pairings: pairings)
-    for (id, lastSeen) in departedLastSeen.sorted(by: { $0.key < $1.key })
-    where time - lastSeen >= settings.silentAfter && health[id]?.silent != true {
+    refreshSilences()
+    var due: [BeaconID: Timestamp] = [:]
+    while let top = silences.top, top.deadline <= time.seconds {
+      silences.pop()
+      guard isInForce(top), let lastSeen = departedLastSeen[top.tag] else { continue }
+      due[top.tag] = lastSeen
+    }
+    // In identity order, as a scan of the departed gave them.
+    for (id, lastSeen) in due.sorted(by: { $0.key < $1.key }) {
       guard let pairing = pairings.pairing(for: id) else {
         departedLastSeen.removeValue(forKey: id)
         continue
@@ -362,11 +387,53 @@ public struct BeaconHealthBook: Sendable {
 
   /// When the next paired beacon becomes silent, or the next possible clone clears.
   var nextDeadline: Timestamp? {
-    let silence = departedLastSeen.lazy.filter { self.health[$0.key]?.silent != true }
-      .map { $0.value + self.settings.silentAfter }.min()
-    guard flaggedClones > 0 else { return silence }
-    let clear = clones.values.lazy.filter(\.flagged).compactMap(\.lastReturn)
-      .map { $0 + HealthSettings.cloneQuietPeriod }.min()
-    return [silence, clear].compactMap { $0 }.min()
+    mutating get {
+      refreshSilences()
+      while let top = silences.top, !isInForce(top) { silences.pop() }
+      let silence = silences.top.map { Timestamp(seconds: $0.deadline) }
+      guard flaggedClones > 0 else { return silence }
+      let clear = clones.values.lazy.filter(\.flagged).compactMap(\.lastReturn)
+        .map { $0 + HealthSettings.cloneQuietPeriod }.min()
+      return [silence, clear].compactMap { $0 }.min()
+    }
+  }
+
+  /// Whether a silence element still stands: its beacon is departed since the time it was made
+  /// for, and not yet silent.
+  private func isInForce(_ element: DeadlineHeap<BeaconID>.Element) -> Bool {
+    guard let lastSeen = departedLastSeen[element.tag], health[element.tag]?.silent != true else {
+      return false
+    }
+    return lastSeen.seconds + settings.silentAfter == element.deadline
+  }
+
+  /// Past `maximumDeparted`, the departures longest gone are forgotten (their silence too).
+  private mutating func forgetLongestGone() {
+    while departedLastSeen.count > Self.maximumDeparted, departuresHead < departures.count {
+      let (id, lastSeen) = departures[departuresHead]
+      departuresHead += 1
+      if departedLastSeen[id] == lastSeen { departedLastSeen.removeValue(forKey: id) }
+    }
+    // The skipped entries are dropped once they are half the queue: O(1) a departure, amortized.
+    if departuresHead > 64, departuresHead * 2 > departures.count {
+      departures.removeFirst(departuresHead)
+      departuresHead = 0
+    }
+    if departures.count - departuresHead > 2 * Self.maximumDeparted {
+      departures = departures[departuresHead...].filter { self.departedLastSeen[$0.id] == $0.lastSeen }
+      departuresHead = 0
+    }
+  }
+
+  /// The heap made again when `silentAfter` changed since its deadlines were made.
+  private mutating func refreshSilences() {
+    guard silencesAfter != settings.silentAfter else { return }
+    silencesAfter = settings.silentAfter
+    rebuildSilences()
+  }
+
+  private mutating func rebuildSilences() {
+    let live = departedLastSeen.filter { self.health[$0.key]?.silent != true }
+    _ = silences.rebuild(live.map { (deadline: $0.value.seconds + settings.silentAfter, tag: $0.key) })
   }
 }
