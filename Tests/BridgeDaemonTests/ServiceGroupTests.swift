@@ -1,3 +1,4 @@
+import BeaconTestSupport
 import Synchronization
 import Testing
 
@@ -25,15 +26,18 @@ import Testing
     func run() async throws { throw self }
   }
 
-  @Test func sigtermStopsEveryServiceAndSighupReloads() async {
+  @Test func sigtermStopsEveryServiceAndSighupReloads() async throws {
     let (signals, continuation) = AsyncStream.makeStream(of: Int32.self)
     let reloads = Atomic<Int>(0)
     let services = [Forever(), Forever()]
     let group = ServiceGroup(services: services, signals: signals) { reloads.add(1, ordering: .relaxed) }
+    async let stopped = group.run()
     continuation.yield(SIGHUP)
+    try await waitUntil("the first reload") { reloads.load(ordering: .relaxed) == 1 }
     continuation.yield(SIGHUP)
+    try await waitUntil("the second reload") { reloads.load(ordering: .relaxed) == 2 }
     continuation.yield(SIGTERM)
-    guard case .signal(let number) = await group.run() else {
+    guard case .signal(let number) = await stopped else {
       Issue.record("the group did not stop on the signal")
       return
     }
@@ -41,6 +45,26 @@ import Testing
     #expect(reloads.load(ordering: .relaxed) == 2)
     // `run` returned, so every service has stopped, each through cancellation.
     #expect(services.map { $0.cancelled.load(ordering: .relaxed) } == [1, 1])
+  }
+
+  /// A reload that does not end (a configuration read that blocks, a child that hangs) does not
+  /// hold SIGTERM: the signal loop never waits for a reload.
+  @Test(.timeLimit(.minutes(1))) func aReloadInProgressDoesNotHoldSigterm() async throws {
+    let (signals, continuation) = AsyncStream.makeStream(of: Int32.self)
+    let started = Atomic<Int>(0)
+    let group = ServiceGroup(services: [Forever()], signals: signals) {
+      started.add(1, ordering: .relaxed)
+      try? await Task.sleep(for: .seconds(3600))
+    }
+    async let stopped = group.run()
+    continuation.yield(SIGHUP)
+    try await waitUntil("the reload started") { started.load(ordering: .relaxed) == 1 }
+    continuation.yield(SIGTERM)
+    guard case .signal(let number) = await stopped else {
+      Issue.record("the group did not stop on the signal")
+      return
+    }
+    #expect(number == SIGTERM)
   }
 
   @Test func aFailingServiceStopsTheRest() async {
