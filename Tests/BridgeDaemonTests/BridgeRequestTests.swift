@@ -144,6 +144,14 @@ import Testing
     }
   }
 
+  /// `| 0x20` lowers a hex letter, and also turns the control characters U+0010…U+0019 into the
+  /// digits 0…9: they are not digits of a key.
+  @Test func pairWithKeyRefusesControlCharactersThatLowerToDigits() {
+    let control = String(repeating: "\u{10}\u{11}", count: 16)
+    #expect(
+      Self.refusal(Name.pairWithKey, Self.keyed(key: control)) == "key must be 32 hex digits (16 bytes)")
+  }
+
   @Test func unpairTakesADeviceID() {
     #expect(Self.accepted(Name.unpair, [.string("van-7")]) == .unpair("van-7"))
     #expect(Self.refusal(Name.unpair, []) == "Unpair takes (s deviceId)")

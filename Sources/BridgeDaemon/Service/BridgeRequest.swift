@@ -48,9 +48,11 @@ enum BridgeRequest: Equatable, Sendable {
   final class KeyDigits: Equatable, @unchecked Sendable {
     private(set) var bytes: [UInt8]
 
-    /// The text's UTF-8 in lower case (`| 0x20`), whatever it holds: the caller checks it.
+    /// The text's UTF-8 with A…F lowered, whatever it holds: the caller checks it. Only A…F:
+    /// `| 0x20` on every byte also turned the control characters U+0010…U+0019 into 0…9, and
+    /// took them as digits of a key.
     init(_ text: String) {
-      bytes = text.utf8.map { $0 | 0x20 }
+      bytes = text.utf8.map { (0x41...0x46).contains($0) ? $0 | 0x20 : $0 }
     }
 
     deinit { bytes.withUnsafeMutableBytes { SecretBytes.wipe($0) } }
