@@ -22,6 +22,11 @@ does). So the regression gate is on instructions:
 - ManufacturerData scaling (`--harness`): DBusPathBench --manufacturer-data N decodes one
   PropertiesChanged of N entries, counted inside `countedManufacturerData`, at N and 4N (10,000
   and 40,000): four times the entries must cost at most five times the instructions (issue 28).
+- Device scaling (`--harness`): DBusPathBench --devices N sends N BlueZ devices, each heard 5
+  times, through the fast decoder and the device mirror (kept under the scan's default
+  maxDevices, 5,000, after every pass of 200 messages), counted inside `countedDevices`, at N and
+  4N (1,000 and 4,000, both under the cap): four times the devices must cost at most five times
+  the instructions.
 
 Fails (exit 1) when any figure is more than --tolerance (10%) above
 Benchmarks/instructions-baseline.json; `--update` writes the baseline instead. Swift's hashing is
@@ -46,6 +51,9 @@ import run  # noqa: E402  (Bus, Emitter, Notify, quiesce)
 BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "instructions-baseline.json")
 ENV = dict(os.environ, SWIFT_DETERMINISTIC_HASHING="1")
 EID_GOAL = 1.2
+# Both under the mirror's cap (maxDevices, 5,000): past it, devices heard round-robin are each
+# evicted before they are heard again, and every update is a new device.
+DEVICES = (1_000, 4_000)
 
 
 def log(*args):
@@ -108,6 +116,17 @@ def manufacturer_scaling(harness, n, work):
          harness, "--manufacturer-data", str(n)],
         check=True, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     log(f"manufacturer data, {n} entries: {result.stdout.strip()}")
+    return total(out)
+
+
+def device_scaling(harness, n, work):
+    """Instructions of n BlueZ devices, each updated several times, through the decoder and the mirror."""
+    out = os.path.join(work, f"devices-{n}.cg")
+    result = subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--toggle-collect=*countedDevices*",
+         harness, "--devices", str(n)],
+        check=True, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    log(f"devices, {n}: {result.stdout.strip()}")
     return total(out)
 
 
@@ -185,6 +204,12 @@ def main():
             scaling_failed = True
         else:
             print(f"ok         manufacturerData: 4x the entries cost {ratio:.2f}x the instructions (limit 5x)")
+        a, b = (device_scaling(args.harness, n, work) for n in DEVICES)
+        ratio = b / a
+        log(f"devices: {a} instructions at {DEVICES[0]:,} devices, {b} at {DEVICES[1]:,}: {ratio:.2f}x")
+        verdict = "ok" if ratio <= 5 else "REGRESSION"
+        scaling_failed |= ratio > 5
+        print(f"{verdict:10} devices: 4x the devices cost {ratio:.2f}x the instructions (limit 5x)")
     else:
         log("NOT CHECKED: the D-Bus path (no --harness given); only the core is gated")
     if args.update:

@@ -3,7 +3,7 @@
 #
 #   Fuzz/run-hci.sh TARGET SECONDS      TARGET: hci-events | btsnoop | dbus-wire | scenario |
 #                                               keyfile | gzone-payload | trip-events |
-#                                               device-update
+#                                               device-update | bridge-methods
 #
 # Builds the parser's module (HCIParsing; for dbus-wire the in-place D-Bus wire reader,
 # Sources/DBus/Wire.swift with its strings, reader and messages and the pure files it needs, as
@@ -11,7 +11,9 @@
 # and gzone-payload the scenario reader, the configuration keyfile parser and the G-Zone payload
 # loader, as BeaconCore, GZone and BridgeDaemon's configuration files; for device-update the
 # Device1 PropertiesChanged reader, as the BlueZ files it and the generic path need, over the
-# wire reader and BeaconCore) from Sources/ unchanged
+# wire reader and BeaconCore; for bridge-methods the checks on the arguments of the daemon's
+# D-Bus methods, BridgeRequest.parse, as BridgeDaemon's request parser and configuration files
+# over the wire reader's DBus) from Sources/ unchanged
 # (Fuzz/build-module.sh), links Fuzz/TARGET/FuzzEntry.swift against it (swiftc
 # -sanitize=fuzzer,address; swiftlang docs/libFuzzerIntegration.md), then runs it for SECONDS on
 # a working corpus seeded from Fuzz/TARGET/corpus. A crash leaves its input in
@@ -21,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . Fuzz/build-module.sh
 
-target=${1:?usage: Fuzz/run-hci.sh hci-events|btsnoop|dbus-wire|scenario|keyfile|gzone-payload|trip-events|device-update SECONDS}
+target=${1:?usage: Fuzz/run-hci.sh hci-events|btsnoop|dbus-wire|scenario|keyfile|gzone-payload|trip-events|device-update|bridge-methods SECONDS}
 seconds=${2:-30}
 out=.build/fuzz/$target
 # The modules, shared by the targets: each is rebuilt only when its sources change. DBus and
@@ -34,6 +36,19 @@ dbus_wire() {
   fuzz_module "$modules" DBus "" \
     Sources/DBus/{Wire,WireString,WireReader,WireMessage,WireValue,DBusValue,Names,DBusError,CString,EventCount}.swift \
     Fuzz/dbus-wire/Signature.swift
+}
+# One BridgeDaemon for keyfile and bridge-methods, so that running one after the other builds it
+# once: the configuration reader, and the D-Bus request parser with the names and key checks it
+# uses. Called from build, whose source lists it reads.
+bridge_daemon() {
+  dbus_wire && fuzz_module "$modules" BeaconCore "" $beaconCore &&
+    fuzz_module "$modules" GZone BeaconCore $gzone &&
+    fuzz_module "$modules" BeaconCrypto "" Sources/BeaconCrypto/*.swift &&
+    fuzz_module "$modules" BridgeDaemon "BeaconCore GZone BeaconCrypto DBus" \
+      $(find Sources/BridgeDaemon/Configuration -name '*.swift' | sort) \
+      Sources/BridgeDaemon/GZone/GZoneConfiguration.swift \
+      Sources/BridgeDaemon/Authentication/PairingKeyFile.swift \
+      Sources/BridgeDaemon/Service/{BridgeRequest,BridgeServiceNames}.swift
 }
 build() {
   local beaconCore gzone
@@ -52,16 +67,13 @@ build() {
     gzone-payload) fuzz_module "$modules" BeaconCore "" $beaconCore &&
       fuzz_module "$modules" GZone BeaconCore $gzone &&
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore GZone ;;
-    keyfile) fuzz_module "$modules" BeaconCore "" $beaconCore &&
-      fuzz_module "$modules" GZone BeaconCore $gzone &&
-      fuzz_module "$modules" BeaconCrypto "" Sources/BeaconCrypto/*.swift &&
-      fuzz_module "$modules" BridgeDaemon "BeaconCore GZone BeaconCrypto" $(find Sources/BridgeDaemon/Configuration -name '*.swift' | sort) \
-        Sources/BridgeDaemon/GZone/GZoneConfiguration.swift &&
-      fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore GZone BeaconCrypto BridgeDaemon ;;
+    keyfile | bridge-methods) bridge_daemon &&
+      fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" DBus BeaconCore GZone BeaconCrypto BridgeDaemon ;;
   esac
 }
 case "$target" in
-  hci-events | btsnoop | dbus-wire | scenario | gzone-payload | keyfile | trip-events | device-update) ;;
+  hci-events | btsnoop | dbus-wire | scenario | gzone-payload | keyfile | trip-events | device-update | \
+    bridge-methods) ;;
   *) echo "run-hci.sh: unknown target $target" >&2; exit 64 ;;
 esac
 cp -n Fuzz/"$target"/corpus/* "$out/corpus/" 2>/dev/null || true

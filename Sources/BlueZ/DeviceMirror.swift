@@ -5,9 +5,10 @@ import DBus
 /// the rules over them: which change is a sighting (a device of the chosen adapter whose
 /// advertisement changed), which devices are evicted past the cap, which are stale enough to
 /// remove from BlueZ. Pure: the caller (`DiscoverySession`) brings the signals, the time and the
-/// calls.
-struct DeviceMirror: Sendable {
-  typealias Instant = ContinuousClock.Instant
+/// calls. `package` for what DBusPathBench drives (`--devices`): the mirror's cost as the
+/// number of devices grows.
+package struct DeviceMirror: Sendable {
+  package typealias Instant = ContinuousClock.Instant
 
   /// Device `i` is `keys[i]` with `records[i]`; `slots` finds `i` by a seeded 64-bit form of the
   /// key (`BeaconIndex`, as presence files beacons). A `Dictionary` ran `Hasher` for every
@@ -19,15 +20,15 @@ struct DeviceMirror: Sendable {
   private var shrink = PeakShrink()
 
   /// The adapter the scan runs on: only its devices are sighted or reported lost.
-  var adapter: ObjectPath? {
+  package var adapter: ObjectPath? {
     didSet { adapterID = adapter.map(DeviceKey.adapter) }
   }
   /// `adapter` as `DeviceKey` names it.
   private var adapterID: UInt64?
 
-  init() {}
+  package init() {}
 
-  var count: Int { keys.count }
+  package var count: Int { keys.count }
 
   subscript(key: DeviceKey) -> DeviceRecord? { position(of: key).map { records[$0] } }
 
@@ -174,7 +175,7 @@ struct DeviceMirror: Sendable {
 
   /// A fast-decoded Device1 PropertiesChanged (RSSI, TxPower, ManufacturerData): always a
   /// sighting when the device is the adapter's. One hash lookup.
-  mutating func apply(_ update: DeviceUpdate, at now: Instant) -> Advertisement? {
+  package mutating func apply(_ update: DeviceUpdate, at now: Instant) -> Advertisement? {
     change(update.key, path: nil, at: now) { record in
       record.apply(update)
       return true
@@ -233,7 +234,7 @@ struct DeviceMirror: Sendable {
   /// a flood of random addresses at O(log n) per device. Once the mirror has shrunk to a quarter
   /// of its peak, it is copied into a smaller table (the daemon hands the freed pages back to the
   /// system).
-  mutating func evict(over maxDevices: Int, keep: (BluetoothAddress) -> Bool) -> [BluetoothAddress]? {
+  package mutating func evict(over maxDevices: Int, keep: (BluetoothAddress) -> Bool) -> [BluetoothAddress]? {
     var forgotten: [BluetoothAddress]?
     if keys.count > maxDevices {
       let excess = keys.count - maxDevices + maxDevices / 10
