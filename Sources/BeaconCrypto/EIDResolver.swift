@@ -1,88 +1,3 @@
-/// How the integration names a key pairing (the store's row, say): a plain number, so the
-/// resolvers are not generic and run specialized from any module.
-public struct KeyPairingID: RawRepresentable, Hashable, Sendable, CustomStringConvertible,
-  ExpressibleByIntegerLiteral
-{
-  public let rawValue: Int64
-  public init(rawValue: Int64) { self.rawValue = rawValue }
-  public init(_ value: Int) { rawValue = Int64(value) }
-  public init(integerLiteral value: Int64) { rawValue = value }
-  public var description: String { String(rawValue) }
-}
-
-/// One Eddystone-EID pairing: the identity key, K, and the offset from the box's clock to the
-/// beacon's (beacon clock = box seconds + `clockOffset`).
-public struct EIDPairing: Sendable {
-  public let id: KeyPairingID
-  public let identityKey: AES128Key
-  public let rotationExponent: RotationExponent
-  public let clockOffset: Int64
-  /// The newest window heard from this beacon, kept across restarts so that a replay stays
-  /// refused after one (`EIDResolver.tracking(of:)` gives it back to be stored).
-  public let heardWindow: UInt32?
-
-  public init(
-    id: KeyPairingID, identityKey: AES128Key, rotationExponent: RotationExponent, clockOffset: Int64,
-    heardWindow: UInt32? = nil
-  ) {
-    self.id = id
-    self.identityKey = identityKey
-    self.rotationExponent = rotationExponent
-    self.clockOffset = clockOffset
-    self.heardWindow = heardWindow
-  }
-
-  /// A pairing from the beacon's clock as its provisioning tool reports it, at a box time.
-  public init(
-    id: KeyPairingID, identityKey: AES128Key, rotationExponent: RotationExponent, beaconClock: UInt32,
-    atBoxSeconds boxSeconds: Int64
-  ) {
-    self.init(
-      id: id, identityKey: identityKey, rotationExponent: rotationExponent,
-      clockOffset: Int64(beaconClock) - boxSeconds)
-  }
-}
-
-/// What an EID came to.
-public enum EIDResolution: Equatable, Sendable {
-  /// The EID is the pairing's for `window` (the beacon's clock >> K).
-  case resolved(KeyPairingID, window: UInt32)
-  /// The pairing's, but from a window older than the newest heard: refused, and counted.
-  case replay(KeyPairingID, window: UInt32, heardWindow: UInt32)
-  /// No pairing's within the tolerance.
-  case unknown(EIDUnknownReason)
-}
-
-public enum EIDUnknownReason: Equatable, Sendable {
-  /// Searched: no pairing makes this EID within the tolerance of its expected clock.
-  case notPaired
-  /// A cached EID whose window is now outside the tolerance (the beacon was away that long).
-  case outsideTolerance
-  /// Searched within `negativeCacheSeconds`, and unknown then.
-  case recentlyUnknown
-  /// The search budget is spent (a flood of unknown EIDs); the next advertisement tries again.
-  case searchDeferred
-}
-
-/// What the resolver did, for `status`, `doctor` and the tests. Counts only grow.
-public struct EIDResolverStatistics: Equatable, Sendable {
-  /// EIDs looked up.
-  public var lookups = 0
-  /// Answered from the table of expected EIDs without any AES.
-  public var cacheHits = 0
-  /// Searches over the tolerance, and searches refused by the budget.
-  public var searches = 0
-  public var searchesDeferred = 0
-  /// Answered from the negative cache.
-  public var negativeHits = 0
-  public var resolved = 0
-  public var replaysRefused = 0
-  public var unknown = 0
-  /// AES-128 block encryptions and key expansions (each temporary key is one of each).
-  public var blockEncryptions = 0
-  public var keyExpansions = 0
-}
-
 /// Resolves Eddystone-EIDs to pairings (docs/authentication.md).
 ///
 /// A value-type state machine in `BeaconPipeline`'s shape: every call takes the box's time in
@@ -133,7 +48,7 @@ public struct EIDResolver: Sendable {
 
   /// What the steady stream reads and writes, apart from the keys and dictionaries, so that a
   /// table hit touches plain values only (no reference counting, no copy on write).
-  private struct Clock: Sendable {
+  struct Clock: Sendable {
     var id: KeyPairingID
     var k: Int64
     var offset: Int64
@@ -142,7 +57,7 @@ public struct EIDResolver: Sendable {
     var tableCenter: Int64?
   }
 
-  private struct Slot: Sendable {
+  struct Slot: Sendable {
     var pairing: EIDPairing
     /// The windows whose EIDs are in the table: at most the previous, current and next.
     var cachedWindows: [Int64: UInt64] = [:]
@@ -156,10 +71,12 @@ public struct EIDResolver: Sendable {
   }
 
   public let configuration: Configuration
-  public private(set) var statistics = EIDResolverStatistics()
+  // The search (EIDResolver+Search.swift) reads the slots and clocks and counts its AES
+  // operations: they are internal, the table and the caches private.
+  public internal(set) var statistics = EIDResolverStatistics()
   /// Parallel: a removed pairing leaves nil in `slots` (and its clock unused) for the next one.
-  private var slots: [Slot?] = []
-  private var clocks: [Clock] = []
+  var slots: [Slot?] = []
+  var clocks: [Clock] = []
   private var slotOfID: [KeyPairingID: Int] = [:]
   private var table: [UInt64: Entry] = [:]
   private var negative: [UInt64: Int64] = [:]
@@ -168,7 +85,7 @@ public struct EIDResolver: Sendable {
   private var budget: Int64
   private var budgetTime: Int64?
 
-  private static var maxClock: Int64 { Int64(UInt32.max) }
+  static var maxClock: Int64 { Int64(UInt32.max) }
 
   public init(configuration: Configuration = Configuration()) {
     self.configuration = configuration
@@ -280,21 +197,12 @@ public struct EIDResolver: Sendable {
     return nil
   }
 
-  /// The most AES operations (block encryptions and key expansions) one pairing costs a search:
-  /// at most ⌊2T / 2^K⌋ + 2 windows, one block each, and at most ⌊2T / 65,536⌋ + 2 temporary
-  /// keys, one block and one key expansion each. A search over N pairings costs at most N times
-  /// this. T = 86,400 s, K = 10: 170 + 2 × 4 = 178.
-  public static func searchOperations(tolerance: Int64, rotationExponent k: RotationExponent) -> Int64 {
-    let span = 2 * max(0, tolerance)
-    return (span >> Int64(k.rawValue)) + 2 + 2 * (span / EddystoneEID.temporaryKeySeconds + 2)
-  }
-
   // MARK: Internals
 
   /// The beacon's expected clock, saturated at 2^40 either side of zero whatever the box's time
   /// and a stored offset are, so that adding the tolerance never overflows (a clock that far out
   /// is outside every window anyway).
-  private static func expected(_ t: Int64, _ offset: Int64) -> Int64 {
+  static func expected(_ t: Int64, _ offset: Int64) -> Int64 {
     let (sum, overflow) = t.addingReportingOverflow(offset)
     if overflow { return offset > 0 ? 1 << 40 : -(1 << 40) }
     return min(max(sum, -(1 << 40)), 1 << 40)
@@ -304,60 +212,6 @@ public struct EIDResolver: Sendable {
     let start = window << k
     let end = ((window + 1) << k) - 1
     return start <= expected + configuration.tolerance && end >= expected - configuration.tolerance
-  }
-
-  /// The window of `slot`'s beacon whose EID this is, within the tolerance; nil if none. From the
-  /// expected window outward, so a beacon that drifted a little is found first.
-  private mutating func search(eid: UInt64, slot index: Int, at t: Int64) -> Int64? {
-    guard let slot = slots[index] else { return nil }
-    let k = clocks[index].k
-    let expected = Self.expected(t, clocks[index].offset)
-    let low = max(0, expected - configuration.tolerance)
-    let high = min(Self.maxClock, expected + configuration.tolerance)
-    guard low <= high else { return nil }
-    let first = low >> k
-    let last = high >> k
-    let center = min(max(expected, 0), Self.maxClock) >> k
-    var keys: [Int64: AES128Key] = slot.temporaryKeys
-    var step: Int64 = 0
-    while true {
-      let above = center + step
-      let below = center - step - 1
-      let aboveIn = above <= last
-      let belowIn = below >= first
-      if !aboveIn && !belowIn { break }
-      for side in 0..<2 {
-        let window = side == 0 ? above : below
-        guard window >= first && window <= last else { continue }
-        if compute(window: window, k: k, slot: slot, keys: &keys) == eid {
-          // Kept for the table's refresh in `accept`, which drops those it does not need.
-          slots[index]?.temporaryKeys = keys
-          return window
-        }
-      }
-      step += 1
-    }
-    return nil
-  }
-
-  /// The EID of a window, with the temporary key from `keys` or computed into it.
-  private mutating func compute(
-    window: Int64, k: Int64, slot: Slot, keys: inout [Int64: AES128Key]
-  ) -> UInt64 {
-    let clock = UInt32(window << k)
-    let keyIndex = Int64(clock >> 16)
-    let temporaryKey: AES128Key
-    if let cached = keys[keyIndex] {
-      temporaryKey = cached
-    } else {
-      temporaryKey = EddystoneEID.temporaryKey(identityKey: slot.pairing.identityKey, clock: clock)
-      statistics.blockEncryptions += 1
-      statistics.keyExpansions += 1
-      keys[keyIndex] = temporaryKey
-    }
-    statistics.blockEncryptions += 1
-    return EddystoneEID.eid(
-      temporaryKey: temporaryKey, rotationExponent: slot.pairing.rotationExponent, clock: clock)
   }
 
   /// A found window: refused as a replay when older than the newest heard; otherwise the clock is

@@ -4,6 +4,9 @@
 /// Every call takes the time it happens at and returns what followed, in order. The façade
 /// (`BeaconBridge`) runs it against a clock and a host; `simulate` and `replay` run the same
 /// façade in virtual time.
+///
+/// The paths a key proves are in BeaconPipeline+Authentication.swift, the trip calls in
+/// BeaconPipeline+Trips.swift.
 public struct BeaconPipeline: Sendable {
   /// One step of what followed a call.
   public enum Step: Hashable, Sendable {
@@ -12,21 +15,23 @@ public struct BeaconPipeline: Sendable {
     case post(TaggedTripBatch)
   }
 
+  // What the extensions in BeaconPipeline+Authentication.swift and BeaconPipeline+Trips.swift
+  // change is set internally; the rest only here.
   public private(set) var configuration: BridgeConfiguration
   public private(set) var tracker: PresenceTracker
   public private(set) var selector: ActiveBeaconSelector
   public private(set) var pairings: PairingSet
-  public private(set) var resolver: BeaconTripResolver
-  public private(set) var tagger = TripTagger()
+  public internal(set) var resolver: BeaconTripResolver
+  public internal(set) var tagger = TripTagger()
   /// TLM and URL frames linked to beacons, health, and ignored frame kinds counted.
-  public private(set) var health: BeaconHealthBook
+  public internal(set) var health: BeaconHealthBook
   /// Resolves EIDs and resolvable private addresses to pairings by key; nil resolves nothing.
-  public private(set) var authenticator: (any BeaconAuthenticator)?
+  public internal(set) var authenticator: (any BeaconAuthenticator)?
   /// `authenticator?.resolvesAddresses`, read on every advertisement: addresses are tried only
   /// when a pairing has an IRK.
-  private var triesAddresses = false
+  private(set) var triesAddresses = false
   /// Replayed EIDs refused (`status`, doctor).
-  public private(set) var eidReplaysRefused = 0
+  public internal(set) var eidReplaysRefused = 0
 
   public init(configuration: BridgeConfiguration = BridgeConfiguration(), pairings: PairingSet = PairingSet())
   {
@@ -177,74 +182,14 @@ public struct BeaconPipeline: Sendable {
     return steps
   }
 
-  /// A resolvable private address that an IRK pairing resolves: the advertisement is one
-  /// sighting of that pairing, calibrated by its first frame that carries a power. Returns
-  /// whether it was.
-  @inline(never)
-  private mutating func provenByAddress(
-    _ ad: Advertisement, frames: BeaconFrames, at time: Timestamp, into steps: inout [Step]
-  ) -> Bool {
-    guard triesAddresses, ad.address.isResolvablePrivateForm,
-      case .resolved(let key)? = authenticator?.authenticate(address: ad.address)
-    else { return false }
-    // Presence reads only a frame's power: an address without one is an uncalibrated sighting.
-    let frame = frames.first { $0.powerAt1m != nil } ?? .ignored(IgnoredFrame(frameType: 0xFF))
-    sightedByKey(frame, key, from: ad, at: time, into: &steps)
-    return true
-  }
-
-  /// An encrypted TLM (Eddystone-EID specification, "Encrypted TLM") opened with the key of an
-  /// EID pairing heard from the same address within the link window: the plain TLM frame, which
-  /// then links to that beacon as any TLM does. nil when no such pairing's key opens it (it is
-  /// then counted as the ignored kind `eddystoneTLMEncrypted`).
-  @inline(never)
-  private mutating func openedTLM(_ ad: Advertisement, at time: Timestamp) -> BeaconFrame? {
-    guard authenticator != nil,
-      let data = ad.serviceData.first(where: { $0.uuid == .eddystone && $0.data.first == 0x20 })?.data
-    else { return nil }
-    let since = Timestamp(seconds: time.seconds - health.settings.telemetryLinkWindow)
-    for case .keyed(let key) in tracker.ids(heardFrom: ad.address, since: since) where key.scheme == .eid {
-      guard let plain = authenticator?.openTLM(serviceData: data, of: key, at: time),
-        case .success(let frame) = BeaconFrameParser.parseEddystone(plain), case .eddystoneTLM = frame
-      else { continue }
-      return frame
-    }
-    return nil
-  }
-
   /// `sighted` for a pairing by key: one call site of the inlined `sighted` for every path that
   /// resolves a key, kept out of the general path's code.
   @inline(never)
-  private mutating func sightedByKey(
+  mutating func sightedByKey(
     _ frame: BeaconFrame, _ key: KeyedIdentity, from ad: Advertisement, at time: Timestamp,
     into steps: inout [Step]
   ) {
     sighted(frame, id: .keyed(key), address: ad.address, rssi: ad.rssi, at: time, into: &steps)
-  }
-
-  /// An Eddystone-EID frame: a sighting of the pairing it resolves to; a replay is refused with a
-  /// `rejected` line; an EID no pairing makes is counted as an ignored kind.
-  @inline(never)
-  private mutating func heardEID(
-    _ eid: EddystoneEIDFrame, frame: BeaconFrame, from ad: Advertisement, at time: Timestamp,
-    into steps: inout [Step]
-  ) {
-    switch authenticator?.authenticate(eid: eid.eid, at: time) ?? .unknown {
-    case .resolved(let key):
-      sightedByKey(frame, key, from: ad, at: time, into: &steps)
-    case .replay(let key):
-      eidReplaysRefused += 1
-      steps.append(
-        .event(
-          .rejected(
-            address: ad.address,
-            FrameRejection(
-              .eidReplay,
-              "an EID of \(key) from a window older than the newest heard from that beacon: refused as a replay"
-            ))))
-    case .unknown:
-      health.countIgnored(IgnoredFrame(frameType: 0x30))
-    }
   }
 
   /// A frame with an identity (`id`, its `beaconID`): presence, health, the active beacon.
@@ -350,7 +295,7 @@ public struct BeaconPipeline: Sendable {
   }
 
   /// A trip's resolution became known: report it and release its held batches.
-  private mutating func tagged(_ tripId: String, _ resolution: TripResolution) -> [Step] {
+  mutating func tagged(_ tripId: String, _ resolution: TripResolution) -> [Step] {
     var steps: [Step] = [.event(.tripTagged(tripId: tripId, resolution))]
     steps += tagger.release(tripId, resolution: resolution).map { .post($0) }
     return steps
@@ -390,110 +335,5 @@ public struct BeaconPipeline: Sendable {
     pairings = newPairings
     guard let change = selector.pairingsChanged(newPairings) else { return [] }
     return activeChanged(change, at: time)
-  }
-
-  // MARK: Trips
-
-  public mutating func startTrip(_ tripId: String, at time: Timestamp) throws(TripError) -> [Step] {
-    try resolver.start(tripId, at: time)
-    return [.event(.tripStarted(tripId: tripId))]
-  }
-
-  /// The beacon hook's snapshot for a trip.
-  public mutating func snapshotActiveBeacon(for tripId: String, at time: Timestamp) -> (
-    BeaconSnapshot?, [Step]
-  ) {
-    guard let resolution = resolver.snapshot(tripId, active: selector.active, at: time) else {
-      return (resolver.trip(tripId)?.resolution.snapshot, [])
-    }
-    guard resolution.isFinal else { return (nil, []) }
-    return (resolution.snapshot, tagged(tripId, resolution))
-  }
-
-  /// The host's hook returned; a trip it took no snapshot for is a smart-mode trip.
-  public mutating func hookFinished(for tripId: String, at time: Timestamp) -> [Step] {
-    guard let resolution = resolver.hookFinished(tripId, at: time) else { return [] }
-    return tagged(tripId, resolution)
-  }
-
-  /// Numbers a batch for a running trip, without taking it yet (so it can be journaled first).
-  public func numberBatch(_ tripId: String, events: [TripEvent], at time: Timestamp) throws(TripError)
-    -> TripEventBatch
-  {
-    guard let trip = resolver.trip(tripId) else {
-      throw TripError(.unknownTrip, "no trip \(tripId) has started")
-    }
-    guard trip.endedAt == nil else { throw TripError(.alreadyEnded, "trip \(tripId) has already ended") }
-    return TripEventBatch(
-      tripId: tripId, sequence: tagger.peekSequence(tripId), events: events, receivedAt: time)
-  }
-
-  /// Takes a numbered batch: tagged and posted when its trip has a device ID, held otherwise.
-  public mutating func tripEvents(_ batch: TripEventBatch) throws(TripError) -> [Step] {
-    guard let trip = resolver.trip(batch.tripId) else {
-      throw TripError(.unknownTrip, "no trip \(batch.tripId) has started")
-    }
-    guard trip.endedAt == nil else {
-      throw TripError(.alreadyEnded, "trip \(batch.tripId) has already ended")
-    }
-    let released = tagger.accept(batch, resolution: trip.resolution)
-    if released.isEmpty {
-      return [.event(.batchHeld(batch, reason: trip.resolution.reason))]
-    }
-    return released.map { .post($0) }
-  }
-
-  /// Puts back what a journal kept. Resolved trips' batches come back as posts, in order.
-  ///
-  /// `trips` is oldest first (as `TripJournal.load` gives them). When more of them are open than
-  /// `[Trips] maxOpenTrips` allows, the oldest open ones are ended here, as `trip end` would end
-  /// them (a pending trip takes the unresolved policy; its batches are kept and go where that
-  /// sends them), so that a journal never restores more open trips than the bound: the steps
-  /// carry their `tripEnded` events, which the bridge journals.
-  public mutating func restore(_ trips: [JournaledTrip], at time: Timestamp) -> [Step] {
-    var steps: [Step] = []
-    for kept in trips {
-      let resolution = resolver.restore(kept, at: time)
-      tagger.restore(kept.tripId, batches: kept.batches, nextSequence: kept.nextSequence)
-      steps += tagger.release(kept.tripId, resolution: resolution).map { .post($0) }
-    }
-    var excess = resolver.openTripCount - configuration.trips.maxOpenTrips
-    for kept in trips where excess > 0 && resolver.trip(kept.tripId)?.endedAt == nil {
-      guard let ended = try? endTrip(kept.tripId, at: time) else { continue }
-      steps += ended
-      excess -= 1
-    }
-    return steps
-  }
-
-  /// Drops a trip whose start could not be recorded.
-  public mutating func cancelTrip(_ tripId: String) {
-    resolver.forget(tripId)
-    tagger.forget(tripId)
-  }
-
-  /// Whether a trip is gone (retired).
-  public func isRetired(_ tripId: String) -> Bool { resolver.trip(tripId) == nil }
-
-  public mutating func endTrip(_ tripId: String, at time: Timestamp) throws(TripError) -> [Step] {
-    let (resolution, changed) = try resolver.end(tripId, at: time)
-    var steps: [Step] = changed ? tagged(tripId, resolution) : []
-    steps.append(.event(.tripEnded(tripId: tripId, resolution)))
-    return steps
-  }
-
-  /// Tags a held, unresolved trip by hand (`trip assign`).
-  public mutating func assign(_ tripId: String, deviceId: String, at time: Timestamp) throws(TripError)
-    -> [Step]
-  {
-    let resolution = try resolver.assign(tripId, deviceId: deviceId)
-    return tagged(tripId, resolution)
-  }
-
-  /// Forgets an ended trip once nothing of it is held or waiting to be posted.
-  public mutating func retireIfDone(_ tripId: String, outstanding: Bool) {
-    guard !outstanding, !tagger.hasHeld(tripId) else { return }
-    resolver.retire(tripId)
-    if resolver.trip(tripId) == nil { tagger.forget(tripId) }
   }
 }

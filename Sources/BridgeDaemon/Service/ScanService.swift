@@ -131,6 +131,34 @@ struct ScanService<C: Clock>: Service where C.Duration == Duration {
   }
 }
 
+extension ScanService where C == ContinuousClock {
+  /// The daemon's scan: the configured backend's source, made from the settings in force at each
+  /// (re)start and waiting for bluetoothd and an adapter; what it does kept in `status`, each
+  /// change rung on `changed` (`STATUS=`).
+  static func daemon(
+    settings: DaemonSettings, paired: PairedBeacons, bridge: BeaconBridge, status: ScanStatus,
+    changed: Doorbell, logger: DaemonLogger
+  ) -> Self {
+    var scan = ScanService(
+      makeSource: { onWaiting in
+        let config = settings.current.daemon
+        return config.backend.makeSource(
+          adapter: config.adapter, keep: { paired.contains($0) }, waitForHardware: true, onWaiting: onWaiting
+        ) { logger.log(.info, $0) }
+      },
+      consume: { try await bridge.consume(source: $0, started: $1) },
+      report: { condition in
+        status.set(condition)
+        changed.ring()
+      },
+      log: { logger.log($0, $1) },
+      explain: { ScanAdvice.explain($0, for: .service) },
+      clock: ContinuousClock())
+    scan.started = { status.started($0) }
+    return scan
+  }
+}
+
 extension Duration {
   /// Whole seconds, for messages.
   var wholeSeconds: Int { Int(components.seconds) }

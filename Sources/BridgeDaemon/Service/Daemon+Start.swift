@@ -1,0 +1,89 @@
+import BeaconCore
+import DBus
+
+// The start-up steps that may refuse to start. Each logs why, at the moment it fails, and
+// returns nil (or false), on which `run` returns 1.
+extension Daemon {
+  /// The state directory, prepared, and its lock (`StateLock`), which `run` holds until the
+  /// daemon exits.
+  func lockStateDirectory(_ logger: DaemonLogger) -> StateLock? {
+    do {
+      try StateDirectory.prepare(stateDirectory)
+      return try StateLock.acquire(directory: stateDirectory, holder: "beaconbridge run")
+    } catch {
+      logger.log(.error, "\(error); not starting")
+      return nil
+    }
+  }
+
+  /// The store, with the outbox's bound and told whether the fleet owns the pairings (pair and
+  /// unpair are refused while [Fleet] is configured), and the fleet's applied document, whose
+  /// settings lie over the file's from the first moment (FleetStore.swift).
+  func openStore(_ config: DaemonConfiguration, _ logger: DaemonLogger) async -> (
+    store: Store, fleetApplied: DaemonFleet.Applied?
+  )? {
+    let store: Store
+    do { store = try Store(directory: stateDirectory) } catch {
+      logger.log(.error, "\(error.description); not starting")
+      return nil
+    }
+    await store.setOutboxLimit(config.outboxMaxBatches)
+    do {
+      try await store.setFleetOwnsPairings(config.fleet.enabled)
+      return (store, try await store.fleetApplied())
+    } catch {
+      logger.log(.error, "\(error.description); not starting")
+      return nil
+    }
+  }
+
+  /// Arms the bridge: the pairings and the keys from the store, then `BeaconBridge.start`, which
+  /// checks the configuration and restores the outbox.
+  func arm(
+    _ bridge: BeaconBridge, store: Store, paired: PairedBeacons, host: DaemonHost, logger: DaemonLogger
+  ) async -> Bool {
+    do {
+      let pairings = try await store.pairings()
+      paired.update(pairings)
+      await bridge.setPairings(pairings)
+      try await KeyAuthenticator.refresh(
+        bridge: bridge, store: store, eidClockTolerance: host.configuration.eidClockTolerance)
+    } catch {
+      logger.log(.error, "\(error.description); not starting")
+      return false
+    }
+    do { try await bridge.start() } catch {
+      logger.log(.error, "\(error.description); not starting")
+      return false
+    }
+    return true
+  }
+
+  /// The D-Bus API, served once `org.beaconbridge` is owned on the system bus: the name is owned
+  /// before READY=1.
+  func serveAPI(
+    bridge: BeaconBridge, store: Store, context: BridgeServiceContext, logger: DaemonLogger,
+    announcements: Announcements
+  ) async -> (bus: Connection, api: BridgeService)? {
+    do {
+      let bus = try Connection(.system)
+      let reply = try await bus.requestName(BridgeServiceNames.busName)
+      guard reply == .primaryOwner || reply == .alreadyOwner else {
+        logger.log(
+          .error,
+          "another beaconbridge daemon owns \(BridgeServiceNames.busName) on the system bus; not starting")
+        return nil
+      }
+      let api = try BridgeService(
+        connection: bus, bridge: bridge, store: store, context: context, logger: logger,
+        announcements: announcements)
+      return (bus, api)
+    } catch {
+      logger.log(
+        .error,
+        "cannot own \(BridgeServiceNames.busName) on the system bus (\(error)); is dbus running, and is the D-Bus policy installed? Not starting"
+      )
+      return nil
+    }
+  }
+}

@@ -1,0 +1,44 @@
+import BeaconCore
+
+/// SIGHUP (`ServiceGroup.reload`): the configuration file read again and applied, or refused
+/// whole with the old one kept, between RELOADING=1 and READY=1.
+struct DaemonReload: Sendable {
+  let daemon: Daemon
+  let notifier: SystemdNotifier
+  let logger: DaemonLogger
+  let settings: DaemonSettings
+  let uploads: UploadSinks
+  let store: Store
+  let bridge: BeaconBridge
+  let host: DaemonHost
+
+  func run() async {
+    notifier.notify("RELOADING=1")
+    do {
+      let fresh = try daemon.loadConfiguration()
+      logger.learnSecrets(of: fresh)
+      // The fleet's settings lie over the new file as over the old: a file they no longer
+      // fit (exitTimeoutMax below the fleet's exitTimeout) is refused before anything uses it.
+      let problems = DaemonSettings.bridge(file: fresh, remote: settings.remote).problems()
+      guard problems.isEmpty else {
+        throw BridgeError(
+          .invalidConfiguration,
+          "invalid configuration with the fleet's settings over it: " + problems.joined(separator: "; "))
+      }
+      settings.update(fresh)
+      // A changed [Upload] or [MQTT] gets its new sink now, and the old one (its broker
+      // connection) stops here, not at the next post.
+      _ = uploads.sink(for: fresh)
+      await store.setOutboxLimit(fresh.outboxMaxBatches)
+      try await bridge.reload()
+      // The keys' resolver takes the new [ActiveBeacon] eidClockTolerance; the beacons'
+      // clocks and heard windows carry over.
+      try await KeyAuthenticator.refresh(
+        bridge: bridge, store: store, eidClockTolerance: host.configuration.eidClockTolerance)
+      logger.log(.notice, "configuration reloaded from \(daemon.configPath)")
+    } catch {
+      logger.log(.error, "configuration not reloaded, the old one stays: \(error)")
+    }
+    notifier.notify("READY=1")
+  }
+}

@@ -1,0 +1,39 @@
+import BeaconCore
+
+/// `STATUS=` lines as the bridge's state changes, and freed memory handed back after many
+/// beacons left at once (a flood expiring), or the daemon would stay at its peak size. It runs
+/// when `changed` rings (a bridge event, a change in scanning), at most once per `interval`.
+struct StatusReporter: Service {
+  let bridge: BeaconBridge
+  let scan: ScanStatus
+  let notifier: SystemdNotifier
+  let changed: Doorbell
+  var interval: Duration = .seconds(2)
+
+  func run() async throws {
+    var last = ""
+    var release = PeakShrink()
+    while true {
+      await changed.wait()
+      try await Task.sleep(for: interval)
+      let current = await bridge.status
+      if release.shouldRelease(tracked: current.beaconsInRange.count) { MallocTuning.returnFreedMemory() }
+      let line = Self.line(current, scan: scan.condition)
+      if line != last {
+        notifier.notify("STATUS=\(line)")
+        last = line
+      }
+    }
+  }
+
+  /// What scanning does, then (once the bridge runs) beacons, the active beacon and the backlog.
+  static func line(_ status: BridgeStatus?, scan: ScanCondition) -> String {
+    var parts = [scan.summary]
+    guard let status else { return parts[0] }
+    parts.append("\(status.beaconsInRange.count) beacon(s) in range")
+    parts.append("active: \(status.active?.deviceId ?? "none")")
+    let held = status.trips.reduce(0) { $0 + $1.heldBatches }
+    parts.append("\(status.outboundBatches + held) batch(es) waiting")
+    return parts.joined(separator: "; ")
+  }
+}
