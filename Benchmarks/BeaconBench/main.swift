@@ -248,6 +248,19 @@ func scalingAdvertisement(_ n: Int, rssi: Int) -> SourceEvent {
       ]))
 }
 
+/// Every advertisement of `input`, 1 ms apart, with a deadline step after each one that is due:
+/// as `simulate` steps between scenario entries.
+@inline(__always)
+func stream(_ pipeline: inout BeaconPipeline, _ input: [SourceEvent]) -> Int {
+  var work = 0
+  for (i, event) in input.enumerated() {
+    let time = Timestamp(seconds: Double(i) * 0.001)
+    work &+= pipeline.ingest(event, at: time).count
+    if let due = pipeline.nextDeadline, due <= time { work &+= pipeline.tick(at: time).count }
+  }
+  return work
+}
+
 /// The work whose growth `make bench-scaling` bounds (`--toggle-collect=*countedScaling*`): the
 /// input is built outside it, so only what the core does with the input is counted.
 @inline(never)
@@ -257,11 +270,7 @@ func countedScaling(_ mode: String, _ size: Int, _ input: [SourceEvent], _ text:
   switch mode {
   case "beacons":
     // Every beacon in range, each sighted 8 times, a deadline step after every advertisement.
-    for (i, event) in input.enumerated() {
-      let time = Timestamp(seconds: Double(i) * 0.001)
-      work &+= pipeline.ingest(event, at: time).count
-      if let due = pipeline.nextDeadline, due <= time { work &+= pipeline.tick(at: time).count }
-    }
+    work = stream(&pipeline, input)
   case "paired":
     // As "beacons", each beacon paired by its identity (a fleet's document of N pairings), and
     // one pairing of the whole UUID beside them.
@@ -270,11 +279,7 @@ func countedScaling(_ mode: String, _ size: Int, _ input: [SourceEvent], _ text:
     }
     pipeline = BeaconPipeline(
       pairings: PairingSet(pairings + [Pairing(uuid: uuid, major: nil, minor: nil, deviceId: "FLEET")]))
-    for (i, event) in input.enumerated() {
-      let time = Timestamp(seconds: Double(i) * 0.001)
-      work &+= pipeline.ingest(event, at: time).count
-      if let due = pipeline.nextDeadline, due <= time { work &+= pipeline.tick(at: time).count }
-    }
+    work = stream(&pipeline, input)
   case "departed":
     // N paired beacons (one pairing of the whole UUID) each heard 8 times in a row and then
     // gone: the departed, watched for silence, grow to N while deadlines are stepped after
@@ -285,11 +290,7 @@ func countedScaling(_ mode: String, _ size: Int, _ input: [SourceEvent], _ text:
     pipeline = BeaconPipeline(
       configuration: settings,
       pairings: PairingSet([Pairing(uuid: uuid, major: nil, minor: nil, deviceId: "FLEET")]))
-    for (i, event) in input.enumerated() {
-      let time = Timestamp(seconds: Double(i) * 0.001)
-      work &+= pipeline.ingest(event, at: time).count
-      if let due = pipeline.nextDeadline, due <= time { work &+= pipeline.tick(at: time).count }
-    }
+    work = stream(&pipeline, input)
   case "trips":
     var settings = BridgeConfiguration()
     settings.trips.maxOpenTrips = 100_000
