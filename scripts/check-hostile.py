@@ -44,7 +44,7 @@ UUID = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"
 # C0 but LF, DEL, C1, and the bidi controls: none may reach a terminal raw.
 RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 BAD_TEXT = ["Fatal error", "NSCocoaErrorDomain", "Error Domain=", "DecodingError", "The given data", "SQLite code",
-            "Swift runtime failure", "\ufffd"]
+            "Swift runtime failure", "\ufffd", "(message:", "Failure("]
 
 
 def snapshot(top):
@@ -209,6 +209,10 @@ CASES = [
     ("trip events over the 16 MiB cap", lambda t, env: dict(
         argv=["trip", "events", "--trip-id", "T-1", sparse(t, "big.json", 17 << 20)],
         says=r"big\.json: .*(16 MiB|over)")),
+    ("replay with a file as the state directory", lambda t, env: dict(
+        argv=["replay", os.path.join(ROOT, "Tests/HCITests/Fixtures/vm-ibeacons.btsnoop"), "--state-dir",
+              write(t, "notadir", "x")],
+        says=r"replay: the state directory .*notadir is a file, not a directory")),
     ("a malformed advertisement tail: simulate", lambda t, env: dict(
         argv=["simulate", os.path.join(ROOT, "Tests/Scenarios/malformed-frames.json")], status=0,
         says=r'"rejected".*malformedTail')),

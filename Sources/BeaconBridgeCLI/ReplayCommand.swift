@@ -110,8 +110,8 @@ public struct ReplayCommand: BridgeCommand {
       case .success(let box):
         pairings = box.pairings + pairings
         authenticator = box.authenticator
-      case .failure(let message):
-        console.err("beaconbridge: replay: \(message)\n")
+      case .failure(let failure):
+        console.err("beaconbridge: replay: \(failure.description)\n")
         return ExitStatus.failure
       }
     }
@@ -151,9 +151,9 @@ public struct ReplayCommand: BridgeCommand {
     }
   }
 
-  struct ReplayStoreFailure: Error {
-    let message: String
-    init(_ message: String) { self.message = message }
+  struct ReplayStoreFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
   }
 
   /// btsnoop's microseconds since 0 AD as whole seconds since 1970 (0 before 1970).

@@ -11,8 +11,10 @@ public struct TokenFileError: Error, Hashable, Sendable, CustomStringConvertible
   /// What is wrong, as the end of a sentence that starts with the path.
   public var problem: String
   public var fix: String
+  /// What the file is to its user: a token file, or a key file (`withKeyFile`).
+  public var noun = "token file"
 
-  public var description: String { "the token file \(path) \(problem); to fix: \(fix)" }
+  public var description: String { "the \(noun) \(path) \(problem); to fix: \(fix)" }
 }
 
 /// The bearer token in `[Upload] TokenFile` (and `[GZone] TokenFile`): one reader for the
@@ -61,6 +63,18 @@ public enum TokenFile {
   /// `maximumKeyFileSize` bytes. Its bytes go to `body` in a buffer wiped afterwards, so the key
   /// is never left in a Swift string; `body`'s error names the file, never its text.
   public static func withKeyFile<T>(
+    _ path: String, _ body: (UnsafeRawBufferPointer) throws(TokenFileError) -> T
+  ) throws(TokenFileError) -> T {
+    do throws(TokenFileError) {
+      return try readKeyFile(path, body)
+    } catch {
+      var named = error
+      named.noun = "key file"
+      throw named
+    }
+  }
+
+  private static func readKeyFile<T>(
     _ path: String, _ body: (UnsafeRawBufferPointer) throws(TokenFileError) -> T
   ) throws(TokenFileError) -> T {
     let (fd, _) = try open(path, holding: "the key (32 hex digits), with mode 0600 or 0640")
