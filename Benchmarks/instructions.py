@@ -21,7 +21,7 @@ does). So the regression gate is on instructions:
 
 - ManufacturerData scaling (`--harness`): DBusPathBench --manufacturer-data N decodes one
   PropertiesChanged of N entries, counted inside `countedManufacturerData`, at N and 4N (10,000
-  and 40,000): four times the entries must cost at most five times the instructions (issue 28).
+  and 40,000): four times the entries must cost at most five times the instructions.
 - Device scaling (`--harness`): DBusPathBench --devices N sends N BlueZ devices, each heard 5
   times, through the fast decoder and the device mirror (kept under the scan's default
   maxDevices, 5,000, after every pass of 200 messages), counted inside `countedDevices`, at N and

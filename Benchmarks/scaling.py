@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`make bench-scaling`: four times the input costs at most five times the work (issue 28).
+"""`make bench-scaling`: four times the input costs at most five times the work.
 
 Each table the core keeps has a bound in work as well as in size: a step must not scan every
 beacon or every open trip, and a batch must cost in proportion to its events. Seconds on a shared

@@ -15,7 +15,7 @@
 // With --manufacturer-data, it decodes one Device1 PropertiesChanged carrying ENTRIES
 // ManufacturerData entries (a company of its own each, up to 65,536) with the scan's decoder, inside
 // `countedManufacturerData`, which instructions.py counts (`--toggle-collect`) at n and 4n
-// entries: the work per message must be linear in its size (issue 28).
+// entries: the work per message must be linear in its size.
 //
 // With --devices, DEVICES beacons of addresses of their own, each heard `deviceRounds` times
 // (round after round, its RSSI changing), go through what a session does with them: the fast

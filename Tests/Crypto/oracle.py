@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The independent oracle for BeaconCrypto (issue 29): writes vectors.json in this folder from the
+"""The independent oracle for BeaconCrypto: writes vectors.json in this folder from the
 specifications alone, with Python's `cryptography` package (Debian's python3-cryptography) as the
 AES. Nothing here comes from the Swift code under test.
 
