@@ -97,28 +97,11 @@ import Testing
     #expect((lines.last?["at"]?.doubleValue ?? 0) <= 60)
   }
 
-  /// The oracle's first EID vector (Tests/Crypto/vectors.json, from the specification): the
-  /// identity key, K and the beacon clock, and the EID a beacon sends then.
-  static func eidVector() throws -> (key: String, k: Int, clock: Int, eid: [UInt8]) {
-    let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-      .appendingPathComponent("Crypto/vectors.json")
-    let vector = try #require(try JSONValue.parse(Data(contentsOf: url))["eid"]?.arrayValue?.first)
-    let eid = try #require(vector["eid"]?.stringValue)
-    let bytes = stride(from: 0, to: eid.count, by: 2).compactMap { i -> UInt8? in
-      let start = eid.index(eid.startIndex, offsetBy: i)
-      return UInt8(eid[start..<eid.index(start, offsetBy: 2)], radix: 16)
-    }
-    return (
-      try #require(vector["identityKey"]?.stringValue),
-      try #require(vector["rotationExponent"]?.intValue).asInt,
-      try #require(vector["beaconClock"]?.intValue).asInt, bytes
-    )
-  }
-
   /// With the box's store, a capture of an Eddystone-EID beacon resolves to its pairing by key,
   /// at the capture's own time: the pairing's clock offset is from the box's clock.
   @Test func resolvesAnEIDBeaconWithTheBoxsPairings() async throws {
-    let vector = try Self.eidVector()
+    let found = try OracleVectors.firstEID()
+    let vector = (key: found.identityKey, k: found.rotationExponent, clock: found.beaconClock, eid: found.eid)
     let dir = scratchPath("replay-eid")
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -262,8 +245,4 @@ import Testing
     #expect(replay.pairings[0].major == nil)
     #expect(CLI.mainHelp.contains("replay"))
   }
-}
-
-extension Int64 {
-  fileprivate var asInt: Int { Int(self) }
 }

@@ -19,13 +19,10 @@ import Testing
 @Suite(.tags(.process), .timeLimit(.minutes(3)))
 struct AuthenticationEndToEndTests {
   @Test func anEIDBeaconTagsATripThroughBlueZAndNoOutputHoldsAKey() async throws {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    let vectors = try JSONValue.parse(Data(contentsOf: root.appendingPathComponent("Crypto/vectors.json")))
-    let vector = try #require(vectors["eid"]?.arrayValue?.first)
-    let identityKey = try #require(vector["identityKey"]?.stringValue)
-    let k = try #require(vector["rotationExponent"]?.intValue)
-    let clock = try #require(vector["beaconClock"]?.intValue)
-    let eid = try #require(vector["eid"]?.stringValue.flatMap(Hex.decode))
+    let vector = try OracleVectors.firstEID()
+    let (identityKey, k, clock, eid) = (
+      vector.identityKey, vector.rotationExponent, vector.beaconClock, vector.eid
+    )
     // The vector's window is [clock with its K low bits cleared, + 2^K): a beacon paired at
     // `clock` keeps this EID for the rest of that window, long enough for the test.
     #expect(clock % (1 << k) < (1 << k) - 120)

@@ -17,13 +17,10 @@ import Testing
 @Suite(.tags(.process), .timeLimit(.minutes(3)))
 struct FleetKeyPairingTests {
   @Test func anEIDKeyFromTheDesiredDocumentResolvesTheBeaconAndNoOutputHoldsIt() async throws {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    let vectors = try JSONValue.parse(Data(contentsOf: root.appendingPathComponent("Crypto/vectors.json")))
-    let vector = try #require(vectors["eid"]?.arrayValue?.first)
-    let identityKey = try #require(vector["identityKey"]?.stringValue)
-    let k = try #require(vector["rotationExponent"]?.intValue)
-    let clock = try #require(vector["beaconClock"]?.intValue)
-    let eid = try #require(vector["eid"]?.stringValue.flatMap(Hex.decode))
+    let vector = try OracleVectors.firstEID()
+    let (identityKey, k, clock, eid) = (
+      vector.identityKey, vector.rotationExponent, vector.beaconClock, vector.eid
+    )
     // The document's beaconClock is the beacon's clock when the box applies it: the vector's EID
     // holds for the rest of its window, long enough for the test.
     #expect(clock % (1 << k) < (1 << k) - 120)
