@@ -108,26 +108,24 @@ def dbus_path(harness, emitter, n, rate, work):
     return total(out)
 
 
-def manufacturer_scaling(harness, n, work):
-    """Instructions of decoding one PropertiesChanged of n ManufacturerData entries."""
-    out = os.path.join(work, f"manufacturer-{n}.cg")
+def harness_scaling(harness, option, function, n, work):
+    """Instructions inside `function` of `DBusPathBench option n` (--manufacturer-data: one
+    PropertiesChanged of n ManufacturerData entries; --devices: n BlueZ devices, each updated
+    several times, through the decoder and the mirror)."""
+    out = os.path.join(work, f"{function}-{n}.cg")
     result = subprocess.run(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--toggle-collect=*countedManufacturerData*",
-         harness, "--manufacturer-data", str(n)],
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", f"--toggle-collect=*{function}*",
+         harness, option, str(n)],
         check=True, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    log(f"manufacturer data, {n} entries: {result.stdout.strip()}")
+    log(f"{option} {n}: {result.stdout.strip()}")
     return total(out)
 
 
-def device_scaling(harness, n, work):
-    """Instructions of n BlueZ devices, each updated several times, through the decoder and the mirror."""
-    out = os.path.join(work, f"devices-{n}.cg")
-    result = subprocess.run(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--toggle-collect=*countedDevices*",
-         harness, "--devices", str(n)],
-        check=True, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    log(f"devices, {n}: {result.stdout.strip()}")
-    return total(out)
+def within(name, ratio, limit, what):
+    """Prints the ok or REGRESSION line of a ratio against its limit; True when it is within."""
+    verdict = "ok" if ratio <= limit else "REGRESSION"
+    print(f"{verdict:10} {name}: {what} {ratio:.2f}x the instructions (limit {limit}x)")
+    return ratio <= limit
 
 
 def bleak_path(python, script, emitter, n, rate, work):
@@ -185,31 +183,19 @@ def main():
         log(f"{name}: {figures[name]:.0f} instructions per advertisement")
     # Authentication's cost: 100 Eddystone-EID beacons paired by key against 100 iBeacons paired
     # by identity, through the same pipeline. The goal is at most 1.2 times.
-    ratio = figures["eidPipeline"] / figures["plainPipeline"]
-    verdict = "ok" if ratio <= EID_GOAL else "REGRESSION"
-    scaling_failed |= ratio > EID_GOAL
-    print(f"{verdict:10} eidPipeline / plainPipeline: {ratio:.2f}x the instructions per advertisement "
-          f"(goal at most {EID_GOAL}x)")
+    scaling_failed |= not within("eidPipeline / plainPipeline", figures["eidPipeline"] / figures["plainPipeline"],
+                                 EID_GOAL, "an EID advertisement costs")
     if args.harness:
         started = time.monotonic()
         a, b = (dbus_path(args.harness, args.emitter, n, args.rate, work) for n in args.dbus)
         figures["dbusPath"] = (b - a) / (args.dbus[1] - args.dbus[0])
         log(f"dbusPath: {figures['dbusPath']:.0f} instructions per advertisement "
             f"({time.monotonic() - started:.0f} s under callgrind)")
-        a, b = (manufacturer_scaling(args.harness, n, work) for n in (10_000, 40_000))
-        ratio = b / a
-        log(f"manufacturer data: {a} instructions at 10,000 entries, {b} at 40,000: {ratio:.2f}x")
-        if ratio > 5:
-            print(f"REGRESSION manufacturerData: 4x the entries cost {ratio:.2f}x the instructions (limit 5x)")
-            scaling_failed = True
-        else:
-            print(f"ok         manufacturerData: 4x the entries cost {ratio:.2f}x the instructions (limit 5x)")
-        a, b = (device_scaling(args.harness, n, work) for n in DEVICES)
-        ratio = b / a
-        log(f"devices: {a} instructions at {DEVICES[0]:,} devices, {b} at {DEVICES[1]:,}: {ratio:.2f}x")
-        verdict = "ok" if ratio <= 5 else "REGRESSION"
-        scaling_failed |= ratio > 5
-        print(f"{verdict:10} devices: 4x the devices cost {ratio:.2f}x the instructions (limit 5x)")
+        a, b = (harness_scaling(args.harness, "--manufacturer-data", "countedManufacturerData", n, work)
+                for n in (10_000, 40_000))
+        scaling_failed |= not within("manufacturerData", b / a, 5, "4x the entries cost")
+        a, b = (harness_scaling(args.harness, "--devices", "countedDevices", n, work) for n in DEVICES)
+        scaling_failed |= not within("devices", b / a, 5, "4x the devices cost")
     else:
         log("NOT CHECKED: the D-Bus path (no --harness given); only the core is gated")
     if args.update:
