@@ -152,6 +152,9 @@ systemd-run --quiet --unit=backend --collect /usr/bin/python3 /box/fake_backend.
 mark "s1 start"
 fact s1.adapters "$(controllers)"
 wait_for 20 active
+# Active as soon as the API is served; what scanning waits for follows once the scan has looked
+# (check.py asserts the text).
+wait_for 20 eval 'prop StatusText | grep -qiE "(wait|no).*adapter"'
 show s1-show.txt
 fact s1.active_after_boot_uptime "$(cut -d' ' -f1 /proc/uptime)"
 systemctl status --no-pager beaconbridge.service >"$OUT/s1-systemctl-status.txt" 2>&1

@@ -2,7 +2,10 @@ import BeaconCore
 
 /// `STATUS=` lines as the bridge's state changes, and freed memory handed back after many
 /// beacons left at once (a flood expiring), or the daemon would stay at its peak size. It runs
-/// when `changed` rings (a bridge event, a change in scanning), at most once per `interval`.
+/// as it starts (so an active unit's status is never empty) and when `changed` rings (a bridge
+/// event, a change in scanning), at most once per `interval`: a change is told at once (systemd
+/// shows what a unit waits for as it comes up), and the changes during the pause that follows
+/// ring for one line after it.
 struct StatusReporter: Service {
   let bridge: BeaconBridge
   let scan: ScanStatus
@@ -13,9 +16,9 @@ struct StatusReporter: Service {
   func run() async throws {
     var last = ""
     var release = PeakShrink()
+    changed.ring()
     while true {
       await changed.wait()
-      try await Task.sleep(for: interval)
       let current = await bridge.status
       if release.shouldRelease(tracked: current.beaconsInRange.count) { MallocTuning.returnFreedMemory() }
       let line = Self.line(current, scan: scan.condition)
@@ -23,6 +26,7 @@ struct StatusReporter: Service {
         notifier.notify("STATUS=\(line)")
         last = line
       }
+      try await Task.sleep(for: interval)
     }
   }
 
