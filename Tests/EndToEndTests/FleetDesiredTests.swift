@@ -245,6 +245,34 @@ struct FleetDesiredTests {
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
   }
 
+  /// SIGHUP does not restart the fleet link: a reload that changes `[Fleet]` says so, and one
+  /// that leaves it alone (a changed line number included) says nothing of it.
+  @Test func aReloadThatChangesFleetSaysTheLinkKeepsItsSettings() async throws {
+    let box = try Box("box6")
+    try await box.start()
+    let warning = "[Fleet] or its broker changed"
+    func reload(_ times: Int) async throws {
+      kill(box.daemon!.process.processIdentifier, SIGHUP)
+      try await waitUntil("reload \(times): \(box.daemon!.log)") {
+        box.daemon!.log.components(separatedBy: "configuration reloaded from").count == times + 1
+      }
+    }
+    // The same [Fleet], one line lower.
+    _ = try FleetPresenceTests.configuration(
+      in: box.dir, broker: box.broker, boxId: "box6", extra: "[Presence]\nexitTimeoutMax = 600\n")
+    try String(contentsOfFile: box.config, encoding: .utf8).replacingOccurrences(
+      of: "[Trips]", with: "\n[Trips]"
+    )
+    .write(toFile: box.config, atomically: true, encoding: .utf8)
+    try await reload(1)
+    #expect(!box.daemon!.log.contains(warning), "\(box.daemon!.log)")
+    _ = try FleetPresenceTests.configuration(in: box.dir, broker: box.broker, boxId: "box6-renamed")
+    try await reload(2)
+    #expect(box.daemon!.log.contains(warning + " in \(box.config)"), "\(box.daemon!.log)")
+    #expect(try box.fleetStatus()?["boxId"] == .string("box6"))
+    #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
+  }
+
   @Test func aDocumentPublishedWhileStoppedIsAppliedAtStartAndTheVersionSurvives() async throws {
     let box = try Box("box3")
     let status = try MQTTWatcher(box.broker, topic: "fleet/box3/status")

@@ -126,7 +126,7 @@ public struct Daemon: Sendable {
     }
     let reload = DaemonReload(
       daemon: self, notifier: notifier, logger: logger, settings: settings, uploads: uploads, store: store,
-      bridge: bridge, host: host)
+      bridge: bridge, host: host, fleetLink: FleetLinkIdentity(config))
     let group = ServiceGroup(services: services, signals: signals, reload: { await reload.run() })
     return await stop(
       after: group.run(), scanStatus: scanStatus, bridge: bridge, store: store, logger: logger,

@@ -11,6 +11,8 @@ struct DaemonReload: Sendable {
   let store: Store
   let bridge: BeaconBridge
   let host: DaemonHost
+  /// The fleet link as the daemon started it, which a reload does not restart.
+  let fleetLink: FleetLinkIdentity
 
   func run() async {
     notifier.notify("RELOADING=1")
@@ -35,10 +37,30 @@ struct DaemonReload: Sendable {
       // clocks and heard windows carry over.
       try await KeyAuthenticator.refresh(
         bridge: bridge, store: store, eidClockTolerance: host.configuration.eidClockTolerance)
+      if FleetLinkIdentity(fresh) != fleetLink {
+        logger.log(
+          .warning,
+          "[Fleet] or its broker changed in \(daemon.configPath); the fleet link keeps the ones it started with until the daemon restarts (systemctl restart beaconbridge)"
+        )
+      }
       logger.log(.notice, "configuration reloaded from \(daemon.configPath)")
     } catch {
       logger.log(.error, "configuration not reloaded, the old one stays: \(error)")
     }
     notifier.notify("READY=1")
+  }
+}
+
+/// What a running fleet link was started with: `[Fleet]` but the line it was read from, and the
+/// broker it speaks to (`[Fleet] URL` or the `[Upload]` broker, its TLS files and credentials).
+struct FleetLinkIdentity: Hashable, Sendable {
+  let options: FleetOptions?
+  let broker: MQTTSettings?
+
+  init(_ configuration: DaemonConfiguration) {
+    var options = configuration.fleet
+    options.line = 0
+    self.options = options.enabled ? options : nil
+    broker = configuration.fleetSettings
   }
 }
