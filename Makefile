@@ -101,20 +101,22 @@ clean: ## remove .build and .build-asan
 # --- HCI parsers under libFuzzer -----------------------------------------------------------------
 # `make fuzz-hci` fuzzes the HCI event parser, the btsnoop reader, the D-Bus wire reader
 # (SignalSocket), the Device1 update reader and the checks on the daemon's D-Bus method
-# arguments (BridgeRequest.parse) for FUZZ_HCI_SECONDS each;
+# arguments (BridgeRequest.parse) and the Eddystone-EID and encrypted TLM frame readers
+# (BeaconCrypto) for FUZZ_HCI_SECONDS each;
 # `make test` runs them briefly (FUZZ_HCI_TEST_SECONDS). Crashers go into Fuzz/<target>/corpus,
 # which HCIParsingTests replays as regression inputs.
 FUZZ_HCI_SECONDS ?= 60
 FUZZ_HCI_TEST_SECONDS ?= 10
 .PHONY: fuzz-hci fuzz-hci-short
 
-fuzz-hci: ## fuzz the HCI event parser, the btsnoop reader, the D-Bus wire reader and method arguments
+fuzz-hci: ## fuzz the HCI event parser, the btsnoop reader, the D-Bus wire reader, method arguments and EID frames
 	@scripts/install-deps.sh test
 	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_SECONDS)
 	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_SECONDS)
 	Fuzz/run-hci.sh dbus-wire $(FUZZ_HCI_SECONDS)
 	Fuzz/run-hci.sh device-update $(FUZZ_HCI_SECONDS)
 	Fuzz/run-hci.sh bridge-methods $(FUZZ_HCI_SECONDS)
+	Fuzz/run-hci.sh eid-frames $(FUZZ_HCI_SECONDS)
 
 fuzz-hci-short: ## the same, FUZZ_HCI_TEST_SECONDS each
 	@scripts/install-deps.sh test
@@ -123,6 +125,7 @@ fuzz-hci-short: ## the same, FUZZ_HCI_TEST_SECONDS each
 	Fuzz/run-hci.sh dbus-wire $(FUZZ_HCI_TEST_SECONDS)
 	Fuzz/run-hci.sh device-update $(FUZZ_HCI_TEST_SECONDS)
 	Fuzz/run-hci.sh bridge-methods $(FUZZ_HCI_TEST_SECONDS)
+	Fuzz/run-hci.sh eid-frames $(FUZZ_HCI_TEST_SECONDS)
 
 # --- System files, installation and the .deb ----------------------------------------------------
 # `make install DESTDIR=… PREFIX=/usr` installs the release binary (Swift runtime linked in), the

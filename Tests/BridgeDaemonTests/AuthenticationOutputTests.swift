@@ -10,31 +10,12 @@ import Testing
 /// beacons in range, trips), the upload body's `beacon` object (HTTP and MQTT), `pairs`. The EID
 /// is the crypto oracle's (Tests/Crypto/vectors.json), not one BeaconCrypto computed.
 @Suite struct AuthenticationOutputTests {
-  struct Vector {
-    var identityKey: String
-    var rotationExponent: UInt8
-    var beaconClock: UInt32
-    var eid: [UInt8]
-  }
-
-  static func oracleEID() throws -> Vector {
-    let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-      .appendingPathComponent("Crypto/vectors.json")
-    let root = try JSONValue.parse(Data(contentsOf: url))
-    let first = try #require(root["eid"]?.arrayValue?.first)
-    return Vector(
-      identityKey: try #require(first["identityKey"]?.stringValue),
-      rotationExponent: UInt8(try #require(first["rotationExponent"]?.intValue)),
-      beaconClock: UInt32(try #require(first["beaconClock"]?.intValue)),
-      eid: try #require(first["eid"]?.stringValue.flatMap(Hex.decode)))
-  }
-
   static let key = KeyedIdentity(scheme: .eid, pairing: 7)
 
   /// A bridge with one EID pairing (and the plain van pairing), the EID beacon heard for 4 s
   /// and a trip started and given a batch.
   static func bridge() async throws -> (BeaconBridge, SimulationHost) {
-    let vector = try oracleEID()
+    let vector = try OracleVectors.firstEID()
     let host = SimulationHost(configuration: BridgeConfiguration())
     let clock = VirtualClock()
     let bridge = BeaconBridge(host: host, clock: clock)
@@ -45,8 +26,8 @@ import Testing
     authenticator.add(
       eid: EIDPairing(
         id: KeyPairingID(rawValue: key.pairing), identityKey: try AES128Key(hex: vector.identityKey),
-        rotationExponent: try #require(RotationExponent(rawValue: vector.rotationExponent)),
-        beaconClock: vector.beaconClock, atBoxSeconds: 0))
+        rotationExponent: try #require(RotationExponent(rawValue: UInt8(vector.rotationExponent))),
+        beaconClock: UInt32(vector.beaconClock), atBoxSeconds: 0))
     await bridge.setAuthenticator(authenticator)
     try await bridge.start()
     let ad = Advertisement(
@@ -126,7 +107,7 @@ import Testing
   }
 
   @Test func aPairingByKeyListsNoKeyAndNoUUID() throws {
-    let vector = try Self.oracleEID()
+    let vector = try OracleVectors.firstEID()
     let json = Pairing(key: Self.key, deviceId: DeviceID("UNIT-E1")).json
     #expect(json["authentication"]?.stringValue == "eid")
     #expect(json["uuid"] == .null)

@@ -14,10 +14,10 @@ import Testing
   @Test func keysComeBackAsAnAuthenticatorThatResolves() async throws {
     let dir = try scratchDirectory("keystore")
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let vector = try AuthenticationOutputTests.oracleEID()
+    let vector = try OracleVectors.firstEID()
     let store = try Store(directory: dir)
     let eid = try await store.pairByKey(
-      scheme: .eid, key: Self.digits(vector.identityKey), rotationExponent: vector.rotationExponent,
+      scheme: .eid, key: Self.digits(vector.identityKey), rotationExponent: UInt8(vector.rotationExponent),
       clockOffset: Int64(vector.beaconClock) - 1_000, deviceId: DeviceID("UNIT-E1"), label: "tag")
     let rpa = try await store.pairByKey(
       scheme: .rpa, key: Self.digits("ec0234a357c8ad05341010a60a397d9b"), rotationExponent: nil,
@@ -87,7 +87,7 @@ import Testing
   static let plain =
     #"{"uuid":"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0","major":1,"minor":7,"deviceId":"VAN-7"}"#
 
-  static func eid(_ vector: AuthenticationOutputTests.Vector, k: UInt8? = nil, label: String = "tag")
+  static func eid(_ vector: OracleVectors.EID, k: Int? = nil, label: String = "tag")
     -> String
   {
     #"{"eid":{"identityKey":"\#(vector.identityKey)","rotationExponent":\#(k ?? vector.rotationExponent),"beaconClock":\#(vector.beaconClock)},"deviceId":"UNIT-E1","label":"\#(label)"}"#
@@ -99,7 +99,7 @@ import Testing
   @Test func theFleetDocumentOwnsThePairingsByKey() async throws {
     let dir = try scratchDirectory("keystore-fleet")
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let vector = try AuthenticationOutputTests.oracleEID()
+    let vector = try OracleVectors.firstEID()
     let eidValue = vector.eid.reduce(0 as UInt64) { $0 << 8 | UInt64($1) }
     let store = try Store(directory: dir)
     // Paired on the box before [Fleet]: the first document replaces it.

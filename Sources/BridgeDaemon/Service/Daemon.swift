@@ -112,6 +112,7 @@ public struct Daemon: Sendable {
         settings: settings, paired: paired, bridge: bridge, status: scanStatus, changed: statusChanged,
         logger: logger),
       DeadlineService(bridge: bridge),
+      TrackingSaver(bridge: bridge, store: store, logger: logger),
       PairingWatcher(store: store, bridge: bridge, paired: paired, logger: logger),
       StatusReporter(bridge: bridge, scan: scanStatus, notifier: notifier, changed: statusChanged), gzone,
     ]
