@@ -6,12 +6,12 @@ import Foundation
 /// `beaconbridge pair`: binds a beacon identity to a device ID.
 public struct PairCommand: BridgeCommand {
   public static let name = "pair"
-  public static let abstract = "Pair a beacon (iBeacon UUID, major, minor) with a device ID."
+  public static let abstract = "Pair a beacon with a device ID: by iBeacon identity, nearest, or by key."
   public static let usage = """
     beaconbridge pair --uuid UUID [--major M] [--minor N] --device-id ID [--label TEXT] [--state-dir DIR] [--json]
            beaconbridge pair --nearest [--wait S] [--backend bluez|hci] [--adapter hciN] --device-id ID [--label TEXT]
-           beaconbridge pair --eid-key-file FILE --rotation-exponent K --beacon-clock N --device-id ID [--label TEXT]
-           beaconbridge pair --irk-file FILE --device-id ID [--label TEXT]
+           beaconbridge pair --eid-key-file FILE --rotation-exponent K --beacon-clock N --device-id ID [--label TEXT] [--state-dir DIR] [--json]
+           beaconbridge pair --irk-file FILE --device-id ID [--label TEXT] [--state-dir DIR] [--json]
     """
   public static let discussion = """
     The device ID is what the backend knows the vehicle by: the unit serial number or driver tag.
