@@ -86,7 +86,19 @@ import Testing
     ]
     let fifo = dir + "/fifo.key"
     #expect(mkfifo(fifo, 0o600) == 0)
-    for (path, problem) in cases + [(fifo, "is a FIFO")] {
+    // A link, and a file that is not there: the fix names the option, not the token's setting.
+    let link = dir + "/link.key"
+    #expect(symlink(try keyFile(dir, "real.key", Self.irk), link) == 0)
+    let fixes: [(String, String)] = [
+      (
+        link,
+        "is a symbolic link, which is not followed; to fix: point --eid-key-file or --irk-file at the file itself"
+      ),
+      (
+        dir + "/missing.key", "does not exist; to fix: write the key into it (32 hex digits), then chmod 0600"
+      ),
+    ]
+    for (path, problem) in cases + [(fifo, "is a FIFO")] + fixes {
       let result = await run(["pair", "--irk-file", path, "--device-id", "UNIT-R1", "--state-dir", state])
       #expect(result.status == 1, "\(path)")
       #expect(result.err.contains(problem), "\(path): \(result.err)")

@@ -77,7 +77,8 @@ public enum TokenFile {
   private static func readKeyFile<T>(
     _ path: String, _ body: (UnsafeRawBufferPointer) throws(TokenFileError) -> T
   ) throws(TokenFileError) -> T {
-    let (fd, _) = try open(path, holding: "the key (32 hex digits), with mode 0600 or 0640")
+    let (fd, _) = try open(
+      path, holding: "the key (32 hex digits), with mode 0600 or 0640", setting: .keyFile)
     defer { close(fd) }
     return try SecretBytes.withScratch(count: maximumKeyFileSize + 1) {
       (buffer) throws(TokenFileError) -> T in
@@ -143,9 +144,9 @@ public enum TokenFile {
   /// Opens `path` without following a link or blocking, refusing what is not a regular file and,
   /// when `enforcingMode`, a mode others can use. `what` is what the file should hold, for the
   /// fix. The caller closes the descriptor.
-  private static func open(_ path: String, holding what: String, enforcingMode: Bool = true)
-    throws(TokenFileError) -> (fd: Int32, info: stat)
-  {
+  private static func open(
+    _ path: String, holding what: String, setting: Setting = .tokenFile, enforcingMode: Bool = true
+  ) throws(TokenFileError) -> (fd: Int32, info: stat) {
     let fd: Int32
     let info: stat
     do throws(InputError) { (fd, info) = try RegularFile.open(path, followLinks: false) } catch {
@@ -154,7 +155,7 @@ public enum TokenFile {
           path: path, problem: "is \(kind), not a regular file", fix: "make it a regular file holding \(what)"
         )
       }
-      throw openError(path, errno: error.code ?? EINVAL)
+      throw openError(path, errno: error.code ?? EINVAL, setting: setting)
     }
     if enforcingMode, let problem = modeProblem(mode: info.st_mode, uid: info.st_uid, gid: info.st_gid) {
       close(fd)
@@ -215,27 +216,48 @@ public enum TokenFile {
     "chmod 0640 \(path) && chown root:\(serviceGroup) \(path)"
   }
 
-  static func openError(_ path: String, errno code: Int32) -> TokenFileError {
+  /// Where the path came from, for a fix that names it.
+  enum Setting {
+    /// `TokenFile` in `[Upload]` or `[GZone]`.
+    case tokenFile
+    /// `pair --eid-key-file` or `--irk-file`.
+    case keyFile
+
+    var name: String {
+      switch self {
+      case .tokenFile: "TokenFile"
+      case .keyFile: "--eid-key-file or --irk-file"
+      }
+    }
+  }
+
+  static func openError(_ path: String, errno code: Int32, setting: Setting = .tokenFile) -> TokenFileError {
     switch code {
     case ENOENT:
       TokenFileError(
         path: path, problem: "does not exist",
-        fix:
-          "create it with the backend's token, then chmod 0640 \(path) && chown root:\(serviceGroup) \(path)")
+        fix: setting == .keyFile
+          ? "write the key into it (32 hex digits), then chmod 0600 \(path)"
+          : "create it with the backend's token, then chmod 0640 \(path) && chown root:\(serviceGroup) \(path)"
+      )
     case ELOOP:
       TokenFileError(
         path: path, problem: "is a symbolic link, which is not followed",
-        fix: "point TokenFile at the file itself")
+        fix: "point \(setting.name) at the file itself")
     case EACCES:
       TokenFileError(
         path: path, problem: "cannot be read by this user (permission denied)",
-        fix: "run as root or as a member of \(serviceGroup); \(fix(path))")
+        fix: setting == .keyFile
+          ? "run pair as the file's owner or as root"
+          : "run as root or as a member of \(serviceGroup); \(fix(path))")
     case ENOTDIR:
       TokenFileError(
         path: path, problem: "is not reachable: a part of its path is not a directory",
-        fix: "correct TokenFile")
+        fix: "correct \(setting.name)")
     default:
-      TokenFileError(path: path, problem: "cannot be opened (\(SystemError.words(code)))", fix: fix(path))
+      TokenFileError(
+        path: path, problem: "cannot be opened (\(SystemError.words(code)))",
+        fix: setting == .keyFile ? "chmod 0600 \(path)" : fix(path))
     }
   }
 }
