@@ -27,7 +27,14 @@ import Testing
     }
     let binary = dir + "/binary.conf"
     try Data([0xFF, 0xFE, 0x0A]).write(to: URL(fileURLWithPath: binary))
-    #expect(throws: KeyFileError(file: binary, line: 0, message: "cannot read it: it is not UTF-8 text")) {
+    let notText = "this line is not UTF-8 text; save the file as UTF-8"
+    #expect(throws: KeyFileError(file: binary, line: 1, message: notText)) {
+      try DaemonConfiguration.load(path: binary)
+    }
+    // The first line that is not UTF-8 is named, past good ones, in a file that ends without a
+    // newline too.
+    try Data("[General]\n\nbackend = hci\n".utf8 + [0x23, 0xC3, 0x28]).write(to: URL(fileURLWithPath: binary))
+    #expect(throws: KeyFileError(file: binary, line: 4, message: notText)) {
       try DaemonConfiguration.load(path: binary)
     }
     #expect(throws: KeyFileError(file: dir, line: 0, message: "cannot read it: it is a directory")) {

@@ -42,7 +42,11 @@ extension DaemonConfiguration {
       throw KeyFileError(file: file, line: 0, message: "cannot read it: \(error.reason)")
     }
     guard let text = String(validating: bytes, as: UTF8.self) else {
-      throw KeyFileError(file: file, line: 0, message: "cannot read it: it is not UTF-8 text")
+      // The first line that is not UTF-8, so the fix can be found in a long file.
+      let lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false)
+      let bad = lines.firstIndex { String(validating: $0, as: UTF8.self) == nil }.map { $0 + 1 } ?? 0
+      throw KeyFileError(
+        file: file, line: bad, message: "this line is not UTF-8 text; save the file as UTF-8")
     }
     return text
   }

@@ -171,7 +171,7 @@ public enum Doctor {
       checks.append(
         HealthCheck(
           .configuration, "configuration", .critical, error.description,
-          fix: "fix that line; the daemon refuses to start until then"))
+          fix: "fix \(error.line > 0 ? "that line" : "the file"); the daemon refuses to start until then"))
     }
 
     // Bluetooth
