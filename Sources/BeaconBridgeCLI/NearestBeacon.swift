@@ -22,7 +22,7 @@ enum NearestBeacon {
       candidates = []
       let deadline = ContinuousClock.now.advanced(by: .seconds(wait))
       repeat {
-        if let status = try? await DaemonClient.json(BridgeServiceNames.Method.status) {
+        if case .success(let status)? = try? await DaemonClient.status().document {
           candidates = fromStatus(status)
         }
         if ContinuousClock.now >= deadline { break }
@@ -64,15 +64,14 @@ enum NearestBeacon {
     return best.identity
   }
 
-  static func fromStatus(_ status: JSONValue) -> [Candidate] {
-    (status["beaconsInRange"]?.arrayValue ?? []).compactMap { b in
-      guard let text = b["uuid"]?.stringValue, let uuid = UUID(uuidString: text),
-        let major = b["major"]?.intValue,
-        let minor = b["minor"]?.intValue, let m = UInt16(exactly: major), let n = UInt16(exactly: minor)
+  static func fromStatus(_ status: StatusDocument) -> [Candidate] {
+    status.beaconsInRange.compactMap { b in
+      guard let text = b.identity.uuid, let uuid = UUID(uuidString: text), let major = b.identity.major,
+        let minor = b.identity.minor, let m = UInt16(exactly: major), let n = UInt16(exactly: minor)
       else { return nil }
       return Candidate(
-        identity: BeaconIdentity(uuid: uuid, major: m, minor: n), smoothed: b["smoothedRssi"]?.doubleValue,
-        sightings: Int(b["sightings"]?.intValue ?? 0))
+        identity: BeaconIdentity(uuid: uuid, major: m, minor: n), smoothed: b.smoothedRSSI,
+        sightings: b.sightings)
     }
   }
 
