@@ -22,8 +22,12 @@ enum NearestBeacon {
       candidates = []
       let deadline = ContinuousClock.now.advanced(by: .seconds(wait))
       repeat {
-        if case .success(let status)? = try? await DaemonClient.status().document {
-          candidates = fromStatus(status)
+        switch try? await DaemonClient.status().document {
+        case .success(let status): candidates = fromStatus(status)
+        case .failure(let error):
+          console.err("beaconbridge: \(error.description)\n")
+          return nil
+        case nil: break
         }
         if ContinuousClock.now >= deadline { break }
         try? await Task.sleep(for: .seconds(1))
