@@ -32,35 +32,31 @@ public enum Doctor {
     case .batteryLow:
       let reading = health.batteryMillivolts.map { "battery \($0) mV" } ?? "battery low"
       let age = health.telemetryAgeSeconds.map { ", read \(Int($0)) s ago" } ?? ""
-      return
-        (HealthCheck(
-          .bluetooth, "beacon battery", .warning,
-          "\(beacon.name): \(reading), below \(formatted(settings.lowBatteryMillivolts)) mV\(age)",
-          fix: "replace the beacon's battery (a CR2477/CR2032 cell) before it stops advertising"))
+      return HealthCheck(
+        .bluetooth, "beacon battery", .warning,
+        "\(beacon.name): \(reading), below \(formatted(settings.lowBatteryMillivolts)) mV\(age)",
+        fix: "replace the beacon's battery (a CR2477/CR2032 cell) before it stops advertising")
     case .silent:
       let ago = beacon.lastSeenAgoSeconds.map { "not seen for \(Int($0)) s" } ?? "not seen"
-      return
-        (HealthCheck(
-          .bluetooth, "beacon silent", .warning,
-          "\(beacon.name): \(ago) (silentAfter \(formatted(settings.silentAfter)) s)",
-          fix: "check that the beacon is in the vehicle, powered and within range"))
+      return HealthCheck(
+        .bluetooth, "beacon silent", .warning,
+        "\(beacon.name): \(ago) (silentAfter \(formatted(settings.silentAfter)) s)",
+        fix: "check that the beacon is in the vehicle, powered and within range")
     case .rebooted:
       let when = beacon.lastRebootAgoSeconds.map { ", last \(Int($0)) s ago" } ?? ""
-      return
-        (HealthCheck(
-          .bluetooth, "beacon reboot", .warning,
-          "\(beacon.name): restarted \(health.reboots) time(s) (its uptime went backwards)\(when)",
-          fix: "a weak battery or a loose contact restarts a beacon: check the battery"))
+      return HealthCheck(
+        .bluetooth, "beacon reboot", .warning,
+        "\(beacon.name): restarted \(health.reboots) time(s) (its uptime went backwards)\(when)",
+        fix: "a weak battery or a loose contact restarts a beacon: check the battery")
     case .possibleClone:
       let from =
         health.cloneAddresses.isEmpty ? "two addresses" : health.cloneAddresses.joined(separator: " and ")
-      return
-        (HealthCheck(
-          .bluetooth, "beacon clone", .warning,
-          "\(beacon.name): its identity, sent in clear, is heard from \(from) at once, again and again: another transmitter copies it, and can tag trips as this device",
-          fix:
-            "pair \(beacon.deviceId) by key instead (beaconbridge pair --eid-key-file FILE --rotation-exponent K --beacon-clock N --device-id \(beacon.deviceId), or --irk-file FILE), then set [ActiveBeacon] requireAuthenticated = true"
-        ))
+      return HealthCheck(
+        .bluetooth, "beacon clone", .warning,
+        "\(beacon.name): its identity, sent in clear, is heard from \(from) at once, again and again: another transmitter copies it, and can tag trips as this device",
+        fix:
+          "pair \(beacon.deviceId) by key instead (beaconbridge pair --eid-key-file FILE --rotation-exponent K --beacon-clock N --device-id \(beacon.deviceId), or --irk-file FILE), then set [ActiveBeacon] requireAuthenticated = true"
+      )
     }
   }
 
