@@ -43,7 +43,7 @@ public enum StatusVerdicts {
     }
   }
 
-  /// The outbox's backlog: a warning from half its limit, critical from 90% (at the limit new
+  /// The outbox's backlog: a warning from half its limit, critical from 90% (at the limit further
   /// batches are refused).
   public static func backlog(undelivered: Int, limit: Int) -> HealthCheck.Status {
     let share = Double(undelivered) / Double(max(1, limit))
