@@ -50,4 +50,13 @@ struct DaemonClient {
     }
     return json
   }
+
+  /// The daemon's `Status` reply as it came, and read as the contract (`StatusDocument`): a reply
+  /// that does not read is its sentence, naming the key.
+  static func status() async throws(Failure) -> (
+    reply: JSONValue, document: Result<StatusDocument, StatusDocumentError>
+  ) {
+    let reply = try await json(BridgeServiceNames.Method.status)
+    do { return (reply, .success(try StatusDocument(json: reply))) } catch { return (reply, .failure(error)) }
+  }
 }

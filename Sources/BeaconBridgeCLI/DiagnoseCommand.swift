@@ -98,14 +98,19 @@ public struct DiagnoseCommand: BridgeCommand {
       Entry(
         name: "doctor.txt", why: "the health checks, as doctor prints them", content: Data(report.text.utf8)))
 
-    switch facts.daemon {
-    case .success(let status):
+    switch (facts.daemonReply, facts.daemon) {
+    case (let reply?, _):
       entries.append(
         Entry(
           name: "status.json", why: "the daemon's state (status --json)",
-          content: Data(status.reply.compactText.utf8)))
-    case .failure(let why):
+          content: Data(reply.compactText.utf8)))
+    case (nil, .failure(let why)):
       entries.append(Entry(name: "status.json", why: "the daemon's state", missing: why.reason))
+    case (nil, .success(let status)):
+      entries.append(
+        Entry(
+          name: "status.json", why: "the daemon's state (status --json)",
+          content: Data(status.json.compactText.utf8)))
     }
 
     entries.append(Self.versions())

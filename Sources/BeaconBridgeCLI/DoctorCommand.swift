@@ -86,9 +86,12 @@ public struct DoctorCommand: BridgeCommand {
       }
     }
 
-    let status: Result<DaemonStatus, DoctorFacts.DaemonUnavailable>
+    let status: Result<StatusDocument, DoctorFacts.DaemonUnavailable>
+    var reply: JSONValue?
     do {
-      status = .success(DaemonStatus(json: try await DaemonClient.json(BridgeServiceNames.Method.status)))
+      let answer = try await DaemonClient.status()
+      reply = answer.reply
+      status = answer.document.mapError(DoctorFacts.DaemonUnavailable.init)
     } catch {
       status = .failure(DoctorFacts.DaemonUnavailable(error.description))
     }
@@ -113,6 +116,7 @@ public struct DoctorCommand: BridgeCommand {
       stateDirectory: stateDirectory, stateDirectoryProblem: problem.map { String($0.problem) }, store: store,
       freeBytes: free, bluez: bluez, daemon: status, tokenFiles: tokenFiles, isRoot: geteuid() == 0)
     facts.stateDirectoryFix = problem?.fix
+    facts.daemonReply = reply
     facts.kernelAdapters = KernelAdapters.names()
     facts.redactor = redactor
     facts.configExists = FileManager.default.fileExists(atPath: configPath ?? DaemonConfiguration.defaultPath)

@@ -22,8 +22,12 @@ enum NearestBeacon {
       candidates = []
       let deadline = ContinuousClock.now.advanced(by: .seconds(wait))
       repeat {
-        if let status = try? await DaemonClient.json(BridgeServiceNames.Method.status) {
-          candidates = fromStatus(status)
+        switch try? await DaemonClient.status().document {
+        case .success(let status): candidates = fromStatus(status)
+        case .failure(let error):
+          console.err("beaconbridge: \(error.description)\n")
+          return nil
+        case nil: break
         }
         if ContinuousClock.now >= deadline { break }
         try? await Task.sleep(for: .seconds(1))
@@ -64,15 +68,14 @@ enum NearestBeacon {
     return best.identity
   }
 
-  static func fromStatus(_ status: JSONValue) -> [Candidate] {
-    (status["beaconsInRange"]?.arrayValue ?? []).compactMap { b in
-      guard let text = b["uuid"]?.stringValue, let uuid = UUID(uuidString: text),
-        let major = b["major"]?.intValue,
-        let minor = b["minor"]?.intValue, let m = UInt16(exactly: major), let n = UInt16(exactly: minor)
+  static func fromStatus(_ status: StatusDocument) -> [Candidate] {
+    status.beaconsInRange.compactMap { b in
+      guard let text = b.identity.uuid, let uuid = UUID(uuidString: text), let major = b.identity.major,
+        let minor = b.identity.minor, let m = UInt16(exactly: major), let n = UInt16(exactly: minor)
       else { return nil }
       return Candidate(
-        identity: BeaconIdentity(uuid: uuid, major: m, minor: n), smoothed: b["smoothedRssi"]?.doubleValue,
-        sightings: Int(b["sightings"]?.intValue ?? 0))
+        identity: BeaconIdentity(uuid: uuid, major: m, minor: n), smoothed: b.smoothedRSSI,
+        sightings: b.sightings)
     }
   }
 

@@ -21,8 +21,9 @@ public struct StatusCommand: BridgeCommand {
   }
 
   public func run(_ console: any Console) async -> Int32 {
-    let status: JSONValue
-    do { status = try await DaemonClient.json(BridgeServiceNames.Method.status) } catch {
+    let reply: JSONValue
+    let document: Result<StatusDocument, StatusDocumentError>
+    do { (reply, document) = try await DaemonClient.status() } catch {
       console.err("beaconbridge: \(error.description)\n")
       return ExitStatus.failure
     }
@@ -30,17 +31,24 @@ public struct StatusCommand: BridgeCommand {
     // redaction function, so a URL in a future field or a reason cannot leak.
     let redactor = Redactor()
     if json {
-      console.out(redactor.redact(status.compactText) + "\n")
+      // The reply as the daemon sent it, keys this version does not know included.
+      console.out(redactor.redact(reply.compactText) + "\n")
       return ExitStatus.success
     }
-    // Text mode: a value from the daemon (a device ID, a reason) cannot reach the terminal raw.
-    console.out(
-      redactor.redact(Self.text(DaemonStatus(json: status))).escapingControlCharactersExceptNewlines)
-    return ExitStatus.success
+    switch document {
+    case .success(let status):
+      // Text mode: a value from the daemon (a device ID, a reason) cannot reach the terminal raw.
+      console.out(redactor.redact(Self.text(status)).escapingControlCharactersExceptNewlines)
+      return ExitStatus.success
+    case .failure(let error):
+      console.err(
+        "beaconbridge: \(redactor.redact(error.description).escapingControlCharactersExceptNewlines)\n")
+      return ExitStatus.failure
+    }
   }
 
   /// The text form of the daemon's state.
-  static func text(_ status: DaemonStatus) -> String {
+  static func text(_ status: StatusDocument) -> String {
     var out = "Scanning:      \(status.scanning ?? "no")\n"
     if let active = status.activeBeacon {
       let identity = active.identity
@@ -52,7 +60,7 @@ public struct StatusCommand: BridgeCommand {
     out += "In range:      \(status.beaconsInRange.count) beacon(s)\n"
     for b in status.beaconsInRange {
       out +=
-        "  \(b.identity.text ?? "?")  rssi \(b.smoothedRSSI.map { String($0) } ?? "?")  \(b.proximity ?? "")\n"
+        "  \(b.identity.text ?? "?")  rssi \(b.smoothedRSSI.map { String($0) } ?? "?")  \(b.proximity)\n"
     }
     out += "Paired beacons: \(status.pairedBeacons.count) heard\n"
     for b in status.pairedBeacons {
@@ -60,10 +68,11 @@ public struct StatusCommand: BridgeCommand {
     }
     if !status.ignoredFrames.isEmpty {
       out += "Ignored frames: "
-      out += status.ignoredFrames.map { "\($0.reason) \($0.count)" }.joined(separator: ", ")
+      out += status.ignoredFrames.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+        .joined(separator: ", ")
       out += "\n"
     }
-    if status.droppedAdvertisements > 0 || status.manufacturerDataOverLimit > 0 {
+    if StatusVerdicts.dropped(status) != .ok {
       out += "Dropped:       \(status.droppedAdvertisements) advertisement(s) while the bridge was busy, "
       out += "\(status.manufacturerDataOverLimit) data entr(ies) past a device's 32\n"
     }
@@ -80,9 +89,7 @@ public struct StatusCommand: BridgeCommand {
       out += "Outbox:        \(outbox.undelivered) undelivered, "
       out += "\(outbox.deadLetters) dead letters, \(outbox.unresolvedTrips) unresolved trips\n"
     }
-    if let upload = status.upload {
-      out += "Upload:        " + Self.upload(upload) + "\n"
-    }
+    out += "Upload:        " + Self.upload(status.upload) + "\n"
     if let fleet = status.fleet {
       out += "Fleet:         " + Self.fleet(fleet) + "\n"
     }
@@ -90,7 +97,7 @@ public struct StatusCommand: BridgeCommand {
   }
 
   /// The fleet link on a line: box, broker, connection, and the desired versions.
-  static func fleet(_ f: DaemonStatus.Fleet) -> String {
+  static func fleet(_ f: StatusDocument.Fleet) -> String {
     let link = f.connected ? "connected" : "not connected" + (f.lastProblem.map { " (\($0))" } ?? "")
     let seen = f.lastDesiredVersion.map(String.init) ?? "none"
     let applied = f.appliedVersion.map(String.init) ?? "none"
@@ -98,39 +105,41 @@ public struct StatusCommand: BridgeCommand {
   }
 
   /// How posting goes, on a line: delivering, idle, or failing with the sink's reason.
-  static func upload(_ u: DaemonStatus.Upload) -> String {
+  static func upload(_ u: StatusDocument.Upload) -> String {
     switch u.state {
-    case "failing":
+    case .failing:
       let retry = u.retryInSeconds.map { ", next try in \(Int($0.rounded(.up))) s" } ?? ""
       return "failing (\(u.consecutiveFailures) in a row\(retry)): " + (u.lastError ?? "?")
-    case "delivering":
+    case .delivering:
       let ago = u.lastDeliveredAgoSeconds.map { ", the last \(Int($0)) s ago" } ?? ""
       return "delivering, \(u.delivered) batch(es) sent\(ago)"
-    default:
+    case .idle:
       return "nothing posted yet"
     }
   }
 
-  /// One paired beacon's health on a line: last seen, signal, battery (with the daemon's low
-  /// verdict), temperature, uptime, and the daemon's clone verdict.
-  static func health(_ b: DaemonStatus.PairedBeacon) -> String {
+  /// One paired beacon's health on a line: last seen, signal, battery (marked low by
+  /// `StatusVerdicts`), temperature, uptime, and the clone verdict.
+  static func health(_ b: StatusDocument.PairedBeacon) -> String {
+    let problems = StatusVerdicts.problems(b)
+    let h = b.health
     var parts: [String] = []
     let ago = b.lastSeenAgoSeconds.map { "seen \(Int($0)) s ago" } ?? "never seen"
     parts.append(b.inRange ? "in range, \(ago)" : "away, \(ago)")
     if let rssi = b.smoothedRSSI { parts.append("rssi \(rssi)") }
     if let loss = b.packetLoss { parts.append("loss \(Int((loss * 100).rounded()))%") }
-    if let mv = b.batteryMillivolts {
-      let age = b.telemetryAgeSeconds.map { " (\(Int($0)) s old)" } ?? ""
-      parts.append("battery \(mv) mV\(b.batteryLow ? " LOW" : "")\(age)")
+    if let mv = h.batteryMillivolts {
+      let age = h.telemetryAgeSeconds.map { " (\(Int($0)) s old)" } ?? ""
+      parts.append("battery \(mv) mV\(problems.contains(.batteryLow) ? " LOW" : "")\(age)")
     }
-    if let t = b.temperature { parts.append("\(t) °C") }
-    if let up = b.uptimeSeconds { parts.append("up \(Int(up)) s") }
-    if let count = b.advertisingCount { parts.append("\(count) adverts") }
-    if b.reboots > 0 { parts.append("\(b.reboots) reboot(s)") }
-    if let url = b.url { parts.append(url) }
-    if b.possibleClone {
+    if let t = h.temperature { parts.append("\(t) °C") }
+    if let up = h.uptimeSeconds { parts.append("up \(Int(up)) s") }
+    if let count = h.advertisingCount { parts.append("\(count) adverts") }
+    if problems.contains(.rebooted) { parts.append("\(h.reboots) reboot(s)") }
+    if let url = h.url { parts.append(url) }
+    if problems.contains(.possibleClone) {
       let from =
-        b.cloneAddresses.isEmpty ? "" : " (heard from \(b.cloneAddresses.joined(separator: " and ")) at once)"
+        h.cloneAddresses.isEmpty ? "" : " (heard from \(h.cloneAddresses.joined(separator: " and ")) at once)"
       parts.append("POSSIBLE CLONE\(from)")
     }
     return parts.joined(separator: ", ")

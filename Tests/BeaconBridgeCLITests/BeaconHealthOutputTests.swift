@@ -1,9 +1,9 @@
-import BridgeDaemon
 import Foundation
 import Testing
 
 @testable import BeaconBridgeCLI
 @testable import BeaconCore
+@testable import BridgeDaemon
 
 /// Issue 17: the frame's own fields and the TLM in `scan`'s table and `status`'s text.
 @Suite struct BeaconHealthOutputTests {
@@ -56,15 +56,18 @@ import Testing
   }
 
   @Test func statusTextShowsThePairedBeaconsHealth() throws {
-    let beacon = JSONValue.object([
-      "deviceId": .string("UNIT-0042"), "inRange": .bool(true), "lastSeenAgoSeconds": .double(3.2),
-      "smoothedRssi": .double(-61.5), "packetLoss": .double(0.25), "batteryMv": .int(2480),
-      "batteryLow": .bool(true), "telemetryAgeSeconds": .double(12), "temperatureC": .double(21.5),
-      "uptimeSeconds": .double(10), "advertisingCount": .int(256), "reboots": .int(1),
-      "url": .string("https://example.com"),
-    ])
-    let status = DaemonStatus(json: .object(["pairedBeacons": .array([beacon])]))
-    let line = StatusCommand.health(try #require(status.pairedBeacons.first))
+    let health = StatusDocument.Health(
+      batteryMillivolts: 2480, temperature: 21.5, advertisingCount: 256, uptimeSeconds: 10,
+      telemetryAgeSeconds: 12, url: "https://example.com", reboots: 1, batteryLow: true, silent: false,
+      possibleClone: false, cloneAddresses: [])
+    let beacon = StatusDocument.PairedBeacon(
+      deviceId: "UNIT-0042", label: nil,
+      identity: .init(
+        kind: "iBeacon", uuid: Self.van7.uuid.uuidString, major: 1, minor: 7, authentication: "none"),
+      calibration: .init(measuredPower: -59), inRange: true, lastSeenAgoSeconds: 3.2, rssi: -61,
+      smoothedRSSI: -61.5,
+      packetLoss: 0.25, lastRebootAgoSeconds: nil, health: health)
+    let line = StatusCommand.health(beacon)
     #expect(
       line
         == "in range, seen 3 s ago, rssi -61.5, loss 25%, battery 2480 mV LOW (12 s old), 21.5 °C, up 10 s, "

@@ -44,7 +44,7 @@ import Testing
 
   @Test func statusSaysEID() async throws {
     let (bridge, _) = try await Self.bridge()
-    let json = await bridge.status.json(scan: .starting, outbox: nil)
+    let json = StatusDocument(await bridge.status, scan: .starting, outbox: nil).json
     #expect(json["activeBeacon"]?["deviceId"]?.stringValue == "UNIT-E1")
     #expect(json["activeBeacon"]?["authentication"]?.stringValue == "eid")
     #expect(json["beaconsInRange"]?.arrayValue?.first?["authentication"]?.stringValue == "eid")

@@ -36,12 +36,12 @@ import Testing
       configPath: "/etc/beaconbridge/beaconbridge.conf", configuration: configuration,
       stateDirectory: "/var/lib/x",
       stateDirectoryProblem: stateProblem, store: .success(("ok", outbox)), freeBytes: free, bluez: bluez,
-      daemon: daemon.map(DaemonStatus.init(json:)), tokenFiles: tokenFiles, isRoot: true)
+      daemon: daemon.map(StatusSample.document(over:)), tokenFiles: tokenFiles, isRoot: true)
   }
 
   /// The delivery check from the daemon's `upload` object, read as the CLI reads it.
   func delivery(_ upload: JSONValue, mqtt: Bool) -> HealthCheck? {
-    Doctor.delivery(DaemonStatus(json: .object(["upload": upload])).upload, mqtt: mqtt)
+    Doctor.delivery(StatusSample.document(over: .object(["upload": upload])).upload, mqtt: mqtt)
   }
 
   func status(_ report: HealthReport, _ name: String) -> HealthCheck.Status? {
@@ -148,7 +148,7 @@ import Testing
     #expect(check.recommendation?.contains(mqtt ? "PasswordFile" : "[Upload] URL") == true)
   }
 
-  @Test func aDeliveringOrIdleSinkIsOKAndOldDaemonsAddNoCheck() throws {
+  @Test func aDeliveringOrIdleSinkIsOK() throws {
     let delivering = try #require(
       delivery(
         .object([
@@ -158,7 +158,6 @@ import Testing
     #expect(delivering.status == .ok)
     #expect(delivering.detail == "12 batch(es) delivered to the backend, the last 3 s ago")
     #expect(delivery(.object(["state": .string("idle")]), mqtt: true)?.status == .ok)
-    #expect(delivery(.object([:]), mqtt: false) == nil)
     // Through evaluate: the daemon's status carries it.
     let report = Doctor.evaluate(
       facts(
@@ -168,6 +167,26 @@ import Testing
             "upload": .object(["state": .string("failing"), "consecutiveFailures": .int(3)]),
           ]))))
     #expect(status(report, "delivery") == .critical)
+  }
+
+  /// A reply from another version of the daemon is a warning that says so and how to fix it,
+  /// never a Swift value.
+  @Test func anotherVersionsReplyIsAWarningThatSaysSo() {
+    let error = StatusDocumentError(path: "upload", problem: .missing)
+    let report = Doctor.evaluate(facts(daemon: .failure(.init(error))))
+    let check = report.checks.first { $0.name == "daemon" }
+    #expect(check?.status == .warning)
+    #expect(check?.detail.contains("the daemon's status has no \"upload\"") == true, "\(report.text)")
+    #expect(check?.recommendation == StatusDocumentError.fix)
+    #expect(!report.text.contains("(message:") && !report.text.contains("Failure("))
+  }
+
+  /// Drops are judged once (`StatusVerdicts.dropped`): a warning in doctor, the `Dropped:` line
+  /// in status.
+  @Test func droppedAdvertisementsWarn() {
+    let report = Doctor.evaluate(facts(daemon: .success(.object(["droppedAdvertisements": .int(7)]))))
+    #expect(status(report, "dropped advertisements") == .warning, "\(report.text)")
+    #expect(status(Doctor.evaluate(facts()), "dropped advertisements") == nil)
   }
 
   /// An upload URL libcurl cannot use is a configuration error, so doctor says critical.

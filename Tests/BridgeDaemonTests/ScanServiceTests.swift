@@ -125,7 +125,7 @@ import Testing
     let waiting = ScanCondition.waiting(backend: "bluez", reason: "waiting for an adapter (BlueZ has none)")
     #expect(waiting.scanningBackend == nil)
     #expect(waiting.summary == "not scanning: waiting for an adapter (BlueZ has none)")
-    #expect(waiting.json["state"]?.stringValue == "waiting")
+    #expect(StatusDocument.Scan(waiting).json["state"]?.stringValue == "waiting")
     let failing = ScanCondition.failing(reason: "permission denied", retryInSeconds: 8)
     #expect(failing.summary == "not scanning: permission denied; retrying in 8 s")
   }

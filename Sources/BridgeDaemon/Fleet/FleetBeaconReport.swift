@@ -3,7 +3,7 @@ import FoundationEssentials
 import Synchronization
 
 /// The beacon report (docs/fleet.md "The beacon report"): each paired beacon as the status
-/// gives it (`PairedBeaconStatus.statusJSON`, with `BeaconHealth`'s verdicts), cut to what a
+/// gives it (`StatusDocument.PairedBeacon`, with `BeaconHealth`'s verdicts), cut to what a
 /// fleet needs, with times made absolute for a retained message. Published when what it says
 /// changes (not the RSSI, which always does) and every `[Fleet] ReportInterval`.
 final class FleetBeaconReport: Sendable {
@@ -61,7 +61,7 @@ final class FleetBeaconReport: Sendable {
   static func entry(_ paired: PairedBeaconStatus, now: Timestamp, at: (JSONValue?) -> JSONValue)
     -> [String: JSONValue]
   {
-    let fields = paired.statusJSON(now: now).objectValue ?? [:]
+    let fields = StatusDocument.PairedBeacon(paired, now: now).json.objectValue ?? [:]
     var out = paired.pairing.json.objectValue ?? [:]
     for key in ["deviceId", "label", "inRange", "rssi", "smoothedRssi", "batteryMv"] {
       out[key] = fields[key] ?? .null

@@ -1,6 +1,6 @@
 import BeaconCore
 
-/// What the fleet link knows, for `status` and `doctor` (through `DaemonStatus`).
+/// What the fleet link knows, for `status` and `doctor` (as `StatusDocument.Fleet`).
 public struct FleetLinkState: Hashable, Sendable {
   public var broker: String
   public var boxId: String
@@ -16,22 +16,5 @@ public struct FleetLinkState: Hashable, Sendable {
   public init(broker: String, boxId: String) {
     self.broker = broker
     self.boxId = boxId
-  }
-}
-
-extension FleetLinkState {
-  /// The `fleet` object of the daemon's `Status` (docs/dbus-api.md; `DaemonStatus.Fleet` reads
-  /// it).
-  var json: JSONValue {
-    .object([
-      "broker": .string(broker), "boxId": .string(boxId), "connected": .bool(connected),
-      "lastDesiredVersion": lastDesiredVersion.map { .int($0) } ?? .null,
-      "appliedVersion": appliedVersion.map { .int($0) } ?? .null,
-      "appliedSettings": .object(
-        Dictionary(grouping: appliedSettings, by: \.section).mapValues { settings in
-          .object(Dictionary(settings.map { ($0.key, JSONValue.string($0.value)) }) { $1 })
-        }),
-      "lastProblem": lastProblem.map { .string($0) } ?? .null,
-    ])
   }
 }

@@ -2,50 +2,17 @@ import BeaconCore
 import BlueZ
 
 public enum Doctor {
-  /// Paired beacons' health from the daemon's `Status`: the daemon's own verdicts
-  /// (`BeaconHealth`: a low battery with its hysteresis, a silent beacon, a reboot, a possible
-  /// clone) as warnings, worded with the configured `[Health]` thresholds. Nothing is judged
-  /// again here.
-  static func beaconHealth(_ status: DaemonStatus, settings: HealthSettings) -> [HealthCheck] {
+  /// Paired beacons' health from the daemon's `Status`: each of `StatusVerdicts.problems` (the
+  /// daemon's own verdicts: a low battery with its hysteresis, a silent beacon, a possible clone;
+  /// and a reboot) as a warning, worded with the configured `[Health]` thresholds. Nothing is
+  /// judged here.
+  static func beaconHealth(_ status: StatusDocument, settings: HealthSettings) -> [HealthCheck] {
     let paired = status.pairedBeacons
     guard !paired.isEmpty else { return [] }
     var checks: [HealthCheck] = []
     for beacon in paired {
-      if beacon.batteryLow {
-        let reading = beacon.batteryMillivolts.map { "battery \($0) mV" } ?? "battery low"
-        let age = beacon.telemetryAgeSeconds.map { ", read \(Int($0)) s ago" } ?? ""
-        checks.append(
-          HealthCheck(
-            .bluetooth, "beacon battery", .warning,
-            "\(beacon.name): \(reading), below \(formatted(settings.lowBatteryMillivolts)) mV\(age)",
-            fix: "replace the beacon's battery (a CR2477/CR2032 cell) before it stops advertising"))
-      }
-      if beacon.silent {
-        let ago = beacon.lastSeenAgoSeconds.map { "not seen for \(Int($0)) s" } ?? "not seen"
-        checks.append(
-          HealthCheck(
-            .bluetooth, "beacon silent", .warning,
-            "\(beacon.name): \(ago) (silentAfter \(formatted(settings.silentAfter)) s)",
-            fix: "check that the beacon is in the vehicle, powered and within range"))
-      }
-      if beacon.reboots > 0 {
-        let when = beacon.lastRebootAgoSeconds.map { ", last \(Int($0)) s ago" } ?? ""
-        checks.append(
-          HealthCheck(
-            .bluetooth, "beacon reboot", .warning,
-            "\(beacon.name): restarted \(beacon.reboots) time(s) (its uptime went backwards)\(when)",
-            fix: "a weak battery or a loose contact restarts a beacon: check the battery"))
-      }
-      if beacon.possibleClone {
-        let from =
-          beacon.cloneAddresses.isEmpty ? "two addresses" : beacon.cloneAddresses.joined(separator: " and ")
-        checks.append(
-          HealthCheck(
-            .bluetooth, "beacon clone", .warning,
-            "\(beacon.name): its identity, sent in clear, is heard from \(from) at once, again and again: another transmitter copies it, and can tag trips as this device",
-            fix:
-              "pair \(beacon.deviceId) by key instead (beaconbridge pair --eid-key-file FILE --rotation-exponent K --beacon-clock N --device-id \(beacon.deviceId), or --irk-file FILE), then set [ActiveBeacon] requireAuthenticated = true"
-          ))
+      for problem in StatusVerdicts.problems(beacon) {
+        checks.append(check(problem, beacon, settings: settings))
       }
     }
     if checks.isEmpty {
@@ -56,14 +23,50 @@ public enum Doctor {
     return checks
   }
 
+  /// One paired beacon's problem as a warning.
+  private static func check(
+    _ problem: StatusVerdicts.BeaconProblem, _ beacon: StatusDocument.PairedBeacon, settings: HealthSettings
+  ) -> HealthCheck {
+    let health = beacon.health
+    switch problem {
+    case .batteryLow:
+      let reading = health.batteryMillivolts.map { "battery \($0) mV" } ?? "battery low"
+      let age = health.telemetryAgeSeconds.map { ", read \(Int($0)) s ago" } ?? ""
+      return HealthCheck(
+        .bluetooth, "beacon battery", .warning,
+        "\(beacon.name): \(reading), below \(formatted(settings.lowBatteryMillivolts)) mV\(age)",
+        fix: "replace the beacon's battery (a CR2477/CR2032 cell) before it stops advertising")
+    case .silent:
+      let ago = beacon.lastSeenAgoSeconds.map { "not seen for \(Int($0)) s" } ?? "not seen"
+      return HealthCheck(
+        .bluetooth, "beacon silent", .warning,
+        "\(beacon.name): \(ago) (silentAfter \(formatted(settings.silentAfter)) s)",
+        fix: "check that the beacon is in the vehicle, powered and within range")
+    case .rebooted:
+      let when = beacon.lastRebootAgoSeconds.map { ", last \(Int($0)) s ago" } ?? ""
+      return HealthCheck(
+        .bluetooth, "beacon reboot", .warning,
+        "\(beacon.name): restarted \(health.reboots) time(s) (its uptime went backwards)\(when)",
+        fix: "a weak battery or a loose contact restarts a beacon: check the battery")
+    case .possibleClone:
+      let from =
+        health.cloneAddresses.isEmpty ? "two addresses" : health.cloneAddresses.joined(separator: " and ")
+      return HealthCheck(
+        .bluetooth, "beacon clone", .warning,
+        "\(beacon.name): its identity, sent in clear, is heard from \(from) at once, again and again: another transmitter copies it, and can tag trips as this device",
+        fix:
+          "pair \(beacon.deviceId) by key instead (beaconbridge pair --eid-key-file FILE --rotation-exponent K --beacon-clock N --device-id \(beacon.deviceId), or --irk-file FILE), then set [ActiveBeacon] requireAuthenticated = true"
+      )
+    }
+  }
+
   /// How the pairings prove their beacons (docs/authentication.md): a pairing by an identity sent
   /// in clear can be cloned by any phone unless `requireAuthenticated` keeps it from the active
   /// beacon; a replayed EID means a recording of a paired beacon is played back nearby (or a
   /// beacon's clock went back after a power loss).
-  static func authentication(_ facts: DaemonStatus.Authentication?, requireAuthenticated: Bool)
+  static func authentication(_ facts: StatusDocument.Authentication, requireAuthenticated: Bool)
     -> [HealthCheck]
   {
-    guard let facts else { return [] }
     var checks: [HealthCheck] = []
     if facts.plainPairings > 0, !requireAuthenticated {
       checks.append(
@@ -91,36 +94,33 @@ public enum Doctor {
     return checks
   }
 
-  /// The daemon's `upload` state (docs/dbus-api.md) as the "delivery" check: what the sink last
-  /// said when posting fails, in its own words. One failure is a warning (a backoff is normal on
-  /// a moving vehicle); three or more in a row are critical.
-  public static func delivery(_ upload: DaemonStatus.Upload?, mqtt: Bool) -> HealthCheck? {
-    guard let upload else { return nil }
+  /// The daemon's `upload` state (docs/dbus-api.md) as the "delivery" check, as
+  /// `StatusVerdicts.delivery` judges it: what the sink last said when posting fails, in its own
+  /// words.
+  public static func delivery(_ upload: StatusDocument.Upload, mqtt: Bool) -> HealthCheck {
     let sink = mqtt ? "the MQTT broker" : "the backend"
     switch upload.state {
-    case "failing":
+    case .failing:
       let failures = max(1, upload.consecutiveFailures)
       let retry = upload.retryInSeconds.map { "; the next try is in \(formatted($0)) s" } ?? ""
       let reason = upload.lastError ?? "no reason given"
       return HealthCheck(
-        .upload, "delivery", failures >= 3 ? .critical : .warning,
+        .upload, "delivery", StatusVerdicts.delivery(upload),
         "the last \(failures) post(s) to \(sink) failed: \(reason)\(retry); nothing is lost, batches wait in the outbox",
         fix: mqtt
           ? "check the broker's address, credentials ([MQTT] Username, PasswordFile), TLS files and the network"
           : "check [Upload] URL, the token file, TLS files and the network")
-    case "delivering":
+    case .delivering:
       let ago = upload.lastDeliveredAgoSeconds.map { ", the last \(formatted($0)) s ago" } ?? ""
       return HealthCheck(.upload, "delivery", .ok, "\(upload.delivered) batch(es) delivered to \(sink)\(ago)")
-    case "idle":
+    case .idle:
       return HealthCheck(.upload, "delivery", .ok, "nothing posted to \(sink) since the daemon started")
-    default:
-      return nil
     }
   }
 
   /// The fleet link (docs/fleet.md) as the "fleet link" check: connected is ok, not connected
   /// a warning with the broker's reason (the box runs on; the fleet only cannot see it).
-  public static func fleetLink(_ fleet: DaemonStatus.Fleet?) -> HealthCheck? {
+  public static func fleetLink(_ fleet: StatusDocument.Fleet?) -> HealthCheck? {
     guard let fleet else { return nil }
     let versions =
       "desired version seen: \(fleet.lastDesiredVersion.map(String.init) ?? "none"), applied: \(fleet.appliedVersion.map(String.init) ?? "none")"
@@ -133,6 +133,18 @@ public enum Doctor {
     }
     return HealthCheck(
       .upload, "fleet link", .ok, "box \(fleet.boxId) connected to \(fleet.broker); \(versions)")
+  }
+
+  /// What the scan dropped, as `StatusVerdicts.dropped` judges it; nil when it dropped nothing.
+  static func dropped(_ status: StatusDocument) -> HealthCheck? {
+    let verdict = StatusVerdicts.dropped(status)
+    guard verdict != .ok else { return nil }
+    return HealthCheck(
+      .bluetooth, "dropped advertisements", verdict,
+      "\(status.droppedAdvertisements) advertisement(s) dropped while the bridge was busy, \(status.manufacturerDataOverLimit) data entr(ies) past a device's 32 left out",
+      fix:
+        "the box cannot keep up with the advertisements around it: see journalctl -u beaconbridge for what held the bridge; a device past 32 entries sends more than BlueZ keeps"
+    )
   }
 
   private static func formatted(_ value: Double) -> String {
@@ -233,17 +245,17 @@ public enum Doctor {
       if let scanning = status.scanning {
         checks.append(
           HealthCheck(
-            .bluetooth, "scanning", beacons > 0 ? .ok : .warning,
+            .bluetooth, "scanning", StatusVerdicts.scanning(status),
             "the daemon scans with \(scanning); \(beacons) beacon(s) in range",
             fix: beacons > 0
               ? nil : "no advertisements are arriving: check that the beacon is powered and in range"))
       } else {
         // What the daemon says it waits for (docs/dbus-api.md, `scan`), with the fix it names.
-        let detail = status.scan?.detail
-        let waiting = status.scan?.state == "waiting"
+        let detail = status.scan.detail
+        let waiting = status.scan.state == .waiting
         checks.append(
           HealthCheck(
-            .bluetooth, "scanning", .critical,
+            .bluetooth, "scanning", StatusVerdicts.scanning(status),
             detail.map { "the daemon runs but does not scan: \($0)" } ?? "the daemon runs but does not scan",
             fix: waiting && detail?.contains("adapter") == true
               ? "plug in a Bluetooth adapter (or power it: btmgmt power on); scanning starts by itself"
@@ -257,13 +269,14 @@ public enum Doctor {
             .bluetooth, "active beacon", .warning, "no paired beacon is active",
             fix: "pair the vehicle's beacon: beaconbridge pair --uuid U --major M --minor N --device-id ID"))
       }
+      if let check = dropped(status) { checks.append(check) }
       checks += beaconHealth(status, settings: config?.bridge.health ?? HealthSettings())
       checks += authentication(
         status.authentication, requireAuthenticated: config?.bridge.requireAuthenticated ?? false)
     case .failure(let unavailable):
       checks.append(
         HealthCheck(
-          .bluetooth, "daemon", .warning, unavailable.reason, fix: "systemctl start beaconbridge"))
+          .bluetooth, "daemon", .warning, unavailable.reason, fix: unavailable.fix))
     }
 
     // Storage
@@ -321,10 +334,8 @@ public enum Doctor {
             fix: "set [Upload] URL in \(facts.configPath)"))
       }
     }
-    if case .success(let status) = facts.daemon,
-      let check = delivery(status.upload, mqtt: config?.mqttSettings != nil)
-    {
-      checks.append(check)
+    if case .success(let status) = facts.daemon {
+      checks.append(delivery(status.upload, mqtt: config?.mqttSettings != nil))
     }
     if case .success(let status) = facts.daemon, let check = fleetLink(status.fleet) {
       checks.append(check)
@@ -344,8 +355,7 @@ public enum Doctor {
     }
     if case .success(let result)? = facts.store {
       let outbox = result.outbox
-      let share = Double(outbox.undelivered) / Double(max(1, outbox.limit))
-      let status: HealthCheck.Status = share >= 0.9 ? .critical : share >= 0.5 ? .warning : .ok
+      let status = StatusVerdicts.backlog(undelivered: outbox.undelivered, limit: outbox.limit)
       let age = outbox.oldestAge.map { ", oldest \(Int($0)) s old" } ?? ""
       checks.append(
         HealthCheck(

@@ -16,8 +16,11 @@ public struct DoctorFacts: Sendable {
   public var kernelAdapters: [String]?
   /// nil when the backend is HCI (bluetoothd is not needed).
   public var bluez: BlueZProbe.Result?
-  /// The daemon's `Status`, or why it could not be had.
-  public var daemon: Result<DaemonStatus, DaemonUnavailable>
+  /// The daemon's `Status`, or why it could not be had (or read).
+  public var daemon: Result<StatusDocument, DaemonUnavailable>
+  /// The `Status` reply as the daemon sent it, when there was one (the support bundle keeps it
+  /// whole, unknown keys too, even when it did not read as a `StatusDocument`).
+  public var daemonReply: JSONValue?
   /// The token files the configuration names (`[Upload]`, `[GZone]`), each with what
   /// `TokenFile.check` found: nil when it would be used, else why it is refused.
   public var tokenFiles: [TokenFileCheck]
@@ -42,13 +45,20 @@ public struct DoctorFacts: Sendable {
 
   public struct DaemonUnavailable: Error, Sendable {
     public var reason: String
-    public init(_ reason: String) { self.reason = reason }
+    public var fix: String
+    public init(_ reason: String, fix: String = "systemctl start beaconbridge") {
+      self.reason = reason
+      self.fix = fix
+    }
+
+    /// A reply that did not read as a `StatusDocument`: the daemon runs another version.
+    public init(_ error: StatusDocumentError) { self.init(error.description, fix: StatusDocumentError.fix) }
   }
 
   public init(
     configPath: String, configuration: Result<DaemonConfiguration, KeyFileError>, stateDirectory: String,
     stateDirectoryProblem: String?, store: Result<(check: String, outbox: OutboxSummary), StoreError>?,
-    freeBytes: UInt64?, bluez: BlueZProbe.Result?, daemon: Result<DaemonStatus, DaemonUnavailable>,
+    freeBytes: UInt64?, bluez: BlueZProbe.Result?, daemon: Result<StatusDocument, DaemonUnavailable>,
     tokenFiles: [TokenFileCheck],
     isRoot: Bool
   ) {

@@ -76,14 +76,11 @@ struct BridgeMethods: Sendable {
 
   func status() async throws -> MethodResult {
     let outbox = try? await store.outboxSummary()
-    var json = await bridge.status.json(
-      scan: state.scan, outbox: outbox, droppedAdvertisements: state.scanStatus.droppedAdvertisements,
-      manufacturerDataOverLimit: state.scanStatus.manufacturerDataOverLimit)
-    if let fleet = state.fleet, case .object(var fields) = json {
-      fields["fleet"] = fleet.current.json
-      json = .object(fields)
-    }
-    return .success([.string(json.compactText)])
+    let document = StatusDocument(
+      await bridge.status, scan: state.scan, outbox: outbox,
+      droppedAdvertisements: state.scanStatus.droppedAdvertisements,
+      manufacturerDataOverLimit: state.scanStatus.manufacturerDataOverLimit, fleet: state.fleet?.current)
+    return .success([.string(document.json.compactText)])
   }
 
   func pairings() async throws -> MethodResult {
@@ -168,6 +165,7 @@ struct BridgeMethods: Sendable {
   }
 
   func tripJSON(_ tripId: String) async -> JSONValue {
-    await bridge.status.trips.first(where: { $0.tripId == tripId })?.json ?? .null
+    await bridge.status.trips.first(where: { $0.tripId == tripId }).map { StatusDocument.Trip($0).json }
+      ?? .null
   }
 }

@@ -28,17 +28,6 @@ public enum ScanCondition: Sendable, Hashable {
     }
   }
 
-  /// For the D-Bus `Status` (docs/dbus-api.md).
-  public var json: JSONValue {
-    switch self {
-    case .starting: .object(["state": .string("starting")])
-    case .scanning(let backend): .object(["state": .string("scanning"), "backend": .string(backend)])
-    case .waiting(let backend, let reason):
-      .object(["state": .string("waiting"), "backend": .string(backend), "detail": .string(reason)])
-    case .failing(let reason, let retry):
-      .object(["state": .string("failing"), "detail": .string(reason), "retryInSeconds": .int(Int64(retry))])
-    }
-  }
 }
 
 /// Keeps one advertisement source feeding the bridge: starts it, restarts it when it ends or

@@ -1,0 +1,175 @@
+import BeaconCore
+
+/// The daemon's D-Bus `Status` as one typed value (docs/dbus-api.md, "Output fields"): the
+/// contract between the daemon, which builds it (`StatusDocument+Build.swift`) and sends its
+/// `json`, and `status`, `doctor` and `pair --nearest`, which decode it with `init(json:)`.
+/// Every key is spelled once, in StatusDocument+JSON.swift. The health verdicts in it
+/// (`Health.batteryLow` with its hysteresis, `silent`, `possibleClone`) are `BeaconHealth`'s,
+/// made in the daemon; what they and the other figures mean for the box is judged once, in
+/// `StatusVerdicts`.
+public struct StatusDocument: Sendable, Equatable {
+  /// What scanning does, and why it does not when it does not.
+  public struct Scan: Sendable, Equatable {
+    public enum State: String, Sendable, Equatable { case starting, scanning, waiting, failing }
+    public var state: State
+    public var backend: String?
+    public var detail: String?
+    public var retryInSeconds: Int?
+  }
+
+  /// A beacon's identity: `kind`, an iBeacon's or AltBeacon's `uuid`, `major` and `minor`, an
+  /// Eddystone-UID's `namespace` and `instance`, a pairing by key's number (`pairing`), and how
+  /// it was proven (`authentication`).
+  public struct Identity: Sendable, Equatable {
+    public var kind: String
+    public var uuid: String?
+    public var major: Int?
+    public var minor: Int?
+    public var namespace: String?
+    public var instance: String?
+    public var pairing: Int64?
+    public var authentication: String
+
+    /// `UUID major/minor`, or nil without a UUID.
+    public var text: String? { uuid.map { "\($0) \(major ?? 0)/\(minor ?? 0)" } }
+  }
+
+  /// The frame's own calibration: dBm at 1 m (iBeacon, AltBeacon) or at 0 m (Eddystone).
+  public struct Calibration: Sendable, Equatable {
+    public var measuredPower: Int?
+    public var txPower: Int?
+  }
+
+  /// What a beacon said about itself (TLM, URL) and the daemon's verdicts on it.
+  public struct Health: Sendable, Equatable {
+    public var batteryMillivolts: Int?
+    public var temperature: Double?
+    public var advertisingCount: Int?
+    public var uptimeSeconds: Double?
+    public var telemetryAgeSeconds: Double?
+    public var url: String?
+    public var reboots: Int
+    /// Below `lowBatteryMillivolts`, and not yet back above it by the hysteresis.
+    public var batteryLow: Bool
+    /// A paired beacon not seen for `silentAfter`.
+    public var silent: Bool
+    /// Its plain identity heard from two addresses at once, repeatedly; `cloneAddresses` are
+    /// those addresses.
+    public var possibleClone: Bool
+    public var cloneAddresses: [String]
+  }
+
+  public struct BeaconInRange: Sendable, Equatable {
+    public var address: String
+    public var sightings: Int
+    public var proximity: String
+    public var identity: Identity
+    public var calibration: Calibration
+    public var health: Health
+    /// Absent rather than null when unknown (an in-range beacon always has a reading).
+    public var rssi: Int?
+    public var smoothedRSSI: Double?
+    public var distance: Double?
+  }
+
+  public struct ActiveBeacon: Sendable, Equatable {
+    public var deviceId: String
+    public var label: String?
+    public var identity: Identity
+    public var smoothedRSSI: Double?
+  }
+
+  public struct PairedBeacon: Sendable, Equatable {
+    public var deviceId: String
+    public var label: String?
+    public var identity: Identity
+    public var calibration: Calibration
+    public var inRange: Bool
+    public var lastSeenAgoSeconds: Double?
+    public var rssi: Int?
+    public var smoothedRSSI: Double?
+    public var packetLoss: Double?
+    public var lastRebootAgoSeconds: Double?
+    public var health: Health
+
+    /// `deviceId (label)`, or the device ID alone.
+    public var name: String { label.map { "\(deviceId) (\($0))" } ?? deviceId }
+  }
+
+  /// One trip, as `status` lists it and the trip calls answer.
+  public struct Trip: Sendable, Equatable {
+    public var tripId: String
+    public var ended: Bool
+    public var deviceId: String?
+    public var resolution: String
+    public var authentication: String?
+    public var heldBatches: Int
+    public var waitingForEnd: Int
+  }
+
+  /// The outbox's counts, as `status` and the support bundle show them.
+  public struct Outbox: Sendable, Equatable {
+    public var undelivered: Int
+    public var deadLetters: Int
+    public var unresolvedTrips: Int
+    public var limit: Int
+    public var oldestAgeSeconds: Double?
+  }
+
+  /// How posting has gone since the daemon started, over either sink.
+  public struct Upload: Sendable, Equatable {
+    /// `idle` (nothing posted yet), `delivering` (the last post went through) or `failing`.
+    public enum State: String, Sendable, Equatable { case idle, delivering, failing }
+    public var state: State
+    public var delivered: Int
+    public var deadLettered: Int
+    public var consecutiveFailures: Int
+    /// The sink's reason for the last failed post.
+    public var lastError: String?
+    public var lastDeliveredAgoSeconds: Double?
+    public var lastFailedAgoSeconds: Double?
+    public var retryInSeconds: Double?
+  }
+
+  /// How the pairings prove their beacons, and the replayed EIDs refused since the start.
+  public struct Authentication: Sendable, Equatable {
+    public var plainPairings: Int
+    public var keyPairings: Int
+    public var eidReplaysRefused: Int
+  }
+
+  /// The fleet link (`[Fleet]`, docs/fleet.md).
+  public struct Fleet: Sendable, Equatable {
+    public var broker: String
+    public var boxId: String
+    public var connected: Bool
+    public var lastDesiredVersion: Int64?
+    public var appliedVersion: Int64?
+    /// The applied document's settings, `[section: [key: value]]`.
+    public var appliedSettings: [String: [String: String]]
+    public var lastProblem: String?
+  }
+
+  public var armed: Bool
+  /// The backend while it scans, nil otherwise.
+  public var scanning: String?
+  public var scan: Scan
+  public var beaconsInRange: [BeaconInRange]
+  public var activeBeacon: ActiveBeacon?
+  public var trips: [Trip]
+  public var outboundBatches: Int
+  public var pairings: Int
+  public var pairedBeacons: [PairedBeacon]
+  /// Well-formed frames of kinds not decoded, by kind.
+  public var ignoredFrames: [String: Int]
+  public var upload: Upload
+  public var authentication: Authentication
+  /// BlueZ signals the scan read but dropped while the bridge held a batch past its read-ahead.
+  public var droppedAdvertisements: Int
+  /// ManufacturerData and ServiceData entries past a device's 32 that the scan left out.
+  public var manufacturerDataOverLimit: Int
+  /// Absent when the store could not be read.
+  public var outbox: Outbox?
+  /// Absent unless `[Fleet]` is configured.
+  public var fleet: Fleet?
+}
