@@ -21,8 +21,10 @@
 // (round after round, its RSSI changing), go through what a session does with them: the fast
 // decoder, the device mirror (`DeviceMirror.apply`), and the mirror kept under the scan's default
 // `maxDevices` after each pass of `deviceBatch` messages (`DeviceMirror.evict`). The messages
-// are marshalled first; only `countedDevices` is counted, at n and 4n devices (instructions.py):
-// the mirror's work per update must not grow with the number of devices it holds.
+// are marshalled first; only `countedDevices` is counted, at n and 4n devices (instructions.py),
+// both under the cap and both past it: the mirror's work per update must not grow with the
+// number of devices it holds, nor with the number it has forgotten (past the cap, every update
+// is of a device evicted before it was heard again).
 
 import BeaconCore
 import BlueZ

@@ -97,6 +97,28 @@ struct DeviceMirrorTests {
     #expect(mirror.count == 4)
   }
 
+  /// A fast-decoded update of a device the mirror does not have mirrors it under BlueZ's path,
+  /// spelled from its key: the path RemoveDevice is then called with.
+  @Test func aDeviceFirstHeardByItsUpdateHasBlueZsPath() throws {
+    var mirror = DeviceMirror()
+    mirror.adapter = Self.hci0
+    let devices: [(path: ObjectPath, address: String)] = [
+      (Self.path(Self.hci0, 0xAF), "C0:FF:EE:00:00:AF"),
+      ("/org/bluez/hci0/dev_00_1A_2B_3C_4D_5E", "00:1A:2B:3C:4D:5E"),
+      ("/org/bluez/hci12/dev_FF_FF_FF_FF_FF_FF", "FF:FF:FF:FF:FF:FF"),
+      ("/org/bluez/hci9999/dev_C0_FF_EE_00_00_01", "C0:FF:EE:00:00:01"),
+    ]
+    for (path, address) in devices {
+      let key = try #require(DeviceKey(path: path))
+      #expect(key.path == path)
+      _ = mirror.apply(DeviceUpdate(key: key, rssi: -42), at: Self.at(0))
+      #expect(mirror[key]?.path == path)
+      #expect(mirror[key]?.address == BluetoothAddress(address))
+    }
+    let stale = mirror.stale(of: Self.hci0, heardBefore: Self.at(1), keep: { _ in false }, limit: 10)
+    #expect(stale.map(\.path) == [devices[1].path, devices[0].path])
+  }
+
   @Test func staleSelectionHonoursTheCutoffBondsKeepsAndAdapter() {
     var mirror = Self.mirror(6, paired: [2])
     _ = mirror.added(Self.path(Self.hci1, 9), ["RSSI": .int16(-60)], at: Self.at(0))
