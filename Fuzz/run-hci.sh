@@ -10,8 +10,8 @@
 # the module DBus; for scenario, keyfile
 # and gzone-payload the scenario reader, the configuration keyfile parser and the G-Zone payload
 # loader, as BeaconCore, GZone and BridgeDaemon's configuration files; for device-update the
-# Device1 PropertiesChanged reader, as the BlueZ files it and the generic path need, over the
-# wire reader and BeaconCore; for bridge-methods the checks on the arguments of the daemon's
+# Device1 PropertiesChanged decoder and the one Device1 property reader, as the BlueZ files they
+# and the generic path need, over the wire reader and BeaconCore; for bridge-methods the checks on the arguments of the daemon's
 # D-Bus methods, BridgeRequest.parse, as BridgeDaemon's request parser and configuration files
 # over the wire reader's DBus; for eid-frames the Eddystone-EID and encrypted TLM frame readers,
 # as BeaconCrypto over Debian's nettle) from Sources/ unchanged
@@ -35,7 +35,7 @@ mkdir -p "$out/corpus" "$out/artifacts"
 # Fuzz/dbus-wire/Signature.swift stands in for it in the module.
 dbus_wire() {
   fuzz_module "$modules" DBus "" \
-    Sources/DBus/{Wire,WireString,WireReader,WireMessage,WireValue,DBusValue,Names,DBusError,CString,EventCount}.swift \
+    Sources/DBus/{Wire,WireString,WireReader,WireMessage,WireValue,WireWriter,DBusValue,Names,DBusError,CString,EventCount}.swift \
     Fuzz/dbus-wire/Signature.swift
 }
 # One BridgeDaemon for keyfile and bridge-methods, so that running one after the other builds it
@@ -61,7 +61,7 @@ build() {
     dbus-wire) dbus_wire && fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" DBus ;;
     device-update) dbus_wire && fuzz_module "$modules" BeaconCore "" $beaconCore &&
       fuzz_module "$modules" BlueZ "BeaconCore DBus" \
-        Sources/BlueZ/{DeviceUpdate,DeviceEntries,DeviceRecord,DeviceAdvertisement,ObjectTree,BlueZNames}.swift &&
+        Sources/BlueZ/{DeviceUpdate,DevicePropertyReader,DeviceChanges,DeviceEntries,DeviceRecord,DeviceAdvertisement,ObjectTree,BlueZNames}.swift &&
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" DBus BeaconCore BlueZ ;;
     scenario | trip-events) fuzz_module "$modules" BeaconCore "" $beaconCore &&
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore ;;

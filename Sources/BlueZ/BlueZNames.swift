@@ -6,7 +6,8 @@ import DBus
 /// A name the in-place readers compare bytes with is spelled once in `Spelling` (a literal in
 /// the binary); its `String` form below and its `WireName` in `Wire` are both made from it.
 public enum BlueZ {
-  /// The names the in-place readers (`DeviceDecoder`, `ManagedObjects`) compare with.
+  /// The names the in-place readers (`DevicePropertyReader`, `DeviceDecoder`, `ManagedObjects`)
+  /// compare with.
   enum Spelling {
     static var deviceInterface: StaticString { "org.bluez.Device1" }
     static var propertiesInterface: StaticString { "org.freedesktop.DBus.Properties" }
@@ -108,8 +109,6 @@ public enum BlueZ {
     public static let serviceData = "\(Spelling.serviceData)"
     /// AdvertisementMonitorManager1: the monitor types the adapter offers (`or_patterns`).
     public static let supportedMonitorTypes = "SupportedMonitorTypes"
-    /// The Device1 properties whose change means "an advertisement was received".
-    public static let advertisementKeys: Set<String> = [rssi, txPower, manufacturerData, serviceData]
     /// AdvertisementMonitor1: the monitor's type and its patterns (`a(yyay)`).
     public static let monitorType = "Type"
     public static let patterns = "Patterns"

@@ -123,13 +123,11 @@ package struct DeviceMirror: Sendable {
   }
 
   /// InterfacesAdded of a Device1: mirrors it (or updates it); a sighting if it is the adapter's.
-  mutating func added(_ path: ObjectPath, _ properties: ObjectTree.Properties, at now: Instant)
-    -> Advertisement?
-  {
+  mutating func added(_ path: ObjectPath, _ changes: DeviceChanges, at now: Instant) -> Advertisement? {
     var mirrored = key(for: path).flatMap(position(of:))
     if let position = mirrored {
-      records[position].apply(properties, invalidated: [])
-    } else if let record = DeviceRecord(path: path, properties: properties, at: now) {
+      records[position].apply(changes, invalidated: [])
+    } else if let record = DeviceRecord(path: path, changes: changes, at: now) {
       mirrored = insert(DeviceKey(path: path, address: record.address), record)
     }
     guard let position = mirrored, let adapter, ObjectTree.device(path, isOf: adapter) else { return nil }
@@ -157,19 +155,19 @@ package struct DeviceMirror: Sendable {
 
   /// A generic Device1 PropertiesChanged: a sighting when an advertisement property changed.
   mutating func changed(
-    _ path: ObjectPath, _ changes: ObjectTree.Properties, invalidated: [String], at now: Instant
+    _ path: ObjectPath, _ changes: DeviceChanges, invalidated: [String], at now: Instant
   ) -> Advertisement? {
     let key: DeviceKey
     if let mirrored = self.key(for: path) {
       key = mirrored
     } else {
-      guard let record = DeviceRecord(path: path, properties: [:], at: now) else { return nil }
+      guard let record = DeviceRecord(path: path, changes: DeviceChanges(), at: now) else { return nil }
       key = DeviceKey(path: path, address: record.address)
       insert(key, record)
     }
     return change(key, at: now) { record in
       record.apply(changes, invalidated: invalidated)
-      return !BlueZ.Property.advertisementKeys.isDisjoint(with: changes.keys)
+      return changes.advertises
     }
   }
 
@@ -220,7 +218,7 @@ package struct DeviceMirror: Sendable {
   /// The address of a device path: the mirrored record's, else the one the path names.
   func address(of path: ObjectPath) -> BluetoothAddress? {
     key(for: path).flatMap(position(of:)).map { records[$0].address }
-      ?? DeviceAdvertisement.address(path: path, properties: nil)
+      ?? DeviceAdvertisement.address(path: path)
   }
 
   // MARK: Bounds

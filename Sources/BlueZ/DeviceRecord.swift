@@ -31,30 +31,32 @@ struct DeviceRecord: Sendable, Equatable {
 
   var bonded: Bool { paired || trusted || connected }
 
-  /// From Device1 properties (GetManagedObjects, InterfacesAdded); nil without an address.
-  init?(path: ObjectPath, properties: ObjectTree.Properties, at time: ContinuousClock.Instant) {
-    guard let address = DeviceAdvertisement.address(path: path, properties: properties) else { return nil }
+  /// From Device1 properties (GetManagedObjects, InterfacesAdded); nil without an address (in
+  /// the properties or the path).
+  init?(path: ObjectPath, changes: DeviceChanges, at time: ContinuousClock.Instant) {
+    guard let address = changes.address ?? DeviceAdvertisement.address(path: path) else { return nil }
     self.path = path
     self.address = address
     self.lastHeard = time
-    apply(properties, invalidated: [])
+    apply(changes, invalidated: [])
   }
 
-  /// A PropertiesChanged read generically: every property BlueZ may send.
-  mutating func apply(_ changes: ObjectTree.Properties, invalidated: [String]) {
-    for (key, value) in changes {
-      switch key {
-      case BlueZ.Property.rssi: rssi = value.int
-      case BlueZ.Property.txPower: txPower = value.int
-      case BlueZ.Property.manufacturerData: manufacturerData = DeviceAdvertisement.manufacturerData(value)
-      case BlueZ.Property.serviceData: serviceData = DeviceAdvertisement.serviceData(value)
-      case BlueZ.Property.name: name = value.string
-      case BlueZ.Property.paired: paired = value.bool ?? false
-      case BlueZ.Property.trusted: trusted = value.bool ?? false
-      case BlueZ.Property.connected: connected = value.bool ?? false
-      default: break
-      }
-    }
+  /// From the generic path's properties (`DeviceChanges.init(_:)`).
+  init?(path: ObjectPath, properties: ObjectTree.Properties, at time: ContinuousClock.Instant) {
+    self.init(path: path, changes: DeviceChanges(properties), at: time)
+  }
+
+  /// A PropertiesChanged read in full: every property the reader keeps but Address, which names
+  /// the device only when it is first mirrored.
+  mutating func apply(_ changes: DeviceChanges, invalidated: [String]) {
+    if changes.has(.rssi) { rssi = changes.rssi }
+    if changes.has(.txPower) { txPower = changes.txPower }
+    if changes.has(.manufacturerData) { manufacturerData = changes.manufacturerData }
+    if changes.has(.serviceData) { serviceData = changes.serviceData }
+    if changes.has(.name) { name = changes.name }
+    if changes.has(.paired) { paired = changes.paired }
+    if changes.has(.trusted) { trusted = changes.trusted }
+    if changes.has(.connected) { connected = changes.connected }
     for key in invalidated {
       switch key {
       case BlueZ.Property.rssi: rssi = nil
@@ -108,7 +110,7 @@ struct DeviceKey: Hashable, Sendable {
 
   /// From a device path alone (`…/hciN/dev_XX_…`); nil if it names no address.
   init?(path: ObjectPath) {
-    guard let address = DeviceAdvertisement.address(path: path, properties: nil) else { return nil }
+    guard let address = DeviceAdvertisement.address(path: path) else { return nil }
     self.init(path: path, address: address)
   }
 

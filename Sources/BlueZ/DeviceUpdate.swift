@@ -70,71 +70,65 @@ package final class DeviceDecoder: Sendable {
     guard body.string()?.equals(Name.deviceInterface) == true,
       let end = body.beginArray(elementAlignment: 8)
     else { return nil }
-    var rssi: Int16?
-    // Where the RSSI read last (the one that counts) starts in the message.
-    var rssiOffset = 0
-    var txPower: Int16?
-    var manufacturerData: [ManufacturerData]?
-    while body.position < end {
-      guard body.align(8), let name = body.string(), let type = body.signature() else { return nil }
-      if name.equals(Name.rssi) {
-        guard type.equals(Name.int16), body.align(2) else { return nil }
-        rssiOffset = body.position
-        guard let value = body.int16() else { return nil }
-        rssi = value
-      } else if name.equals(Name.txPower) {
-        guard type.equals(Name.int16), let value = body.int16() else { return nil }
-        txPower = value
-      } else if name.equals(Name.manufacturerData) {
-        guard type.equals(Name.companies), let data = companies(&body, of: key) else { return nil }
-        manufacturerData = data
-      } else {
-        return nil
-      }
+    var read = UpdateSink(decoder: self, key: key)
+    guard case .read = DevicePropertyReader.read(&body, end: end, into: &read), body.position == end else {
+      return nil
     }
-    guard body.position == end else { return nil }
     // Invalidated properties (`as`) must be absent or empty.
     if withInvalidated {
       guard let invalidatedEnd = body.beginArray(elementAlignment: 4), invalidatedEnd == body.position else {
         return nil
       }
     }
-    guard rssi != nil || txPower != nil || manufacturerData != nil else { return nil }
-    let update = DeviceUpdate(key: key, rssi: rssi, txPower: txPower, manufacturerData: manufacturerData)
-    if let repeats, let slot, rssi != nil {
+    let update = read.update
+    guard update.rssi != nil || update.txPower != nil || update.manufacturerData != nil else { return nil }
+    if let repeats, let slot, update.rssi != nil {
       repeats.remember(
-        path: path, body: bodyBytes, shape, slot: slot, rssiOffset: rssiOffset - bodyStart, update)
+        path: path, body: bodyBytes, shape, slot: slot, rssiOffset: read.rssiOffset - bodyStart, update)
     }
     return update
   }
+}
 
-  /// The value of `a{qv}` whose variants hold `ay`; nil for any other shape. A beacon sends the
-  /// same bytes in every advertisement, so one company whose bytes equal what `device` sent last
-  /// time gives back that same array (`recent`): no allocation, and the mirror's record keeps
-  /// the storage it already holds.
-  private func companies(_ body: inout WireReader, of device: DeviceKey) -> [ManufacturerData]? {
-    guard let end = body.beginArray(elementAlignment: 8) else { return nil }
-    let start = body.position
-    // The common case, one company: compared in place.
-    if body.align(8), let company = body.uint16(), body.signature()?.equals(Name.bytes) == true,
-      let bytes = body.byteRange(), body.position == end
-    {
-      if let same = recent.same(device, company: company, bytes: bytes) { return same }
-      let out = [ManufacturerData(companyID: company, data: Array(bytes))]
-      recent.remember(device, out)
-      return out
+/// What `DevicePropertyReader` reads for the fast decoder: RSSI, TxPower and ManufacturerData in
+/// BlueZ's types, into an update. A beacon sends the same bytes in every advertisement, so one
+/// company whose bytes equal what the device sent last time gives back that same array
+/// (`RecentManufacturerData`): no allocation, and the mirror's record keeps the storage it
+/// already holds.
+private struct UpdateSink: DevicePropertySink {
+  /// Not retained: the sink lives within one `decode` of this decoder.
+  unowned(unsafe) let decoder: DeviceDecoder
+  var update: DeviceUpdate
+  /// Where the RSSI read last (the one that counts) starts in the message.
+  var rssiOffset = 0
+
+  init(decoder: DeviceDecoder, key: DeviceKey) {
+    self.decoder = decoder
+    update = DeviceUpdate(key: key)
+  }
+
+  static var advertisementOnly: Bool { true }
+
+  mutating func rssi(_ value: Int16, at offset: Int) {
+    update.rssi = value
+    rssiOffset = offset
+  }
+
+  mutating func txPower(_ value: Int16) { update.txPower = value }
+
+  mutating func manufacturerData(company: UInt16, bytes: UnsafeRawBufferPointer) {
+    if let same = decoder.recent.same(update.key, company: company, bytes: bytes) {
+      update.manufacturerData = same
+      return
     }
-    body.position = start
-    var out = DeviceEntries<UInt16>()
-    while body.position < end {
-      guard body.align(8), let company = body.uint16(), body.signature()?.equals(Name.bytes) == true,
-        let bytes = body.byteRange()
-      else { return nil }
-      if let index = out.admit(company) { out.set(Array(bytes), at: index) }
-    }
-    guard body.position == end else { return nil }
-    if out.excess > 0 { overLimit.add(out.excess) }
-    return out.manufacturerData
+    let out = [ManufacturerData(companyID: company, data: Array(bytes))]
+    decoder.recent.remember(update.key, out)
+    update.manufacturerData = out
+  }
+
+  mutating func manufacturerData(_ entries: DeviceEntries<UInt16>) {
+    if entries.excess > 0 { decoder.overLimit.add(entries.excess) }
+    update.manufacturerData = entries.manufacturerData
   }
 }
 

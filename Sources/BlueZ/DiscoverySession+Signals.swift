@@ -38,7 +38,7 @@ extension DiscoverySession {
       guard signal.body.count == 2, let path = signal.body[0].objectPath else { return }
       let added = tree.interfacesAdded(at: path, signal.body[1])
       if added.contains(BlueZ.deviceInterface), let properties = tree.take(BlueZ.deviceInterface, at: path),
-        let advertisement = mirror.added(path, properties, at: now)
+        let advertisement = mirror.added(path, DeviceChanges(properties), at: now)
       {
         emit(.sighting(advertisement))
       }
@@ -63,11 +63,11 @@ extension DiscoverySession {
       guard signal.body.count >= 2, let interface = signal.body[0].string else { return }
       let invalidated = signal.body.count > 2 ? signal.body[2].strings ?? [] : []
       if interface == BlueZ.deviceInterface.rawValue {
-        let changes = ObjectTree.properties(signal.body[1])
+        let changes = DeviceChanges(ObjectTree.properties(signal.body[1]))
         if let advertisement = mirror.changed(signal.path, changes, invalidated: invalidated, at: now) {
           emit(.sighting(advertisement))
         }
-        let problems = DeviceAdvertisement.malformed(changes)
+        let problems = changes.malformed
         if !problems.isEmpty {
           log("bluez: ignored \(problems.joined(separator: ", ")) from \(signal.path.lastComponent)")
         }

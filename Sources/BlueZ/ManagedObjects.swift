@@ -15,16 +15,6 @@ struct ManagedObjects: Sendable {
   var devices: [DeviceKey: DeviceRecord] = [:]
 
   static var signature: WireName { BlueZ.Wire.managedObjects }
-
-  /// The Device1 properties a `DeviceRecord` reads (`DeviceRecord.apply`,
-  /// `DeviceAdvertisement.address`); the others are skipped without being built.
-  static var recordProperties: [WireName] {
-    typealias Name = BlueZ.Wire
-    return [
-      Name.address, Name.rssi, Name.txPower, Name.manufacturerData, Name.serviceData, Name.name, Name.paired,
-      Name.trusted, Name.connected,
-    ]
-  }
   static var device: WireName { BlueZ.Wire.deviceInterface }
 
   /// Reads the reply; throws `DBusError` (`.invalidArgs`) naming what does not fit, and then
@@ -40,9 +30,8 @@ struct ManagedObjects: Sendable {
     }
     // The paths read so far, to find a repeated one.
     var paths: Set<ObjectPath> = []
-    let kept = Self.recordProperties
     while body.position < end {
-      try read(object: &body, at: time, kept: kept, paths: &paths)
+      try read(object: &body, at: time, paths: &paths)
     }
     guard body.position == end else { throw Self.malformed("its object array overruns its length", at: body) }
   }
@@ -53,8 +42,7 @@ struct ManagedObjects: Sendable {
 
   /// One `{oa{sa{sv}}}`.
   private mutating func read(
-    object body: inout WireReader, at time: ContinuousClock.Instant, kept: [WireName],
-    paths: inout Set<ObjectPath>
+    object body: inout WireReader, at time: ContinuousClock.Instant, paths: inout Set<ObjectPath>
   ) throws(DBusError) {
     guard body.align(8), let pathText = body.string() else {
       throw Self.malformed("an object's path does not fit", at: body)
@@ -64,7 +52,7 @@ struct ManagedObjects: Sendable {
       throw Self.malformed("the interfaces of \(path) run past the end of the message", at: body)
     }
     var interfaces: [InterfaceName: ObjectTree.Properties] = [:]
-    var deviceProperties: ObjectTree.Properties?
+    var device: DeviceChanges?
     while body.position < end {
       guard body.align(8), let name = body.string() else {
         throw Self.malformed("an interface name of \(path) does not fit", at: body)
@@ -74,27 +62,22 @@ struct ManagedObjects: Sendable {
       guard let propertiesEnd = body.beginArray(elementAlignment: 8) else {
         throw Self.malformed("the properties of \(interface) on \(path) run past the end", at: body)
       }
-      var properties: ObjectTree.Properties = [:]
-      while body.position < propertiesEnd {
-        guard body.align(8), let property = body.string() else {
+      if isDevice {
+        // The one reader of Device1's properties; a repeated interface keeps its last entry.
+        var changes = DeviceChanges()
+        switch DevicePropertyReader.read(&body, end: propertiesEnd, into: &changes) {
+        case .read: device = changes
+        case .nameDoesNotFit, .declined:
           throw Self.malformed("a property name of \(interface) on \(path) does not fit", at: body)
-        }
-        if isDevice, !kept.contains(where: { property.equals($0) }) {
-          guard body.skipVariant() else {
-            throw Self.malformed("\(interface).\(property.string) on \(path) does not fit its type", at: body)
-          }
-          continue
-        }
-        guard let value = body.variant() else {
+        case .valueDoesNotFit(let property):
           throw Self.malformed("\(interface).\(property.string) on \(path) does not fit its type", at: body)
         }
-        // A repeated name keeps its last value, as in `ObjectTree`.
-        properties[property.string] = value.unwrapped
+      } else {
+        interfaces[interface] = try Self.properties(of: interface, on: path, &body, end: propertiesEnd)
       }
       guard body.position == propertiesEnd else {
         throw Self.malformed("the properties of \(interface) on \(path) overrun their length", at: body)
       }
-      if isDevice { deviceProperties = properties } else { interfaces[interface] = properties }
     }
     guard body.position == end else {
       throw Self.malformed("the interfaces of \(path) overrun their length", at: body)
@@ -104,13 +87,31 @@ struct ManagedObjects: Sendable {
     if !paths.insert(path).inserted, let repeated = devices.first(where: { $0.value.path == path })?.key {
       devices[repeated] = nil
     }
-    if deviceProperties != nil, interfaces.isEmpty {
+    if device != nil, interfaces.isEmpty {
       tree.remove(path)
     } else {
       tree.set(interfaces, at: path)
     }
-    if let deviceProperties, let record = DeviceRecord(path: path, properties: deviceProperties, at: time) {
+    if let device, let record = DeviceRecord(path: path, changes: device, at: time) {
       devices[DeviceKey(path: path, address: record.address)] = record
     }
+  }
+
+  /// Another interface's `a{sv}`, into the tree's `DBusValue`s.
+  private static func properties(
+    of interface: InterfaceName, on path: ObjectPath, _ body: inout WireReader, end: Int
+  ) throws(DBusError) -> ObjectTree.Properties {
+    var properties: ObjectTree.Properties = [:]
+    while body.position < end {
+      guard body.align(8), let property = body.string() else {
+        throw Self.malformed("a property name of \(interface) on \(path) does not fit", at: body)
+      }
+      guard let value = body.variant() else {
+        throw Self.malformed("\(interface).\(property.string) on \(path) does not fit its type", at: body)
+      }
+      // A repeated name keeps its last value, as in `ObjectTree`.
+      properties[property.string] = value.unwrapped
+    }
+    return properties
   }
 }

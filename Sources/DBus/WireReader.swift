@@ -39,6 +39,8 @@ public struct WireReader {
   @inlinable @inline(__always) public mutating func uint16() -> UInt16? { fixed(UInt16.self) }
   @inlinable @inline(__always) public mutating func int32() -> Int32? { fixed(Int32.self) }
   @inlinable @inline(__always) public mutating func uint32() -> UInt32? { fixed(UInt32.self) }
+  @inlinable @inline(__always) public mutating func int64() -> Int64? { fixed(Int64.self) }
+  @inlinable @inline(__always) public mutating func uint64() -> UInt64? { fixed(UInt64.self) }
 
   /// `s` or `o`: a 32-bit length, the bytes, a NUL. Always inlined: the header reads four or
   /// five per signal, and the call cost as much as the read.

@@ -16,6 +16,19 @@ public struct WireString {
   /// The first byte, if any.
   var first: UInt8? { count > 0 ? UInt8(bitPattern: pointer[0]) : nil }
 
+  /// The byte at `offset` (below `count`).
+  @inlinable public subscript(offset: Int) -> UInt8 {
+    precondition(offset >= 0 && offset < count, "a byte outside the string")
+    return UInt8(bitPattern: pointer[offset])
+  }
+
+  /// The bytes at `range` as a string of their own, in place (one type of a signature, such as
+  /// a dictionary's value type). Not NUL-terminated: read it by `count`, as every use here does.
+  public func slice(_ range: Range<Int>) -> WireString {
+    precondition(range.lowerBound >= 0 && range.upperBound <= count, "a slice outside the string")
+    return WireString(pointer: pointer + range.lowerBound, count: range.count)
+  }
+
   /// Compares without copying.
   public func equals(_ text: String) -> Bool {
     var text = text

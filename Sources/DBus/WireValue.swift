@@ -46,7 +46,7 @@ extension WireReader {
   }
 
   /// The alignment of values whose type starts with `code`.
-  static func alignment(of code: UInt8) -> Int {
+  public static func alignment(of code: UInt8) -> Int {
     switch code {
     case UInt8(ascii: "y"), UInt8(ascii: "g"), UInt8(ascii: "v"): 1
     case UInt8(ascii: "n"), UInt8(ascii: "q"): 2

@@ -230,3 +230,19 @@ struct DeviceMirrorTests {
     #expect(mirror.devices.mapValues { $0.rssi ?? 0 } == model.mapValues { Int($0) })
   }
 }
+
+extension DeviceMirror {
+  /// The generic path's door, as `DiscoverySession` opens it: the properties read by the one
+  /// Device1 reader (`DeviceChanges.init(_:)`).
+  mutating func added(_ path: ObjectPath, _ properties: ObjectTree.Properties, at now: Instant)
+    -> Advertisement?
+  {
+    added(path, DeviceChanges(properties), at: now)
+  }
+
+  mutating func changed(
+    _ path: ObjectPath, _ properties: ObjectTree.Properties, invalidated: [String], at now: Instant
+  ) -> Advertisement? {
+    changed(path, DeviceChanges(properties), invalidated: invalidated, at: now)
+  }
+}

@@ -93,7 +93,7 @@ struct DeviceUpdateTests {
   static func generic(_ body: [DBusValue], from record: DeviceRecord) -> DeviceRecord {
     var record = record
     let invalidated = body.count > 2 ? body[2].strings ?? [] : []
-    record.apply(ObjectTree.properties(body[1]), invalidated: invalidated)
+    record.apply(DeviceChanges(ObjectTree.properties(body[1])), invalidated: invalidated)
     return record
   }
 
@@ -203,7 +203,7 @@ struct DeviceUpdateTests {
     #expect(kept.count == limit)
     #expect(kept == expected)
     #expect(overLimit.count == 100 - limit)
-    #expect(DeviceAdvertisement.manufacturerData(value) == expected)
+    #expect(DeviceChanges([BlueZ.Property.manufacturerData: value]).manufacturerData == expected)
   }
 
   /// A device that sends the same ManufacturerData again gets the same array back (no

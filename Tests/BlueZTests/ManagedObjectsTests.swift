@@ -192,13 +192,12 @@ struct ManagedObjectsTests {
     #expect(third.rssi == -90 && third.connected && third.manufacturerData.map(\.companyID) == [0x004C])
   }
 
-  /// Every property a `DeviceRecord` reads is one the in-place reader keeps.
+  /// The properties the one Device1 reader keeps are the ones a `DeviceRecord` is made of.
   @Test func keepsEveryPropertyTheRecordReads() {
-    let kept = Set(ManagedObjects.recordProperties.map(\.string))
+    let kept = Set(DeviceChanges.Property.allCases.map(\.name))
     let read: Set<String> = [
-      BlueZ.Property.address, BlueZ.Property.rssi, BlueZ.Property.txPower, BlueZ.Property.manufacturerData,
-      BlueZ.Property.serviceData, BlueZ.Property.name, BlueZ.Property.paired, BlueZ.Property.trusted,
-      BlueZ.Property.connected,
+      "Address", "RSSI", "TxPower", "ManufacturerData", "ServiceData", "Name", "Paired", "Trusted",
+      "Connected",
     ]
     #expect(kept == read)
     #expect(ManagedObjects.device.string == BlueZ.deviceInterface.rawValue)

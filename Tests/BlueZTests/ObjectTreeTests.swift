@@ -52,7 +52,7 @@ struct ObjectTreeTests {
       invalidated: [])
     #expect(changes.keys.sorted() == ["RSSI"])
     let ad = try #require(
-      DeviceAdvertisement.make(path: path, properties: tree[path, BlueZ.deviceInterface]!))
+      DeviceRecord(path: path, properties: tree[path, BlueZ.deviceInterface]!, at: .now)?.advertisement)
     #expect(ad.address == BluetoothAddress("C0:FF:EE:00:00:01"))
     #expect(ad.rssi == -50)
     #expect(ad.txPower == -4)
@@ -60,7 +60,7 @@ struct ObjectTreeTests {
 
     tree.propertiesChanged(
       at: path, interface: BlueZ.deviceInterface, changed: Self.properties([:]), invalidated: ["RSSI"])
-    #expect(DeviceAdvertisement.make(path: path, properties: tree[path, BlueZ.deviceInterface]!)?.rssi == nil)
+    #expect(DeviceRecord(path: path, properties: tree[path, BlueZ.deviceInterface]!, at: .now)?.rssi == nil)
 
     let removed = tree.interfacesRemoved(at: path, [BlueZ.deviceInterface.rawValue])
     #expect(removed[BlueZ.deviceInterface]?["Address"] == "C0:FF:EE:00:00:01")
@@ -71,16 +71,20 @@ struct ObjectTreeTests {
     // python-dbusmock 0.28 sends ManufacturerData as aa{qv} and ServiceData as aa{sv}.
     let wrong = DBusValue.array(
       element: "a{qv}", [.dictionary(key: "q", value: "v", [.init(.uint16(0x0059), .variant(.bytes([1])))])])
-    #expect(DeviceAdvertisement.manufacturerData(wrong) == [ManufacturerData(companyID: 0x0059, data: [1])])
-    #expect(DeviceAdvertisement.manufacturerData(.array(element: "a{qv}", [])) == [])
-    #expect(DeviceAdvertisement.serviceData(.array(element: "a{sv}", [])) == [])
-    #expect(DeviceAdvertisement.manufacturerData(.string("nonsense")) == [])
+    func read(_ name: String, _ value: DBusValue) -> DeviceChanges { DeviceChanges([name: value]) }
+    let manufacturer = BlueZ.Property.manufacturerData
+    #expect(read(manufacturer, wrong).manufacturerData == [ManufacturerData(companyID: 0x0059, data: [1])])
+    #expect(read(manufacturer, .array(element: "a{qv}", [])).manufacturerData == [])
+    #expect(read(manufacturer, .array(element: "a{qv}", [])).malformed == [])
+    #expect(read(BlueZ.Property.serviceData, .array(element: "a{sv}", [])).serviceData == [])
+    #expect(read(manufacturer, .string("nonsense")).manufacturerData == [])
+    #expect(read(manufacturer, .string("nonsense")).malformed == ["ManufacturerData of type s"])
   }
 
   @Test func addressFallsBackToThePath() {
     #expect(
-      DeviceAdvertisement.address(path: "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF", properties: nil)
+      DeviceAdvertisement.address(path: "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF")
         == BluetoothAddress("AA:BB:CC:DD:EE:FF"))
-    #expect(DeviceAdvertisement.address(path: "/org/bluez/hci0", properties: nil) == nil)
+    #expect(DeviceAdvertisement.address(path: "/org/bluez/hci0") == nil)
   }
 }
