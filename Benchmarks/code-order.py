@@ -69,7 +69,8 @@ def check(executable, listed_path=LIST):
         parts = line.split()
         if len(parts) == 4 and parts[2] in "tTwW":
             functions.append((int(parts[0], 16), int(parts[1], 16), parts[3]))
-    present = sum(1 for _, _, name in functions if name in listed)
+    # Distinct names: a local symbol's name can be defined more than once (one per object file).
+    present = len(listed & {name for _, _, name in functions})
     start = functions[0][0] if functions else 0
     head = [(size, name) for address, size, name in functions if address < start + 256 * 1024]
     share = sum(size for size, name in head if name in listed) / max(1, sum(size for size, _ in head))
