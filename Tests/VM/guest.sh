@@ -355,6 +355,64 @@ kill -TERM $DAEMON; wait $DAEMON
 echo "s8-daemon exit $?" >>"$OUT/exits.txt"
 mark "s8 end"
 
+# Scenario 9: the same EID beacon through the raw HCI backend, bluetoothd stopped: `scan` over
+# scenario 8's store resolves it by key (authentication eid) on the path the daemon's
+# `backend = hci` takes. Its next window's EID: scenario 8 heard it last, so it is no replay.
+mark "s9 start"
+kill $BLUETOOTHD; wait $BLUETOOTHD 2>/dev/null
+power_on
+btmgmt --index 2 add-adv -c -d "$(ad_eid "$EID_2")" 1 || mark "SETUP-FAIL add-adv hci2 EID 2 without bluetoothd"
+"$BB" scan --json --duration 150 --backend hci --adapter hci0 --state-dir /tmp/bb-s8 \
+  >"$OUT/s9-hci.jsonl" 2>"$OUT/s9-hci.err" &
+SCAN=$!
+eid_entered() { grep '"beaconEntered"' "$OUT/s9-hci.jsonl" 2>/dev/null | grep -q '"authentication":"eid"'; }
+wait_for 120 eid_entered && say "s9 the HCI scan resolved the EID"
+finish_scan s9-hci
+btmgmt --index 2 clr-adv >/dev/null
+mark "s9 end"
+
+# Scenario 10: a beacon that advertises from resolvable private addresses, through the real
+# bluetoothd: hci2 with the kernel's privacy on, its IRK the Core specification's sample
+# (Vol 3 Part H, 2.2.2), so the kernel makes the addresses and the daemon, paired by that IRK with
+# requireAuthenticated, must resolve them to tag the trip. mgmt takes the IRK least significant
+# octet first, the spec and the key file write it most significant first.
+mark "s10 start"
+IRK=ec0234a357c8ad05341010a60a397d9b
+IRK_LSB_FIRST=$(python3 -c "print(bytes.fromhex('$IRK')[::-1].hex())")
+start_bluetoothd
+power_on
+btmgmt --index 2 power off >/dev/null
+btmgmt --index 2 privacy on "$IRK_LSB_FIRST" || mark "SETUP-FAIL privacy on hci2"
+btmgmt --index 2 power on >/dev/null
+btmgmt --index 2 info >"$OUT/s10-hci2-info.txt" 2>&1
+btmgmt --index 2 add-adv -d "$(ibeacon $UUID_B 6 66)" 1 || mark "SETUP-FAIL add-adv hci2 with privacy"
+mkdir -p /tmp/bb-s10
+printf '%s\n' "$IRK" >/tmp/bb-s10/irk.key
+chmod 600 /tmp/bb-s10/irk.key
+cat >/tmp/bb-s10/beaconbridge.conf <<CONF
+[General]
+adapter = hci0
+[ActiveBeacon]
+dwellSightings = 1
+dwellSeconds = 0
+requireAuthenticated = true
+CONF
+"$BB" pair --irk-file /tmp/bb-s10/irk.key --device-id VAN-R --state-dir /tmp/bb-s10 >"$OUT/s10-pair.txt" 2>&1
+"$BB" run --config /tmp/bb-s10/beaconbridge.conf --state-dir /tmp/bb-s10 2>"$OUT/s10-daemon.err" &
+DAEMON=$!
+rpa_active() {
+  "$BB" status --json >"$OUT/s10-status.json" 2>>"$OUT/s10-cli.err" && python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if ((d.get("activeBeacon") or {}).get("deviceId") or "") == "VAN-R" else 1)' "$OUT/s10-status.json"
+}
+wait_for 120 rpa_active && say "s10 VAN-R active"
+"$BB" trip start --trip-id vm-r1 >"$OUT/s10-trip.json" 2>>"$OUT/s10-cli.err"
+"$BB" trip end --trip-id vm-r1 >>"$OUT/s10-cli.err" 2>&1
+btmgmt --index 2 clr-adv >/dev/null
+kill -TERM $DAEMON; wait $DAEMON
+echo "s10-daemon exit $?" >>"$OUT/exits.txt"
+mark "s10 end"
+
 kill -TERM $BTMON; wait $BTMON
 dmesg >"$OUT/dmesg.txt"
 mark "done"
