@@ -30,6 +30,10 @@ demo: build ## build, then play the scripted drive through the real pipeline (no
 
 # Every tier the README promises. A tier that cannot run fails here; none is skipped.
 test: check-help lint scenarios crypto-vectors fuzz-short fuzz-hci-short fuzz-input-short test-io test-hostile leakcheck bench-check bench-scaling test-unit test-process test-system-files test-vm test-box ## every test tier (the VM and box tiers included)
+	@# A tier skipped by BEACONBRIDGE_SKIP_VM or BEACONBRIDGE_SKIP_BOX is not a pass.
+	@skipped=$$(cat .build/skipped-vm .build/skipped-box 2>/dev/null | tr '\n' ' '); \
+	if [ -n "$$skipped" ]; then \
+	  echo "make test: the other tiers passed, but these were SKIPPED and did not run: $$skipped" >&2; exit 1; fi
 	@echo "make test: all tiers passed"
 
 # The tiers are Swift Testing tags (Sources/BeaconTestSupport/Tiers.swift): a suite tagged

@@ -37,8 +37,11 @@ if [ "${BEACONBRIDGE_SKIP_BOX:-}" = 1 ]; then
 * Only for machines that cannot run a VM at all; CI must never set it.        *
 ********************************************************************************
 WARN
+  # `make test` reads this and does not report the run as passed.
+  mkdir -p .build && echo box >.build/skipped-box
   exit 0
 fi
+rm -f .build/skipped-box
 
 started=$(date +%s)
 cannot_run() {

@@ -24,8 +24,11 @@ if [ "${BEACONBRIDGE_SKIP_VM:-}" = 1 ]; then
 * Only for machines that cannot run a VM at all; CI must never set it.        *
 ********************************************************************************
 WARN
+  # `make test` reads this and does not report the run as passed.
+  mkdir -p .build && echo vm >.build/skipped-vm
   exit 0
 fi
+rm -f .build/skipped-vm
 
 started=$(date +%s)
 cannot_run() {
