@@ -255,8 +255,9 @@ test-system-files: release ## check the unit, udev rule, policy, man pages, make
 # --- The VM tier (docs/DESIGN.md, "Tests": tier 4) ----------------------------------------------
 # `make test-vm` boots one VM (virtme-ng, qemu under TCG, Debian's kernel) with hci_vhci, btvirt
 # and bluetoothd, runs beaconbridge's scenarios in it (Tests/VM/guest.sh) and checks its outputs
-# (Tests/VM/check.py). Takes 3 to 4 minutes; logs in .build/vm-out. BEACONBRIDGE_SKIP_VM=1 skips
-# it, loudly, on machines that cannot run a VM (see README); CI never sets it.
+# (Tests/VM/check.py). Takes about 6 minutes; logs in .build/vm-out. BEACONBRIDGE_SKIP_VM=1 skips
+# it, loudly, on machines that cannot run a VM (see README), and make test then fails; CI never
+# sets it.
 .PHONY: test-vm
 
 test-vm: build ## the real Linux Bluetooth stack in a VM (virtme-ng, btvirt, bluetoothd)
