@@ -103,6 +103,14 @@ scan() {
     >"$OUT/$name.jsonl" 2>"$OUT/$name.err" &
   SCAN=$!
 }
+# status_to FILE: the daemon's status --json into FILE (stderr to $CLI_ERR); active_is FILE ID:
+# in that status the active beacon's device ID is ID (an empty ID: none).
+status_to() { "$BB" status --json >"$1" 2>>"$CLI_ERR"; }
+active_is() {
+  status_to "$1" && python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if ((d.get("activeBeacon") or {}).get("deviceId") or "") == sys.argv[2] else 1)' "$1" "$2"
+}
 finish_scan() {
   kill -TERM "$SCAN" 2>/dev/null
   wait "$SCAN"
@@ -338,12 +346,9 @@ btmgmt --index 2 add-adv -c -d "$(ad_eid "$EID_1")" 1 || mark "SETUP-FAIL add-ad
 DAEMON=$!
 # status_as NAME: status --json into s8-NAME.json; is_active NAME ID: its active beacon is ID
 # (an empty ID: none); clone_heard NAME: beacon A is in range.
-status_as() { "$BB" status --json >"$OUT/s8-$1.json" 2>>"$OUT/s8-cli.err"; }
-is_active() {
-  status_as "$1" && python3 -c 'import json, sys
-d = json.load(open(sys.argv[1]))
-sys.exit(0 if ((d.get("activeBeacon") or {}).get("deviceId") or "") == sys.argv[2] else 1)' "$OUT/s8-$1.json" "$2"
-}
+CLI_ERR=$OUT/s8-cli.err
+status_as() { status_to "$OUT/s8-$1.json"; }
+is_active() { active_is "$OUT/s8-$1.json" "$2"; }
 clone_heard() { status_as "$1" && grep -q '"minor":7' "$OUT/s8-$1.json"; }
 wait_for 90 is_active status-1 VAN-E && say "s8 VAN-E active"
 wait_for 90 clone_heard status-clone && say "s8 the clone is in range"
@@ -407,12 +412,8 @@ CONF
 "$BB" pair --irk-file /tmp/bb-s10/irk.key --device-id VAN-R --state-dir /tmp/bb-s10 >"$OUT/s10-pair.txt" 2>&1
 "$BB" run --config /tmp/bb-s10/beaconbridge.conf --state-dir /tmp/bb-s10 2>"$OUT/s10-daemon.err" &
 DAEMON=$!
-rpa_active() {
-  "$BB" status --json >"$OUT/s10-status.json" 2>>"$OUT/s10-cli.err" && python3 -c 'import json, sys
-d = json.load(open(sys.argv[1]))
-sys.exit(0 if ((d.get("activeBeacon") or {}).get("deviceId") or "") == "VAN-R" else 1)' "$OUT/s10-status.json"
-}
-wait_for 120 rpa_active && say "s10 VAN-R active"
+CLI_ERR=$OUT/s10-cli.err
+wait_for 120 active_is "$OUT/s10-status.json" VAN-R && say "s10 VAN-R active"
 "$BB" trip start --trip-id vm-r1 >"$OUT/s10-trip.json" 2>>"$OUT/s10-cli.err"
 "$BB" trip end --trip-id vm-r1 >>"$OUT/s10-cli.err" 2>&1
 btmgmt --index 2 clr-adv >/dev/null
