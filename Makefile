@@ -29,7 +29,7 @@ demo: build ## build, then play the scripted drive through the real pipeline (no
 	$(BIN) demo
 
 # Every tier the README promises. A tier that cannot run fails here; none is skipped.
-test: check-help lint scenarios crypto-vectors fuzz-short fuzz-hci-short fuzz-input-short test-io test-hostile leakcheck bench-check bench-scaling test-unit test-process test-system-files test-vm test-box ## every test tier (the VM and box tiers included)
+test: check-help lint scenarios crypto-vectors test-golden fuzz-short fuzz-hci-short fuzz-input-short test-io test-hostile leakcheck bench-check bench-scaling test-unit test-process test-system-files test-vm test-box ## every test tier (the VM and box tiers included)
 	@# A tier skipped by BEACONBRIDGE_SKIP_VM or BEACONBRIDGE_SKIP_BOX is not a pass.
 	@skipped=$$(cat .build/skipped-vm .build/skipped-box 2>/dev/null | tr '\n' ' '); \
 	if [ -n "$$skipped" ]; then \
@@ -63,6 +63,14 @@ lint: ## check the format (swift format lint --strict)
 
 format: ## format the sources in place (swift format)
 	$(SWIFT) format --in-place --recursive Sources Tests
+
+# Every event output of the CLI (simulate on each scenario, replay of Tests/Golden's capture) byte
+# for byte against Tests/Golden/cli; the daemon's outputs are golden-tested in BridgeDaemonTests
+# (GoldenOutputTests). `scripts/check-golden.py BIN --update` rewrites them.
+.PHONY: test-golden
+test-golden: build ## the CLI's event outputs byte for byte against Tests/Golden
+	@scripts/install-deps.sh test
+	scripts/check-golden.py $(BIN)
 
 # The scenario files are generated; fail if they are stale.
 scenarios: ## fail when Tests/Scenarios/*.json differ from what generate.py writes
