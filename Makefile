@@ -165,7 +165,7 @@ ZSHCOMPDIR = $(PREFIX)/share/zsh/vendor-completions
 FISHCOMPDIR = $(PREFIX)/share/fish/vendor_completions.d
 RELEASE_BIN := .build/release/beaconbridge
 RELEASE_DAEMON := .build/release/beaconbridged
-VERSION := $(shell sed -n 's/.*static let version = "\(.*\)".*/\1/p' Sources/BeaconBridgeCLI/CLI.swift)
+VERSION := $(shell sed -n 's/.*static let version = "\(.*\)".*/\1/p' Sources/BridgeDaemon/Service/Daemon.swift)
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 DEB := build/beaconbridge_$(VERSION)_$(DEB_ARCH).deb
 .PHONY: release release-build check-link-profile install install-files deb test-system-files

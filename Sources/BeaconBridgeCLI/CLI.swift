@@ -1,4 +1,5 @@
 import BeaconCore
+import BridgeDaemon
 
 #if canImport(Glibc)
   import Glibc
@@ -32,7 +33,8 @@ public enum ExitStatus {
 }
 
 public enum CLI {
-  public static let version = "0.1.0"
+  /// The daemon's version, the one string the CLI, the daemon and the Makefile read.
+  public static let version = Daemon.version
 
   /// The subcommands, in the order `--help` lists them.
   public static let commands: [any BridgeCommand.Type] = [

@@ -20,7 +20,8 @@ import Synchronization
 /// pair` goes through its D-Bus API; a pairing another tool writes into the store is picked up
 /// within two seconds (SQLite's `data_version`, checked when the state directory changes).
 public struct Daemon: Sendable {
-  /// The program's version (`beaconbridge --version`, the fleet's birth message).
+  /// The program's version, spelled only here: `beaconbridge --version`, the fleet's birth
+  /// message, the man pages and the .deb (the Makefile reads this line).
   public static let version = "0.1.0"
 
   public var configPath: String
