@@ -3,8 +3,8 @@
 
 docs/PERFORMANCE.md is a reference: what is measured and how, the current table, how to
 reproduce it. Only the table between its markers is rewritten; a missing file is made from
-REFERENCE below. Notes on what a run found go to docs/performance-history.md or a commit message,
-not into PERFORMANCE.md, so that it stays the current state.
+REFERENCE below. Notes on what a run found go to a commit message (and what was tried, kept or
+dropped, to PERFORMANCE.md's "What was tried"), so that it stays the current state.
 
 Needs: a release-built beaconbridge and BeaconBench, the C emitter (Benchmarks/emitter.c), and a
 venv with bleak. Uses only the standard library itself (run it with /usr/bin/python3).
@@ -764,7 +764,7 @@ REFERENCE = """# Performance
 
 `make bench` measures beaconbridge against its peers (bleak) and the floor (a C program that only
 reads the same socket), prints one table and rewrites the table below. The raw figures of the
-last run are in `docs/performance-raw.json`; the history is in `docs/performance-history.md`.
+last run are in `docs/performance-raw.json`; what was tried is under "What was tried".
 
 {begin}
 {end}
