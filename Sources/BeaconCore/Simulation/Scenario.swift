@@ -68,9 +68,11 @@ extension Scenario {
   /// Reads a scenario file's bytes. Throws one error naming the first problem and where it is.
   public static func decode(_ data: Data) throws(ScenarioError) -> Scenario {
     let root: JSONValue
-    do { root = try JSONValue.parse(data) } catch {
-      // Where the JSON breaks, in words; JSONDecoder's own text says only that it does.
-      throw ScenarioError("not valid JSON: \(JSONDiagnosis.reason(data) ?? Self.describe(error))")
+    do { root = try JSONText.parse(Array(data)) } catch {
+      // A repeated key is well-formed JSON that says two things: named as such.
+      if error.duplicateKey != nil { throw ScenarioError(error.description) }
+      // Where the JSON breaks, in the words `JSONDiagnosis` gives for every reader of JSON input.
+      throw ScenarioError("not valid JSON: \(JSONDiagnosis.reason(data) ?? error.description)")
     }
     guard let object = root.objectValue else {
       throw ScenarioError("the top level must be an object, not \(root.typeName)")
@@ -83,14 +85,7 @@ extension Scenario {
     if let config = object["config"] {
       guard let fields = config.objectValue else { throw ScenarioError("config must be an object") }
       for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
-        let text: String
-        switch value {
-        case .string(let s): text = s
-        case .int, .double: text = value.compactText
-        case .null: text = ""
-        default: throw ScenarioError("config.\(key) must be a number or a string, not \(value.typeName)")
-        }
-        do { try scenario.configuration.set(key, to: text) } catch {
+        do { try scenario.configuration.set(key, to: try configText(key, value)) } catch {
           throw ScenarioError("config: \(error.description)")
         }
       }
@@ -129,13 +124,29 @@ extension Scenario {
     return scenario
   }
 
-  /// For JSON that is well-formed yet not decodable (a number past Double's range): the
-  /// decoder's sentence, never the error's Swift description.
-  private static func describe(_ error: any Error) -> String {
-    if let decoding = error as? DecodingError, case .dataCorrupted(let context) = decoding {
-      return context.debugDescription
+  /// A `config` value as the setting's text: a string as it is, a number as it was written
+  /// (never rounded), a boolean for a boolean setting; null is the empty text.
+  private static func configText(_ name: String, _ value: JSONValue) throws(ConfigurationError) -> String {
+    guard let key = BridgeConfiguration.key(named: name) else { throw BridgeConfiguration.unknown(name) }
+    let wanted =
+      switch key.kind {
+      case .number: "a number"
+      case .boolean: "true or false"
+      case .text: "a string"
+      }
+    switch value {
+    case .string(let text): return text
+    case .null: return ""
+    case .bool(let flag):
+      guard key.kind == .boolean else { throw ConfigurationError("\(name) must be \(wanted), not a boolean") }
+      return flag ? "true" : "false"
+    case .int, .double, .raw:
+      guard let text = value.numberText else {
+        throw ConfigurationError("\(name) must be \(wanted), not \(value.typeName)")
+      }
+      return text
+    case .array, .object: throw ConfigurationError("\(name) must be \(wanted), not \(value.typeName)")
     }
-    return "a value in it cannot be read (a number too large, or nesting too deep)"
   }
 
   private static func entry(_ value: JSONValue, at path: String) throws(ScenarioError) -> Entry {
@@ -299,6 +310,9 @@ extension Scenario {
     }
   }
 
+  /// The fields of a pairing by identity.
+  public static let pairingFields: Set<String> = ["uuid", "major", "minor", "deviceId", "label"]
+
   /// A pairing object: a malformed object throws; values that break the identifier rules (UUID,
   /// major/minor range, device ID, label) come back as the failure.
   static func pairingResult(_ value: JSONValue, at path: String) throws(ScenarioError)
@@ -308,12 +322,21 @@ extension Scenario {
     if o["eid"] != nil || o["irk"] != nil {
       throw ScenarioError("\(path): a pairing by key (eid, irk) belongs in the top-level pairings")
     }
+    // A field misspelt is refused, never left out: "mnior" left out would pair the whole major.
+    for key in o.keys.sorted() where !pairingFields.contains(key) {
+      throw ScenarioError(
+        "\(path) has an unknown key \(key.quotedForMessage) (a pairing has uuid, major, minor, deviceId, label)")
+    }
     guard let uuidText = o["uuid"]?.stringValue else { throw ScenarioError("\(path).uuid must be a string") }
     func part(_ key: String) throws(ScenarioError) -> Int? {
       guard let v = o[key], v != .null else { return nil }
-      guard let n = v.intValue else { throw ScenarioError("\(path).\(key) must be a whole number or null") }
-      // Far outside 0…65535 still reads as out of range, not as a wildcard.
-      return Int(clamping: n)
+      switch v.exactInteger {
+      case .integer(let n):
+        // Far outside 0…65535 still reads as out of range, not as a wildcard.
+        return Int(clamping: n)
+      case .tooLarge: return Int.max
+      case .notWhole, .notNumber: throw ScenarioError("\(path).\(key) must be a whole number or null")
+      }
     }
     let major = try part("major")
     let minor = try part("minor")
