@@ -77,7 +77,8 @@ import Testing
     (#"{"config":{"unresolvedPolicy":false},"events":[]}"#, "config: unresolvedPolicy must be a string, not a boolean"),
     (#"{"config":{"requireAuthenticated":[true]},"events":[]}"#, "requireAuthenticated must be true or false, not array"),
     (#"{"config":{"warpFactor":true},"events":[]}"#, "config: unknown setting \"warpFactor\""),
-    (#"{"config":{"exitMissProbability":1e-400},"events":[]}"#, "\"1e-400\" is too small to tell from 0"),
+    (#"{"config":{"activeHold":1e-400},"events":[]}"#, "activeHold \"1e-400\" is too small to tell from 0"),
+    (#"{"config":{"exitMissProbability":1e-400},"events":[]}"#, "exitMissProbability \"1e-400\" is out of range"),
   ])
   func theScenarioRefusesWithASentence(json: String, message: String) {
     let error = scenarioError(json)

@@ -57,11 +57,14 @@ import Testing
         "{\"version\":2,\"pairings\":[{\"uuid\":\"\(uuid)\",\"major\":1.5,\"deviceId\":\"A\"}]}", 2,
         "pairings[0].major must be a whole number or null"
       ),
-      ("{\"version\":2,\"settings\":{\"Presense\":{}}}", 2, "settings has an unknown section \"Presense\""),
+      (
+        "{\"version\":2,\"settings\":{\"Presense\":{}}}", 2,
+        "settings.Presense cannot be set remotely (a document sets keys of ActiveBeacon, Presence, Trips)"
+      ),
       ("{\"version\":2,\"settings\":{\"Presence\":{\"exitTimeot\":3}}}", 2, "settings.Presence.exitTimeot cannot be set remotely"),
       (
-        "{\"version\":2,\"settings\":{\"Presence\":{\"exitMissProbability\":1e-400}}}", 2,
-        "exitMissProbability \"1e-400\" is too small to tell from 0"
+        "{\"version\":2,\"settings\":{\"ActiveBeacon\":{\"activeHold\":1e-400}}}", 2,
+        "activeHold \"1e-400\" is too small to tell from 0"
       ),
       (
         "{\"version\":2,\"settings\":{\"ActiveBeacon\":{\"dwellSightings\":2.0000000000000001}}}", 2,

@@ -128,10 +128,15 @@ public struct FleetDocument: Hashable, Sendable {
       var scratch = file.bridge
       let settableSections = Set(remotelySettable.map(\.section))
       for (section, keys) in sections.sorted(by: { $0.key < $1.key }) {
+        // A section nothing can be set in is refused even when empty: a misspelt "Presense"
+        // would otherwise be taken as setting nothing.
         guard settableSections.contains(section) else {
+          if let key = keys.objectValue?.keys.sorted().first {
+            return refuse(
+              "settings.\(section).\(key) cannot be set remotely (docs/fleet.md lists the keys that can)")
+          }
           let list = settableSections.sorted().joined(separator: ", ")
-          return refuse(
-            "settings has an unknown section \(section.quotedForMessage) (a document sets keys of \(list))")
+          return refuse("settings.\(section) cannot be set remotely (a document sets keys of \(list))")
         }
         guard let keys = keys.objectValue else { return refuse("settings.\(section) must be an object") }
         for (key, value) in keys.sorted(by: { $0.key < $1.key }) {

@@ -146,6 +146,15 @@ extension Store {
   ///   directory that cannot be written, the log cannot be read, and that is said rather than
   ///   the main file read without it (`immutable=1` would leave out the commits in the log).
   static func openReadOnly(path: String, directory: String) throws(StoreError) -> SQLiteDatabase {
+    var info = stat()
+    let hasLog = stat(path + "-wal", &info) == 0
+    // Checked first: the ownership check reads the tables through the log too.
+    if hasLog, stat(path + "-shm", &info) != 0, access(directory, W_OK | X_OK) != 0 {
+      throw StoreError(
+        .io,
+        "the store \(path) has a write-ahead log (\(path)-wal) that cannot be read here: its index (-shm) is missing and \(directory) cannot be written; copy the state directory to a writable place and read the copy, or run where the daemon runs"
+      )
+    }
     let ownership = StoreOwnership.examine(path: path)
     switch ownership {
     case .foreign(let why):
@@ -161,8 +170,6 @@ extension Store {
         "the store \(path) was not found (or is empty); pass --state-dir with the daemon's state directory")
     case .ours, .oursWithoutID, .emptyDatabase: break
     }
-    var info = stat()
-    let hasLog = stat(path + "-wal", &info) == 0
     let uri = "file:" + StoreOwnership.percentEncodedPath(path) + (hasLog ? "?mode=ro" : "?immutable=1")
     let database: SQLiteDatabase
     let version: Int64
@@ -170,12 +177,6 @@ extension Store {
       database = try SQLiteDatabase(readOnlyURI: uri, path: path)
       version = try database.query("PRAGMA user_version").first?.first?.integer ?? 0
     } catch {
-      if error.code == SQLITE_CANTOPEN, hasLog, stat(path + "-shm", &info) != 0 {
-        throw StoreError(
-          .io,
-          "the store \(path) has a write-ahead log (\(path)-wal) that cannot be read here: its index (-shm) is missing and \(directory) cannot be written; copy the state directory to a writable place and read the copy, or run where the daemon runs"
-        )
-      }
       throw StoreError(error, path: path)
     }
     guard version <= schemaVersion else {
