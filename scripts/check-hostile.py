@@ -213,7 +213,7 @@ CASES = [
     ("diagnose on a missing state directory", lambda t, env: dict(
         argv=["diagnose", "--lines", "1", "--state-dir", os.path.join(t, "missing"),
               "--export", os.path.join(t, "bundle.tar.gz")], status=0,
-        says=r"(?s)Wrote .*bundle\.tar\.gz.*found: the state directory .*missing was not found",
+        says=r"(?s)(?=.*Wrote .*bundle\.tar\.gz)(?=.*found: the state directory .*missing was not found)",
         absent=["missing"], allow=["bundle.tar.gz"])),
     # A read-only state directory (a real bind mount, remounted ro): read, nothing written.
     ("pairs on a read-only state directory", lambda t, env: on_read_only_state(
