@@ -76,13 +76,17 @@ public struct DiagnoseCommand: BridgeCommand {
     // Configuration first: it teaches the redactor the secrets (URL credentials and secret
     // parameters, the token files' contents).
     let loaded: Result<DaemonConfiguration, KeyFileError>
-    do { loaded = .success(try DaemonConfiguration.load(path: configPath)) } catch { loaded = .failure(error) }
+    do { loaded = .success(try DaemonConfiguration.load(path: configPath)) } catch {
+      loaded = .failure(error)
+    }
     let configuration = try? loaded.get()
     var redactor = configuration.map { Redactor(configuration: $0) } ?? Redactor()
     // Said as doctor and run would: defaults apply only when there is no file at all.
     let refused: String? =
       if case .failure(let error) = loaded { "refused by run and doctor: \(error.description)" } else { nil }
-    switch Result(catching: { () throws(KeyFileError) -> String? in try DaemonConfiguration.text(path: configPath) }) {
+    let text: Result<String?, KeyFileError>
+    do { text = .success(try DaemonConfiguration.text(path: configPath)) } catch { text = .failure(error) }
+    switch text {
     case .success(let text?):
       entries.append(
         Entry(
@@ -138,7 +142,8 @@ public struct DiagnoseCommand: BridgeCommand {
               name: "pairings.json", why: "the pairings",
               content: Data(JSONValue.array(pairings.map(\.json)).compactText.utf8)))
         } else {
-          entries.append(Entry(name: "pairings.json", why: "the pairings", missing: "the store's pairings do not read"))
+          entries.append(
+            Entry(name: "pairings.json", why: "the pairings", missing: "the store's pairings do not read"))
         }
         if let summary = try? await opened.outboxSummary() {
           let dead = (try? await opened.deadLetters()) ?? []
@@ -148,7 +153,8 @@ public struct DiagnoseCommand: BridgeCommand {
               name: "outbox.json", why: "outbox and dead-letter counts, oldest item's age",
               content: Data(json.compactText.utf8)))
         } else {
-          entries.append(Entry(name: "outbox.json", why: "the outbox", missing: "the store's outbox does not read"))
+          entries.append(
+            Entry(name: "outbox.json", why: "the outbox", missing: "the store's outbox does not read"))
         }
         if let decisions = try? await opened.recentDecisions() {
           entries.append(
@@ -356,7 +362,9 @@ public struct DiagnoseCommand: BridgeCommand {
         fix: "free space there, or set TMPDIR to a writable directory")
     }
     var manifest = "beaconbridge diagnostics bundle, \(stamp) UTC\n\nFINDINGS\n"
-    manifest += findings.isEmpty ? "  (none about the state directory or the store)\n" : findings.map { "  \($0)\n" }.joined()
+    manifest +=
+      findings.isEmpty
+      ? "  (none about the state directory or the store)\n" : findings.map { "  \($0)\n" }.joined()
     manifest += "\nFILES\n"
     for entry in entries {
       guard let content = entry.content else { continue }

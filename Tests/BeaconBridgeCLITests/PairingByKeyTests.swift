@@ -129,12 +129,14 @@ import Testing
     // A number that is not whole is said as such, not reported missing.
     (
       [
-        "pair", "--eid-key-file", "k", "--rotation-exponent", "1.5", "--beacon-clock", "1", "--device-id", "X",
+        "pair", "--eid-key-file", "k", "--rotation-exponent", "1.5", "--beacon-clock", "1", "--device-id",
+        "X",
       ], "--rotation-exponent must be a whole number from 0 to 15, not 1.5"
     ),
     (
       [
-        "pair", "--eid-key-file", "k", "--rotation-exponent", "3", "--beacon-clock", "7.25", "--device-id", "X",
+        "pair", "--eid-key-file", "k", "--rotation-exponent", "3", "--beacon-clock", "7.25", "--device-id",
+        "X",
       ], "--beacon-clock must be a whole number from 0 to 4294967295 (the beacon's clock now), not 7.25"
     ),
     (["pair", "--irk-file", "k", "--rotation-exponent", "10", "--device-id", "X"], "are for --eid-key-file"),

@@ -68,7 +68,8 @@ struct ReadOnlyCommandsTests {
     try withReadOnlyState { mounted, dir in
       let bundle = dir + "/b.tar.gz"
       let result = try files.run([
-        "diagnose", "--lines", "1", "--export", bundle, "--config", dir + "/none.conf", "--state-dir", mounted,
+        "diagnose", "--lines", "1", "--export", bundle, "--config", dir + "/none.conf", "--state-dir",
+        mounted,
       ])
       #expect(result.status == 0, "\(result.stderr)")
       let manifest = try unpacked(bundle, in: dir)["MANIFEST.txt"] ?? ""
@@ -98,7 +99,9 @@ struct ReadOnlyCommandsTests {
     let dir = try scratchDirectory("diag-missing")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let state = dir + "/state"
-    if shape == "empty-dir" { try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true) }
+    if shape == "empty-dir" {
+      try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+    }
     let bundle = dir + "/b.tar.gz"
     let result = try files.run([
       "diagnose", "--lines", "1", "--export", bundle, "--config", dir + "/none.conf", "--state-dir", state,
@@ -107,7 +110,8 @@ struct ReadOnlyCommandsTests {
     #expect(result.stdout.contains("Wrote \(bundle)"))
     let texts = try unpacked(bundle, in: dir)
     let manifest = texts["MANIFEST.txt"] ?? ""
-    let finding = shape == "missing-dir" ? "\(state) was not found" : "\(state)/beaconbridge.sqlite was not found"
+    let finding =
+      shape == "missing-dir" ? "\(state) was not found" : "\(state)/beaconbridge.sqlite was not found"
     let findings = manifest.components(separatedBy: "\nFILES\n").first ?? ""
     #expect(findings.contains("FINDINGS") && findings.contains(finding), "\(manifest)")
     #expect(result.stderr.contains(finding), "\(result.stderr)")

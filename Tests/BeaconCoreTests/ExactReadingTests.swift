@@ -46,7 +46,8 @@ import Testing
 
   /// A whole number is read digit by digit: never through a Double that rounds it.
   @Test(arguments: [
-    ("7", JSONValue.ExactInteger.integer(7)), ("7.0", .integer(7)), ("7e0", .integer(7)), ("70e-1", .integer(7)),
+    ("7", JSONValue.ExactInteger.integer(7)), ("7.0", .integer(7)), ("7e0", .integer(7)),
+    ("70e-1", .integer(7)),
     ("7.0000000000000001", .notWhole), ("1e-3", .notWhole), ("1.5", .notWhole),
     ("9223372036854775807", .integer(Int64.max)), ("9223372036854775808", .tooLarge),
     ("-9223372036854775808", .integer(Int64.min)), ("-9223372036854775809", .tooLarge), ("1e19", .tooLarge),
@@ -74,11 +75,20 @@ import Testing
       "the key \"major\" appears twice"
     ),
     (#"{"config":{"exitTimeout":true},"events":[]}"#, "config: exitTimeout must be a number, not a boolean"),
-    (#"{"config":{"unresolvedPolicy":false},"events":[]}"#, "config: unresolvedPolicy must be a string, not a boolean"),
-    (#"{"config":{"requireAuthenticated":[true]},"events":[]}"#, "requireAuthenticated must be true or false, not array"),
+    (
+      #"{"config":{"unresolvedPolicy":false},"events":[]}"#,
+      "config: unresolvedPolicy must be a string, not a boolean"
+    ),
+    (
+      #"{"config":{"requireAuthenticated":[true]},"events":[]}"#,
+      "requireAuthenticated must be true or false, not array"
+    ),
     (#"{"config":{"warpFactor":true},"events":[]}"#, "config: unknown setting \"warpFactor\""),
     (#"{"config":{"activeHold":1e-400},"events":[]}"#, "activeHold \"1e-400\" is too small to tell from 0"),
-    (#"{"config":{"exitMissProbability":1e-400},"events":[]}"#, "exitMissProbability \"1e-400\" is out of range"),
+    (
+      #"{"config":{"exitMissProbability":1e-400},"events":[]}"#,
+      "exitMissProbability \"1e-400\" is out of range"
+    ),
   ])
   func theScenarioRefusesWithASentence(json: String, message: String) {
     let error = scenarioError(json)
@@ -88,7 +98,8 @@ import Testing
   /// A JSON boolean where the setting is a boolean; the string form still reads.
   @Test func aBooleanSettingTakesABoolean() throws {
     for value in ["true", "\"true\""] {
-      let scenario = try Scenario.decode(Data(#"{"config":{"requireAuthenticated":\#(value)},"events":[]}"#.utf8))
+      let scenario = try Scenario.decode(
+        Data(#"{"config":{"requireAuthenticated":\#(value)},"events":[]}"#.utf8))
       #expect(scenario.configuration.requireAuthenticated)
     }
     let off = try Scenario.decode(Data(#"{"config":{"requireAuthenticated":false},"events":[]}"#.utf8))
@@ -98,7 +109,8 @@ import Testing
   /// A scenario's config numbers are the numbers written, not six decimals of them.
   @Test(arguments: [("1.5e-6", 1.5e-6), ("4e-7", 4e-7), ("1e-7", 1e-7), ("0.1234567", 0.1234567)])
   func scenarioNumbersAreTakenAsWritten(literal: String, value: Double) throws {
-    let scenario = try Scenario.decode(Data(#"{"config":{"exitMissProbability":\#(literal)},"events":[]}"#.utf8))
+    let scenario = try Scenario.decode(
+      Data(#"{"config":{"exitMissProbability":\#(literal)},"events":[]}"#.utf8))
     #expect(scenario.configuration.presence.exitMissProbability == value)
   }
 

@@ -32,7 +32,10 @@ import Testing
       "exitTimeout \"1e308\" is out of range; set a number of seconds from 0.1 to 86400"
     ),
     ("exitTimeout", "1e999", "exitTimeout \"1e999\" is out of range"),
-    ("activeHold", "1e-400", "activeHold \"1e-400\" is too small to tell from 0; set 0 or a number of seconds"),
+    (
+      "activeHold", "1e-400",
+      "activeHold \"1e-400\" is too small to tell from 0; set 0 or a number of seconds"
+    ),
     ("exitTimeout", String(repeating: "1", count: 65), "is longer than 64 characters"),
     ("exitTimeout", "nan", "is not a plain decimal number"),
     ("exitTimeout", "inf", "is not a plain decimal number"),

@@ -41,8 +41,10 @@ import Testing
       ("{\"version\":9223372036854775808}", nil, "is larger than the largest version"),
       ("{\"version\":3,", nil, "the document is not valid JSON: Unexpected end of file"),
       ("{\"version\":3}}", nil, "the document is not valid JSON: Garbage at end"),
-      (String(repeating: "[", count: 600) + String(repeating: "]", count: 600), nil,
-        "the document is nested more than 512 deep"),
+      (
+        String(repeating: "[", count: 600) + String(repeating: "]", count: 600), nil,
+        "the document is nested more than 512 deep"
+      ),
       ("{\"version\":3,\"version\":4}", nil, "the key \"version\" appears twice in one object"),
       ("{\"version\":2,\"pairings\":[],\"pairings\":[]}", nil, "the key \"pairings\" appears twice"),
       (
@@ -61,7 +63,10 @@ import Testing
         "{\"version\":2,\"settings\":{\"Presense\":{}}}", 2,
         "settings.Presense cannot be set remotely (a document sets keys of ActiveBeacon, Presence, Trips)"
       ),
-      ("{\"version\":2,\"settings\":{\"Presence\":{\"exitTimeot\":3}}}", 2, "settings.Presence.exitTimeot cannot be set remotely"),
+      (
+        "{\"version\":2,\"settings\":{\"Presence\":{\"exitTimeot\":3}}}", 2,
+        "settings.Presence.exitTimeot cannot be set remotely"
+      ),
       (
         "{\"version\":2,\"settings\":{\"ActiveBeacon\":{\"activeHold\":1e-400}}}", 2,
         "activeHold \"1e-400\" is too small to tell from 0"
@@ -85,7 +90,10 @@ import Testing
       ("{\"version\":2,\"settings\":{\"Upload\":{\"postRetryMax\":5}}}", 2, "cannot be set remotely"),
       ("{\"version\":2,\"settings\":{\"Trips\":{\"sending\":\"postTrip\"}}}", 2, "cannot be set remotely"),
       ("{\"version\":2,\"settings\":{\"Presence\":{\"exitTimeout\":1e308}}}", 2, "exitTimeout"),
-      ("{\"version\":2,\"settings\":{\"Presence\":{\"exitTimeout\":true}}}", 2, "must be a number, not boolean"),
+      (
+        "{\"version\":2,\"settings\":{\"Presence\":{\"exitTimeout\":true}}}", 2,
+        "must be a number, not boolean"
+      ),
     ] as [(String, Int64?, String)])
   func aBadDocumentIsRefusedWithItsReason(text: String, version: Int64?, reason: String) {
     guard case .failure(let refusal) = parse(text) else {
@@ -169,7 +177,8 @@ import Testing
   func settingNumbersAreAppliedAsWritten(literal: String, value: Double) throws {
     let text = #"{"version":2,"settings":{"Presence":{"exitMissProbability":\#(literal)}}}"#
     let document = try parse(text).get()
-    #expect(document.settings == [FleetSetting(section: "Presence", key: "exitMissProbability", value: literal)])
+    #expect(
+      document.settings == [FleetSetting(section: "Presence", key: "exitMissProbability", value: literal)])
     let applied = DaemonSettings.bridge(file: DaemonConfiguration(), remote: document.settings)
     #expect(applied.presence.exitMissProbability == value)
   }

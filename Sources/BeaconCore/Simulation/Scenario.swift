@@ -325,7 +325,8 @@ extension Scenario {
     // A field misspelt is refused, never left out: "mnior" left out would pair the whole major.
     for key in o.keys.sorted() where !pairingFields.contains(key) {
       throw ScenarioError(
-        "\(path) has an unknown key \(key.quotedForMessage) (a pairing has uuid, major, minor, deviceId, label)")
+        "\(path) has an unknown key \(key.quotedForMessage) (a pairing has uuid, major, minor, deviceId, label)"
+      )
     }
     guard let uuidText = o["uuid"]?.stringValue else { throw ScenarioError("\(path).uuid must be a string") }
     func part(_ key: String) throws(ScenarioError) -> Int? {

@@ -161,7 +161,8 @@ public enum TokenFile {
         mode: info.st_mode, uid: info.st_uid, gid: info.st_gid, serviceGroupTrusted: setting == .tokenFile)
     {
       close(fd)
-      throw TokenFileError(path: path, problem: problem, fix: setting == .keyFile ? keyFix(path) : Self.fix(path))
+      throw TokenFileError(
+        path: path, problem: problem, fix: setting == .keyFile ? keyFix(path) : Self.fix(path))
     }
     return (fd, info)
   }
