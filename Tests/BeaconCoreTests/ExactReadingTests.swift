@@ -74,6 +74,14 @@ import Testing
       #"{"pairings":[{"uuid":"\#(uuid)","major":1,"major":2,"deviceId":"VAN-7"}],"events":[]}"#,
       "the key \"major\" appears twice"
     ),
+    (
+      #"{"events":[{"at":1,"tripStart":{"tripId":"t","tirpId":"u"}}]}"#,
+      "events[0].tripStart has an unknown key \"tirpId\" (tripStart has tripId)"
+    ),
+    (
+      #"{"events":[{"at":1,"advertisement":{"address":"C0:FF:EE:00:00:01","manufacturerData":[{"companyId":76,"hex":"00","hexx":"01"}]}}]}"#,
+      "events[0].advertisement.manufacturerData[0] has an unknown key \"hexx\" (expected companyId, hex)"
+    ),
     (#"{"config":{"exitTimeout":true},"events":[]}"#, "config: exitTimeout must be a number, not a boolean"),
     (
       #"{"config":{"unresolvedPolicy":false},"events":[]}"#,

@@ -163,6 +163,18 @@ extension Scenario {
     }
     let where_ = "\(path).\(name)"
     guard let fields = body.objectValue else { throw ScenarioError("\(where_) must be an object") }
+    // An action's fields, each known: a misspelt one is refused rather than left out. (An
+    // advertisement and a pairing check their own.)
+    let known: [String: [String]] = [
+      "lost": ["address"], "tripStart": ["tripId"], "tripEnd": ["tripId"],
+      "tripAssign": ["tripId", "deviceId"],
+      "tripEvents": ["tripId", "events"], "unpair": ["deviceId"],
+    ]
+    if let names = known[name], let unknown = fields.keys.sorted().first(where: { !names.contains($0) }) {
+      throw ScenarioError(
+        "\(where_) has an unknown key \(unknown.quotedForMessage) (\(name) has \(names.joined(separator: ", ")))"
+      )
+    }
     switch name {
     case "advertisement":
       return Entry(at: at, action: try advertisement(fields, at: where_))
@@ -245,6 +257,7 @@ extension Scenario {
       for (i, item) in items.enumerated() {
         let p = "\(path).manufacturerData[\(i)]"
         guard let o = item.objectValue else { throw ScenarioError("\(p) must be an object") }
+        try onlyKnown(o, ["companyId", "hex"], at: p)
         guard let company = o["companyId"]?.intValue, (0...0xFFFF).contains(company) else {
           throw ScenarioError("\(p).companyId must be a number from 0 to 65535")
         }
@@ -257,6 +270,7 @@ extension Scenario {
       for (i, item) in items.enumerated() {
         let p = "\(path).serviceData[\(i)]"
         guard let o = item.objectValue else { throw ScenarioError("\(p) must be an object") }
+        try onlyKnown(o, ["uuid", "hex"], at: p)
         guard let text = o["uuid"]?.stringValue, let uuid = ServiceUUID(text) else {
           throw ScenarioError("\(p).uuid must be a service UUID (\"feaa\" or the 128-bit form)")
         }
@@ -273,6 +287,16 @@ extension Scenario {
     return .advertisement(
       address: addr, rssi: rssi,
       payload: .structured(manufacturerData: manufacturer, serviceData: service, txPower: txPower))
+  }
+
+  /// Refuses a field not in `names`, naming it.
+  private static func onlyKnown(_ o: [String: JSONValue], _ names: [String], at path: String)
+    throws(ScenarioError)
+  {
+    if let unknown = o.keys.sorted().first(where: { !names.contains($0) }) {
+      throw ScenarioError(
+        "\(path) has an unknown key \(unknown.quotedForMessage) (expected \(names.joined(separator: ", ")))")
+    }
   }
 
   private static func hex(_ o: [String: JSONValue], at path: String) throws(ScenarioError) -> [UInt8] {
