@@ -56,6 +56,10 @@ import Testing
         "pairings[0] has an unknown key \"mnior\" (a pairing has uuid, major, minor, deviceId, label)"
       ),
       (
+        "{\"version\":2,\"pairings\":[{\"uuid\":\"\(uuid)\",\"major\":1e400,\"deviceId\":\"A\"}]}", 2,
+        "pairings[0]: major \"1e400\""
+      ),
+      (
         "{\"version\":2,\"pairings\":[{\"uuid\":\"\(uuid)\",\"major\":1.5,\"deviceId\":\"A\"}]}", 2,
         "pairings[0].major must be a whole number or null"
       ),

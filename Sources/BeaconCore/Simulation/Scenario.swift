@@ -353,13 +353,18 @@ extension Scenario {
       )
     }
     guard let uuidText = o["uuid"]?.stringValue else { throw ScenarioError("\(path).uuid must be a string") }
+    // A number past Int64 is out of range as written, never clamped to another number.
+    var pastInt64: IdentifierError?
     func part(_ key: String) throws(ScenarioError) -> Int? {
       guard let v = o[key], v != .null else { return nil }
       switch v.exactInteger {
       case .integer(let n):
         // Far outside 0…65535 still reads as out of range, not as a wildcard.
         return Int(clamping: n)
-      case .tooLarge: return Int.max
+      case .tooLarge:
+        pastInt64 =
+          pastInt64 ?? IdentifierError(field: key, value: v.numberText ?? "", rule: PairingIdentity.numberRule)
+        return nil
       case .notWhole, .notNumber: throw ScenarioError("\(path).\(key) must be a whole number or null")
       }
     }
@@ -376,6 +381,7 @@ extension Scenario {
         throw IdentifierError(
           field: "UUID", value: uuidText, rule: "is not a UUID like E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
       }
+      if let pastInt64 { throw pastInt64 }
       let identity = try PairingIdentity(uuid: uuid, major: major, minor: minor)
       let device = try DeviceID(deviceText)
       if let label { try PairingLabel.check(label) }
