@@ -363,7 +363,8 @@ extension Scenario {
         return Int(clamping: n)
       case .tooLarge:
         pastInt64 =
-          pastInt64 ?? IdentifierError(field: key, value: v.numberText ?? "", rule: PairingIdentity.numberRule)
+          pastInt64
+          ?? IdentifierError(field: key, value: v.numberText ?? "", rule: PairingIdentity.numberRule)
         return nil
       case .notWhole, .notNumber: throw ScenarioError("\(path).\(key) must be a whole number or null")
       }
