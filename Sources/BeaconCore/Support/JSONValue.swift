@@ -197,7 +197,10 @@ extension JSONValue: Codable {
 }
 
 extension JSONValue {
-  /// Decodes one JSON document.
+  /// Decodes one JSON document with `JSONDecoder`: for what this program wrote itself (the
+  /// daemon's D-Bus replies, its store). What comes from outside (a scenario, a desired
+  /// document, trip events, G-Zone payloads) is read by `JSONText`, which keeps numbers as
+  /// written and refuses a repeated key.
   public static func parse(_ data: Data) throws -> JSONValue {
     try JSONDecoder().decode(JSONValue.self, from: data)
   }
