@@ -5,7 +5,9 @@ A table of cases through the real binary, one row per class of hostile input: a 
 file or a folder is expected (configuration, scenario, capture, trip events, G-Zone payload and
 folder, token and TLS files, the state directory), arguments that are not UTF-8, a repeated
 option, `help` with an unknown command, read-only commands on a missing state directory or
-store (scan among them), control and bidi characters in a path echoed in a message, a trip
+store (scan among them) and on a read-only one (a bind mount remounted `ro`: pairs, replay,
+doctor, diagnose, which writes its bundle whatever the state), a scenario with a repeated key
+or a misspelt pairing field, key files with a byte order mark or a mode others can read, control and bidi characters in a path echoed in a message, a trip
 batch over the 16 MiB cap, a malformed advertisement tail (a `rejected` line), an upload URL
 libcurl cannot use, a secret under a URL parameter no list knows, two daemons on one state
 directory, and a daemon whose configuration becomes a FIFO before SIGHUP (SIGTERM still ends it
@@ -87,6 +89,23 @@ def make_store(t, env):
     if status != 0:
         raise RuntimeError(f"could not make a store: {status} {err.strip()}")
     return state
+
+
+def read_only_state(t, env):
+    """A real store (made by `pair`) bind-mounted read-only at t/ro: (mount point, cleanup). Needs
+    root, as the suite does for its daemons' buses; the row's cleanup unmounts it."""
+    state = make_store(t, env)
+    mounted = os.path.join(t, "ro")
+    os.mkdir(mounted)
+    subprocess.run(["mount", "--bind", state, mounted], check=True)
+    subprocess.run(["mount", "-o", "remount,bind,ro", mounted], check=True)
+    return mounted, lambda: subprocess.run(["umount", mounted], check=True)
+
+
+def on_read_only_state(t, env, argv, **row):
+    """A row whose argv (a function of the mount point) runs on a read-only state directory."""
+    mounted, cleanup = read_only_state(t, env)
+    return dict(argv=argv(mounted), cleanup=cleanup, **row)
 
 
 def fifo(t, name):
@@ -190,10 +209,48 @@ CASES = [
     ("doctor on a missing state directory", lambda t, env: dict(
         argv=["doctor", "--config", write(t, "c.conf", ""), "--state-dir", os.path.join(t, "missing")],
         says=r"missing was not found", absent=["missing"])),
+    # The bundle is written all the same: the missing directory is its finding.
     ("diagnose on a missing state directory", lambda t, env: dict(
         argv=["diagnose", "--lines", "1", "--state-dir", os.path.join(t, "missing"),
-              "--export", os.path.join(t, "bundle.tar.gz")],
-        says=r"missing was not found", absent=["missing", "bundle.tar.gz"])),
+              "--export", os.path.join(t, "bundle.tar.gz")], status=0,
+        says=r"(?s)(?=.*Wrote .*bundle\.tar\.gz)(?=.*found: the state directory .*missing was not found)",
+        absent=["missing"], allow=["bundle.tar.gz"])),
+    # A read-only state directory (a real bind mount, remounted ro): read, nothing written.
+    ("pairs on a read-only state directory", lambda t, env: on_read_only_state(
+        t, env, lambda ro: ["pairs", "--state-dir", ro], status=0, says=r"UNIT-1")),
+    ("replay --state-dir on a read-only state directory", lambda t, env: on_read_only_state(
+        t, env, lambda ro: ["replay", os.path.join(ROOT, "Tests/HCITests/Fixtures/vm-ibeacons.btsnoop"),
+                            "--state-dir", ro], status=0, says=r"CAPTURE")),
+    ("doctor on a read-only state directory", lambda t, env: on_read_only_state(
+        t, env, lambda ro: ["doctor", "--config", write(t, "c.conf", ""), "--state-dir", ro],
+        says=r"(?s)read-only file system; its store was read.*the store is healthy")),
+    ("diagnose on a read-only state directory", lambda t, env: on_read_only_state(
+        t, env, lambda ro: ["diagnose", "--lines", "1", "--config", write(t, "d.conf", ""), "--state-dir", ro,
+                            "--export", os.path.join(t, "b.tar.gz")], status=0,
+        says=r"Wrote .*b\.tar\.gz \(\d+ files; \d+ piece", allow=["b.tar.gz"])),
+    # JSON read exactly: a repeated key, a misspelt pairing field.
+    ("a repeated key in a scenario: simulate", lambda t, env: dict(
+        argv=["simulate", write(t, "dup.json", '{"config":{"exitTimeout":10,"exitTimeout":20},"events":[]}')],
+        says=r'the key "exitTimeout" appears twice in one object')),
+    ("a misspelt pairing field in a scenario: simulate", lambda t, env: dict(
+        argv=["simulate", write(t, "typo.json", '{"pairings":[{"uuid":"' + UUID + '","major":1,"mnior":7,'
+                                                '"deviceId":"VAN-7"}],"events":[]}')],
+        says=r'pairings\[0\] has an unknown key "mnior"')),
+    # Messages that say what is true.
+    ("a key file with a byte order mark: pair", lambda t, env: dict(
+        argv=["pair", "--irk-file", write(t, "bom.key", "\ufeff" + "0" * 32 + "\n"), "--device-id", "U",
+              "--state-dir", os.path.join(t, "s")],
+        says=r"starts with a UTF-8 byte order mark", absent=["s"])),
+    ("a key file others can read: pair", lambda t, env: dict(
+        argv=["pair", "--irk-file", write(t, "open.key", "0" * 32 + "\n", mode=0o644), "--device-id", "U",
+              "--state-dir", os.path.join(t, "s")],
+        says=r"to fix: chmod 0600 .*open\.key \(the owner only\)", forbid=["chown"], absent=["s"])),
+    ("a rotation exponent that is not whole: pair", lambda t, env: dict(
+        argv=["pair", "--eid-key-file", "k", "--rotation-exponent", "1.5", "--beacon-clock", "1",
+              "--device-id", "U"], status=64, says=r"--rotation-exponent must be a whole number from 0 to 15, not 1\.5")),
+    ("a configuration diagnose cannot read: diagnose", lambda t, env: dict(
+        argv=["diagnose", "--lines", "1", "--config", fifo(t, "conf.fifo"), "--state-dir", make_store(t, env),
+              "--export", os.path.join(t, "b.tar.gz")], status=0, says=r"Wrote", allow=["b.tar.gz"])),
     ("control and bidi characters in a path", lambda t, env: dict(
         argv=["simulate", os.path.join(t, "a\x1b[2J\u202eb.json")],
         says=r"a\\u\{1B\}\[2J\\u\{202E\}b\.json: no such file")),
@@ -401,9 +458,13 @@ SPECIAL = [
 def check_row(name, setup, env):
     with tempfile.TemporaryDirectory(prefix="bb-hostile-") as t:
         row = setup(t, env)
-        before = snapshot(t)
-        status, out, err = run(row["argv"], env, t, timeout=row.get("timeout", TIMEOUT))
-        after = snapshot(t)
+        try:
+            before = snapshot(t)
+            status, out, err = run(row["argv"], env, t, timeout=row.get("timeout", TIMEOUT))
+            after = snapshot(t)
+        finally:
+            if "cleanup" in row:
+                row["cleanup"]()
         problems = []
         expected = row.get("status", 1)
         if status == "timeout":

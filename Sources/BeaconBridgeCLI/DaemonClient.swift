@@ -32,9 +32,13 @@ struct DaemonClient {
             "the beaconbridge daemon is not running (no \(BridgeServiceNames.busName) on the system bus); start it with 'systemctl start beaconbridge'",
           notRunning: true)
       case .accessDenied:
-        throw Failure(
-          description:
-            "access denied (\(error.message)); run as root or as a member of the beaconbridge group")
+        // The policy (dbus/org.beaconbridge.conf) lets group beaconbridge call Bridge1, but only
+        // root PairWithKey, which carries a key.
+        let who =
+          member == BridgeServiceNames.Method.pairWithKey
+          ? "run it as root (sudo): only root may pair by key"
+          : "run as root or as a member of the beaconbridge group"
+        throw Failure(description: "access denied (\(error.message)); \(who)")
       default:
         throw Failure(description: error.message.isEmpty ? error.name.rawValue : error.message)
       }

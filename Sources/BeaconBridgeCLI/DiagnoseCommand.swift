@@ -18,8 +18,9 @@ public struct DiagnoseCommand: BridgeCommand {
     Writes one .tar.gz that standard tar lists, with a MANIFEST.txt naming every file and why it
     is there, and every piece that could not be had and why. Works with the daemon stopped: it
     gathers what it can and writes the bundle whatever is missing. It only reads the state
-    directory: one that is not there is refused ("not found", exit 1, no bundle), and a missing
-    store is named in the bundle and exits 1. Secrets (tokens, passwords, URL
+    directory, and reads a read-only one: a state directory or store that is not there (or does
+    not read) is a finding, listed under FINDINGS in MANIFEST.txt and in doctor's checks, and
+    the bundle is written all the same (exit 0; exit 1 only when it cannot be written). Secrets (tokens, passwords, URL
     credentials, the token file's contents) never reach the bundle; token files are never
     included.
 
@@ -60,34 +61,49 @@ public struct DiagnoseCommand: BridgeCommand {
     let stamp = Self.timestamp()
     let output = export ?? "beaconbridge-diagnostics-\(stamp).tar.gz"
     let stateDirectory = store.directory
-    // Diagnose only reads: a mistyped --state-dir is "not found", and no bundle is written
-    // about a directory that is not there.
+    // Diagnose only reads, and creates nothing in the state directory. A directory or store that
+    // is not there is what support most needs to know: a finding in the bundle (MANIFEST.txt
+    // and doctor's checks), never a reason to write none.
     var missingStore: StateDirectoryError?
     do throws(StateDirectoryError) {
-      try StateDirectory.requireExisting(stateDirectory, store: false)
-      do { try StateDirectory.requireExisting(stateDirectory, store: true) } catch { missingStore = error }
+      try StateDirectory.requireExisting(stateDirectory, store: true)
     } catch {
-      console.err("beaconbridge: \(error.description)\n")
-      return ExitStatus.failure
+      missingStore = error
     }
     let configFile = configPath ?? DaemonConfiguration.defaultPath
     var entries: [Entry] = []
 
     // Configuration first: it teaches the redactor the secrets (URL credentials and secret
     // parameters, the token files' contents).
-    let configuration = try? DaemonConfiguration.load(path: configPath)
+    let loaded: Result<DaemonConfiguration, KeyFileError>
+    do { loaded = .success(try DaemonConfiguration.load(path: configPath)) } catch {
+      loaded = .failure(error)
+    }
+    let configuration = try? loaded.get()
     var redactor = configuration.map { Redactor(configuration: $0) } ?? Redactor()
-    if let text = try? DaemonConfiguration.text(path: configPath) {
+    // Said as doctor and run would: defaults apply only when there is no file at all.
+    let refused: String? =
+      if case .failure(let error) = loaded { "refused by run and doctor: \(error.description)" } else { nil }
+    let text: Result<String?, KeyFileError>
+    do { text = .success(try DaemonConfiguration.text(path: configPath)) } catch { text = .failure(error) }
+    switch text {
+    case .success(let text?):
       entries.append(
         Entry(
           name: "beaconbridge.conf",
-          why: "the configuration, secrets redacted (token files are never included)",
+          why: "the configuration, secrets redacted (token files are never included)"
+            + (refused.map { "; \($0)" } ?? ""),
           content: Data(redactor.redactConfiguration(text).utf8)))
-    } else {
+    case .success(nil):
       entries.append(
         Entry(
           name: "beaconbridge.conf", why: "the configuration",
-          missing: "\(configFile) is absent or unreadable (defaults apply)"))
+          missing: "\(configFile) does not exist (the daemon runs on the defaults)"))
+    case .failure(let error):
+      entries.append(
+        Entry(
+          name: "beaconbridge.conf", why: "the configuration",
+          missing: "\(error.description) (run and doctor refuse it: the daemon does not start)"))
     }
     let facts = await DoctorCommand.gather(configPath: configPath, stateDirectory: stateDirectory)
     let report = Doctor.evaluate(facts)
@@ -116,35 +132,47 @@ public struct DiagnoseCommand: BridgeCommand {
     entries.append(Self.versions())
     entries.append(await Self.adapters())
 
-    if missingStore == nil, let opened = try? Store(directory: stateDirectory) {
-      if let pairings = try? await opened.pairings() {
-        entries.append(
-          Entry(
-            name: "pairings.json", why: "the pairings",
-            content: Data(JSONValue.array(pairings.map(\.json)).compactText.utf8)))
+    var storeProblem = missingStore?.description
+    if missingStore == nil {
+      do {
+        let opened = try Store(readingOnly: stateDirectory)
+        if let pairings = try? await opened.pairings() {
+          entries.append(
+            Entry(
+              name: "pairings.json", why: "the pairings",
+              content: Data(JSONValue.array(pairings.map(\.json)).compactText.utf8)))
+        } else {
+          entries.append(
+            Entry(name: "pairings.json", why: "the pairings", missing: "the store's pairings do not read"))
+        }
+        if let summary = try? await opened.outboxSummary() {
+          let dead = (try? await opened.deadLetters()) ?? []
+          let json = summary.json(deadLetters: dead.map { ($0.batch.idempotencyKey, $0.reason) })
+          entries.append(
+            Entry(
+              name: "outbox.json", why: "outbox and dead-letter counts, oldest item's age",
+              content: Data(json.compactText.utf8)))
+        } else {
+          entries.append(
+            Entry(name: "outbox.json", why: "the outbox", missing: "the store's outbox does not read"))
+        }
+        if let decisions = try? await opened.recentDecisions() {
+          entries.append(
+            Entry(
+              name: "decisions.json",
+              why: "the last trips' tagging decisions: trip, device ID, beacon snapshot, why",
+              content: Data(JSONValue.array(decisions).compactText.utf8)))
+        } else {
+          entries.append(
+            Entry(name: "decisions.json", why: "the decisions", missing: "the store's decisions do not read"))
+        }
+      } catch {
+        storeProblem = error.description
       }
-      if let summary = try? await opened.outboxSummary() {
-        let dead = (try? await opened.deadLetters()) ?? []
-        let json = summary.json(deadLetters: dead.map { ($0.batch.idempotencyKey, $0.reason) })
-        entries.append(
-          Entry(
-            name: "outbox.json", why: "outbox and dead-letter counts, oldest item's age",
-            content: Data(json.compactText.utf8)))
-      }
-      if let decisions = try? await opened.recentDecisions() {
-        entries.append(
-          Entry(
-            name: "decisions.json",
-            why: "the last trips' tagging decisions: trip, device ID, beacon snapshot, why",
-            content: Data(JSONValue.array(decisions).compactText.utf8)))
-      }
-    } else {
+    }
+    if let storeProblem {
       for name in ["pairings.json", "outbox.json", "decisions.json"] {
-        entries.append(
-          Entry(
-            name: name, why: "from the store",
-            missing: missingStore?.description ?? "the store in \(stateDirectory) cannot be opened")
-        )
+        entries.append(Entry(name: name, why: "from the store", missing: storeProblem))
       }
     }
 
@@ -158,8 +186,9 @@ public struct DiagnoseCommand: BridgeCommand {
       }
       entries[i].missing = entries[i].missing.map(redactor.redact)
     }
+    let findings = storeProblem.map { [redactor.redact($0)] } ?? []
     do {
-      try Self.write(entries, stamp: stamp, to: output)
+      try Self.write(entries, findings: findings, stamp: stamp, to: output)
     } catch {
       console.err("beaconbridge: \(redactor.redact(error.description))\n")
       return ExitStatus.failure
@@ -168,10 +197,8 @@ public struct DiagnoseCommand: BridgeCommand {
     console.out(
       "Wrote \(output) (\(entries.count - missing) files; \(missing) piece(s) missing, named in MANIFEST.txt).\n"
     )
-    if let missingStore {
-      console.err("beaconbridge: \(missingStore.description)\n")
-      return ExitStatus.failure
-    }
+    // The bundle is what was asked for; what it found is in it, and said here too.
+    for finding in findings { console.err("beaconbridge: diagnose: found: \(finding)\n") }
     return ExitStatus.success
   }
 
@@ -307,11 +334,17 @@ public struct DiagnoseCommand: BridgeCommand {
 
   /// Writes the files and the manifest into a private folder, packs it with `tar -czf -`, and
   /// writes the archive with `ExportFile` (a temporary file renamed into place).
-  static func write(_ entries: [Entry], stamp: String, to output: String) throws(ExportError) {
-    try ExportFile.write(try bundle(entries, stamp: stamp, output: output), to: output)
+  static func write(_ entries: [Entry], findings: [String] = [], stamp: String, to output: String)
+    throws(ExportError)
+  {
+    try ExportFile.write(try bundle(entries, findings: findings, stamp: stamp, output: output), to: output)
   }
 
-  static func bundle(_ entries: [Entry], stamp: String, output: String) throws(ExportError) -> Data {
+  /// `findings`: what the bundle found wrong with the state directory or the store, listed first
+  /// in MANIFEST.txt.
+  static func bundle(_ entries: [Entry], findings: [String] = [], stamp: String, output: String)
+    throws(ExportError) -> Data
+  {
     let temporary = FileManager.default.temporaryDirectory.path
     var template = Array("\(temporary)/bb-diag-XXXXXX".utf8CString)
     guard let made = mkdtemp(&template) else {
@@ -328,7 +361,11 @@ public struct DiagnoseCommand: BridgeCommand {
         path: output, problem: "cannot make a staging folder in \(staging) (\(SystemError.words(errno)))",
         fix: "free space there, or set TMPDIR to a writable directory")
     }
-    var manifest = "beaconbridge diagnostics bundle, \(stamp) UTC\n\nFILES\n"
+    var manifest = "beaconbridge diagnostics bundle, \(stamp) UTC\n\nFINDINGS\n"
+    manifest +=
+      findings.isEmpty
+      ? "  (none about the state directory or the store)\n" : findings.map { "  \($0)\n" }.joined()
+    manifest += "\nFILES\n"
     for entry in entries {
       guard let content = entry.content else { continue }
       try ExportFile.write(content, to: root + "/" + entry.name)

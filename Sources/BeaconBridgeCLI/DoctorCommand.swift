@@ -17,7 +17,8 @@ public struct DoctorCommand: BridgeCommand {
   public static let discussion = """
     Each check is ok, warning or critical, with a recommendation; the overall status is the
     worst of them. Works with the daemon stopped (it then says so). It creates nothing: a
-    missing state directory or store is critical ("not found").
+    missing state directory or store is critical ("not found"). It reads the store only, so it
+    works on a read-only state directory too (a warning: the daemon could not write there).
 
     Exit status: 0 when everything is ok, 2 on a warning, 1 on anything critical.
 
@@ -53,17 +54,20 @@ public struct DoctorCommand: BridgeCommand {
     }
 
     // Doctor only reads: a missing directory or store is "not found" (critical), never created.
-    // prepare() then creates nothing; it checks that the daemon's user could write there.
+    // A directory this user cannot write (a read-only mount, a copy) is read all the same, and
+    // said (a warning): the daemon could not keep its store there.
     var problem: StateDirectoryError?
-    do {
-      try StateDirectory.requireExisting(stateDirectory, store: true)
-      try StateDirectory.prepare(stateDirectory)
-    } catch { problem = error }
+    var notWritable: StateDirectoryError?
+    do { try StateDirectory.requireExisting(stateDirectory, store: true) } catch { problem = error }
+    if problem == nil {
+      // prepare() creates nothing here (the directory exists); it checks that it can be written.
+      do { try StateDirectory.prepare(stateDirectory) } catch { notWritable = error }
+    }
 
     var store: Result<(check: String, outbox: OutboxSummary), StoreError>?
     if problem == nil {
       do {
-        let opened = try Store(directory: stateDirectory)
+        let opened = try Store(readingOnly: stateDirectory)
         if case .success(let c) = configuration { await opened.setOutboxLimit(c.outboxMaxBatches) }
         store = .success((try await opened.check(), try await opened.outboxSummary()))
       } catch {
@@ -116,6 +120,7 @@ public struct DoctorCommand: BridgeCommand {
       stateDirectory: stateDirectory, stateDirectoryProblem: problem.map { String($0.problem) }, store: store,
       freeBytes: free, bluez: bluez, daemon: status, tokenFiles: tokenFiles, isRoot: geteuid() == 0)
     facts.stateDirectoryFix = problem?.fix
+    facts.stateDirectoryNotWritable = notWritable.map { (String($0.problem), $0.fix) }
     facts.daemonReply = reply
     facts.kernelAdapters = KernelAdapters.names()
     facts.redactor = redactor

@@ -65,11 +65,17 @@ public struct PairCommand: BridgeCommand {
       let k = try arguments.number("--rotation-exponent", in: 0...15)
       let clock = try arguments.number("--beacon-clock", in: 0...Double(UInt32.max))
       if let eidFile {
-        guard let k, k == k.rounded() else {
-          throw UsageError("--eid-key-file needs --rotation-exponent K (0 to 15)")
+        guard let k else { throw UsageError("--eid-key-file needs --rotation-exponent K (0 to 15)") }
+        guard k == k.rounded() else {
+          throw UsageError("--rotation-exponent must be a whole number from 0 to 15, not \(Self.shown(k))")
         }
-        guard let clock, clock == clock.rounded() else {
+        guard let clock else {
           throw UsageError("--eid-key-file needs --beacon-clock N (the beacon's clock now, 0 to 4294967295)")
+        }
+        guard clock == clock.rounded() else {
+          throw UsageError(
+            "--beacon-clock must be a whole number from 0 to 4294967295 (the beacon's clock now), not \(Self.shown(clock))"
+          )
         }
         byKey = (.eid, eidFile, UInt8(k), UInt32(clock))
       } else {
@@ -120,6 +126,9 @@ public struct PairCommand: BridgeCommand {
     }
     pairing = Pairing(identity: identity, deviceId: deviceId, label: try Self.label(&arguments))
   }
+
+  /// A number as it was given, for a message ("1.5").
+  static func shown(_ value: Double) -> String { "\(value)" }
 
   /// `--label TEXT`, checked by the label rule.
   static func label(_ arguments: inout Arguments) throws(UsageError) -> String? {

@@ -8,8 +8,9 @@ public struct PairsCommand: BridgeCommand {
   public static let abstract = "List pairings."
   public static let usage = "beaconbridge pairs [--state-dir DIR] [--json]"
   public static let discussion = """
-    Asks the daemon when it runs; else reads the store in the state directory and creates
-    nothing: a missing state directory or store is "not found" (exit 1).
+    Asks the daemon when it runs; else reads the store in the state directory, read-only (a
+    read-only directory is read too), and creates nothing: a missing state directory or store
+    is "not found" (exit 1).
     Each pairing's SOURCE is fleet (from the fleet's desired document, docs/fleet.md) or local
     (paired on this box).
 

@@ -140,7 +140,7 @@ public struct ReplayCommand: BridgeCommand {
       return .failure(ReplayStoreFailure(error.description))
     }
     do throws(StoreError) {
-      let store = try Store(directory: directory)
+      let store = try Store(readingOnly: directory)
       let pairings = try await store.pairings()
       guard pairings.contains(where: { $0.key != nil }) else { return .success((pairings, nil)) }
       let keyed = try await store.keyAuthenticator(

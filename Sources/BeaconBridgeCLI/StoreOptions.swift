@@ -19,8 +19,8 @@ struct StoreOptions: Sendable {
                        or /var/lib/beaconbridge).
     """
 
-  /// Opens the store to read it: a missing directory or store is "not found", and nothing is
-  /// created.
+  /// Opens the store to read it only (`Store(readingOnly:)`): a missing directory or store is
+  /// "not found", nothing is created or written, and a read-only directory is read.
   func openExisting(_ console: any Console) -> Store? {
     do throws(StateDirectoryError) {
       try StateDirectory.requireExisting(directory, store: true)
@@ -28,7 +28,12 @@ struct StoreOptions: Sendable {
       console.err("beaconbridge: \(error.description)\n")
       return nil
     }
-    return open(console)
+    do {
+      return try Store(readingOnly: directory)
+    } catch {
+      console.err("beaconbridge: \(error.description)\n")
+      return nil
+    }
   }
 
   /// Writes the store under the state directory's lock (`StateLock`), creating both when

@@ -71,7 +71,12 @@ public final class AES128Key: @unchecked Sendable {
     var end = text.count
     while start < end, isSpace(text[start]) { start += 1 }
     while end > start, isSpace(text[end - 1]) { end -= 1 }
-    guard end - start == 2 * byteCount else { return .failure(KeyFormatError(.wrongDigitCount(end - start))) }
+    guard end - start == 2 * byteCount else {
+      // Counted as characters: UTF-8's continuation bytes (10xxxxxx) are not counted, so "é" is
+      // one character, as an editor shows it, not two.
+      let characters = (start..<end).count { text[$0] & 0xC0 != 0x80 }
+      return .failure(KeyFormatError(.wrongDigitCount(characters)))
+    }
     for i in start..<end where nibble(text[i]) == nil { return .failure(KeyFormatError(.notHexadecimal)) }
     return .success(start..<end)
   }

@@ -76,7 +76,18 @@ import Testing
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let state = dir + "/state"
     let cases: [(String, String)] = [
-      (try keyFile(dir, "open.key", Self.irk, mode: 0o644), "can be read by every user"),
+      (
+        try keyFile(dir, "open.key", Self.irk, mode: 0o644),
+        "can be read by every user (mode 0644); to fix: chmod 0600 \(dir)/open.key (the owner only)"
+      ),
+      // Some editors write a byte order mark: named, not counted as a character of the key.
+      (
+        try keyFile(dir, "bom.key", "\u{FEFF}" + Self.irk + "\n"),
+        "starts with a UTF-8 byte order mark (EF BB BF), which is not part of a key"
+      ),
+      // Characters, not bytes: 31 digits and an "é" are 32 characters (33 bytes).
+      (try keyFile(dir, "accent.key", String(Self.irk.dropLast()) + "é"), "is 32 hexadecimal digits"),
+      (try keyFile(dir, "long.key", Self.irk + "é"), "a key is 32 hexadecimal digits, not 33 characters"),
       (try keyFile(dir, "empty.key", "\n"), "is empty"),
       (try keyFile(dir, "short.key", String(Self.irk.dropLast())), "does not hold a key"),
       (
@@ -115,6 +126,19 @@ import Testing
       ], "--rotation-exponent"
     ),
     (["pair", "--eid-key-file", "k", "--rotation-exponent", "10", "--device-id", "X"], "--beacon-clock"),
+    // A number that is not whole is said as such, not reported missing.
+    (
+      [
+        "pair", "--eid-key-file", "k", "--rotation-exponent", "1.5", "--beacon-clock", "1", "--device-id",
+        "X",
+      ], "--rotation-exponent must be a whole number from 0 to 15, not 1.5"
+    ),
+    (
+      [
+        "pair", "--eid-key-file", "k", "--rotation-exponent", "3", "--beacon-clock", "7.25", "--device-id",
+        "X",
+      ], "--beacon-clock must be a whole number from 0 to 4294967295 (the beacon's clock now), not 7.25"
+    ),
     (["pair", "--irk-file", "k", "--rotation-exponent", "10", "--device-id", "X"], "are for --eid-key-file"),
     (["pair", "--irk-file", "k", "--eid-key-file", "k", "--device-id", "X"], "not both"),
     (["pair", "--irk-file", "k"], "pair needs --device-id"),

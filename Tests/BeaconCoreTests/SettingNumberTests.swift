@@ -8,6 +8,9 @@ import Testing
   @Test(arguments: [
     ("exitTimeout", "10", 10.0), ("exitTimeout", "0.5", 0.5), ("exitTimeout", "+3", 3),
     ("exitMissProbability", "1e-07", 1e-7), ("exitMissProbability", "1E-3", 1e-3),
+    ("exitMissProbability", "1e-7", 1e-7), ("exitMissProbability", "4e-7", 4e-7),
+    ("exitMissProbability", "1.5e-6", 1.5e-6), ("exitMissProbability", "0.0000004", 4e-7),
+    ("dwellSightings", "2.0", 2), ("dwellSightings", "2e1", 20), ("activeHold", "0e-400", 0),
     ("distanceA", "-0.5", -0.5),
     ("switchMargin", "0", 0), ("lateWindow", "86400", 86_400), ("dwellSightings", "2", 2),
     ("armaCoefficient", ".5", 0.5),
@@ -28,7 +31,12 @@ import Testing
       "exitTimeout", "1e308",
       "exitTimeout \"1e308\" is out of range; set a number of seconds from 0.1 to 86400"
     ),
-    ("exitTimeout", "1e999", "exitTimeout \"1e999\" is not a plain decimal number"),
+    ("exitTimeout", "1e999", "exitTimeout \"1e999\" is out of range"),
+    (
+      "activeHold", "1e-400",
+      "activeHold \"1e-400\" is too small to tell from 0; set 0 or a number of seconds"
+    ),
+    ("exitTimeout", String(repeating: "1", count: 65), "is longer than 64 characters"),
     ("exitTimeout", "nan", "is not a plain decimal number"),
     ("exitTimeout", "inf", "is not a plain decimal number"),
     ("exitTimeout", "-inf", "is not a plain decimal number"),
@@ -39,7 +47,9 @@ import Testing
     ("activeHold", "-1", "activeHold \"-1\" is out of range"),
     ("postRetryMax", "1e308", "postRetryMax \"1e308\" is out of range"),
     ("postRetryJitter", "2", "postRetryJitter \"2\" is out of range; set a number from 0 to 0.9"),
-    ("dwellSightings", "2.5", "dwellSightings \"2.5\" is not a plain whole number"),
+    ("dwellSightings", "2.5", "dwellSightings \"2.5\" is not a whole number"),
+    ("dwellSightings", "2.0000000000000001", "dwellSightings \"2.0000000000000001\" is not a whole number"),
+    ("maxOpenTrips", "1e19", "maxOpenTrips \"1e19\" is out of range"),
     ("dwellSightings", "0", "dwellSightings \"0\" is out of range; set a whole number from 1 to 1000"),
     ("dwellSightings", "0x10", "dwellSightings \"0x10\" is not a plain whole number"),
   ])
@@ -83,7 +93,7 @@ import Testing
     (#"{"config": {"switchMargin": -6}, "events": []}"#, "config: switchMargin \"-6\" is out of range"),
     (
       #"{"config": {"lateWindow": 1e308}, "events": []}"#,
-      "config: lateWindow \"1e+308\" is out of range; set a number of seconds from 0 to 86400"
+      "config: lateWindow \"1e308\" is out of range; set a number of seconds from 0 to 86400"
     ),
     (#"{"config": {"deviceId": "a\nb"}, "events": []}"#, "config: deviceId: device ID \"a\\nb\" contains"),
   ])

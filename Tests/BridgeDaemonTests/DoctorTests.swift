@@ -1,7 +1,8 @@
 import BeaconCore
 import BlueZ
-import BridgeDaemon
 import Testing
+
+@testable import BridgeDaemon
 
 /// `doctor`'s judgement, from gathered facts.
 @Suite struct DoctorTests {
@@ -46,6 +47,28 @@ import Testing
 
   func status(_ report: HealthReport, _ name: String) -> HealthCheck.Status? {
     report.checks.first { $0.name == name }?.status
+  }
+
+  /// A state directory this user cannot write, whose store was read: a warning (the daemon could
+  /// not keep its store there), not critical, and the store's own check stands.
+  @Test func aReadOnlyStateDirectoryIsAWarning() {
+    var read = facts()
+    read.stateDirectoryNotWritable = (
+      "is on a read-only file system", "pass --state-dir with a directory on a writable file system"
+    )
+    let report = Doctor.evaluate(read)
+    let check = report.checks.first { $0.name == "state directory" }
+    #expect(check?.status == .warning)
+    #expect(
+      check?.detail
+        == "/var/lib/x is on a read-only file system; its store was read without writing, but the daemon could not keep its store there"
+    )
+    #expect(status(report, "store") == .ok)
+    // A store that did not read is not said to have been read.
+    read.store = .failure(StoreError(.io, "the store cannot be read"))
+    let unread = Doctor.evaluate(read).checks.first { $0.name == "state directory" }
+    #expect(
+      unread?.detail == "/var/lib/x is on a read-only file system; the daemon could not keep its store there")
   }
 
   /// The Upload checks cover the MQTT sink: what it connects to, and a password sent in clear.

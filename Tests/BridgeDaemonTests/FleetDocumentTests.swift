@@ -30,10 +30,55 @@ import Testing
 
   @Test(
     arguments: [
-      ("[]", nil, "not a JSON object"),
-      ("{\"pairings\":[]}", nil, "version must be a whole number above 0"),
-      ("{\"version\":0}", nil, "version must be a whole number above 0"),
-      ("{\"version\":1.5}", nil, "version must be a whole number above 0"),
+      ("[]", nil, "the document is a JSON array, not an object"),
+      ("{\"pairings\":[]}", nil, "the document has no version"),
+      ("{\"version\":0}", nil, "version \"0\" is not above 0"),
+      ("{\"version\":-3}", nil, "version \"-3\" is not above 0"),
+      ("{\"version\":1.5}", nil, "version \"1.5\" is not a whole number"),
+      ("{\"version\":\"3\"}", nil, "version must be a whole number above 0, not a string"),
+      ("{\"version\":1e19}", nil, "version \"1e19\" is larger than the largest version, 9223372036854775807"),
+      ("{\"version\":1e400}", nil, "version \"1e400\" is larger than the largest version"),
+      ("{\"version\":9223372036854775808}", nil, "is larger than the largest version"),
+      ("{\"version\":3,", nil, "the document is not valid JSON: Unexpected end of file"),
+      ("{\"version\":3}}", nil, "the document is not valid JSON: Garbage at end"),
+      (
+        String(repeating: "[", count: 600) + String(repeating: "]", count: 600), nil,
+        "the document is nested more than 512 deep"
+      ),
+      ("{\"version\":3,\"version\":4}", nil, "the key \"version\" appears twice in one object"),
+      ("{\"version\":2,\"pairings\":[],\"pairings\":[]}", nil, "the key \"pairings\" appears twice"),
+      (
+        "{\"version\":2,\"settings\":{\"Presence\":{\"exitTimeout\":40,\"exitTimeout\":50}}}", nil,
+        "the key \"exitTimeout\" appears twice"
+      ),
+      (
+        "{\"version\":2,\"pairings\":[{\"uuid\":\"\(uuid)\",\"major\":1,\"mnior\":7,\"deviceId\":\"A\"}]}", 2,
+        "pairings[0] has an unknown key \"mnior\" (a pairing has uuid, major, minor, deviceId, label)"
+      ),
+      (
+        "{\"version\":2,\"pairings\":[{\"uuid\":\"\(uuid)\",\"major\":1e400,\"deviceId\":\"A\"}]}", 2,
+        "pairings[0]: major \"1e400\""
+      ),
+      (
+        "{\"version\":2,\"pairings\":[{\"uuid\":\"\(uuid)\",\"major\":1.5,\"deviceId\":\"A\"}]}", 2,
+        "pairings[0].major must be a whole number or null"
+      ),
+      (
+        "{\"version\":2,\"settings\":{\"Presense\":{}}}", 2,
+        "settings.Presense cannot be set remotely (a document sets keys of ActiveBeacon, Presence, Trips)"
+      ),
+      (
+        "{\"version\":2,\"settings\":{\"Presence\":{\"exitTimeot\":3}}}", 2,
+        "settings.Presence.exitTimeot cannot be set remotely"
+      ),
+      (
+        "{\"version\":2,\"settings\":{\"ActiveBeacon\":{\"activeHold\":1e-400}}}", 2,
+        "activeHold \"1e-400\" is too small to tell from 0"
+      ),
+      (
+        "{\"version\":2,\"settings\":{\"ActiveBeacon\":{\"dwellSightings\":2.0000000000000001}}}", 2,
+        "dwellSightings \"2.0000000000000001\" is not a whole number"
+      ),
       ("{\"version\":2,\"colour\":1}", 2, "unknown key \"colour\""),
       ("{\"version\":2,\"pairings\":{}}", 2, "pairings must be an array"),
       ("{\"version\":2,\"pairings\":[{\"uuid\":\"nope\",\"deviceId\":\"A\"}]}", 2, "pairings[0]"),
@@ -49,7 +94,10 @@ import Testing
       ("{\"version\":2,\"settings\":{\"Upload\":{\"postRetryMax\":5}}}", 2, "cannot be set remotely"),
       ("{\"version\":2,\"settings\":{\"Trips\":{\"sending\":\"postTrip\"}}}", 2, "cannot be set remotely"),
       ("{\"version\":2,\"settings\":{\"Presence\":{\"exitTimeout\":1e308}}}", 2, "exitTimeout"),
-      ("{\"version\":2,\"settings\":{\"Presence\":{\"exitTimeout\":true}}}", 2, "must be a number"),
+      (
+        "{\"version\":2,\"settings\":{\"Presence\":{\"exitTimeout\":true}}}", 2,
+        "must be a number, not boolean"
+      ),
     ] as [(String, Int64?, String)])
   func aBadDocumentIsRefusedWithItsReason(text: String, version: Int64?, reason: String) {
     guard case .failure(let refusal) = parse(text) else {
@@ -124,7 +172,48 @@ import Testing
     #expect(try parse(text).get().keyPairings.count == 2)
   }
 
-  /// Key material (any pairing field beyond the plain five) only over TLS.
+  /// Numbers in the settings are checked and applied as they are written: never rounded to six
+  /// decimals first (1.5e-6 was applied as 2e-06, 4e-7 as 0, and the default 1e-7 refused).
+  @Test(arguments: [
+    ("1.5e-6", 1.5e-6), ("4e-7", 4e-7), ("1e-7", 1e-7), ("1E-12", 1e-12), ("0.0000004", 4e-7),
+    ("0.123456789", 0.123456789), ("5e-1", 0.5),
+  ])
+  func settingNumbersAreAppliedAsWritten(literal: String, value: Double) throws {
+    let text = #"{"version":2,"settings":{"Presence":{"exitMissProbability":\#(literal)}}}"#
+    let document = try parse(text).get()
+    #expect(
+      document.settings == [FleetSetting(section: "Presence", key: "exitMissProbability", value: literal)])
+    let applied = DaemonSettings.bridge(file: DaemonConfiguration(), remote: document.settings)
+    #expect(applied.presence.exitMissProbability == value)
+  }
+
+  /// Below the range is refused with the number as written, not as a rounded 0.
+  @Test func aSettingNumberBelowItsRangeIsQuotedAsWritten() {
+    let text = #"{"version":2,"settings":{"Presence":{"exitMissProbability":4e-13}}}"#
+    guard case .failure(let refusal) = parse(text) else {
+      Issue.record("accepted 4e-13")
+      return
+    }
+    #expect(refusal.reason.contains("exitMissProbability \"4e-13\" is out of range"), "\(refusal.reason)")
+  }
+
+  /// The reasons for what cannot be read are each their own, and true.
+  @Test func unreadableDocumentsSayWhy() {
+    func reason(_ text: String) -> String {
+      if case .failure(let refusal) = parse(text) { return refusal.reason }
+      return "accepted"
+    }
+    let reasons = [
+      "{", String(repeating: "[", count: 600) + String(repeating: "]", count: 600), #"{"version":1e400}"#,
+      #"{"version":1e19}"#,
+    ].map(reason)
+    #expect(Set(reasons).count == 4, "\(reasons)")
+    #expect(!reasons.contains("accepted"))
+    #expect(!reasons.contains { $0.contains("not a JSON object") }, "\(reasons)")
+  }
+
+  /// Key material (eid, irk) only over TLS; a misspelt field is refused as unknown whatever the
+  /// connection, never taken for key material nor left out.
   @Test func keysAreRefusedWithoutTLS() {
     let text =
       #"{"version":2,"pairings":[{"uuid":"\#(Self.uuid)","deviceId":"A"},{"uuid":"\#(Self.uuid)","major":2,"deviceId":"B","irk":"00112233445566778899aabbccddeeff"}]}"#
@@ -136,6 +225,14 @@ import Testing
       refusal.reason.hasPrefix("pairings[1] carries \"irk\": keys are refused over a connection without TLS"))
     let plain = #"{"version":2,"pairings":[{"uuid":"\#(Self.uuid)","deviceId":"A","label":"x"}]}"#
     #expect((try? FleetDocument.parse(Array(plain.utf8), overTLS: false).get())?.pairings.count == 1)
+    let typo = #"{"version":2,"pairings":[{"uuid":"\#(Self.uuid)","major":1,"mnior":7,"deviceId":"A"}]}"#
+    for overTLS in [false, true] {
+      guard case .failure(let refusal) = FleetDocument.parse(Array(typo.utf8), overTLS: overTLS) else {
+        Issue.record("a misspelt minor was taken (overTLS: \(overTLS))")
+        continue
+      }
+      #expect(refusal.reason.hasPrefix("pairings[0] has an unknown key \"mnior\""), "\(refusal.reason)")
+    }
   }
 
   /// The reported documents, byte for byte as docs/fleet.md shows them.

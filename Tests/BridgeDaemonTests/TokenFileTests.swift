@@ -112,6 +112,23 @@ import Testing
         == "the token file \(path) can be read by every user (mode 0644); to fix: \(error.fix)")
   }
 
+  /// A key file's fix is the owner only (`chmod 0600`), never the token's group beaconbridge,
+  /// which is the trip recorder's: a key is not the daemon's to read from a file.
+  @Test(arguments: [(0o644, nil), (0o640, strangerGroup)] as [(mode_t, gid_t?)])
+  func keyFileProblemsNameTheOwnerOnlyFix(mode: mode_t, group: gid_t?) throws {
+    let dir = try scratchDirectory("keyfile")
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let path = try make(.file("000102030405060708090a0b0c0d0e0f\n", mode: mode, group: group), in: dir)
+    #expect {
+      _ = try PairingKeyFile.digits(path)
+    } throws: { error in
+      let refusal = try #require(error as? TokenFileError)
+      #expect(refusal.fix == "chmod 0600 \(path) (the owner only)")
+      #expect(!refusal.description.contains("chown") && !refusal.description.contains("beaconbridge"))
+      return refusal.description.hasPrefix("the key file \(path) can be read by")
+    }
+  }
+
   /// The fifo is refused without blocking (O_NONBLOCK): no writer ever opens it.
   @Test(.timeLimit(.minutes(1))) func fifoDoesNotBlock() throws {
     let dir = try scratchDirectory("token")

@@ -181,6 +181,36 @@ struct FleetDesiredTests {
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
   }
 
+  /// Read exactly over the broker: a setting's number applied as written (1.5e-6 was applied as
+  /// 2e-06, the default 1e-7 refused as 0), a misspelt pairing field refused by name (not the
+  /// TLS sentence, and never left out to pair the whole major), a repeated key refused by name.
+  @Test func numbersTyposAndRepeatedKeysOverTheBroker() async throws {
+    let box = try Box("box-exact")
+    try await box.start()
+    let desired = "fleet/box-exact/config/desired"
+    try box.broker.publish(
+      desired, Self.document(1, [(7, "VAN-7")], settings: #"{"Presence":{"exitMissProbability":1.5e-6}}"#))
+    try await waitUntil("v1 applied: \(box.answers)\n\(box.daemon!.log)") { box.answers == ["applied@1"] }
+    #expect(
+      try box.fleetStatus()?["appliedSettings"]
+        == .object(["Presence": .object(["exitMissProbability": .string("1.5e-6")])]))
+    try box.broker.publish(
+      desired,
+      #"{"version":2,"pairings":[{"uuid":"\#(Self.uuid)","major":1,"mnior":7,"deviceId":"VAN-8"}]}"#)
+    try await waitUntil("v2 refused: \(box.answers)") { box.answers.last == "refused@2" }
+    #expect(
+      box.lastReason
+        == "pairings[0] has an unknown key \"mnior\" (a pairing has uuid, major, minor, deviceId, label)",
+      "\(box.lastReason)")
+    try box.broker.publish(desired, #"{"version":3,"version":4,"pairings":[]}"#)
+    try await waitUntil("the repeated key refused: \(box.answers)") { box.answers.last == "refused@-" }
+    #expect(box.lastReason.contains("the key \"version\" appears twice in one object"), "\(box.lastReason)")
+    #expect(try box.pairs() == ["VAN-7/fleet"])
+    try box.broker.publish(
+      desired, Self.document(5, [(7, "VAN-7")], settings: #"{"Presence":{"exitMissProbability":1e-7}}"#))
+    try await waitUntil("v5 applied: \(box.answers)") { box.answers.last == "applied@5" }
+  }
+
   @Test func aDocumentDuringATripIsPendingThenAppliedAtItsEnd() async throws {
     let box = try Box("box2")
     try await box.start()

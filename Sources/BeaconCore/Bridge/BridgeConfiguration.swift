@@ -31,10 +31,20 @@ public struct BridgeConfiguration: Hashable, Sendable {
     public let summary: String
     /// The range of a number setting (nil for words and device IDs).
     public let number: SettingNumber?
+    /// What the value is: a scenario's `config` takes a JSON number for a number, a JSON
+    /// boolean for a boolean, and the text form (a string) for any.
+    public let kind: Kind
     /// A number setting's current value, for `problems()`.
     let numberValue: (@Sendable (BridgeConfiguration) -> Double)?
     let get: @Sendable (BridgeConfiguration) -> String
     let set: @Sendable (inout BridgeConfiguration, String) throws(ConfigurationError) -> Void
+  }
+
+  public enum Kind: Sendable, Hashable {
+    case number
+    case boolean
+    /// Named values (`hold`, `fallback`) and device IDs.
+    case text
   }
 
   /// The settings, in documentation order.
@@ -129,7 +139,7 @@ public struct BridgeConfiguration: Hashable, Sendable {
     Key(
       name: "requireAuthenticated",
       summary: "true or false: only a beacon proven by a key (EID, RPA) may become the active beacon",
-      number: nil, numberValue: nil, get: { $0.requireAuthenticated ? "true" : "false" },
+      number: nil, kind: .boolean, numberValue: nil, get: { $0.requireAuthenticated ? "true" : "false" },
       set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
         switch text {
         case "true": config.requireAuthenticated = true
@@ -168,11 +178,14 @@ public struct BridgeConfiguration: Hashable, Sendable {
 
   /// Sets one key from its text form.
   public mutating func set(_ name: String, to text: String) throws(ConfigurationError) {
-    guard let key = Self.key(named: name) else {
-      let known = Self.keys.map(\.name).joined(separator: ", ")
-      throw ConfigurationError("unknown setting \"\(name)\" (known: \(known))")
-    }
+    guard let key = Self.key(named: name) else { throw Self.unknown(name) }
     try key.set(&self, text)
+  }
+
+  /// The refusal of a setting no key has, listing those there are.
+  public static func unknown(_ name: String) -> ConfigurationError {
+    let known = keys.map(\.name).joined(separator: ", ")
+    return ConfigurationError("unknown setting \"\(name)\" (known: \(known))")
   }
 
   public func value(of name: String) -> String? { Self.key(named: name)?.get(self) }
@@ -211,7 +224,7 @@ public struct BridgeConfiguration: Hashable, Sendable {
   ) -> Key {
     let rule = SettingNumber(range, unit: unit)
     return Key(
-      name: name, summary: summary, number: rule, numberValue: { $0[keyPath: path] },
+      name: name, summary: summary, number: rule, kind: .number, numberValue: { $0[keyPath: path] },
       get: { formatNumber($0[keyPath: path]) },
       set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
         config[keyPath: path] = try rule.parse(name, text)
@@ -224,7 +237,7 @@ public struct BridgeConfiguration: Hashable, Sendable {
   ) -> Key {
     let rule = SettingNumber(range, unit: "", whole: true)
     return Key(
-      name: name, summary: summary, number: rule, numberValue: { Double($0[keyPath: path]) },
+      name: name, summary: summary, number: rule, kind: .number, numberValue: { Double($0[keyPath: path]) },
       get: { String($0[keyPath: path]) },
       set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
         config[keyPath: path] = Int(try rule.parse(name, text))
@@ -236,7 +249,8 @@ public struct BridgeConfiguration: Hashable, Sendable {
     _ name: String, _ summary: String, _ path: WritableKeyPath<BridgeConfiguration, Value> & Sendable
   ) -> Key {
     Key(
-      name: name, summary: summary, number: nil, numberValue: nil, get: { $0[keyPath: path].rawValue },
+      name: name, summary: summary, number: nil, kind: .text, numberValue: nil,
+      get: { $0[keyPath: path].rawValue },
       set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
         guard let value = Value(rawValue: text) else {
           let names = Value.allCases.map(\.rawValue)
@@ -253,7 +267,8 @@ public struct BridgeConfiguration: Hashable, Sendable {
     _ name: String, _ summary: String, _ path: WritableKeyPath<BridgeConfiguration, String?> & Sendable
   ) -> Key {
     Key(
-      name: name, summary: summary, number: nil, numberValue: nil, get: { $0[keyPath: path] ?? "" },
+      name: name, summary: summary, number: nil, kind: .text, numberValue: nil,
+      get: { $0[keyPath: path] ?? "" },
       set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
         guard !text.isEmpty else {
           config[keyPath: path] = nil

@@ -26,18 +26,40 @@ public struct SettingNumber: Sendable, Hashable {
 
   /// The number for `name`, or an error that names the key, quotes the value (cut short and
   /// escaped) and says the range: "exitTimeout "1e308" is out of range; set a number of seconds
-  /// from 0.1 to 3600".
+  /// from 0.1 to 3600". The text is the number as written: read once into the nearest Double, a
+  /// whole number checked digit by digit, and a number too small for a Double to tell from 0
+  /// refused rather than taken as 0.
   public func parse(_ name: String, _ text: String) throws(ConfigurationError) -> Double {
-    guard let value = Self.decimal(text), !whole || value == value.rounded() else {
+    guard text.utf8.count <= Self.maximumLength else {
+      throw ConfigurationError(
+        "\(name) \(text.quotedForMessage) is longer than \(Self.maximumLength) characters; set \(rule)")
+    }
+    guard let value = Self.decimal(text) else {
       throw ConfigurationError(
         "\(name) \(text.quotedForMessage) is not \(whole ? "a plain whole number" : "a plain decimal number"); set \(rule)"
       )
     }
-    guard range.contains(value) else {
+    if whole {
+      switch NumberLiteral.exactInteger(text) {
+      case .integer: break
+      case .notWhole:
+        throw ConfigurationError("\(name) \(text.quotedForMessage) is not a whole number; set \(rule)")
+      case .tooLarge, .notNumber:
+        throw ConfigurationError("\(name) \(text.quotedForMessage) is out of range; set \(rule)")
+      }
+    }
+    guard value.isFinite, range.contains(value) else {
       throw ConfigurationError("\(name) \(text.quotedForMessage) is out of range; set \(rule)")
+    }
+    if value == 0, NumberLiteral.isNonZero(text) {
+      throw ConfigurationError(
+        "\(name) \(text.quotedForMessage) is too small to tell from 0; set 0 or \(rule)")
     }
     return value
   }
+
+  /// The longest number text read: more digits than a Double holds, many times over.
+  public static let maximumLength = 64
 
   /// A message for a value set in code that is out of range, or nil.
   public func problem(_ name: String, _ value: Double) -> String? {
@@ -46,29 +68,9 @@ public struct SettingNumber: Sendable, Hashable {
   }
 
   /// Plain decimal text only: an optional sign, digits with an optional fraction, an optional
-  /// exponent. At most 32 characters; the result is finite.
+  /// exponent. The result may be infinite (`1e400`), which no range holds.
   static func decimal(_ text: String) -> Double? {
-    let bytes = Array(text.utf8)
-    guard !bytes.isEmpty, bytes.count <= 32 else { return nil }
-    var i = 0
-    func digits() -> Int {
-      let start = i
-      while i < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[i]) { i += 1 }
-      return i - start
-    }
-    if bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
-    var mantissa = digits()
-    if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
-      i += 1
-      mantissa += digits()
-    }
-    guard mantissa > 0 else { return nil }
-    if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
-      i += 1
-      if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
-      guard digits() > 0 else { return nil }
-    }
-    guard i == bytes.count, let value = Double(text), value.isFinite else { return nil }
-    return value
+    guard NumberLiteral.Parts(text) != nil else { return nil }
+    return Double(text)
   }
 }

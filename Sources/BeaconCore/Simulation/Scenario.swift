@@ -68,9 +68,11 @@ extension Scenario {
   /// Reads a scenario file's bytes. Throws one error naming the first problem and where it is.
   public static func decode(_ data: Data) throws(ScenarioError) -> Scenario {
     let root: JSONValue
-    do { root = try JSONValue.parse(data) } catch {
-      // Where the JSON breaks, in words; JSONDecoder's own text says only that it does.
-      throw ScenarioError("not valid JSON: \(JSONDiagnosis.reason(data) ?? Self.describe(error))")
+    do { root = try JSONText.parse(Array(data)) } catch {
+      // A repeated key is well-formed JSON that says two things: named as such.
+      if error.duplicateKey != nil { throw ScenarioError(error.description) }
+      // Where the JSON breaks, in the words `JSONDiagnosis` gives for every reader of JSON input.
+      throw ScenarioError("not valid JSON: \(JSONDiagnosis.reason(data) ?? error.description)")
     }
     guard let object = root.objectValue else {
       throw ScenarioError("the top level must be an object, not \(root.typeName)")
@@ -83,14 +85,7 @@ extension Scenario {
     if let config = object["config"] {
       guard let fields = config.objectValue else { throw ScenarioError("config must be an object") }
       for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
-        let text: String
-        switch value {
-        case .string(let s): text = s
-        case .int, .double: text = value.compactText
-        case .null: text = ""
-        default: throw ScenarioError("config.\(key) must be a number or a string, not \(value.typeName)")
-        }
-        do { try scenario.configuration.set(key, to: text) } catch {
+        do { try scenario.configuration.set(key, to: try configText(key, value)) } catch {
           throw ScenarioError("config: \(error.description)")
         }
       }
@@ -129,13 +124,29 @@ extension Scenario {
     return scenario
   }
 
-  /// For JSON that is well-formed yet not decodable (a number past Double's range): the
-  /// decoder's sentence, never the error's Swift description.
-  private static func describe(_ error: any Error) -> String {
-    if let decoding = error as? DecodingError, case .dataCorrupted(let context) = decoding {
-      return context.debugDescription
+  /// A `config` value as the setting's text: a string as it is, a number as it was written
+  /// (never rounded), a boolean for a boolean setting; null is the empty text.
+  private static func configText(_ name: String, _ value: JSONValue) throws(ConfigurationError) -> String {
+    guard let key = BridgeConfiguration.key(named: name) else { throw BridgeConfiguration.unknown(name) }
+    let wanted =
+      switch key.kind {
+      case .number: "a number"
+      case .boolean: "true or false"
+      case .text: "a string"
+      }
+    switch value {
+    case .string(let text): return text
+    case .null: return ""
+    case .bool(let flag):
+      guard key.kind == .boolean else { throw ConfigurationError("\(name) must be \(wanted), not a boolean") }
+      return flag ? "true" : "false"
+    case .int, .double, .raw:
+      guard let text = value.numberText else {
+        throw ConfigurationError("\(name) must be \(wanted), not \(value.typeName)")
+      }
+      return text
+    case .array, .object: throw ConfigurationError("\(name) must be \(wanted), not \(value.typeName)")
     }
-    return "a value in it cannot be read (a number too large, or nesting too deep)"
   }
 
   private static func entry(_ value: JSONValue, at path: String) throws(ScenarioError) -> Entry {
@@ -152,6 +163,18 @@ extension Scenario {
     }
     let where_ = "\(path).\(name)"
     guard let fields = body.objectValue else { throw ScenarioError("\(where_) must be an object") }
+    // An action's fields, each known: a misspelt one is refused rather than left out. (An
+    // advertisement and a pairing check their own.)
+    let known: [String: [String]] = [
+      "lost": ["address"], "tripStart": ["tripId"], "tripEnd": ["tripId"],
+      "tripAssign": ["tripId", "deviceId"],
+      "tripEvents": ["tripId", "events"], "unpair": ["deviceId"],
+    ]
+    if let names = known[name], let unknown = fields.keys.sorted().first(where: { !names.contains($0) }) {
+      throw ScenarioError(
+        "\(where_) has an unknown key \(unknown.quotedForMessage) (\(name) has \(names.joined(separator: ", ")))"
+      )
+    }
     switch name {
     case "advertisement":
       return Entry(at: at, action: try advertisement(fields, at: where_))
@@ -234,6 +257,7 @@ extension Scenario {
       for (i, item) in items.enumerated() {
         let p = "\(path).manufacturerData[\(i)]"
         guard let o = item.objectValue else { throw ScenarioError("\(p) must be an object") }
+        try onlyKnown(o, ["companyId", "hex"], at: p)
         guard let company = o["companyId"]?.intValue, (0...0xFFFF).contains(company) else {
           throw ScenarioError("\(p).companyId must be a number from 0 to 65535")
         }
@@ -246,6 +270,7 @@ extension Scenario {
       for (i, item) in items.enumerated() {
         let p = "\(path).serviceData[\(i)]"
         guard let o = item.objectValue else { throw ScenarioError("\(p) must be an object") }
+        try onlyKnown(o, ["uuid", "hex"], at: p)
         guard let text = o["uuid"]?.stringValue, let uuid = ServiceUUID(text) else {
           throw ScenarioError("\(p).uuid must be a service UUID (\"feaa\" or the 128-bit form)")
         }
@@ -262,6 +287,16 @@ extension Scenario {
     return .advertisement(
       address: addr, rssi: rssi,
       payload: .structured(manufacturerData: manufacturer, serviceData: service, txPower: txPower))
+  }
+
+  /// Refuses a field not in `names`, naming it.
+  private static func onlyKnown(_ o: [String: JSONValue], _ names: [String], at path: String)
+    throws(ScenarioError)
+  {
+    if let unknown = o.keys.sorted().first(where: { !names.contains($0) }) {
+      throw ScenarioError(
+        "\(path) has an unknown key \(unknown.quotedForMessage) (expected \(names.joined(separator: ", ")))")
+    }
   }
 
   private static func hex(_ o: [String: JSONValue], at path: String) throws(ScenarioError) -> [UInt8] {
@@ -299,6 +334,9 @@ extension Scenario {
     }
   }
 
+  /// The fields of a pairing by identity.
+  public static let pairingFields: Set<String> = ["uuid", "major", "minor", "deviceId", "label"]
+
   /// A pairing object: a malformed object throws; values that break the identifier rules (UUID,
   /// major/minor range, device ID, label) come back as the failure.
   static func pairingResult(_ value: JSONValue, at path: String) throws(ScenarioError)
@@ -308,12 +346,28 @@ extension Scenario {
     if o["eid"] != nil || o["irk"] != nil {
       throw ScenarioError("\(path): a pairing by key (eid, irk) belongs in the top-level pairings")
     }
+    // A field misspelt is refused, never left out: "mnior" left out would pair the whole major.
+    for key in o.keys.sorted() where !pairingFields.contains(key) {
+      throw ScenarioError(
+        "\(path) has an unknown key \(key.quotedForMessage) (a pairing has uuid, major, minor, deviceId, label)"
+      )
+    }
     guard let uuidText = o["uuid"]?.stringValue else { throw ScenarioError("\(path).uuid must be a string") }
+    // A number past Int64 is out of range as written, never clamped to another number.
+    var pastInt64: IdentifierError?
     func part(_ key: String) throws(ScenarioError) -> Int? {
       guard let v = o[key], v != .null else { return nil }
-      guard let n = v.intValue else { throw ScenarioError("\(path).\(key) must be a whole number or null") }
-      // Far outside 0…65535 still reads as out of range, not as a wildcard.
-      return Int(clamping: n)
+      switch v.exactInteger {
+      case .integer(let n):
+        // Far outside 0…65535 still reads as out of range, not as a wildcard.
+        return Int(clamping: n)
+      case .tooLarge:
+        pastInt64 =
+          pastInt64
+          ?? IdentifierError(field: key, value: v.numberText ?? "", rule: PairingIdentity.numberRule)
+        return nil
+      case .notWhole, .notNumber: throw ScenarioError("\(path).\(key) must be a whole number or null")
+      }
     }
     let major = try part("major")
     let minor = try part("minor")
@@ -328,6 +382,7 @@ extension Scenario {
         throw IdentifierError(
           field: "UUID", value: uuidText, rule: "is not a UUID like E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
       }
+      if let pastInt64 { throw pastInt64 }
       let identity = try PairingIdentity(uuid: uuid, major: major, minor: minor)
       let device = try DeviceID(deviceText)
       if let label { try PairingLabel.check(label) }

@@ -6,6 +6,12 @@
 ///
 /// Work is linear in the input; nesting deeper than `maximumDepth` is refused rather than
 /// recursed into, so a hostile document cannot exhaust the stack.
+///
+/// A key that appears twice in one object is refused, naming it (`Error.duplicateKey`): RFC 8259
+/// leaves the meaning of such an object to the reader, and readers differ (the first wins in
+/// one, the last in another), so a document the box acts on must say one thing. Only the
+/// elements of `elements(ofArray:)` (trip events, opaque to the box and passed on byte for
+/// byte) may repeat a key, except the keys the box itself reads there (`interpreted`).
 public enum JSONText {
   /// Deeper nesting is refused.
   public static let maximumDepth = 512
@@ -14,22 +20,41 @@ public enum JSONText {
     /// Where the problem is, counted in bytes from 0.
     public var offset: Int
     public var problem: String
-    public var description: String { "invalid JSON at byte \(offset): \(problem)" }
+    /// The key, when the text is refused because an object has it twice.
+    public var duplicateKey: String?
+    /// Whether the text is refused for nesting deeper than `maximumDepth`.
+    public var tooDeep = false
+
+    public init(offset: Int, problem: String, duplicateKey: String? = nil, tooDeep: Bool = false) {
+      self.offset = offset
+      self.problem = problem
+      self.duplicateKey = duplicateKey
+      self.tooDeep = tooDeep
+    }
+
+    public var description: String {
+      duplicateKey == nil ? "invalid JSON at byte \(offset): \(problem)" : "\(problem) (at byte \(offset))"
+    }
   }
 
   /// Parses one JSON document; a number is `.raw` unless its value writes back as the same text.
+  /// A key repeated in any object is refused.
   public static func parse(_ bytes: [UInt8]) throws(Error) -> JSONValue {
     try bytes.withUnsafeBufferPointer { buffer throws(Error) in
-      var reader = Reader(bytes: buffer)
+      var reader = Reader(bytes: buffer, repeatable: nil)
       let value = try reader.document { reader throws(Error) in try reader.value(depth: 0) }
       return value
     }
   }
 
-  /// Parses a JSON array and returns each element with its exact text, as it appeared.
-  public static func elements(ofArray bytes: [UInt8]) throws(Error) -> [(value: JSONValue, text: String)] {
+  /// Parses a JSON array and returns each element with its exact text, as it appeared. An
+  /// element's objects may repeat a key (the value keeps the last; the text keeps them all),
+  /// except a key of `interpreted` in the element itself, which the caller reads.
+  public static func elements(ofArray bytes: [UInt8], interpreted: Set<String> = []) throws(Error) -> [(
+    value: JSONValue, text: String
+  )] {
     try bytes.withUnsafeBufferPointer { buffer throws(Error) in
-      var reader = Reader(bytes: buffer)
+      var reader = Reader(bytes: buffer, repeatable: interpreted)
       return try reader.document { reader throws(Error) in try reader.elementsWithText() }
     }
   }
@@ -37,8 +62,14 @@ public enum JSONText {
   private struct Reader {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
+    /// nil: no key may repeat. Otherwise keys may repeat in an array's elements (depth 1 and
+    /// below), but for these keys in an element itself (depth 1).
+    let repeatable: Set<String>?
 
-    init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+    init(bytes: UnsafeBufferPointer<UInt8>, repeatable: Set<String>?) {
+      self.bytes = bytes
+      self.repeatable = repeatable
+    }
 
     func fail(_ problem: String, at offset: Int? = nil) -> Error {
       Error(offset: offset ?? index, problem: problem)
@@ -111,7 +142,7 @@ public enum JSONText {
 
     mutating func value(depth: Int) throws(Error) -> JSONValue {
       guard depth <= JSONText.maximumDepth else {
-        throw fail("nested more than \(JSONText.maximumDepth) deep")
+        throw Error(offset: index, problem: "nested more than \(JSONText.maximumDepth) deep", tooDeep: true)
       }
       skipSpace()
       guard index < bytes.count else { throw fail("the text ends where a value was expected") }
@@ -152,10 +183,20 @@ public enum JSONText {
               ? "expected a key in quotes, found \(describe(bytes[index]))" : "the text ends inside an object"
           )
         }
+        let keyStart = index
         let key = try string()
         skipSpace()
         try expect(UInt8(ascii: ":"), "':'")
-        fields[key] = try value(depth: depth + 1)
+        // One hash lookup, as the assignment was: the old value says the key came before.
+        if fields.updateValue(try value(depth: depth + 1), forKey: key) != nil,
+          repeatable.map({ depth == 1 && $0.contains(key) }) ?? true
+        {
+          throw Error(
+            offset: keyStart,
+            problem:
+              "the key \(key.quotedForMessage) appears twice in one object, and readers differ on which one counts; keep one",
+            duplicateKey: key)
+        }
         guard try another(or: UInt8(ascii: "}"), "',' or '}'", inside: "an object") else {
           return .object(fields)
         }

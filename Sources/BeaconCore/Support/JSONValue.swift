@@ -40,13 +40,42 @@ public enum JSONValue: Hashable, Sendable {
     }
   }
 
+  /// The whole number the value is exactly, or nil: a literal is read digit by digit, so
+  /// `7.0000000000000001` is not 7 and `1e2` is 100 (`exactInteger` says why not).
   public var intValue: Int64? {
+    if case .integer(let i) = exactInteger { return i }
+    return nil
+  }
+
+  /// Whether the value is exactly a whole number in Int64's range, and if not, why.
+  public enum ExactInteger: Hashable, Sendable {
+    case integer(Int64)
+    /// A number with a fraction (`1.5`, `1e-3`).
+    case notWhole
+    /// A whole number past Int64's range (`1e19`, `1e400`, `-9223372036854775809`).
+    case tooLarge
+    /// Not a number at all.
+    case notNumber
+  }
+
+  public var exactInteger: ExactInteger {
     switch self {
-    case .int(let i): return i
-    case .double(let d) where d.rounded() == d && abs(d) < 9e15: return Int64(d)
-    case .raw(let text) where isNumberText(text):
-      if let i = Int64(text) { return i }
-      return Double(text).flatMap { JSONValue.double($0).intValue }
+    case .int(let i): return .integer(i)
+    case .double(let d):
+      guard d.isFinite, d.rounded() == d else { return d.isFinite ? .notWhole : .tooLarge }
+      return Int64(exactly: d).map(ExactInteger.integer) ?? .tooLarge
+    case .raw(let text) where isNumberText(text): return NumberLiteral.exactInteger(text)
+    default: return .notNumber
+    }
+  }
+
+  /// A number's text as it came: a literal kept raw, or the shortest text that reads back as
+  /// the same value (`1.5e-06`, never rounded); nil for anything else.
+  public var numberText: String? {
+    switch self {
+    case .int(let i): return String(i)
+    case .double(let d): return d.isFinite ? "\(d)" : nil
+    case .raw(let text) where isNumberText(text): return text
     default: return nil
     }
   }
@@ -168,7 +197,10 @@ extension JSONValue: Codable {
 }
 
 extension JSONValue {
-  /// Decodes one JSON document.
+  /// Decodes one JSON document with `JSONDecoder`: for what this program wrote itself (the
+  /// daemon's D-Bus replies, its store). What comes from outside (a scenario, a desired
+  /// document, trip events, G-Zone payloads) is read by `JSONText`, which keeps numbers as
+  /// written and refuses a repeated key.
   public static func parse(_ data: Data) throws -> JSONValue {
     try JSONDecoder().decode(JSONValue.self, from: data)
   }
@@ -252,5 +284,90 @@ public enum JSONWriter {
       }
     }
     out += "\""
+  }
+}
+
+/// Reads a decimal literal (JSON's grammar, and a leading `+` for the configuration file's
+/// numbers) exactly, without going through a Double.
+public enum NumberLiteral {
+  /// Whether `text` is exactly a whole number within Int64. Text that is not a decimal literal
+  /// is `.notNumber`.
+  public static func exactInteger(_ text: String) -> JSONValue.ExactInteger {
+    guard let parts = Parts(text) else { return .notNumber }
+    guard let first = parts.digits.firstIndex(where: { $0 != UInt8(ascii: "0") }) else { return .integer(0) }
+    var digits = parts.digits[first...]
+    var exponent = parts.exponent
+    while let last = digits.last, last == UInt8(ascii: "0") {
+      digits.removeLast()
+      exponent += 1
+    }
+    guard exponent >= 0 else { return .notWhole }
+    // Int64 holds at most 19 digits.
+    guard digits.count + exponent <= 19 else { return .tooLarge }
+    var magnitude: UInt64 = 0
+    for digit in digits { magnitude = magnitude * 10 + UInt64(digit - UInt8(ascii: "0")) }
+    for _ in 0..<exponent { magnitude *= 10 }
+    if parts.negative {
+      guard magnitude <= UInt64(Int64.max) + 1 else { return .tooLarge }
+      return .integer(magnitude == UInt64(Int64.max) + 1 ? Int64.min : -Int64(magnitude))
+    }
+    guard magnitude <= UInt64(Int64.max) else { return .tooLarge }
+    return .integer(Int64(magnitude))
+  }
+
+  /// Whether a decimal literal has a digit other than 0: a number that is not zero, however
+  /// small (`1e-400` reads as 0 as a Double, but is not 0).
+  public static func isNonZero(_ text: String) -> Bool {
+    Parts(text)?.digits.contains { $0 != UInt8(ascii: "0") } ?? false
+  }
+
+  /// The literal's sign, its digits (the integer part's, then the fraction's) and the power of
+  /// ten they are scaled by.
+  struct Parts {
+    var negative = false
+    var digits: [UInt8] = []
+    var exponent = 0
+
+    init?(_ text: String) {
+      let bytes = Array(text.utf8)
+      var i = 0
+      func isDigit(_ i: Int) -> Bool { i < bytes.count && (0x30...0x39).contains(bytes[i]) }
+      if i < bytes.count, bytes[i] == UInt8(ascii: "-") || bytes[i] == UInt8(ascii: "+") {
+        negative = bytes[i] == UInt8(ascii: "-")
+        i += 1
+      }
+      while isDigit(i) {
+        digits.append(bytes[i])
+        i += 1
+      }
+      var fraction = 0
+      if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
+        i += 1
+        while isDigit(i) {
+          digits.append(bytes[i])
+          fraction += 1
+          i += 1
+        }
+      }
+      guard !digits.isEmpty else { return nil }
+      var power = 0
+      if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
+        i += 1
+        var negativePower = false
+        if i < bytes.count, bytes[i] == UInt8(ascii: "-") || bytes[i] == UInt8(ascii: "+") {
+          negativePower = bytes[i] == UInt8(ascii: "-")
+          i += 1
+        }
+        guard isDigit(i) else { return nil }
+        // Saturated: any exponent past a million is past every range read here.
+        while isDigit(i) {
+          power = min(power * 10 + Int(bytes[i] - 0x30), 1_000_000)
+          i += 1
+        }
+        if negativePower { power = -power }
+      }
+      guard i == bytes.count else { return nil }
+      exponent = power - fraction
+    }
   }
 }

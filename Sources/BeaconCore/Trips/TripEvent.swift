@@ -28,10 +28,13 @@ public struct TripEvent: Hashable, Sendable {
   }
 
   /// The events of a batch from its JSON text, an array of event objects, each keeping its text.
-  /// The caller checks the size first (`TripEventBatch.refusal(jsonBytes:)`).
+  /// The caller checks the size first (`TripEventBatch.refusal(jsonBytes:)`). An event is the
+  /// recorder's, passed on byte for byte: a key it repeats is passed on as it came, but for
+  /// `type`, which the box reads, and which must therefore say one thing.
   public static func batch(fromJSON bytes: [UInt8]) throws(TripEventError) -> [TripEvent] {
     let elements: [(value: JSONValue, text: String)]
-    do { elements = try JSONText.elements(ofArray: bytes) } catch {
+    do { elements = try JSONText.elements(ofArray: bytes, interpreted: ["type"]) } catch {
+      if error.duplicateKey != nil { throw TripEventError("the events are refused: \(error.description)") }
       throw TripEventError("the events must be a JSON array of objects: \(error.description)")
     }
     var events: [TripEvent] = []

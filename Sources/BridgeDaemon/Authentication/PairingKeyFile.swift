@@ -8,6 +8,12 @@ public enum PairingKeyFile {
   /// (`SecretBytes.wipe`) once it is stored.
   public static func digits(_ path: String) throws(TokenFileError) -> [UInt8] {
     try TokenFile.withKeyFile(path) { (bytes) throws(TokenFileError) -> [UInt8] in
+      // Some editors start a UTF-8 file with a byte order mark: invisible, and not a digit.
+      if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
+        throw TokenFileError(
+          path: path, problem: "starts with a UTF-8 byte order mark (EF BB BF), which is not part of a key",
+          fix: "save it without the byte order mark: only the key, 32 hex digits (16 bytes)")
+      }
       do throws(KeyFormatError) { _ = try AES128Key(hexUTF8: bytes) } catch {
         throw TokenFileError(
           path: path, problem: "does not hold a key: \(error.description)",

@@ -77,8 +77,7 @@ public enum TokenFile {
   private static func readKeyFile<T>(
     _ path: String, _ body: (UnsafeRawBufferPointer) throws(TokenFileError) -> T
   ) throws(TokenFileError) -> T {
-    let (fd, _) = try open(
-      path, holding: "the key (32 hex digits), with mode 0600 or 0640", setting: .keyFile)
+    let (fd, _) = try open(path, holding: "the key (32 hex digits), with mode 0600", setting: .keyFile)
     defer { close(fd) }
     return try SecretBytes.withScratch(count: maximumKeyFileSize + 1) {
       (buffer) throws(TokenFileError) -> T in
@@ -157,9 +156,13 @@ public enum TokenFile {
       }
       throw openError(path, errno: error.code ?? EINVAL, setting: setting)
     }
-    if enforcingMode, let problem = modeProblem(mode: info.st_mode, uid: info.st_uid, gid: info.st_gid) {
+    if enforcingMode,
+      let problem = modeProblem(
+        mode: info.st_mode, uid: info.st_uid, gid: info.st_gid, serviceGroupTrusted: setting == .tokenFile)
+    {
       close(fd)
-      throw TokenFileError(path: path, problem: problem, fix: Self.fix(path))
+      throw TokenFileError(
+        path: path, problem: problem, fix: setting == .keyFile ? keyFix(path) : Self.fix(path))
     }
     return (fd, info)
   }
@@ -188,21 +191,25 @@ public enum TokenFile {
     return String(scalars[first...last])
   }
 
-  /// The permission rule on its own, so that it is tested as a table.
-  static func modeProblem(mode: mode_t, uid: uid_t, gid: gid_t) -> String? {
+  /// The permission rule on its own, so that it is tested as a table. `serviceGroupTrusted`:
+  /// whether group `beaconbridge` may read the file (a token the daemon sends); a key file's
+  /// key goes to the daemon over D-Bus, never by the file, and that group is the trip
+  /// recorder's, so it is not trusted with a key.
+  static func modeProblem(mode: mode_t, uid: uid_t, gid: gid_t, serviceGroupTrusted: Bool = true) -> String? {
     let octal = "mode " + String(mode & 0o7777, radix: 8).leftPadded(to: 4)
     if mode & 0o007 != 0 {
       return "can be \(mode & 0o002 != 0 ? "written" : "read") by every user (\(octal))"
     }
-    if mode & 0o070 != 0, !groupIsTrusted(gid, owner: uid) {
-      return
-        "can be \(mode & 0o020 != 0 ? "written" : "read") by group \(groupName(gid)), which is neither \(serviceGroup) nor the owner's group (\(octal))"
+    if mode & 0o070 != 0, !groupIsTrusted(gid, owner: uid, serviceGroup: serviceGroupTrusted) {
+      return serviceGroupTrusted
+        ? "can be \(mode & 0o020 != 0 ? "written" : "read") by group \(groupName(gid)), which is neither \(serviceGroup) nor the owner's group (\(octal))"
+        : "can be \(mode & 0o020 != 0 ? "written" : "read") by group \(groupName(gid)), which is not the owner's group (\(octal))"
     }
     return nil
   }
 
-  static func groupIsTrusted(_ gid: gid_t, owner: uid_t) -> Bool {
-    if let service = getgrnam(serviceGroup), service.pointee.gr_gid == gid { return true }
+  static func groupIsTrusted(_ gid: gid_t, owner: uid_t, serviceGroup trusted: Bool = true) -> Bool {
+    if trusted, let service = getgrnam(serviceGroup), service.pointee.gr_gid == gid { return true }
     if let user = getpwuid(owner), user.pointee.pw_gid == gid { return true }
     return false
   }
@@ -215,6 +222,9 @@ public enum TokenFile {
   static func fix(_ path: String) -> String {
     "chmod 0640 \(path) && chown root:\(serviceGroup) \(path)"
   }
+
+  /// A key file is for its owner only: group beaconbridge is the trip recorder's.
+  static func keyFix(_ path: String) -> String { "chmod 0600 \(path) (the owner only)" }
 
   /// Where the path came from, for a fix that names it.
   enum Setting {
@@ -257,7 +267,7 @@ public enum TokenFile {
     default:
       TokenFileError(
         path: path, problem: "cannot be opened (\(SystemError.words(code)))",
-        fix: setting == .keyFile ? "chmod 0600 \(path)" : fix(path))
+        fix: setting == .keyFile ? keyFix(path) : fix(path))
     }
   }
 }

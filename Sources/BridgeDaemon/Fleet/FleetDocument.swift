@@ -47,9 +47,9 @@ public struct FleetDocument: Hashable, Sendable {
   /// The most pairings one document may carry: bounded work and memory for a hostile broker.
   public static let maxPairings = 10_000
 
-  /// A pairing object's fields without key material: anything else (an EID or IRK key) is only
-  /// taken over TLS, where no one on the path can read it.
-  public static let plainPairingFields: Set<String> = ["uuid", "major", "minor", "deviceId", "label"]
+  /// A pairing object's fields that carry key material (an EID identity key, an IRK): taken
+  /// only over TLS, where no one on the path can read them.
+  public static let keyFields: Set<String> = ["eid", "irk"]
 
   /// Reads a document; a problem is the sentence the reported document gives as its reason.
   /// `overTLS`: whether it came over an `mqtts://` connection. `file`: the configuration file the
@@ -58,11 +58,17 @@ public struct FleetDocument: Hashable, Sendable {
   public static func parse(
     _ bytes: [UInt8], overTLS: Bool = true, file: DaemonConfiguration = DaemonConfiguration()
   ) -> Result<FleetDocument, FleetRefusal> {
-    guard let root = try? JSONValue.parse(Data(bytes)), let object = root.objectValue else {
-      return .failure(FleetRefusal(version: nil, "the document is not a JSON object"))
+    let root: JSONValue
+    do { root = try JSONText.parse(bytes) } catch {
+      return .failure(FleetRefusal(version: nil, unreadable(bytes, error)))
     }
-    guard let version = object["version"]?.intValue, version > 0 else {
-      return .failure(FleetRefusal(version: nil, "version must be a whole number above 0"))
+    guard let object = root.objectValue else {
+      return .failure(FleetRefusal(version: nil, "the document is a JSON \(root.typeName), not an object"))
+    }
+    let version: Int64
+    switch readVersion(object["version"]) {
+    case .success(let number): version = number
+    case .failure(let refusal): return .failure(refusal)
     }
     func refuse(_ reason: String) -> Result<FleetDocument, FleetRefusal> {
       .failure(FleetRefusal(version: version, reason))
@@ -81,9 +87,9 @@ public struct FleetDocument: Hashable, Sendable {
       var seenKeys: [[UInt8]: Int] = [:]
       for (index, item) in items.enumerated() {
         let path = "pairings[\(index)]"
-        if !overTLS,
-          let field = item.objectValue?.keys.sorted().first(where: { !plainPairingFields.contains($0) })
-        {
+        // Only key material is refused for the connection; any other field is read, and an
+        // unknown one refused by name, below.
+        if !overTLS, let field = item.objectValue?.keys.sorted().first(where: keyFields.contains) {
           return refuse(
             "\(path) carries \(field.quotedForMessage): keys are refused over a connection without TLS; use an mqtts:// broker"
           )
@@ -120,21 +126,32 @@ public struct FleetDocument: Hashable, Sendable {
       // Each value is checked on its own against a copy of the file's configuration, then the
       // whole as the daemon would run it (DaemonSettings.bridge).
       var scratch = file.bridge
+      let settableSections = Set(remotelySettable.map(\.section))
       for (section, keys) in sections.sorted(by: { $0.key < $1.key }) {
+        // A section nothing can be set in is refused even when empty: a misspelt "Presense"
+        // would otherwise be taken as setting nothing.
+        guard settableSections.contains(section) else {
+          if let key = keys.objectValue?.keys.sorted().first {
+            return refuse(
+              "settings.\(section).\(key) cannot be set remotely (docs/fleet.md lists the keys that can)")
+          }
+          let list = settableSections.sorted().joined(separator: ", ")
+          return refuse("settings.\(section) cannot be set remotely (a document sets keys of \(list))")
+        }
         guard let keys = keys.objectValue else { return refuse("settings.\(section) must be an object") }
         for (key, value) in keys.sorted(by: { $0.key < $1.key }) {
           guard remotelySettable.contains(where: { $0 == (section, key) }) else {
             return refuse(
               "settings.\(section).\(key) cannot be set remotely (docs/fleet.md lists the keys that can)")
           }
+          // The number as it was written, checked and applied as such: never rewritten first.
           let text: String
-          switch value {
-          case .int, .double:
-            var out = ""
-            JSONWriter.write(value, to: &out)
-            text = out
-          case .string(let string): text = string
-          default: return refuse("settings.\(section).\(key) must be a number")
+          if case .string(let string) = value {
+            text = string
+          } else if let literal = value.numberText {
+            text = literal
+          } else {
+            return refuse("settings.\(section).\(key) must be a number, not \(value.typeName)")
           }
           do { try scratch.set(key, to: text) } catch {
             return refuse("settings.\(section).\(key): \(error.description)")
@@ -147,6 +164,33 @@ public struct FleetDocument: Hashable, Sendable {
       return refuse("settings: \(problem), with the configuration file's values")
     }
     return .success(document)
+  }
+
+  /// Why bytes are not a document that can be read, each in its own words: not JSON (and
+  /// where), nested too deep, or a key repeated.
+  static func unreadable(_ bytes: [UInt8], _ error: JSONText.Error) -> String {
+    if error.duplicateKey != nil { return "the document is refused: \(error.description)" }
+    if error.tooDeep {
+      return "the document is nested more than \(JSONText.maximumDepth) deep (at byte \(error.offset))"
+    }
+    return "the document is not valid JSON: \(JSONDiagnosis.reason(bytes) ?? error.description)"
+  }
+
+  /// The version: a whole number from 1 to 9223372036854775807, read as written.
+  static func readVersion(_ value: JSONValue?) -> Result<Int64, FleetRefusal> {
+    guard let value else { return .failure(FleetRefusal(version: nil, "the document has no version")) }
+    let shown = (value.numberText ?? "").quotedForMessage
+    let reason: String
+    switch value.exactInteger {
+    case .integer(let number) where number > 0: return .success(number)
+    case .integer: reason = "version \(shown) is not above 0; count versions from 1"
+    case .notWhole: reason = "version \(shown) is not a whole number"
+    case .tooLarge: reason = "version \(shown) is larger than the largest version, \(Int64.max)"
+    case .notNumber:
+      let article = ["array", "object"].contains(value.typeName) ? "an" : "a"
+      reason = "version must be a whole number above 0, not \(article) \(value.typeName)"
+    }
+    return .failure(FleetRefusal(version: nil, reason))
   }
 
   /// What the document says, whatever its version or the order of its lists: two documents

@@ -161,6 +161,14 @@ public enum Doctor {
         HealthCheck(
           .permissions, "state directory", .critical, "\(facts.stateDirectory) \(problem)",
           fix: facts.stateDirectoryFix ?? "run as root or the beaconbridge user, or pass --state-dir"))
+    } else if let readOnly = facts.stateDirectoryNotWritable {
+      let read: String
+      if case .success? = facts.store { read = "its store was read without writing, but " } else { read = "" }
+      checks.append(
+        HealthCheck(
+          .permissions, "state directory", .warning,
+          "\(facts.stateDirectory) \(readOnly.problem); \(read)the daemon could not keep its store there",
+          fix: readOnly.fix))
     } else {
       checks.append(HealthCheck(.permissions, "state directory", .ok, "\(facts.stateDirectory) is writable"))
     }

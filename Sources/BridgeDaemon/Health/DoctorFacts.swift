@@ -10,6 +10,10 @@ public struct DoctorFacts: Sendable {
   public var stateDirectoryProblem: String?
   /// What fixes `stateDirectoryProblem` (`StateDirectoryError.fix`).
   public var stateDirectoryFix: String?
+  /// The directory and its store exist and were read, but this user cannot write there (a
+  /// read-only mount, a copy): why, and the fix. A warning: the store reads, the daemon could not
+  /// keep it there.
+  public var stateDirectoryNotWritable: (problem: String, fix: String)?
   public var store: Result<(check: String, outbox: OutboxSummary), StoreError>?
   public var freeBytes: UInt64?
   /// The controllers the kernel has (`KernelAdapters`), when looked at.

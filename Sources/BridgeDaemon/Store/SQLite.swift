@@ -68,6 +68,21 @@ final class SQLiteDatabase {
     sqlite3_busy_timeout(db, 2000)
   }
 
+  /// Opens the database named by a `file:` URI for reading only (`SQLITE_OPEN_READONLY`): no
+  /// file is created, and nothing written.
+  init(readOnlyURI uri: String, path: String) throws(SQLiteError) {
+    self.path = path
+    var db: OpaquePointer?
+    let rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nil)
+    guard rc == SQLITE_OK, let db else {
+      let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+      sqlite3_close_v2(db)
+      throw SQLiteError(code: rc & 0xFF, message: message, context: "opening")
+    }
+    handle = db
+    sqlite3_busy_timeout(db, 2000)
+  }
+
   deinit {
     sqlite3_close_v2(handle)
   }

@@ -30,6 +30,17 @@ public actor Store {
     database = try Self.open(path: path)
   }
 
+  /// Opens the store in `directory` to read it only (`pairs`, `replay --state-dir`, `doctor`,
+  /// `diagnose`): nothing is created or written, so it works on a read-only mount or a copy
+  /// this user cannot write (`StoreSchema.swift`, `openReadOnly`). A store from an older
+  /// beaconbridge is brought up to date as `init(directory:)` does where the directory can be
+  /// written, and refused with a sentence where it cannot.
+  public init(readingOnly directory: String) throws(StoreError) {
+    let path = StateDirectory.path(directory, Self.fileName)
+    self.path = path
+    database = try Self.openReadOnly(path: path, directory: directory)
+  }
+
   /// Changes whenever another connection (another process) commits to the file.
   public func dataVersion() throws(StoreError) -> Int64 {
     do { return try database.query("PRAGMA data_version").first?.first?.integer ?? 0 } catch {

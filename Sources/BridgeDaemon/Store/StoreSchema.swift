@@ -1,5 +1,9 @@
 import CSQLite
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The store's file: whose it is, and its schema, brought up to date on open
 /// (`PRAGMA user_version`, `Store.schemaVersion`).
 extension Store {
@@ -121,5 +125,74 @@ extension Store {
     } catch {
       throw StoreError(.io, "the store \(path): \(error)")
     }
+  }
+}
+
+extension Store {
+  /// Opens an existing store for reading only: its owner and schema are checked, and nothing is
+  /// written, not even the `-wal` and `-shm` files SQLite keeps beside a store in WAL mode.
+  ///
+  /// A WAL database is read through its `-shm` index, which a reader creates when it is
+  /// missing. On a directory this user cannot write (a read-only mount, a support engineer's
+  /// copy, another user's directory) that fails (`SQLITE_CANTOPEN`); and on one it can, a
+  /// read-only connection would leave both files behind, owned by whoever ran the command. So:
+  /// - no `-wal` file: no connection has the store open (the last one to close removes it),
+  ///   and the whole database is in the main file. It is opened `immutable=1`: no lock, no
+  ///   `-shm`, nothing created. A daemon starting in the moment of the read could change the file
+  ///   under it; the read then fails and says so, and running the command again reads it.
+  /// - a `-wal` file: a daemon may be writing, or stopped without a checkpoint; commits may be
+  ///   in the log. It is opened `mode=ro`, which reads the log through the existing `-shm` (on
+  ///   a read-only mount too, where SQLite keeps that index in memory). Without a `-shm` on a
+  ///   directory that cannot be written, the log cannot be read, and that is said rather than
+  ///   the main file read without it (`immutable=1` would leave out the commits in the log).
+  static func openReadOnly(path: String, directory: String) throws(StoreError) -> SQLiteDatabase {
+    var info = stat()
+    let hasLog = stat(path + "-wal", &info) == 0
+    // Checked first: the ownership check reads the tables through the log too.
+    if hasLog, stat(path + "-shm", &info) != 0, access(directory, W_OK | X_OK) != 0 {
+      throw StoreError(
+        .io,
+        "the store \(path) has a write-ahead log (\(path)-wal) that cannot be read here: its index (-shm) is missing and \(directory) cannot be written; copy the state directory to a writable place and read the copy, or run where the daemon runs"
+      )
+    }
+    let ownership = StoreOwnership.examine(path: path)
+    switch ownership {
+    case .foreign(let why):
+      throw StoreError(.foreign, "\(path) is not a beaconbridge store (\(why)); it was left unchanged")
+    case .notADatabase:
+      throw StoreError(
+        .corrupt,
+        "the store \(path) is damaged or not a database (no SQLite header); it was left as it is. Move it aside to start afresh, or keep it for support"
+      )
+    case .absent:
+      throw StoreError(
+        .io,
+        "the store \(path) was not found (or is empty); pass --state-dir with the daemon's state directory")
+    case .ours, .oursWithoutID, .emptyDatabase: break
+    }
+    let uri = "file:" + StoreOwnership.percentEncodedPath(path) + (hasLog ? "?mode=ro" : "?immutable=1")
+    let database: SQLiteDatabase
+    let version: Int64
+    do {
+      database = try SQLiteDatabase(readOnlyURI: uri, path: path)
+      version = try database.query("PRAGMA user_version").first?.first?.integer ?? 0
+    } catch {
+      throw StoreError(error, path: path)
+    }
+    guard version <= schemaVersion else {
+      throw StoreError(
+        .newerSchema,
+        "the store \(path) has schema version \(version); this beaconbridge reads up to \(schemaVersion)")
+    }
+    guard version < schemaVersion else { return database }
+    // An older schema lacks tables this build reads: brought up to date as the daemon would,
+    // where that can be written.
+    guard access(directory, W_OK | X_OK) == 0 else {
+      throw StoreError(
+        .io,
+        "the store \(path) has schema version \(version), from an older beaconbridge, and \(directory) cannot be written to bring it up to date (\(schemaVersion)); read it with the beaconbridge that wrote it, or copy the state directory to a writable place"
+      )
+    }
+    return try Store.open(path: path)
   }
 }
