@@ -53,11 +53,24 @@ final class SQLiteDatabase {
 
   /// Opens (creating if asked) the database file. The corresponding C function is
   /// `sqlite3_open_v2`.
-  init(path: String, create: Bool) throws(SQLiteError) {
+  convenience init(path: String, create: Bool) throws(SQLiteError) {
+    let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
+    try self.init(opening: path, flags: flags, path: path)
+  }
+
+  /// Opens the database named by a `file:` URI for reading only (`SQLITE_OPEN_READONLY`): no
+  /// file is created, and nothing written.
+  convenience init(readOnlyURI uri: String, path: String) throws(SQLiteError) {
+    try self.init(
+      opening: uri, flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, path: path)
+  }
+
+  /// The one opening: `name` (a path or a URI) with `flags`. The corresponding C function is
+  /// `sqlite3_open_v2`.
+  private init(opening name: String, flags: Int32, path: String) throws(SQLiteError) {
     self.path = path
     var db: OpaquePointer?
-    let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
-    let rc = sqlite3_open_v2(path, &db, flags, nil)
+    let rc = sqlite3_open_v2(name, &db, flags, nil)
     guard rc == SQLITE_OK, let db else {
       let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
       sqlite3_close_v2(db)
@@ -65,21 +78,6 @@ final class SQLiteDatabase {
     }
     handle = db
     // Wait for a lock rather than failing at once (another process may hold a write lock briefly).
-    sqlite3_busy_timeout(db, 2000)
-  }
-
-  /// Opens the database named by a `file:` URI for reading only (`SQLITE_OPEN_READONLY`): no
-  /// file is created, and nothing written.
-  init(readOnlyURI uri: String, path: String) throws(SQLiteError) {
-    self.path = path
-    var db: OpaquePointer?
-    let rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nil)
-    guard rc == SQLITE_OK, let db else {
-      let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-      sqlite3_close_v2(db)
-      throw SQLiteError(code: rc & 0xFF, message: message, context: "opening")
-    }
-    handle = db
     sqlite3_busy_timeout(db, 2000)
   }
 
