@@ -17,8 +17,8 @@
 // - silent about PairWithKey's key: the call with the key replaced by one of the same shape
 //   (each character swapped for another of its kind: hex digit, other ASCII, or a scalar of the
 //   same UTF-8 length) is refused with the same sentence, or accepted alike, so no sentence
-//   depends on the key's text; and no sentence contains a key of 32 characters or more that no
-//   other argument contains.
+//   depends on the key's text; and no sentence contains a key of 32 characters or more outside
+//   the other arguments, each quoted as messages quote it.
 
 import BeaconCore
 import DBus
@@ -134,11 +134,14 @@ func keySilence(_ values: [DBusValue], _ result: Result<BridgeRequest, DBusError
   switch (result, other) {
   case (.failure(let a), .failure(let b)):
     precondition(a == b, "PairWithKey: the refusal depends on the key: \(a.message) / \(b.message)")
-    let others = values.enumerated().contains {
-      $0.offset != 1 && ($0.element.string?.contains(key) ?? false)
+    // Another argument, quoted as messages quote it, may hold the key's digits (a device ID
+    // ending in `\0` then 31 digits reads `\00…`): judge only the text no other argument made.
+    var rest = a.message
+    for (offset, value) in values.enumerated() where offset != 1 {
+      guard let text = value.string else { continue }
+      rest = rest.replacing(text.quotedForMessage, with: "\u{1}")
     }
-    precondition(
-      key.count < 32 || others || !a.message.contains(key), "PairWithKey: a refusal repeats the key")
+    precondition(key.count < 32 || !rest.contains(key), "PairWithKey: a refusal repeats the key")
   case (.success(.pairWithKey(var a)), .success(.pairWithKey(let b))):
     precondition(a.key != b.key, "PairWithKey: another key, the same digits")
     a.key = b.key
