@@ -107,6 +107,24 @@ soak: ## the crash test with KILL_POINTS SIGKILLs (make test runs 60)
 	$(SWIFT) build $(SWIFTFLAGS) --build-tests
 	BEACONBRIDGE_KILL_POINTS=$(KILL_POINTS) $(SWIFT) test $(SWIFTFLAGS) --skip-build --filter CrashTests
 
+# Power cuts, not SIGKILLs (docs/reliability.md): the daemon's writes and syncs are logged by an
+# LD_PRELOAD library and the state directory is rebuilt as a disk would hold it after a cut at a
+# random moment, CUTS times (make test runs 60 in test-process).
+CUTS ?= 1000
+.PHONY: powercut
+powercut: ## cut the power under the daemon CUTS times (default 1000) and check nothing acknowledged was lost
+	@scripts/install-deps.sh build
+	@scripts/install-deps.sh test
+	$(SWIFT) build $(SWIFTFLAGS) --build-tests
+	BEACONBRIDGE_POWER_CUTS=$(CUTS) $(SWIFT) test $(SWIFTFLAGS) --skip-build --filter PowerCutTests
+
+# Every fuzz target to FUZZ_LONG_RUNS executions or FUZZ_LONG_SECONDS each, two at a time, corpora
+# kept under .build/fuzz between runs; one line per target (docs/reliability.md).
+.PHONY: fuzz-long
+fuzz-long: ## every fuzz target to 10 M executions (FUZZ_LONG_RUNS, FUZZ_LONG_SECONDS), corpora kept
+	@scripts/install-deps.sh test
+	Fuzz/long.sh
+
 clean: ## remove .build and .build-asan
 	rm -rf .build .build-asan
 

@@ -30,6 +30,8 @@ done <"$root/Fuzz/FrameParserFuzz/seeds.hex"
 
 # -max_len 300: past the 255-byte limit, so over-long input is exercised too.
 args=(-max_total_time="$seconds" -max_len=300 -print_final_stats=1 -artifact_prefix="$out/artifacts/")
+# FUZZ_RUNS=N stops after N executions instead (the long runs: SECONDS is then a time limit).
+if [ -n "${FUZZ_RUNS:-}" ]; then args+=(-runs="$FUZZ_RUNS"); fi
 if [ "${FUZZ_JOBS:-1}" -gt 1 ]; then
   # Job mode writes fuzz-N.log into the working directory: run it from $out.
   cd "$out"
