@@ -22,6 +22,8 @@ public struct FleetOptions: Hashable, Sendable {
   public var enabled = false
   /// The line of the first `[Fleet]` key, for problems of the section as a whole.
   var line = 0
+  /// The line of each topic key set (`StatusTopic`…), for a refusal of two topics that overlap.
+  var topicLines: [String: Int] = [:]
 
   public init() {}
 
@@ -78,6 +80,7 @@ public struct FleetOptions: Hashable, Sendable {
       guard !value.isEmpty, !value.contains("+"), !value.contains("#"), value.utf8.count <= 1024 else {
         throw ConfigurationError("\(key) must be a topic name without + or # (at most 1024 bytes)")
       }
+      topicLines[key] = line
       switch key {
       case "StatusTopic": statusTopic = value
       case "DesiredTopic": desiredTopic = value
