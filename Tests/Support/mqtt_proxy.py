@@ -7,7 +7,8 @@ the client's session, keep-alive and subscriptions work as against the broker it
 usage: mqtt_proxy.py --broker PORT --log FILE [--listen PORT] [--puback pass|drop|delay:SECONDS]
 
 It prints its listening port on stdout (one line) once it accepts connections. Its log has one
-line per event: "connected", "publish TOPIC", "puback dropped", "puback delayed", "puback passed",
+line per event: "connected", "publish TOPIC" (client to broker), "deliver TOPIC" (broker to
+client), "puback dropped", "puback delayed", "puback passed",
 "closed"; a test waits on these lines instead of sleeping.
 """
 
@@ -103,6 +104,12 @@ class Proxy:
                 buffer += data
                 found, buffer = packets(buffer)
                 for packet in found:
+                    if packet[0] >> 4 == 3:
+                        length, used = read_length(packet, 1)
+                        at = 1 + used
+                        size = int.from_bytes(packet[at : at + 2], "big")
+                        topic = packet[at + 2 : at + 2 + size].decode("utf-8", "replace")
+                        self.note(f"deliver {topic}")
                     if packet[0] >> 4 == 4:
                         if self.mode == "drop":
                             self.note("puback dropped")
