@@ -127,7 +127,7 @@ public struct DaemonConfiguration: Hashable, Sendable {
         }
       case ("MQTT", _):
         do { try config.mqtt.set(entry.key, to: entry.value) } catch { throw fail(error.description) }
-        if entry.key == "Topic" { config.mqtt.topicLine = entry.line }
+        config.mqtt.lines[entry.key] = entry.line
       case ("GZone", _):
         do { try config.gzone.set(entry.key, to: entry.value) } catch { throw fail(error.message) }
       case ("Fleet", _):

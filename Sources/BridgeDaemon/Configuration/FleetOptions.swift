@@ -23,7 +23,7 @@ public struct FleetOptions: Hashable, Sendable {
   /// The line of the first `[Fleet]` key, for problems of the section as a whole.
   var line = 0
   /// The line of each topic key set (`StatusTopic`…), for a refusal of two topics that overlap.
-  var topicLines: [String: Int] = [:]
+  var topicLines = KeyLines()
 
   public init() {}
 

@@ -37,7 +37,7 @@ struct FleetTopicCheck {
     if let upload = configuration.mqttSettings, let link = configuration.fleetSettings,
       upload.host == link.host, upload.port == link.port
     {
-      topics.append(Topic(key: "[MQTT] Topic", template: configuration.mqtt.topic, line: configuration.mqtt.topicLine))
+      topics.append(Topic(key: "[MQTT] Topic", template: configuration.mqtt.topic, line: configuration.mqtt.lines["Topic"] ?? 0))
     }
     self.topics = topics
   }
@@ -106,4 +106,16 @@ struct FleetTopicCheck {
     }
     return meet(0, 0)
   }
+}
+
+/// Where keys were read, for messages only: two configurations that differ in nothing but the
+/// lines of their keys are equal.
+struct KeyLines: Hashable, Sendable {
+  var lines: [String: Int] = [:]
+  subscript(key: String) -> Int? {
+    get { lines[key] }
+    set { lines[key] = newValue }
+  }
+  static func == (_: KeyLines, _: KeyLines) -> Bool { true }
+  func hash(into _: inout Hasher) {}
 }

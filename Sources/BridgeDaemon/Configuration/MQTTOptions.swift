@@ -8,8 +8,8 @@ import BeaconCore
 public struct MQTTOptions: Hashable, Sendable {
   /// The topic template; `{deviceId}` is replaced by the batch's device ID.
   public var topic = "fleet/{deviceId}/trips"
-  /// The line `Topic` was set on (0: the default), for a refusal of a fleet topic that overlaps it.
-  var topicLine = 0
+  /// The line each key was set on (`Topic`: for a refusal of a fleet topic that overlaps it).
+  var lines = KeyLines()
   /// The MQTT client ID, fixed so that the broker keeps the session; unset: `beaconbridge-<hostname>`.
   public var clientId: String?
   public var username: String?

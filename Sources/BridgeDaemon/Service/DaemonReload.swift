@@ -51,7 +51,7 @@ struct DaemonReload: Sendable {
   }
 }
 
-/// What a running fleet link was started with: `[Fleet]` but the lines it was read from, and the
+/// What a running fleet link was started with: `[Fleet]` but the line it was read from, and the
 /// broker it speaks to (`[Fleet] URL` or the `[Upload]` broker, its TLS files and credentials).
 struct FleetLinkIdentity: Hashable, Sendable {
   let options: FleetOptions?
@@ -60,7 +60,6 @@ struct FleetLinkIdentity: Hashable, Sendable {
   init(_ configuration: DaemonConfiguration) {
     var options = configuration.fleet
     options.line = 0
-    options.topicLines = [:]
     self.options = options.enabled ? options : nil
     broker = configuration.fleetSettings
   }
