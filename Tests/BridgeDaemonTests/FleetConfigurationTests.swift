@@ -108,14 +108,22 @@ import Testing
   /// matched by one name through `{boxId}` or `{deviceId}`) are refused at the later key's line,
   /// naming both keys and the fix.
   @Test(arguments: [
-    ("[Fleet]\nURL = mqtt://b\nDesiredTopic = x/{boxId}\nReportedTopic = x/{boxId}\n", 4,
-     "[Fleet] DesiredTopic \"x/{boxId}\" and [Fleet] ReportedTopic \"x/{boxId}\" are the same topic"),
-    ("[Fleet]\nURL = mqtt://b\nStatusTopic = fleet/{boxId}/config/desired\n", 3,
-     "[Fleet] StatusTopic \"fleet/{boxId}/config/desired\" and [Fleet] DesiredTopic"),
-    ("[Fleet]\nURL = mqtt://b\nBeaconsTopic = a/{boxId}-x\nReportedTopic = a/van-{boxId}\n", 4,
-     "[Fleet] ReportedTopic \"a/van-{boxId}\" and [Fleet] BeaconsTopic \"a/{boxId}-x\" overlap (one topic name matches both)"),
-    ("[Upload]\nURL = mqtt://b\n[MQTT]\nTopic = fleet/{deviceId}/status\n[Fleet]\nBoxId = v\n", 4,
-     "[Fleet] StatusTopic \"fleet/{boxId}/status\" and [MQTT] Topic \"fleet/{deviceId}/status\" overlap"),
+    (
+      "[Fleet]\nURL = mqtt://b\nDesiredTopic = x/{boxId}\nReportedTopic = x/{boxId}\n", 4,
+      "[Fleet] DesiredTopic \"x/{boxId}\" and [Fleet] ReportedTopic \"x/{boxId}\" are the same topic"
+    ),
+    (
+      "[Fleet]\nURL = mqtt://b\nStatusTopic = fleet/{boxId}/config/desired\n", 3,
+      "[Fleet] StatusTopic \"fleet/{boxId}/config/desired\" and [Fleet] DesiredTopic"
+    ),
+    (
+      "[Fleet]\nURL = mqtt://b\nBeaconsTopic = a/{boxId}-x\nReportedTopic = a/van-{boxId}\n", 4,
+      "[Fleet] ReportedTopic \"a/van-{boxId}\" and [Fleet] BeaconsTopic \"a/{boxId}-x\" overlap (one topic name matches both)"
+    ),
+    (
+      "[Upload]\nURL = mqtt://b\n[MQTT]\nTopic = fleet/{deviceId}/status\n[Fleet]\nBoxId = v\n", 4,
+      "[Fleet] StatusTopic \"fleet/{boxId}/status\" and [MQTT] Topic \"fleet/{deviceId}/status\" overlap"
+    ),
   ])
   func overlappingTopicsAreRefusedAtTheirLine(text: String, line: Int, message: String) {
     var refusal: KeyFileError?

@@ -50,7 +50,9 @@ struct FleetBusyLinkTests {
     let log: @Sendable () -> String = {
       (try? String(contentsOfFile: dir + "/daemon.log", encoding: .utf8)) ?? ""
     }
-    try await waitUntil("v1 applied: \(answers)\n\(log())", timeout: .seconds(30)) { answers == ["applied@1"] }
+    try await waitUntil("v1 applied: \(answers)\n\(log())", timeout: .seconds(30)) {
+      answers == ["applied@1"]
+    }
     let cli = DaemonEndToEndTests()
     #expect(try cli.cli(["trip", "start", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
     try broker.publish(desired, FleetDesiredTests.document(2, [(8, "UNIT-0043")]))
@@ -84,8 +86,7 @@ struct FleetBusyLinkTests {
     #expect(try cli.cli(["trip", "end", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
     try await flood(80..<100)
 
-    try await waitUntil("v3 applied at the trip's end: \(answers)\n\(log())", timeout: .seconds(60))
-    {
+    try await waitUntil("v3 applied at the trip's end: \(answers)\n\(log())", timeout: .seconds(60)) {
       answers.last == "applied@3"
     }
     #expect(answers == ["applied@1", "pending@2", "pending@3", "applied@3"])

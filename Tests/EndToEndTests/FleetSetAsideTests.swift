@@ -25,8 +25,10 @@ struct FleetSetAsideTests {
     try await waitUntil("v4 applied: \(box.answers)\n\(box.daemon!.log)") { box.answers == ["applied@4"] }
     #expect(try box.pairs() == ["VAN-7/fleet"])
     // maxOpenTrips = 1 rules: a second open trip is refused.
-    #expect(try cli.cli(["trip", "start", "--trip-id", "a1"], bus: box.bus.address, dir: box.dir).status == 0)
-    #expect(try cli.cli(["trip", "start", "--trip-id", "a2"], bus: box.bus.address, dir: box.dir).status != 0)
+    #expect(
+      try cli.cli(["trip", "start", "--trip-id", "a1"], bus: box.bus.address, dir: box.dir).status == 0)
+    #expect(
+      try cli.cli(["trip", "start", "--trip-id", "a2"], bus: box.bus.address, dir: box.dir).status != 0)
     #expect(try cli.cli(["trip", "end", "--trip-id", "a1"], bus: box.bus.address, dir: box.dir).status == 0)
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
 
@@ -44,11 +46,13 @@ struct FleetSetAsideTests {
     let text = try cli.cli(["status"], bus: box.bus.address, dir: box.dir).stdout
     #expect(text.contains("desired version 4 set aside: [Fleet] is not configured"), "\(text)")
     // maxOpenTrips = 1 no longer rules: the file's default does.
-    #expect(try cli.cli(["trip", "start", "--trip-id", "b1"], bus: box.bus.address, dir: box.dir).status == 0)
+    #expect(
+      try cli.cli(["trip", "start", "--trip-id", "b1"], bus: box.bus.address, dir: box.dir).status == 0)
     let second = try cli.cli(["trip", "start", "--trip-id", "b2"], bus: box.bus.address, dir: box.dir)
     #expect(second.status == 0, "\(second.stderr)")
     for trip in ["b1", "b2"] {
-      #expect(try cli.cli(["trip", "end", "--trip-id", trip], bus: box.bus.address, dir: box.dir).status == 0)
+      #expect(
+        try cli.cli(["trip", "end", "--trip-id", trip], bus: box.bus.address, dir: box.dir).status == 0)
     }
     // The box is paired locally meanwhile.
     let paired = try cli.cli(
@@ -71,8 +75,10 @@ struct FleetSetAsideTests {
       Data(try cli.cli(["status", "--json"], bus: box.bus.address, dir: box.dir).stdout.utf8))
     #expect(back["fleetSetAside"] == nil)
     #expect(back["fleet"]?["appliedVersion"]?.intValue == 4)
-    #expect(try cli.cli(["trip", "start", "--trip-id", "c1"], bus: box.bus.address, dir: box.dir).status == 0)
-    #expect(try cli.cli(["trip", "start", "--trip-id", "c2"], bus: box.bus.address, dir: box.dir).status != 0)
+    #expect(
+      try cli.cli(["trip", "start", "--trip-id", "c1"], bus: box.bus.address, dir: box.dir).status == 0)
+    #expect(
+      try cli.cli(["trip", "start", "--trip-id", "c2"], bus: box.bus.address, dir: box.dir).status != 0)
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
   }
 }

@@ -79,7 +79,9 @@ struct StopTimingTests {
     #expect(try test.cli(["trip", "start", "--trip-id", "t1"], bus: bus.address, dir: dir).status == 0)
     let events = try sendEvents(trip: "t1", bus: bus.address, dir: dir)
     defer { if events.isRunning { kill(events.processIdentifier, SIGKILL) } }
-    try await waitUntil("the batch published, its PUBACK dropped; proxy:\n\(proxy.log)", timeout: .seconds(20)) {
+    try await waitUntil(
+      "the batch published, its PUBACK dropped; proxy:\n\(proxy.log)", timeout: .seconds(20)
+    ) {
       proxy.published("fleet/DEPOT-7/trips") >= 1 && proxy.log.contains("puback dropped")
     }
     // The broker has it (its PUBACK went nowhere): the subscriber got it once.

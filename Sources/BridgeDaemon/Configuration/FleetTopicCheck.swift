@@ -24,20 +24,26 @@ struct FleetTopicCheck {
       return
     }
     var topics = [
-      Topic(key: "[Fleet] StatusTopic", template: fleet.statusTopic, line: fleet.topicLines["StatusTopic"] ?? 0),
       Topic(
-        key: "[Fleet] DesiredTopic", template: fleet.desiredTopic, line: fleet.topicLines["DesiredTopic"] ?? 0),
+        key: "[Fleet] StatusTopic", template: fleet.statusTopic, line: fleet.topicLines["StatusTopic"] ?? 0),
+      Topic(
+        key: "[Fleet] DesiredTopic", template: fleet.desiredTopic, line: fleet.topicLines["DesiredTopic"] ?? 0
+      ),
       Topic(
         key: "[Fleet] ReportedTopic", template: fleet.reportedTopic,
         line: fleet.topicLines["ReportedTopic"] ?? 0),
       Topic(
-        key: "[Fleet] BeaconsTopic", template: fleet.beaconsTopic, line: fleet.topicLines["BeaconsTopic"] ?? 0),
+        key: "[Fleet] BeaconsTopic", template: fleet.beaconsTopic, line: fleet.topicLines["BeaconsTopic"] ?? 0
+      ),
     ]
     // The trips go to the upload broker: they meet the fleet's topics only on the same broker.
     if let upload = configuration.mqttSettings, let link = configuration.fleetSettings,
       upload.host == link.host, upload.port == link.port
     {
-      topics.append(Topic(key: "[MQTT] Topic", template: configuration.mqtt.topic, line: configuration.mqtt.lines["Topic"] ?? 0))
+      topics.append(
+        Topic(
+          key: "[MQTT] Topic", template: configuration.mqtt.topic,
+          line: configuration.mqtt.lines["Topic"] ?? 0))
     }
     self.topics = topics
   }

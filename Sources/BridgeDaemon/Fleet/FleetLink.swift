@@ -124,7 +124,10 @@ struct FleetLink: Service {
     }
     let outcome = await offline.value
     if outcome != .acknowledged {
-      logger.log(.warning, "fleet: the clean offline message was not acknowledged within \(budget.offline) s (\(outcome)); the broker's last will says the box is offline")
+      logger.log(
+        .warning,
+        "fleet: the clean offline message was not acknowledged within \(budget.offline) s (\(outcome)); the broker's last will says the box is offline"
+      )
     }
     await client.stopAndWait(seconds: budget.disconnect)
   }

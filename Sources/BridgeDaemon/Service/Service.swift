@@ -114,7 +114,9 @@ struct ServiceGroup: Sendable {
     while !running.names.withLock({ $0.isEmpty }), let event = await iterator.next() {
       if case .budgetSpent = event { break }
     }
-    let left = running.names.withLock { $0.map { String($0.split(separator: " ", maxSplits: 1).last ?? "") }.sorted() }
+    let left = running.names.withLock {
+      $0.map { String($0.split(separator: " ", maxSplits: 1).last ?? "") }.sorted()
+    }
     return (stop ?? .signal(SIGTERM), left)
   }
 }

@@ -53,10 +53,13 @@ extension Store {
   public func setFleetAside() throws(StoreError) -> Int64? {
     do {
       return try database.transaction { () throws(SQLiteError) -> Int64? in
-        if let aside = try database.query("SELECT version FROM fleet_set_aside WHERE id = 1").first?[0].integer {
+        if let aside = try database.query("SELECT version FROM fleet_set_aside WHERE id = 1").first?[0]
+          .integer
+        {
           return aside
         }
-        guard let version = try database.query("SELECT version FROM fleet_applied WHERE id = 1").first?[0].integer
+        guard
+          let version = try database.query("SELECT version FROM fleet_applied WHERE id = 1").first?[0].integer
         else { return nil }
         try database.execute(
           """
@@ -181,7 +184,8 @@ extension Store {
       let digest = document.contentDigest
       try database.transaction { () throws(SQLiteError) in
         try database.execute(
-          "DELETE FROM pairings; DELETE FROM fleet_pairings; DELETE FROM fleet_key_pairings; DELETE FROM fleet_set_aside;")
+          "DELETE FROM pairings; DELETE FROM fleet_pairings; DELETE FROM fleet_key_pairings; DELETE FROM fleet_set_aside;"
+        )
         for pairing in document.pairings {
           let identity: [SQLiteValue] = [
             .text(pairing.uuid.uuidString), SQLiteValue(pairing.major.map(Int.init)),

@@ -470,7 +470,8 @@ final class MQTTClient: @unchecked Sendable {
     case .notSent(let why): throw RetryablePostFailure("not sent: \(broker): \(why)")
     case .abandoned:
       throw RetryablePostFailure(
-        "\(broker): the publish was abandoned before its PUBACK (the daemon stops); the batch stays in the outbox")
+        "\(broker): the publish was abandoned before its PUBACK (the daemon stops); the batch stays in the outbox"
+      )
     case .timedOut: throw RetryablePostFailure("no PUBACK from \(broker) within \(settings.timeout) s")
     }
   }

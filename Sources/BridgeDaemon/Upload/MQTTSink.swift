@@ -34,7 +34,8 @@ public final class MQTTSink: UploadSink {
       throw PermanentPostFailure(
         "not sent: the device ID \(batch.deviceId.quotedForMessage) cannot be in a topic")
     }
-    try await connectedClient().publishOrThrow(topic: topic, payload: payload.mqttBody, key: payload.idempotencyKey)
+    try await connectedClient().publishOrThrow(
+      topic: topic, payload: payload.mqttBody, key: payload.idempotencyKey)
   }
 
   public func stop() {
