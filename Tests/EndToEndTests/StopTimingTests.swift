@@ -139,4 +139,32 @@ struct StopTimingTests {
     let retained = try #require(try broker.retained("fleet/stop-box/status"))
     #expect(retained["state"]?.stringValue == "offline" && retained["clean"] == .bool(true), "\(retained)")
   }
+
+  /// The same stop during a post to an HTTP backend that takes the request and never answers
+  /// (`[Upload] Timeout` the default 30 s): the daemon exits 0 within 5 s, and the batch waits in
+  /// the outbox for the next start.
+  @Test func aStopDuringAPostToABackendThatHangsTakesUnderFiveSeconds() async throws {
+    let bus = try PrivateBus.start()
+    defer { bus.stop() }
+    let backend = try FakeBackend(["--script", "hang", "--hang", "120"])
+    let dir = try scratchDirectory("stop-http")
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let config = try fallbackConfiguration(in: dir, upload: "URL = \(backend.url.absoluteString)")
+    let daemon = try MonitoredDaemon(config: config, stateDirectory: dir, bus: bus.address)
+    try await waitUntil("the daemon serves its API; log:\n\(daemon.log)", timeout: .seconds(20)) {
+      (try? test.cli(["status"], bus: bus.address, dir: dir).status) == 0
+    }
+    #expect(try test.cli(["trip", "start", "--trip-id", "t1"], bus: bus.address, dir: dir).status == 0)
+    let events = try sendEvents(trip: "t1", bus: bus.address, dir: dir)
+    defer { if events.isRunning { kill(events.processIdentifier, SIGKILL) } }
+    try await waitUntil("the backend holds the post") { backend.received().contains { $0.status == "hang" } }
+    let signalled = ContinuousClock.now
+    kill(daemon.process.processIdentifier, SIGTERM)
+    let exited = await waitForExit(daemon.process, seconds: 30)
+    let took = ContinuousClock.now - signalled
+    print("stop: SIGTERM to exit in \(took) with a backend that never answers (Timeout 30 s)")
+    #expect(exited)
+    #expect(took < .seconds(5), "the stop took \(took); log:\n\(daemon.log)")
+    #expect(daemon.process.terminationReason == .exit && daemon.process.terminationStatus == 0)
+  }
 }
