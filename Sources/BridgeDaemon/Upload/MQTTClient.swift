@@ -50,8 +50,11 @@ final class MQTTClient: @unchecked Sendable {
     case acknowledged
     /// The broker's PUBACK, with a failure reason code (0x80 and up).
     case refused(reasonCode: Int32)
-    /// Not sent: not connected within the wait (why), or libmosquitto refused to queue it.
-    case notSent(String)
+    /// Not sent: not connected within the wait, with why (the broker's refusal, the socket's
+    /// error).
+    case notConnected(String)
+    /// Not sent: libmosquitto refused to queue it, with why.
+    case notQueued(String)
     /// Given up without an answer: the client stopped (the daemon stops) or the caller was
     /// cancelled. The message may have reached the broker; its batch stays in the outbox.
     case abandoned
@@ -427,7 +430,7 @@ final class MQTTClient: @unchecked Sendable {
     switch await wait(for: .connection, timeout: min(timeout, 5)) {
     case .done: break
     case .abandoned: return .abandoned
-    case .timedOut: return .notSent("not connected: \(state.withLock { $0.lastError })")
+    case .timedOut: return .notConnected(state.withLock { $0.lastError })
     }
     var properties: OpaquePointer?
     if let key {
@@ -439,7 +442,7 @@ final class MQTTClient: @unchecked Sendable {
     let rc = payload.withUnsafeBytes { bytes in
       api.publish_v5(handle, &mid, topic, Int32(bytes.count), bytes.baseAddress, 1, retain, properties)
     }
-    guard rc == MOSQ_ERR_SUCCESS.rawValue else { return .notSent(text(rc)) }
+    guard rc == MOSQ_ERR_SUCCESS.rawValue else { return .notQueued(text(rc)) }
     switch await wait(for: .puback(mid), timeout: timeout) {
     case .done(let reason) where reason < 0x80: return .acknowledged
     case .done(let reason): return .refused(reasonCode: reason)
@@ -467,7 +470,8 @@ final class MQTTClient: @unchecked Sendable {
     case .acknowledged: return
     case .refused(let reason):
       throw RetryablePostFailure("\(broker) refused the message: \(Self.string(api.reason_string(reason)))")
-    case .notSent(let why): throw RetryablePostFailure("not sent: \(broker): \(why)")
+    case .notConnected(let why): throw RetryablePostFailure("not sent: \(broker) is not connected: \(why)")
+    case .notQueued(let why): throw RetryablePostFailure("not sent: \(broker): \(why)")
     case .abandoned:
       throw RetryablePostFailure(
         "\(broker): the publish was abandoned before its PUBACK (the daemon stops); the batch stays in the outbox"
