@@ -115,7 +115,8 @@ extension DaemonConfiguration {
       host: endpoint.host, port: endpoint.port, tls: endpoint.tls, tlsFiles: uploadTLS, clientId: clientId,
       username: mqtt.username, passwordFile: mqtt.passwordFile, keepAlive: mqtt.keepAlive,
       sessionExpiry: mqtt.sessionExpiry, topic: fleet.statusTopic,
-      // A stop waits for the clean offline message's PUBACK: bounded, so systemctl stop stays quick.
+      // The reported answer and the beacon report wait this long for their PUBACK; a stop gives
+      // the clean offline message less (`FleetLink.stopBudget`).
       timeout: min(uploadTimeout, 5))
   }
 }
