@@ -126,7 +126,7 @@ struct FleetLink: Service {
     if outcome != .acknowledged {
       logger.log(
         .warning,
-        "fleet: the clean offline message was not acknowledged within \(budget.offline) s (\(outcome)); the broker's last will says the box is offline"
+        "fleet: the clean offline message was not acknowledged within \(budget.offline) s (\(outcome)); the broker holds it if it took it, else its last will says the box went offline"
       )
     }
     await client.stopAndWait(seconds: budget.disconnect)

@@ -473,9 +473,7 @@ final class MQTTClient: @unchecked Sendable {
     case .notConnected(let why): throw RetryablePostFailure("not sent: \(broker) is not connected: \(why)")
     case .notQueued(let why): throw RetryablePostFailure("not sent: \(broker): \(why)")
     case .abandoned:
-      throw RetryablePostFailure(
-        "\(broker): the publish was abandoned before its PUBACK (the daemon stops); the batch stays in the outbox"
-      )
+      throw RetryablePostFailure("\(broker): the publish was abandoned before its PUBACK: the daemon stops")
     case .timedOut: throw RetryablePostFailure("no PUBACK from \(broker) within \(settings.timeout) s")
     }
   }
