@@ -107,6 +107,7 @@ import Testing
     #expect(left == ["Stubborn"])
     #expect(stopping.load(ordering: .relaxed) == 1)
     #expect(other.cancelled.load(ordering: .relaxed) == 1)
-    #expect(took >= .milliseconds(300) && took < .seconds(3), "\(took)")
+    // It waited out the budget for the stubborn one (and returned at all: it never ends).
+    #expect(took >= .milliseconds(300), "\(took)")
   }
 }
