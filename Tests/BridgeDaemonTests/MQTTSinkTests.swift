@@ -251,14 +251,14 @@ import Testing
     var started = ContinuousClock.now
     #expect(await mute.publish(topic: "t/b", payload: Array("2".utf8), key: "k2", timeout: 0.3) == .timedOut)
     let timedOut = ContinuousClock.now - started
-    #expect(timedOut >= .milliseconds(300) && timedOut < .seconds(2), "\(timedOut)")
+    #expect(timedOut >= .milliseconds(300) && timedOut < .seconds(5), "\(timedOut)")
 
     let cancelled = Task { await mute.publish(topic: "t/c", payload: Array("3".utf8), key: "k3") }
     try await waitUntil("the publish reached the broker; proxy: \(proxy.log)") { proxy.published("t/c") == 1 }
     started = ContinuousClock.now
     cancelled.cancel()
     #expect(await cancelled.value == .abandoned)
-    #expect(ContinuousClock.now - started < .milliseconds(500))
+    #expect(ContinuousClock.now - started < .seconds(2))
 
     let stopped = Task { await mute.publish(topic: "t/d", payload: Array("4".utf8), key: "k4") }
     try await waitUntil("the publish reached the broker; proxy: \(proxy.log)") { proxy.published("t/d") == 1 }
@@ -267,7 +267,7 @@ import Testing
     #expect(await stopped.value == .abandoned)
     let stopping = ContinuousClock.now - started
     print("MQTT client: a stop with a publish never acknowledged took \(stopping)")
-    #expect(stopping < .seconds(1), "\(stopping)")
+    #expect(stopping < .seconds(2), "\(stopping)")
     // The broker saw a DISCONNECT, not a dropped socket.
     try await waitUntil("the broker logs the disconnect: \(broker.log.suffix(600))") {
       broker.log.contains("disconnected.") || broker.log.contains("closed its connection")
