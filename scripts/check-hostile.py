@@ -10,8 +10,10 @@ doctor, diagnose, which writes its bundle whatever the state), a scenario with a
 or a misspelt pairing field, key files with a byte order mark or a mode others can read, control and bidi characters in a path echoed in a message, a trip
 batch over the 16 MiB cap, a malformed advertisement tail (a `rejected` line), an upload URL
 libcurl cannot use, a secret under a URL parameter no list knows, two daemons on one state
-directory, and a daemon whose configuration becomes a FIFO before SIGHUP (SIGTERM still ends it
-within 1 s).
+directory, a daemon whose configuration becomes a FIFO before SIGHUP (SIGTERM still ends it
+within 1 s), fleet topics that are equal or overlap (the trips' topic among them), and a broker
+that takes every message and never acknowledges one (SIGTERM during a publish still ends the
+daemon within 5 s; a real Mosquitto behind Tests/Support/mqtt_proxy.py).
 
 Each case asserts
   - the exit status,
@@ -32,6 +34,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -281,6 +284,18 @@ CASES = [
         argv=["doctor", "--config", write(t, "s.conf", "[Upload]\nURL = https://h.example/t?sigv=Zq81-secret&page=2\n"),
               "--state-dir", make_store(t, env)],
         says=r"sigv=<redacted>&page=2", forbid=["Zq81-secret"])),
+    ("fleet topics equal: run", lambda t, env: dict(
+        argv=["run", "--state-dir", os.path.join(t, "state"), "--config",
+              write(t, "c.conf", "[Fleet]\nURL = mqtt://127.0.0.1:1\nBoxId = v\nDesiredTopic = box/{boxId}\n"
+                    "ReportedTopic = box/{boxId}\n")],
+        says=r"c\.conf:5: \[Fleet\] DesiredTopic \"box/\{boxId\}\" and \[Fleet\] ReportedTopic \"box/\{boxId\}\" "
+             r"are the same topic: .*give each a topic of its own", absent=["state"])),
+    ("fleet topic overlapping the trips' topic: doctor", lambda t, env: dict(
+        argv=["doctor", "--state-dir", make_store(t, env), "--config",
+              write(t, "c.conf", "[Upload]\nURL = mqtt://127.0.0.1:1\n[MQTT]\nTopic = fleet/{deviceId}/status\n"
+                    "[Fleet]\nBoxId = v\n")],
+        says=r"c\.conf:4: \[Fleet\] StatusTopic \"fleet/\{boxId\}/status\" and \[MQTT\] Topic "
+             r"\"fleet/\{deviceId\}/status\" overlap \(one topic name matches both\)")),
 ]
 
 
@@ -449,9 +464,90 @@ def fifo_on_sighup(t):
     return problems
 
 
+def never_acknowledging_broker(t):
+    """A broker that takes every message and never acknowledges one (a real Mosquitto behind
+    Tests/Support/mqtt_proxy.py, which drops its PUBACKs), with the upload's default 30 s
+    Timeout: SIGTERM during a batch's publish ends the daemon, exit 0, within 5 s."""
+    if not shutil.which("mosquitto") and not os.path.exists("/usr/sbin/mosquitto"):
+        return ["mosquitto is missing; run scripts/install-deps.sh test"]
+    problems = []
+    procs, bus, daemon = [], None, None
+    try:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            broker_port = probe.getsockname()[1]
+        write(t, "mosquitto.conf", f"listener {broker_port} 127.0.0.1\nallow_anonymous true\n"
+              + ("user root\n" if os.geteuid() == 0 else ""))
+        broker = subprocess.Popen(["/usr/sbin/mosquitto", "-c", os.path.join(t, "mosquitto.conf")],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(broker)
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", broker_port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    return ["mosquitto did not start"]
+                time.sleep(0.05)
+        proxy_log = os.path.join(t, "proxy.log")
+        proxy = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests/Support/mqtt_proxy.py"), "--broker",
+                                  str(broker_port), "--puback", "drop", "--log", proxy_log],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        procs.append(proxy)
+        proxy_port = int(proxy.stdout.readline().decode().strip())
+        config = write(t, "beaconbridge.conf", "[Trips]\nunresolvedPolicy = fallback\nfallbackDeviceId = DEPOT-7\n"
+                       f"lateWindow = 0\n[Upload]\nURL = mqtt://127.0.0.1:{proxy_port}\n[MQTT]\n"
+                       "ClientId = hostile-box\n[Fleet]\nBoxId = hostile-box\n")
+        bus = Bus(os.path.join(t, "bus"))
+        state = os.path.join(t, "state")
+        daemon = Daemon(t, bus, state, config, "daemon")
+        if not daemon.wait_for(r"fleet: connected"):
+            return [f"the daemon did not connect through the proxy: {daemon.text()[-400:]}"]
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=bus.address, BEACONBRIDGE_STATE_DIR=state)
+        status, _, err = run(["trip", "start", "--trip-id", "t1"], env, t)
+        if status != 0:
+            return [f"trip start: exit {status}: {err.strip()[-300:]}"]
+        # In realtime mode the call may wait for the post: it is not waited for here.
+        events = subprocess.Popen([BINARY, "trip", "events", "--trip-id", "t1", "-"], env=env,
+                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(events)
+        events.stdin.write(b'[{"type":"speed","value":42}]')
+        events.stdin.close()
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            with open(proxy_log) as f:
+                lines = f.read().splitlines()
+            if "publish fleet/DEPOT-7/trips" in lines and "puback dropped" in lines:
+                break
+            if time.monotonic() > deadline:
+                return [f"the batch was not published through the proxy: {lines[-10:]}"]
+            time.sleep(0.05)
+        started = time.monotonic()
+        daemon.proc.send_signal(signal.SIGTERM)
+        status = daemon.exit_status(TIMEOUT)
+        took = time.monotonic() - started
+        print(f"check-hostile: a stop with a publish never acknowledged took {took:.2f} s")
+        if status != 0:
+            problems.append(f"SIGTERM during a publish never acknowledged: exit {status}, not 0")
+        elif took >= 5:
+            problems.append(f"SIGTERM during a publish never acknowledged took {took:.1f} s, not under 5 s")
+    finally:
+        if daemon:
+            daemon.close()
+        if bus:
+            bus.close()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return problems
+
+
 SPECIAL = [
     ("two daemons on one state directory", two_daemons),
     ("configuration FIFO on SIGHUP", fifo_on_sighup),
+    ("a broker that never acknowledges: a stop under 5 s", never_acknowledging_broker),
 ]
 
 

@@ -93,6 +93,12 @@ public struct StatusCommand: BridgeCommand {
     if let fleet = status.fleet {
       out += "Fleet:         " + Self.fleet(fleet) + "\n"
     }
+    if let aside = status.fleetSetAside {
+      out +=
+        status.fleet == nil
+        ? "Fleet:         desired version \(aside) set aside: [Fleet] is not configured, so none of its settings or pairings apply\n"
+        : "Fleet set aside: desired version \(aside), until the broker's document is applied again\n"
+    }
     return out
   }
 

@@ -8,11 +8,14 @@ import Testing
 
 /// `status`'s text, made from the golden `Status` reply (Tests/Golden/daemon/status.json, which
 /// BridgeDaemonTests keeps equal to what the daemon sends) and from the documented one
-/// (Tests/Fixtures/status/status.json), against Tests/Golden/cli.
+/// (Tests/Fixtures/status/status.json; status-set-aside.json, a fleet document set aside), against
+/// Tests/Golden/cli.
 @Suite struct GoldenStatusTextTests {
   @Test(arguments: [
     ("Golden/daemon/status.json", "status-daemon.txt"),
     ("Fixtures/status/status.json", "status-documented.txt"),
+    // A box started without [Fleet] after a desired document was applied: it is set aside.
+    ("Fixtures/status/status-set-aside.json", "status-set-aside.txt"),
   ])
   func theStatusText(_ input: String, _ golden: String) throws {
     let url = Golden.directory().deletingLastPathComponent().appendingPathComponent(input)

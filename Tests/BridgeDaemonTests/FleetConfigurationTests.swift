@@ -103,4 +103,48 @@ import Testing
     fleet.boxId = "van-7"
     #expect(fleet.resolvedBoxId(machineIdPath: dir + "/machine-id") == "van-7")
   }
+
+  /// The fleet's topics are checked against each other: two that name one topic (equal, or
+  /// matched by one name through `{boxId}` or `{deviceId}`) are refused at the later key's line,
+  /// naming both keys and the fix.
+  @Test(arguments: [
+    (
+      "[Fleet]\nURL = mqtt://b\nDesiredTopic = x/{boxId}\nReportedTopic = x/{boxId}\n", 4,
+      "[Fleet] DesiredTopic \"x/{boxId}\" and [Fleet] ReportedTopic \"x/{boxId}\" are the same topic"
+    ),
+    (
+      "[Fleet]\nURL = mqtt://b\nStatusTopic = fleet/{boxId}/config/desired\n", 3,
+      "[Fleet] StatusTopic \"fleet/{boxId}/config/desired\" and [Fleet] DesiredTopic"
+    ),
+    (
+      "[Fleet]\nURL = mqtt://b\nBeaconsTopic = a/{boxId}-x\nReportedTopic = a/van-{boxId}\n", 4,
+      "[Fleet] ReportedTopic \"a/van-{boxId}\" and [Fleet] BeaconsTopic \"a/{boxId}-x\" overlap (one topic name matches both)"
+    ),
+    (
+      "[Upload]\nURL = mqtt://b\n[MQTT]\nTopic = fleet/{deviceId}/status\n[Fleet]\nBoxId = v\n", 4,
+      "[Fleet] StatusTopic \"fleet/{boxId}/status\" and [MQTT] Topic \"fleet/{deviceId}/status\" overlap"
+    ),
+  ])
+  func overlappingTopicsAreRefusedAtTheirLine(text: String, line: Int, message: String) {
+    var refusal: KeyFileError?
+    do { _ = try DaemonConfiguration.parse(text, file: "fleet.conf") } catch { refusal = error }
+    #expect(refusal?.line == line, "\(String(describing: refusal))")
+    #expect(refusal?.message.hasPrefix(message) == true, "\(refusal?.message ?? "accepted")")
+    #expect(refusal?.message.hasSuffix("give each a topic of its own") == true)
+  }
+
+  @Test func topicsThatCannotMeetAreTaken() throws {
+    // Another level count, another word, or the trips on another broker.
+    _ = try DaemonConfiguration.parse(
+      "[Fleet]\nURL = mqtt://b\nDesiredTopic = x/{boxId}/in\nReportedTopic = x/{boxId}/out\nStatusTopic = x/{boxId}\n",
+      file: "f.conf")
+    _ = try DaemonConfiguration.parse(
+      "[Upload]\nURL = mqtt://upload\n[MQTT]\nTopic = fleet/{deviceId}/status\n[Fleet]\nURL = mqtt://fleet\n",
+      file: "f.conf")
+    #expect(FleetTopicCheck.overlaps("a/{boxId}", "a/b"))
+    #expect(FleetTopicCheck.overlaps("a/x{boxId}y", "a/{deviceId}y"))
+    #expect(!FleetTopicCheck.overlaps("a/x{boxId}", "a/y{deviceId}"))
+    #expect(!FleetTopicCheck.overlaps("a/{boxId}", "a/"))
+    #expect(!FleetTopicCheck.overlaps("a/{boxId}", "a/b/c"))
+  }
 }

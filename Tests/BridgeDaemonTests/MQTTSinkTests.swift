@@ -235,4 +235,42 @@ import Testing
       #expect(throws: KeyFileError.self) { try DaemonConfiguration.parse(bad, file: "b") }
     }
   }
+
+  /// Each publish ends in one `PublishOutcome`, resumed by an event, never found by a poll: the
+  /// PUBACK (acknowledged), its absence past the timeout (timedOut), the caller's cancellation
+  /// or the client's stop (abandoned, at once). The broker is a real Mosquitto; behind
+  /// Tests/Support/mqtt_proxy.py it takes every message and never acknowledges one.
+  @Test func publishOutcomesComeFromEvents() async throws {
+    let broker = try MosquittoBroker()
+    let good = try MQTTClient(settings(broker))
+    defer { good.stop() }
+    #expect(await good.publish(topic: "t/a", payload: Array("1".utf8), key: "k1") == .acknowledged)
+
+    let proxy = try MQTTProxy(broker: broker, pubacks: .drop)
+    let mute = try MQTTClient(settings(broker, port: proxy.port))
+    var started = ContinuousClock.now
+    #expect(await mute.publish(topic: "t/b", payload: Array("2".utf8), key: "k2", timeout: 0.3) == .timedOut)
+    let timedOut = ContinuousClock.now - started
+    #expect(timedOut >= .milliseconds(300) && timedOut < .seconds(5), "\(timedOut)")
+
+    let cancelled = Task { await mute.publish(topic: "t/c", payload: Array("3".utf8), key: "k3") }
+    try await waitUntil("the publish reached the broker; proxy: \(proxy.log)") { proxy.published("t/c") == 1 }
+    started = ContinuousClock.now
+    cancelled.cancel()
+    #expect(await cancelled.value == .abandoned)
+    #expect(ContinuousClock.now - started < .seconds(2))
+
+    let stopped = Task { await mute.publish(topic: "t/d", payload: Array("4".utf8), key: "k4") }
+    try await waitUntil("the publish reached the broker; proxy: \(proxy.log)") { proxy.published("t/d") == 1 }
+    started = ContinuousClock.now
+    await mute.stopAndWait(seconds: 2)
+    #expect(await stopped.value == .abandoned)
+    let stopping = ContinuousClock.now - started
+    print("MQTT client: a stop with a publish never acknowledged took \(stopping)")
+    #expect(stopping < .seconds(2), "\(stopping)")
+    // The broker saw a DISCONNECT, not a dropped socket.
+    try await waitUntil("the broker logs the disconnect: \(broker.log.suffix(600))") {
+      broker.log.contains("disconnected.") || broker.log.contains("closed its connection")
+    }
+  }
 }

@@ -79,4 +79,35 @@ import Testing
     #expect(error is Broken)
     #expect(other.cancelled.load(ordering: .relaxed) == 1)
   }
+
+  /// Ignores cancellation: a post that waits for a backend, a radio that does not answer.
+  struct Stubborn: Service {
+    func run() async throws {
+      await withCheckedContinuation { (_: CheckedContinuation<Void, Never>) in }
+    }
+  }
+
+  /// A service that does not stop is left behind once the stop budget is spent: the group
+  /// returns, names it, and the `stopping` hook ran first.
+  @Test(.timeLimit(.minutes(1))) func aServiceThatDoesNotStopIsLeftBehindAfterTheBudget() async {
+    let (signals, continuation) = AsyncStream.makeStream(of: Int32.self)
+    let stopping = Atomic<Int>(0)
+    let other = Forever()
+    let group = ServiceGroup(
+      services: [other, Stubborn()], signals: signals, stopBudget: .milliseconds(300),
+      stopping: { stopping.add(1, ordering: .relaxed) }, reload: {})
+    continuation.yield(SIGTERM)
+    let started = ContinuousClock.now
+    let (stop, left) = await group.runReporting()
+    let took = ContinuousClock.now - started
+    guard case .signal(SIGTERM) = stop else {
+      Issue.record("the group did not stop on the signal")
+      return
+    }
+    #expect(left == ["Stubborn"])
+    #expect(stopping.load(ordering: .relaxed) == 1)
+    #expect(other.cancelled.load(ordering: .relaxed) == 1)
+    // It waited out the budget for the stubborn one (and returned at all: it never ends).
+    #expect(took >= .milliseconds(300), "\(took)")
+  }
 }

@@ -127,6 +127,7 @@ public struct DaemonConfiguration: Hashable, Sendable {
         }
       case ("MQTT", _):
         do { try config.mqtt.set(entry.key, to: entry.value) } catch { throw fail(error.description) }
+        config.mqtt.lines[entry.key] = entry.line
       case ("GZone", _):
         do { try config.gzone.set(entry.key, to: entry.value) } catch { throw fail(error.message) }
       case ("Fleet", _):
@@ -157,6 +158,9 @@ public struct DaemonConfiguration: Hashable, Sendable {
       throw KeyFileError(
         file: file, line: config.fleet.line,
         message: "[Fleet] needs a broker: set [Fleet] URL, or an mqtt:// or mqtts:// [Upload] URL")
+    }
+    if let overlap = FleetTopicCheck(config).overlap {
+      throw KeyFileError(file: file, line: overlap.line, message: overlap.message)
     }
     return config
   }

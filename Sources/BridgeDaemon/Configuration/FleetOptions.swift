@@ -22,6 +22,8 @@ public struct FleetOptions: Hashable, Sendable {
   public var enabled = false
   /// The line of the first `[Fleet]` key, for problems of the section as a whole.
   var line = 0
+  /// The line of each topic key set (`StatusTopic`…), for a refusal of two topics that overlap.
+  var topicLines = KeyLines()
 
   public init() {}
 
@@ -78,6 +80,7 @@ public struct FleetOptions: Hashable, Sendable {
       guard !value.isEmpty, !value.contains("+"), !value.contains("#"), value.utf8.count <= 1024 else {
         throw ConfigurationError("\(key) must be a topic name without + or # (at most 1024 bytes)")
       }
+      topicLines[key] = line
       switch key {
       case "StatusTopic": statusTopic = value
       case "DesiredTopic": desiredTopic = value
@@ -112,7 +115,8 @@ extension DaemonConfiguration {
       host: endpoint.host, port: endpoint.port, tls: endpoint.tls, tlsFiles: uploadTLS, clientId: clientId,
       username: mqtt.username, passwordFile: mqtt.passwordFile, keepAlive: mqtt.keepAlive,
       sessionExpiry: mqtt.sessionExpiry, topic: fleet.statusTopic,
-      // A stop waits for the clean offline message's PUBACK: bounded, so systemctl stop stays quick.
+      // The reported answer and the beacon report wait this long for their PUBACK; a stop gives
+      // the clean offline message less (`FleetLink.stopBudget`).
       timeout: min(uploadTimeout, 5))
   }
 }

@@ -8,6 +8,8 @@ import BeaconCore
 public struct MQTTOptions: Hashable, Sendable {
   /// The topic template; `{deviceId}` is replaced by the batch's device ID.
   public var topic = "fleet/{deviceId}/trips"
+  /// The line each key was set on (`Topic`: for a refusal of a fleet topic that overlaps it).
+  var lines = KeyLines()
   /// The MQTT client ID, fixed so that the broker keeps the session; unset: `beaconbridge-<hostname>`.
   public var clientId: String?
   public var username: String?

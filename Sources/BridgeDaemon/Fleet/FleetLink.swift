@@ -1,3 +1,4 @@
+import BeaconCore
 import FoundationEssentials
 
 /// The daemon's connection to the fleet's broker (`[Fleet]`, docs/fleet.md): its own MQTT client,
@@ -20,6 +21,10 @@ struct FleetLink: Service {
   /// The beacon report, or nil when there is nothing new (`FleetBeaconReport`).
   var beacons: FleetBeaconReport?
   var reportInterval: Duration = .seconds(900)
+  /// What a stop may spend: waiting for the clean offline message's PUBACK (and the connection,
+  /// when it is down), then for the DISCONNECT to be written. Within the daemon's stop budget
+  /// (`ServiceGroup.stopBudget`).
+  var stopBudget = (offline: 1.5, disconnect: 0.5)
 
   func run() async throws {
     let since = Date.now.formatted(.iso8601)
@@ -72,7 +77,7 @@ struct FleetLink: Service {
     // change inside that second is looked at when it is over.
     var lastLook = ContinuousClock.now - .seconds(1)
     var lookOwed: Task<Void, Never>?
-    for await input in inbox.stream {
+    while let input = await inbox.next() {
       switch input {
       case .reportDue:
         lastLook = ContinuousClock.now
@@ -97,8 +102,9 @@ struct FleetLink: Service {
       default: break
       }
       if let reply = await desired(input) {
-        do { try await client.publish(topic: topics.reported, payload: reply, key: nil, retain: true) } catch
-        {
+        do throws(RetryablePostFailure) {
+          try await client.publishOrThrow(topic: topics.reported, payload: reply, key: nil, retain: true)
+        } catch {
           status.update { $0.lastProblem = error.description }
           logger.log(.warning, "fleet: the reported document was not sent: \(error.description)")
         }
@@ -107,19 +113,30 @@ struct FleetLink: Service {
     timer.cancel()
     lookOwed?.cancel()
     // Cancelled: the daemon stops. Say so, retained, before the DISCONNECT (which discards the
-    // will). Its own task: this one is cancelled, and the publish must still wait for its PUBACK.
-    inbox.continuation.finish()
+    // will), if the broker takes it within the stop's budget; else the will says it. Its own
+    // task: this one is cancelled, which would abandon the publish at once.
+    inbox.finish()
+    let budget = stopBudget
     let offline = Task {
-      try? await client.publish(
-        topic: topics.status, payload: FleetPresence.offline(clean: true), key: nil, retain: true)
+      await client.publish(
+        topic: topics.status, payload: FleetPresence.offline(clean: true), key: nil, retain: true,
+        timeout: budget.offline)
     }
-    await offline.value
-    await client.stopAndWait()
+    let outcome = await offline.value
+    if outcome != .acknowledged {
+      logger.log(
+        .warning,
+        "fleet: the clean offline message was not acknowledged within \(budget.offline) s (\(outcome)); the broker holds it if it took it, else its last will says the box went offline"
+      )
+    }
+    await client.stopAndWait(seconds: budget.disconnect)
   }
 
   private func report(_ beacons: FleetBeaconReport?, due: Bool, client: MQTTClient) async {
     guard let beacons, let payload = await beacons.report(due: due) else { return }
-    do { try await client.publish(topic: topics.beacons, payload: payload, key: nil, retain: true) } catch {
+    do throws(RetryablePostFailure) {
+      try await client.publishOrThrow(topic: topics.beacons, payload: payload, key: nil, retain: true)
+    } catch {
       beacons.forget()
       logger.log(.warning, "fleet: the beacon report was not sent: \(error.description)")
     }

@@ -79,7 +79,8 @@ struct BridgeMethods: Sendable {
     let document = StatusDocument(
       await bridge.status, scan: state.scan, outbox: outbox,
       droppedAdvertisements: state.scanStatus.droppedAdvertisements,
-      manufacturerDataOverLimit: state.scanStatus.manufacturerDataOverLimit, fleet: state.fleet?.current)
+      manufacturerDataOverLimit: state.scanStatus.manufacturerDataOverLimit, fleet: state.fleet?.current,
+      fleetSetAside: try? await store.fleetSetAside())
     return .success([.string(document.json.compactText)])
   }
 

@@ -18,7 +18,8 @@ extension Daemon {
 
   /// The store, with the outbox's bound and told whether the fleet owns the pairings (pair and
   /// unpair are refused while [Fleet] is configured), and the fleet's applied document, whose
-  /// settings lie over the file's from the first moment (FleetStore.swift).
+  /// settings lie over the file's from the first moment (FleetStore.swift); nil without [Fleet],
+  /// or while the document is set aside.
   func openStore(_ config: DaemonConfiguration, _ logger: DaemonLogger) async -> (
     store: Store, fleetApplied: DaemonFleet.Applied?
   )? {
@@ -30,6 +31,19 @@ extension Daemon {
     await store.setOutboxLimit(config.outboxMaxBatches)
     do {
       try await store.setFleetOwnsPairings(config.fleet.enabled)
+      // The fleet's state lives and dies with [Fleet]: without it the applied document is set
+      // aside (its pairings out of the store, its settings unused), and with it a document set
+      // aside counts as none applied, so the broker's retained one is applied again for real.
+      if !config.fleet.enabled {
+        if let version = try await store.setFleetAside() {
+          logger.log(
+            .notice,
+            "[Fleet] is not configured: the fleet's desired version \(version) is set aside (none of its settings or pairings apply); with [Fleet] back, the broker's document is applied again"
+          )
+        }
+        return (store, nil)
+      }
+      if try await store.fleetSetAside() != nil { return (store, nil) }
       return (store, try await store.fleetApplied())
     } catch {
       logger.log(.error, "\(error.description); not starting")

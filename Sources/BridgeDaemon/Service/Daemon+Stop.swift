@@ -19,7 +19,7 @@ extension Daemon {
       outcome = 1
     }
     // Put the radio back before exiting.
-    if let source = scanStatus.source { await source.finished(within: .seconds(5)) }
+    if let source = scanStatus.source { await source.finished(within: Self.stopBudget.radio) }
     // The EID beacons' clocks as last heard, so the next start resumes them and refuses a replay.
     do throws(StoreError) { try await KeyAuthenticator.saveTracking(of: bridge, to: store) } catch {
       logger.log(.warning, "cannot keep the EID beacons' clocks: \(error.description)")

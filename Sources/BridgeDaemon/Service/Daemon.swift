@@ -24,6 +24,10 @@ public struct Daemon: Sendable {
   /// message, the man pages and the .deb (the Makefile reads this line).
   public static let version = "0.1.0"
 
+  /// What a stop may spend, from the signal: the services, then the radio. With the EID clocks'
+  /// write after, a stop takes well under 5 s, whatever a broker or a backend does.
+  static let stopBudget = (services: Duration.seconds(3), radio: Duration.seconds(1))
+
   public var configPath: String
   public var configPathIsExplicit: Bool
   public var stateDirectory: String
@@ -129,9 +133,21 @@ public struct Daemon: Sendable {
     let reload = DaemonReload(
       daemon: self, notifier: notifier, logger: logger, settings: settings, uploads: uploads, store: store,
       bridge: bridge, host: host, fleetLink: FleetLinkIdentity(config))
-    let group = ServiceGroup(services: services, signals: signals, reload: { await reload.run() })
+    // A stop takes at most 5 s (systemd's TimeoutStopSec is far above): the services get 3 s
+    // (the fleet's offline message 2 s of it), the radio 1 s, then the EID clocks are written.
+    let group = ServiceGroup(
+      services: services, signals: signals, stopBudget: Self.stopBudget.services,
+      // At the signal, the upload abandons a publish in flight: its batch stays in the outbox.
+      stopping: { uploads.stop() }, reload: { await reload.run() })
+    let (reason, leftBehind) = await group.runReporting()
+    if !leftBehind.isEmpty {
+      logger.log(
+        .warning,
+        "stopping without waiting longer for \(leftBehind.joined(separator: ", ")) (a stop takes at most \(Self.stopBudget.services) of its 5 s)"
+      )
+    }
     return await stop(
-      after: group.run(), scanStatus: scanStatus, bridge: bridge, store: store, logger: logger,
+      after: reason, scanStatus: scanStatus, bridge: bridge, store: store, logger: logger,
       notifier: notifier)
   }
 }

@@ -4,10 +4,11 @@ import BeaconCore
 /// service knows besides. Ages are measured from the snapshot's `now` and rounded to 0.1 s.
 extension StatusDocument {
   /// `droppedAdvertisements` and `manufacturerDataOverLimit` are the BlueZ source's counts (0
-  /// for HCI); `fleet` is the link's state when `[Fleet]` is configured.
+  /// for HCI); `fleet` is the link's state when `[Fleet]` is configured, `fleetSetAside` the
+  /// version of a document set aside (`Store.fleetSetAside`).
   public init(
     _ status: BridgeStatus, scan: ScanCondition, outbox: OutboxSummary?, droppedAdvertisements: Int = 0,
-    manufacturerDataOverLimit: Int = 0, fleet: FleetLinkState? = nil
+    manufacturerDataOverLimit: Int = 0, fleet: FleetLinkState? = nil, fleetSetAside: Int64? = nil
   ) {
     let now = status.now
     armed = status.armed
@@ -29,6 +30,7 @@ extension StatusDocument {
     self.manufacturerDataOverLimit = manufacturerDataOverLimit
     self.outbox = outbox.map(Outbox.init)
     self.fleet = fleet.map(Fleet.init)
+    self.fleetSetAside = fleetSetAside
   }
 
   /// Seconds since `time`, never negative, to 0.1 s.

@@ -12,7 +12,7 @@ extension StatusDocument {
   enum Key: String {
     case armed, scanning, scan, beaconsInRange, activeBeacon, trips, outboundBatches, pairings
     case pairedBeacons, ignoredFrames, upload, authentication, droppedAdvertisements
-    case manufacturerDataOverLimit, outbox, fleet
+    case manufacturerDataOverLimit, outbox, fleet, fleetSetAside
   }
 
   /// The JSON the daemon sends; `compactText` writes it with the keys sorted.
@@ -34,6 +34,7 @@ extension StatusDocument {
     w[.manufacturerDataOverLimit] = .of(manufacturerDataOverLimit)
     w.omittable(.outbox, outbox?.json)
     w.omittable(.fleet, fleet?.json)
+    w.omittable(.fleetSetAside, fleetSetAside.map { .int($0) })
     return w.json
   }
 
@@ -58,6 +59,7 @@ extension StatusDocument {
     manufacturerDataOverLimit = try r.int(.manufacturerDataOverLimit)
     outbox = try r.optional(.outbox, omittable: true, Outbox.init(json:path:))
     fleet = try r.optional(.fleet, omittable: true, Fleet.init(json:path:))
+    fleetSetAside = try r.optional(.fleetSetAside, omittable: true, StatusValue.int64)
   }
 }
 

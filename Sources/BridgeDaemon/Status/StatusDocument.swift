@@ -172,4 +172,7 @@ public struct StatusDocument: Sendable, Equatable {
   public var outbox: Outbox?
   /// Absent unless `[Fleet]` is configured.
   public var fleet: Fleet?
+  /// The fleet's desired version set aside (applied while `[Fleet]` was configured; none of its
+  /// settings or pairings apply until the broker's document is applied again). Absent when none.
+  public var fleetSetAside: Int64?
 }

@@ -34,6 +34,60 @@ extension Store {
     );
     """
 
+  /// The applied document set aside (schema version 7): the daemon started without `[Fleet]`, so the document's
+  /// settings and pairings do not apply (docs/fleet.md "Without [Fleet]"). Its row says which
+  /// version; the document itself is the broker's, applied again when `[Fleet]` comes back.
+  static let fleetAsideSchema = """
+    CREATE TABLE IF NOT EXISTS fleet_set_aside (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      version INTEGER NOT NULL,
+      since REAL NOT NULL
+    );
+    """
+
+  /// Sets the applied document aside, in one transaction, as a daemon without `[Fleet]` starts:
+  /// its pairings (by identity and by key) leave the store, so that neither the bridge nor the
+  /// scan filter uses them and the box can be paired locally; its version and settings stay,
+  /// marked set aside, and apply no more. Returns the version set aside (now or before), nil
+  /// when no document was applied.
+  public func setFleetAside() throws(StoreError) -> Int64? {
+    do {
+      return try database.transaction { () throws(SQLiteError) -> Int64? in
+        if let aside = try database.query("SELECT version FROM fleet_set_aside WHERE id = 1").first?[0]
+          .integer
+        {
+          return aside
+        }
+        guard
+          let version = try database.query("SELECT version FROM fleet_applied WHERE id = 1").first?[0].integer
+        else { return nil }
+        try database.execute(
+          """
+          DELETE FROM pairings WHERE EXISTS (SELECT 1 FROM fleet_pairings AS f
+            WHERE f.uuid = pairings.uuid AND f.major IS pairings.major AND f.minor IS pairings.minor);
+          DELETE FROM key_pairings WHERE id IN (SELECT id FROM fleet_key_pairings);
+          DELETE FROM fleet_pairings;
+          DELETE FROM fleet_key_pairings;
+          """)
+        try database.query(
+          "INSERT INTO fleet_set_aside (id, version, since) VALUES (1, ?, ?)",
+          [.integer(version), .real(Date().timeIntervalSince1970)])
+        return version
+      }
+    } catch {
+      throw StoreError(error, path: path)
+    }
+  }
+
+  /// The version of the document set aside, or nil when none is.
+  public func fleetSetAside() throws(StoreError) -> Int64? {
+    do {
+      return try database.query("SELECT version FROM fleet_set_aside WHERE id = 1").first?[0].integer
+    } catch {
+      throw StoreError(error, path: path)
+    }
+  }
+
   /// The sentence `pair` (by identity or by key) and `unpair` refuse with while the fleet owns
   /// the pairings.
   public static let fleetOwnsPairings =
@@ -130,7 +184,8 @@ extension Store {
       let digest = document.contentDigest
       try database.transaction { () throws(SQLiteError) in
         try database.execute(
-          "DELETE FROM pairings; DELETE FROM fleet_pairings; DELETE FROM fleet_key_pairings;")
+          "DELETE FROM pairings; DELETE FROM fleet_pairings; DELETE FROM fleet_key_pairings; DELETE FROM fleet_set_aside;"
+        )
         for pairing in document.pairings {
           let identity: [SQLiteValue] = [
             .text(pairing.uuid.uuidString), SQLiteValue(pairing.major.map(Int.init)),

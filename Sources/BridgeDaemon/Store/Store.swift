@@ -7,7 +7,7 @@ import CSQLite
 public actor Store {
   public static let fileName = "beaconbridge.sqlite"
   /// Schema versions this build can read (`PRAGMA user_version`).
-  static let schemaVersion: Int64 = 6
+  static let schemaVersion: Int64 = 7
   /// `PRAGMA application_id`: "BBBR" in ASCII, beaconbridge's mark in the file's header
   /// (offset 68), so that a database another program made is never written to
   /// (`StoreOwnership`).

@@ -5,20 +5,24 @@ import Synchronization
 /// (`fleet/{deviceId}/trips`), QoS 1, with `Idempotency-Key` as an MQTT 5 user property and
 /// `idempotencyKey` in the payload (`UploadPayload.mqttBody`). The sink owns its one
 /// `MQTTClient`, made on the first post (a daemon without trips opens no connection) and
-/// stopped with the sink.
+/// stopped with the sink. A stopped sink abandons the publish in flight (its batch stays in the
+/// outbox) and opens no new connection.
 public final class MQTTSink: UploadSink {
   public let settings: MQTTSettings
-  private let client = Mutex<MQTTClient?>(nil)
+  private let client = Mutex<(client: MQTTClient?, stopped: Bool)>((nil, false))
 
   public init(_ settings: MQTTSettings) { self.settings = settings }
 
   deinit { stop() }
 
   private func connectedClient() throws(RetryablePostFailure) -> MQTTClient {
-    try client.withLock { (client: inout MQTTClient?) throws(RetryablePostFailure) -> MQTTClient in
-      if let client { return client }
+    try client.withLock { (state) throws(RetryablePostFailure) -> MQTTClient in
+      if let client = state.client { return client }
+      guard !state.stopped else {
+        throw RetryablePostFailure("not sent: the daemon is stopping; the batch stays in the outbox")
+      }
       let made = try MQTTClient(settings)
-      client = made
+      state.client = made
       return made
     }
   }
@@ -30,13 +34,14 @@ public final class MQTTSink: UploadSink {
       throw PermanentPostFailure(
         "not sent: the device ID \(batch.deviceId.quotedForMessage) cannot be in a topic")
     }
-    try await connectedClient().publish(topic: topic, payload: payload.mqttBody, key: payload.idempotencyKey)
+    try await connectedClient().publishOrThrow(
+      topic: topic, payload: payload.mqttBody, key: payload.idempotencyKey)
   }
 
   public func stop() {
-    let stopped = client.withLock { client in
-      defer { client = nil }
-      return client
+    let stopped = client.withLock { state in
+      defer { state = (nil, true) }
+      return state.client
     }
     stopped?.stop()
   }

@@ -40,6 +40,8 @@ public final class UploadSinks: Sendable {
   }
 
   private let state = Mutex<(plan: Plan?, sink: (any UploadSink)?)>((nil, nil))
+  /// Set by `stop`: no post starts after it (the daemon stops within its budget).
+  private let stopped = Atomic<Bool>(false)
 
   public init() {}
 
@@ -66,14 +68,19 @@ public final class UploadSinks: Sendable {
 
   /// Posts through the sink `config` names; with no `[Upload] URL` the batch waits.
   public func post(_ batch: TaggedTripBatch, config: DaemonConfiguration) async throws {
+    guard !stopped.load(ordering: .acquiring) else {
+      throw RetryablePostFailure("not sent: the daemon is stopping; the batch stays in the outbox")
+    }
     guard let sink = sink(for: config) else {
       throw RetryablePostFailure("no [Upload] URL is configured; the batch waits in the outbox")
     }
     try await sink.post(batch)
   }
 
-  /// Stops the current sink (the daemon's exit).
+  /// Stops the current sink (the daemon's exit): a post in flight is abandoned where the sink
+  /// can (MQTT), and no post starts after.
   public func stop() {
+    stopped.store(true, ordering: .releasing)
     let sink = state.withLock { state in
       defer { state = (nil, nil) }
       return state.sink
