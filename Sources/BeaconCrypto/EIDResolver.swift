@@ -35,6 +35,13 @@ public struct EIDResolver: Sendable {
       didSet { searchBurstSeconds = min(max(0, searchBurstSeconds), 3_600) }
     }
 
+    /// When set, the budget refills by this many operations per lookup, and not with time:
+    /// `replay` counts its work by record, so a capture's timestamps (records far apart) cannot
+    /// buy it search time. Clamped to 0...1,000,000,000.
+    public var searchOperationsPerLookup: Int64? {
+      didSet { searchOperationsPerLookup = searchOperationsPerLookup.map { min(max(0, $0), 1_000_000_000) } }
+    }
+
     public init(tolerance: Int64 = 86_400) {
       self.tolerance = min(max(0, tolerance), Self.maximumTolerance)
     }
@@ -55,6 +62,10 @@ public struct EIDResolver: Sendable {
     var heardWindow: Int64?
     /// The window the table's three entries are around.
     var tableCenter: Int64?
+    /// After the box's clock stepped (`clockStepped(by:)`): the offset as it was, searched too
+    /// until the beacon is heard again, for an offset that was set against the clock as it
+    /// now is (a pairing stored before a boot whose clock was wrong until NTP came).
+    var unmovedOffset: Int64?
   }
 
   struct Slot: Sendable {
@@ -70,7 +81,7 @@ public struct EIDResolver: Sendable {
     var window: Int64
   }
 
-  public let configuration: Configuration
+  public private(set) var configuration: Configuration
   // The search (EIDResolver+Search.swift) reads the slots and clocks and counts its AES
   // operations: they are internal, the table and the caches private.
   public internal(set) var statistics = EIDResolverStatistics()
@@ -134,6 +145,26 @@ public struct EIDResolver: Sendable {
   /// The number of entries in the table of expected EIDs (at most three per pairing).
   public var tableCount: Int { table.count }
 
+  /// The box's clock stepped by `delta` seconds (NTP, GNSS, by hand), and box time follows it:
+  /// every offset moves by -`delta`, so each beacon's expected clock goes on where it was, and
+  /// the offset as it was is kept as a second guess that a search also tries (an offset set
+  /// against the clock as it now is, which the step corrected, is right unmoved). A beacon heard
+  /// again settles which.
+  public mutating func clockStepped(by delta: Int64) {
+    guard delta != 0 else { return }
+    for index in clocks.indices where slots[index] != nil {
+      let offset = clocks[index].offset
+      clocks[index].unmovedOffset = clocks[index].unmovedOffset ?? offset
+      let (moved, overflow) = offset.subtractingReportingOverflow(delta)
+      clocks[index].offset = overflow ? offset : moved
+      if clocks[index].unmovedOffset == clocks[index].offset { clocks[index].unmovedOffset = nil }
+    }
+    // An EID searched for against the old clock may be found against the new one.
+    negative.removeAll(keepingCapacity: true)
+    negativeOrder.removeAll(keepingCapacity: true)
+    negativeNext = 0
+  }
+
   // MARK: Resolving
 
   /// Resolves an EID heard at `boxSeconds` (the box's clock, seconds; the same clock the
@@ -144,9 +175,14 @@ public struct EIDResolver: Sendable {
     if let entry = table[eid] {
       statistics.cacheHits += 1
       let clock = clocks[entry.slot]
-      guard within(window: entry.window, k: clock.k, expected: Self.expected(t, clock.offset)) else {
-        statistics.unknown += 1
-        return .unknown(.outsideTolerance)
+      if !within(window: entry.window, k: clock.k, expected: Self.expected(t, clock.offset)) {
+        guard let unmoved = clock.unmovedOffset,
+          within(window: entry.window, k: clock.k, expected: Self.expected(t, unmoved))
+        else {
+          statistics.unknown += 1
+          return .unknown(.outsideTolerance)
+        }
+        clocks[entry.slot].offset = unmoved
       }
       return accept(slot: entry.slot, window: entry.window, at: t)
     }
@@ -233,6 +269,7 @@ public struct EIDResolver: Sendable {
       clocks[index].offset = end &- t
     }
     clocks[index].heardWindow = window
+    clocks[index].unmovedOffset = nil
     if clock.tableCenter != window { refreshTable(slot: index, around: window) }
     return .resolved(clock.id, window: UInt32(window))
   }
@@ -273,10 +310,20 @@ public struct EIDResolver: Sendable {
     }
   }
 
+  /// Makes the budget refill by `operations` per lookup, not with time
+  /// (`Configuration.searchOperationsPerLookup`).
+  public mutating func chargeSearchesPerLookup(_ operations: Int64) {
+    configuration.searchOperationsPerLookup = operations
+  }
+
   private mutating func refillBudget(at t: Int64) {
+    let capacity = configuration.searchOperationsPerSecond * configuration.searchBurstSeconds
+    if let perLookup = configuration.searchOperationsPerLookup {
+      budget = min(capacity, budget + perLookup)
+      return
+    }
     defer { budgetTime = max(budgetTime ?? t, t) }
     guard let last = budgetTime, t > last else { return }
-    let capacity = configuration.searchOperationsPerSecond * configuration.searchBurstSeconds
     let (difference, overflow) = t.subtractingReportingOverflow(last)
     let elapsed =
       overflow ? configuration.searchBurstSeconds : min(difference, configuration.searchBurstSeconds)

@@ -31,9 +31,9 @@ import Testing
     #expect(authenticator.authenticate(eid: eidValue, at: .zero) == .resolved(try #require(eid.pairing.key)))
     #expect(authenticator.authenticate(eid: eidValue ^ 1, at: .zero) == .unknown)
     #expect(
-      authenticator.authenticate(address: BluetoothAddress("70:81:94:0D:FB:AA")!)
+      authenticator.authenticate(address: BluetoothAddress("70:81:94:0D:FB:AA")!, at: .zero)
         == .resolved(try #require(rpa.pairing.key)))
-    #expect(authenticator.authenticate(address: BluetoothAddress("70:81:94:0D:FB:AB")!) == .unknown)
+    #expect(authenticator.authenticate(address: BluetoothAddress("70:81:94:0D:FB:AB")!, at: .zero) == .unknown)
 
     // The tracking goes back to the store and comes out again.
     let tracking = try #require(authenticator.tracking[eid.pairing.key!.pairing])
@@ -128,7 +128,7 @@ import Testing
     let eidPairing = try #require(try await store.keyPairings().first { $0.pairing.deviceId == "UNIT-E1" })
     #expect(
       authenticator.authenticate(eid: eidValue, at: .zero) == .resolved(try #require(eidPairing.pairing.key)))
-    #expect(authenticator.authenticate(address: Self.rpa) != .unknown)
+    #expect(authenticator.authenticate(address: Self.rpa, at: .zero) != .unknown)
     // The box's tracking of the beacon, written back as the daemon does.
     let tracking = try #require(authenticator.tracking[eidPairing.pairing.key!.pairing])
     try await store.saveTracking(
@@ -157,7 +157,7 @@ import Testing
     #expect(kept.first?.clockOffset == tracking.clockOffset + 5)
     #expect(kept.first?.heardWindow == tracking.heardWindow)
     var after = try await store.keyAuthenticator(eidClockTolerance: 86_400, epoch: 1_000)
-    #expect(after.authenticate(address: Self.rpa) == .unknown)
+    #expect(after.authenticate(address: Self.rpa, at: .zero) == .unknown)
     #expect(try await store.pairingsWithSource().map { $0["source"]?.stringValue } == ["fleet"])
 
     // Another rotation exponent is another pairing: a new number, the document's clock.

@@ -11,15 +11,31 @@ import FoundationEssentials
 /// start for the daemon, 0 for a scenario, whose `beaconClock` is at its time 0).
 public struct KeyAuthenticator: BeaconAuthenticator {
   public private(set) var eids: EIDResolver
-  public private(set) var rpas = RPAResolver()
-  public let epoch: Int64
+  public private(set) var rpas: RPAResolver
+  /// The box's seconds at the pipeline's time 0: moved when the wall clock steps (`wallClock`).
+  public private(set) var epoch: Int64
   public private(set) var resolvesAddresses = false
+  /// The wall clock, seconds since 1970, that box time follows; nil keeps `epoch` as given (a
+  /// scenario, a capture). Read at each EID: a step (NTP or GNSS time after a boot without a
+  /// real-time clock, a change by hand) moves `epoch` and the beacons' offsets with it
+  /// (`EIDResolver.clockStepped(by:)`), so no pairing is lost until a restart.
+  public var wallClock: (@Sendable () -> Double)?
+  /// Steps of the wall clock followed, and the last one's size (seconds), for the tests.
+  public private(set) var clockSteps = 0
+  /// How far the wall clock may wander from box time before it is taken as a step: more than a
+  /// second of rounding, less than any window (2^0 s is the smallest, but a step of a few
+  /// seconds is within every window's tolerance anyway).
+  public static let clockStepThreshold: Double = 2
 
-  public init(eidClockTolerance: Double, epoch: Int64) {
+  public init(eidClockTolerance: Double, epoch: Int64, rpaMaxAge: Double = BridgeConfiguration().rpaMaxAge) {
     let clamped = min(max(eidClockTolerance, 0), Double(EIDResolver.Configuration.maximumTolerance))
     eids = EIDResolver(configuration: .init(tolerance: Int64(clamped)))
+    rpas = RPAResolver(maxAge: Int64(min(max(rpaMaxAge, 0), 1e9)))
     self.epoch = epoch
   }
+
+  /// Carries over what `running` heard from the private addresses of the pairings both hold.
+  public mutating func keepHeardAddresses(from running: KeyAuthenticator) { rpas.keepHeard(from: running.rpas) }
 
   /// The box's seconds at a pipeline time.
   public func boxSeconds(at time: Timestamp) -> Int64 {
@@ -28,28 +44,57 @@ public struct KeyAuthenticator: BeaconAuthenticator {
 
   public mutating func add(eid pairing: EIDPairing) { eids.add(pairing) }
 
+  /// The EID search budget counted by record, not by time (`replay`): the operations one
+  /// lookup adds, a tenth of a second of the daemon's rate, so a capture costs in proportion to its
+  /// records whatever its timestamps.
+  public mutating func countSearchesByRecord() {
+    eids.chargeSearchesPerLookup(Self.searchOperationsPerRecord)
+  }
+
+  /// What one record adds to `replay`'s search budget: 20,000 AES operations.
+  public static let searchOperationsPerRecord: Int64 = 20_000
+
   public mutating func add(irk: AES128Key, pairing: Int64) {
     rpas.add(id: KeyPairingID(rawValue: pairing), irk: irk)
     resolvesAddresses = true
   }
 
+  /// Follows a step of the wall clock: box time is `epoch` plus the pipeline's time, and the
+  /// wall clock is what the pairings' offsets were set against.
+  public mutating func followWallClock(at time: Timestamp) {
+    guard let wallClock else { return }
+    let wall = wallClock()
+    let box = Double(epoch) + max(0, min(time.seconds, 1e15))
+    guard wall.isFinite, abs(wall - box) > Self.clockStepThreshold else { return }
+    let delta = Int64((wall - box).rounded(.down))
+    epoch &+= delta
+    eids.clockStepped(by: delta)
+    clockSteps += 1
+  }
+
   public mutating func authenticate(eid: UInt64, at time: Timestamp) -> AuthenticationResult {
-    switch eids.resolve(eid: eid, atBoxSeconds: boxSeconds(at: time)) {
+    followWallClock(at: time)
+    return switch eids.resolve(eid: eid, atBoxSeconds: boxSeconds(at: time)) {
     case .resolved(let id, _): .resolved(KeyedIdentity(scheme: .eid, pairing: id.rawValue))
     case .replay(let id, _, _): .replay(KeyedIdentity(scheme: .eid, pairing: id.rawValue))
     case .unknown: .unknown
     }
   }
 
-  public mutating func authenticate(address: BluetoothAddress) -> AuthenticationResult {
-    guard let id = rpas.resolve(address: address.uint48) else { return .unknown }
-    return .resolved(KeyedIdentity(scheme: .rpa, pairing: id.rawValue))
+  public mutating func authenticate(address: BluetoothAddress, at time: Timestamp) -> AuthenticationResult {
+    let seconds = Int64(max(0, min(time.seconds, 1e15)).rounded(.down))
+    switch rpas.resolve(address: address.uint48, atSeconds: seconds) {
+    case .resolved(let id): return .resolved(KeyedIdentity(scheme: .rpa, pairing: id.rawValue))
+    case .replay(let id, _): return .replay(KeyedIdentity(scheme: .rpa, pairing: id.rawValue))
+    case .unknown: return .unknown
+    }
   }
 
   public mutating func openTLM(serviceData: [UInt8], of identity: KeyedIdentity, at time: Timestamp)
     -> [UInt8]?
   {
     guard identity.scheme == .eid, let frame = try? EncryptedTLM(serviceData: serviceData) else { return nil }
+    followWallClock(at: time)
     return eids.openTLM(
       frame, of: KeyPairingID(rawValue: identity.pairing), atBoxSeconds: boxSeconds(at: time)
     ).map(EncryptedTLM.plainFrame(tlm:))
@@ -61,7 +106,9 @@ extension KeyAuthenticator {
   /// is the scenario's: `beaconClock` is the beacon's clock at time 0.
   public static func forScenario(_ scenario: Scenario) -> KeyAuthenticator? {
     guard !scenario.keyPairings.isEmpty else { return nil }
-    var out = KeyAuthenticator(eidClockTolerance: scenario.configuration.eidClockTolerance, epoch: 0)
+    var out = KeyAuthenticator(
+      eidClockTolerance: scenario.configuration.eidClockTolerance, epoch: 0,
+      rpaMaxAge: scenario.configuration.rpaMaxAge)
     for keyed in scenario.keyPairings {
       guard let key = keyed.pairing.key else { continue }
       switch keyed.scheme {
@@ -128,8 +175,11 @@ extension KeyAuthenticator {
       let now = await bridge.now
       epoch = Int64((Date().timeIntervalSince1970 - now.seconds).rounded(.down))
     }
-    let fresh = try await store.keyAuthenticator(
-      eidClockTolerance: eidClockTolerance, epoch: epoch, tracking: kept)
+    var fresh = try await store.keyAuthenticator(
+      eidClockTolerance: eidClockTolerance, epoch: epoch, tracking: kept,
+      rpaMaxAge: bridge.host.configuration.rpaMaxAge)
+    if let running { fresh.keepHeardAddresses(from: running) }
+    fresh.wallClock = { Date().timeIntervalSince1970 }
     await bridge.setAuthenticator(fresh.isEmpty ? nil : fresh)
   }
 }

@@ -126,7 +126,7 @@ final class BridgeService: Service {
         case .invalidConfiguration, .journal: "Failed"
         }
       return Self.error(name, error.description)
-    } catch let error as StoreError where error.code == .fleetOwnsPairings {
+    } catch let error as StoreError where error.code == .fleetOwnsPairings || error.code == .full {
       return Self.error("Refused", error.description)
     } catch {
       return Self.error("Failed", "\(error)")
