@@ -66,6 +66,28 @@ import Testing
     #expect(Set(wide.of("beaconEntered").compactMap { $0["pairing"]?.intValue }) == [1, 2])
   }
 
+  /// A copy of a private address, heard after a newer address of its device or more than
+  /// rpaMaxAge after it was first heard, is refused, and cannot tag a trip under
+  /// requireAuthenticated.
+  @Test func aReplayedRPAIsRefusedAndTagsNothing() async throws {
+    let output = try await Self.simulate("rpa-replay.json")
+    let rejected = output.of("rejected")
+    // Every copy: 101 of UNIT-R1's first address (300-400 s), 101 of UNIT-R2's (two days on).
+    #expect(rejected.count == 202)
+    #expect(rejected.allSatisfy { $0["reason"]?.stringValue == "rpaReplay" })
+    #expect(
+      Set(rejected.compactMap { $0["address"]?.stringValue }) == ["70:81:94:0D:FB:AA", "55:AA:01:BF:5F:DA"])
+    #expect(output.of("beaconEntered").allSatisfy { ($0["at"]?.doubleValue ?? .infinity) < 200 })
+    let tagged = output.of("tripTagged")
+    #expect(tagged.count == 2)
+    #expect(tagged.allSatisfy { $0["deviceId"] == .null && $0["resolution"]?.stringValue == "unresolved" })
+    // rpaMaxAge at its most, a day: UNIT-R2's copy two days on, which nothing newer supersedes,
+    // is still past it.
+    let lenient = try await Self.simulate(
+      "rpa-replay.json", config: ["requireAuthenticated": .bool(true), "rpaMaxAge": .int(86_400)])
+    #expect(lenient.of("rejected").count == 202)
+  }
+
   @Test func aReplayedEIDIsRefusedAndTagsNothing() async throws {
     let output = try await Self.simulate("eid-replay.json")
     let rejected = output.of("rejected")

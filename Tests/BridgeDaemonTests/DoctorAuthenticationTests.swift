@@ -21,7 +21,10 @@ import Testing
 
   @Test func aPlainPairingWithoutThePolicyCanBeCloned() {
     let open = report(
-      ["plainPairings": .int(2), "keyPairings": .int(0), "eidReplaysRefused": .int(0)],
+      [
+        "plainPairings": .int(2), "keyPairings": .int(0), "eidReplaysRefused": .int(0),
+        "irkPairings": .int(0), "rpaReplaysRefused": .int(0),
+      ],
       requireAuthenticated: false)
     let clone = check(open, "cloneable pairing")
     #expect(clone?.status == .warning)
@@ -29,7 +32,10 @@ import Testing
     #expect(clone?.recommendation?.contains("--eid-key-file") == true)
     #expect(clone?.recommendation?.contains("requireAuthenticated = true") == true)
     let closed = report(
-      ["plainPairings": .int(2), "keyPairings": .int(1), "eidReplaysRefused": .int(0)],
+      [
+        "plainPairings": .int(2), "keyPairings": .int(1), "eidReplaysRefused": .int(0),
+        "irkPairings": .int(0), "rpaReplaysRefused": .int(0),
+      ],
       requireAuthenticated: true)
     #expect(check(closed, "cloneable pairing") == nil)
     #expect(check(closed, "authentication")?.status == .ok)
@@ -37,13 +43,19 @@ import Testing
 
   @Test func aReplaySeenIsSaid() {
     let seen = report(
-      ["plainPairings": .int(0), "keyPairings": .int(1), "eidReplaysRefused": .int(3)],
+      [
+        "plainPairings": .int(0), "keyPairings": .int(1), "eidReplaysRefused": .int(3),
+        "irkPairings": .int(0), "rpaReplaysRefused": .int(0),
+      ],
       requireAuthenticated: true)
     let replay = check(seen, "EID replay")
     #expect(replay?.status == .warning)
     #expect(replay?.detail.contains("3 replayed") == true)
     let none = report(
-      ["plainPairings": .int(0), "keyPairings": .int(1), "eidReplaysRefused": .int(0)],
+      [
+        "plainPairings": .int(0), "keyPairings": .int(1), "eidReplaysRefused": .int(0),
+        "irkPairings": .int(0), "rpaReplaysRefused": .int(0),
+      ],
       requireAuthenticated: false)
     #expect(check(none, "EID replay") == nil)
   }

@@ -35,7 +35,9 @@ public struct KeyAuthenticator: BeaconAuthenticator {
   }
 
   /// Carries over what `running` heard from the private addresses of the pairings both hold.
-  public mutating func keepHeardAddresses(from running: KeyAuthenticator) { rpas.keepHeard(from: running.rpas) }
+  public mutating func keepHeardAddresses(from running: KeyAuthenticator) {
+    rpas.keepHeard(from: running.rpas)
+  }
 
   /// The box's seconds at a pipeline time.
   public func boxSeconds(at time: Timestamp) -> Int64 {

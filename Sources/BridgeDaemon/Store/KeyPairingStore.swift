@@ -158,7 +158,8 @@ extension Store {
     eidClockTolerance: Double, epoch: Int64, tracking: [Int64: EIDResolver.Tracking] = [:],
     rpaMaxAge: Double = BridgeConfiguration().rpaMaxAge
   ) throws(StoreError) -> KeyAuthenticator {
-    var authenticator = KeyAuthenticator(eidClockTolerance: eidClockTolerance, epoch: epoch, rpaMaxAge: rpaMaxAge)
+    var authenticator = KeyAuthenticator(
+      eidClockTolerance: eidClockTolerance, epoch: epoch, rpaMaxAge: rpaMaxAge)
     do {
       try database.query(
         """
