@@ -91,9 +91,8 @@ public struct ScanCommand: BridgeCommand {
     }
     await bridge.setPairings(pairings)
     // Pairings by key resolve EIDs and private addresses; a store this user cannot read has none.
-    if let opened {
-      try? await KeyAuthenticator.refresh(
-        bridge: bridge, store: opened, eidClockTolerance: configuration.eidClockTolerance)
+    if let opened, let keys = try? await KeyAuthenticator.loaded(for: bridge, store: opened) {
+      await bridge.setAuthenticator(keys)
     }
     do { try await bridge.start() } catch {
       console.err("beaconbridge: \(error)\n")

@@ -128,6 +128,25 @@ public struct EIDResolver: Sendable {
     negativeNext = 0
   }
 
+  /// Takes `other`'s pairings and tolerance in place: a pairing both hold keeps this resolver's
+  /// clock, heard window and table (what was heard since `other` was read from the store), one
+  /// only `other` holds is added with `other`'s tracking, one `other` lacks is removed. Nothing
+  /// heard is lost, since nothing is replaced.
+  public mutating func reconcile(with other: EIDResolver) {
+    configuration.tolerance = other.configuration.tolerance
+    let wanted = Set(other.pairingIDs)
+    for id in pairingIDs where !wanted.contains(id) { remove(id: id) }
+    for index in other.slots.indices {
+      guard let slot = other.slots[index], slotOfID[slot.pairing.id] == nil else { continue }
+      let clock = other.clocks[index]
+      add(
+        EIDPairing(
+          id: slot.pairing.id, identityKey: slot.pairing.identityKey,
+          rotationExponent: slot.pairing.rotationExponent,
+          clockOffset: clock.offset, heardWindow: clock.heardWindow.map { UInt32($0) }))
+    }
+  }
+
   /// Removes a pairing and its cached EIDs and temporary keys.
   public mutating func remove(id: KeyPairingID) {
     guard let index = slotOfID.removeValue(forKey: id), let slot = slots[index] else { return }
@@ -168,8 +187,9 @@ public struct EIDResolver: Sendable {
   // MARK: Resolving
 
   /// Resolves an EID heard at `boxSeconds` (the box's clock, seconds; the same clock the
-  /// pairings' offsets are from).
-  public mutating func resolve(eid: UInt64, atBoxSeconds t: Int64) -> EIDResolution {
+  /// pairings' offsets are from). `searching` false answers an EID that needs a search with
+  /// `.unknown(.searchNeeded)` at once, for its owner to search elsewhere (`search(for:)`).
+  public mutating func resolve(eid: UInt64, atBoxSeconds t: Int64, searching: Bool = true) -> EIDResolution {
     statistics.lookups += 1
     refillBudget(at: t)
     if let entry = table[eid] {
@@ -192,6 +212,10 @@ public struct EIDResolver: Sendable {
       statistics.negativeHits += 1
       statistics.unknown += 1
       return .unknown(.recentlyUnknown)
+    }
+    guard searching else {
+      statistics.unknown += 1
+      return .unknown(.searchNeeded)
     }
     guard budget > 0 else {
       statistics.searchesDeferred += 1
@@ -234,6 +258,14 @@ public struct EIDResolver: Sendable {
   }
 
   // MARK: Internals
+
+  func slotIndex(of id: KeyPairingID) -> Int? { slotOfID[id] }
+
+  mutating func acceptFound(slot index: Int, window: Int64, at t: Int64) -> EIDResolution {
+    accept(slot: index, window: window, at: t)
+  }
+
+  mutating func rememberUnknown(_ eid: UInt64, at t: Int64) { remember(unknown: eid, at: t) }
 
   /// The beacon's expected clock, saturated at 2^40 either side of zero whatever the box's time
   /// and a stored offset are, so that adding the tolerance never overflows (a clock that far out

@@ -51,7 +51,7 @@ public struct RPAResolver: Sendable {
 
   public let capacity: Int
   /// Seconds after it was first heard that an address stops proving its device.
-  public let maxAge: Int64
+  public private(set) var maxAge: Int64
   public private(set) var statistics = RPAResolverStatistics()
   private var pairings: [(id: KeyPairingID, irk: AES128Key)] = []
   /// Address -> index into `pairings`, or -1 for none.
@@ -89,10 +89,15 @@ public struct RPAResolver: Sendable {
     clearCache()
   }
 
-  /// Carries over what `other` heard from the pairings both hold (when the pairings are
-  /// reloaded), so a reload does not make an old address fresh again.
-  public mutating func keepHeard(from other: RPAResolver) {
-    for (id, _) in pairings { if let kept = other.heard[id] { heard[id] = kept } }
+  /// Takes `other`'s pairings and maximum age in place: what was heard from a pairing both hold
+  /// is kept; the cache is emptied only when the pairings changed.
+  public mutating func reconcile(with other: RPAResolver) {
+    maxAge = other.maxAge
+    guard pairings.map(\.id) != other.pairings.map(\.id) else { return }
+    let wanted = Set(other.pairings.map(\.id))
+    for id in heard.keys where !wanted.contains(id) { heard[id] = nil }
+    pairings = other.pairings
+    clearCache()
   }
 
   /// The pairing whose IRK made this 48-bit address (most significant byte first, as printed),

@@ -45,9 +45,9 @@ import Testing
   @Test func whatWasHeardSurvivesAReloadOfThePairings() {
     var running = Self.resolver()
     #expect(running.resolve(address: Self.first, atSeconds: 0) == .resolved(0))
-    var reloaded = Self.resolver()
-    reloaded.keepHeard(from: running)
-    #expect(reloaded.resolve(address: Self.first, atSeconds: 5_000) == .replay(0, .expired(firstHeard: 0)))
+    // The store read again: the same pairings, taken in place.
+    running.reconcile(with: Self.resolver())
+    #expect(running.resolve(address: Self.first, atSeconds: 5_000) == .replay(0, .expired(firstHeard: 0)))
     // Without it, the old address would pass as new: the reason to carry it over.
     var forgetful = Self.resolver()
     #expect(forgetful.resolve(address: Self.first, atSeconds: 5_000) == .resolved(0))

@@ -34,11 +34,6 @@ public struct KeyAuthenticator: BeaconAuthenticator {
     self.epoch = epoch
   }
 
-  /// Carries over what `running` heard from the private addresses of the pairings both hold.
-  public mutating func keepHeardAddresses(from running: KeyAuthenticator) {
-    rpas.keepHeard(from: running.rpas)
-  }
-
   /// The box's seconds at a pipeline time.
   public func boxSeconds(at time: Timestamp) -> Int64 {
     epoch &+ Int64(max(0, min(time.seconds, 1e15)).rounded(.down))
@@ -80,6 +75,46 @@ public struct KeyAuthenticator: BeaconAuthenticator {
     case .resolved(let id, _): .resolved(KeyedIdentity(scheme: .eid, pairing: id.rawValue))
     case .replay(let id, _, _): .replay(KeyedIdentity(scheme: .eid, pairing: id.rawValue))
     case .unknown: .unknown
+    }
+  }
+
+  /// `authenticate(eid:at:)` without a search: an EID not in the table is `.unknown`, with the
+  /// box's seconds to search for it at (`KeyRing` hands it to `EIDSearchService`).
+  public mutating func authenticateWithoutSearch(eid: UInt64, at time: Timestamp) -> (
+    AuthenticationResult, searchAt: Int64?
+  ) {
+    followWallClock(at: time)
+    let t = boxSeconds(at: time)
+    switch eids.resolve(eid: eid, atBoxSeconds: t, searching: false) {
+    case .resolved(let id, _): return (.resolved(KeyedIdentity(scheme: .eid, pairing: id.rawValue)), nil)
+    case .replay(let id, _, _): return (.replay(KeyedIdentity(scheme: .eid, pairing: id.rawValue)), nil)
+    case .unknown(.searchNeeded): return (.unknown, t)
+    case .unknown: return (.unknown, nil)
+    }
+  }
+
+  /// Takes `fresh`'s pairings (read from the store) in place: what this one heard from the
+  /// pairings both hold is kept, the table included (`EIDResolver.reconcile(with:)`).
+  public mutating func reconcile(with fresh: KeyAuthenticator) {
+    eids.reconcile(with: fresh.eids)
+    rpas.reconcile(with: fresh.rpas)
+    resolvesAddresses = !rpas.pairingIDs.isEmpty
+  }
+
+  /// A search for `eid`, to run elsewhere (`EIDSearch`).
+  public func search(for eid: UInt64, atBoxSeconds t: Int64, near: Bool) -> EIDSearch {
+    eids.search(for: eid, atBoxSeconds: t, near: near)
+  }
+
+  /// What a search run elsewhere came to, taken at box seconds `t`.
+  public mutating func finish(_ search: EIDSearch, _ progress: EIDSearch.Progress, atBoxSeconds t: Int64) {
+    switch progress {
+    case .found(let id, let window, let offset):
+      _ = eids.found(search, pairing: id, window: window, offset: offset, atBoxSeconds: t)
+    case .notFound:
+      eids.notFound(search, atBoxSeconds: t)
+    case .searching:
+      break
     }
   }
 
@@ -147,41 +182,19 @@ extension KeyAuthenticator {
     return out
   }
 
-  /// Writes the bridge's EID tracking (clock offsets, newest heard windows) to the store (at
-  /// exit, and before the pairings are reloaded); returns it.
-  @discardableResult
-  public static func saveTracking(of bridge: BeaconBridge, to store: Store) async throws(StoreError)
-    -> [Int64: EIDResolver.Tracking]
+  /// The store's pairings by key for a bridge that runs without the daemon (`scan`), loaded once
+  /// and searching inline; nil when there are none. Box time is the wall clock from the bridge's
+  /// time 0 on, and follows it.
+  public static func loaded(for bridge: BeaconBridge, store: Store) async throws(StoreError)
+    -> KeyAuthenticator?
   {
-    let kept = (await bridge.authenticator as? KeyAuthenticator)?.tracking ?? [:]
-    for (id, tracking) in kept.sorted(by: { $0.key < $1.key }) {
-      try await store.saveTracking(
-        pairing: id, clockOffset: tracking.clockOffset, heardWindow: tracking.heardWindow)
-    }
-    return kept
-  }
-
-  /// Loads the store's pairings by key into the bridge (at start, and when pairings change):
-  /// the running authenticator's tracking is written back to the store first and carried over,
-  /// so neither a restart nor a new pairing forgets a beacon's clock or reopens a replay.
-  /// `epoch` stays the running one's; the first is the wall clock at the bridge's time 0.
-  public static func refresh(bridge: BeaconBridge, store: Store, eidClockTolerance: Double)
-    async throws(StoreError)
-  {
-    let running = await bridge.authenticator as? KeyAuthenticator
-    let kept = try await saveTracking(of: bridge, to: store)
-    let epoch: Int64
-    if let running {
-      epoch = running.epoch
-    } else {
-      let now = await bridge.now
-      epoch = Int64((Date().timeIntervalSince1970 - now.seconds).rounded(.down))
-    }
-    var fresh = try await store.keyAuthenticator(
-      eidClockTolerance: eidClockTolerance, epoch: epoch, tracking: kept,
-      rpaMaxAge: bridge.host.configuration.rpaMaxAge)
-    if let running { fresh.keepHeardAddresses(from: running) }
-    fresh.wallClock = { Date().timeIntervalSince1970 }
-    await bridge.setAuthenticator(fresh.isEmpty ? nil : fresh)
+    let now = await bridge.now
+    let configuration = bridge.host.configuration
+    var keys = try await store.keyAuthenticator(
+      eidClockTolerance: configuration.eidClockTolerance,
+      epoch: Int64((Date().timeIntervalSince1970 - now.seconds).rounded(.down)),
+      rpaMaxAge: configuration.rpaMaxAge)
+    keys.wallClock = { Date().timeIntervalSince1970 }
+    return keys.isEmpty ? nil : keys
   }
 }
