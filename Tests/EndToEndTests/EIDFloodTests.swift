@@ -1,0 +1,120 @@
+import BeaconCore
+import BeaconTestSupport
+import BlueZTestSupport
+import DBus
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A flood of strangers' EIDs against a daemon with 200 EID pairings at K = 0 and a day of
+/// tolerance (one search over them all is 200 × 172,810 AES operations): the searches run off
+/// the bridge's executor (`EIDSearchService`), so `Status` and `TripStart` answer within 100 ms
+/// and SIGTERM stops the daemon within 5 s while the flood goes on. The real daemon as a
+/// process, on a private dbus-daemon with the dbusmock BlueZ.
+@Suite(.tags(.process), .timeLimit(.minutes(5)))
+struct EIDFloodTests {
+  static let pairings = 200
+
+  @Test func aFloodOfStrangersEIDsStallsNeitherTheAPINorAStop() async throws {
+    let fixture = try await BlueZFixture.start()
+    defer { fixture.stop() }
+    try await fixture.addAdapter("hci0")
+    let dir = try scratchDirectory("eid-flood")
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let config = dir + "/beaconbridge.conf"
+    try "[ActiveBeacon]\neidClockTolerance = 86400\n".write(toFile: config, atomically: true, encoding: .utf8)
+    let bus = fixture.bus.address
+    let cli = DaemonEndToEndTests()
+    var generator = SystemRandomNumberGenerator()
+    for n in 0..<Self.pairings {
+      let keyFile = dir + "/eid-\(n).key"
+      let key = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }
+        .joined()
+      try (key + "\n").write(toFile: keyFile, atomically: true, encoding: .utf8)
+      #expect(chmod(keyFile, 0o600) == 0)
+      let paired = try cli.cli(
+        [
+          "pair", "--eid-key-file", keyFile, "--rotation-exponent", "0", "--beacon-clock", "1000",
+          "--device-id", "UNIT-\(n)", "--state-dir", dir,
+        ], bus: bus, dir: dir)
+      try #require(paired.status == 0, "\(paired.stderr)")
+      try FileManager.default.removeItem(atPath: keyFile)
+    }
+
+    let logPath = dir + "/daemon.log"
+    let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: bus, log: logPath)
+    defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+    let log: @Sendable () -> String = { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    let connection = try Connection(.address(bus))
+    defer { connection.close() }
+    @Sendable func call(_ member: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
+      try await connection.call(
+        destination: "org.beaconbridge", path: "/org/beaconbridge", interface: "org.beaconbridge.Bridge1",
+        member: MemberName(member), arguments)
+    }
+    try await waitUntil("the daemon answering Status; log:\n\(log())") { (try? await call("Status")) != nil }
+
+    // Twenty transmitters, each sending a new random EID at every advertisement.
+    var devices: [ObjectPath] = []
+    for n in 0..<20 {
+      devices.append(try await fixture.addDevice("hci0", String(format: "C0:FF:EE:00:F1:%02X", n)))
+    }
+    let sent = Mutex(0)
+    let flood = Task {
+      var random = SystemRandomNumberGenerator()
+      while !Task.isCancelled {
+        for device in devices {
+          let eid = (0..<8).map { _ in UInt8.random(in: 0...255, using: &random) }
+          let serviceData: DBusValue = .dictionary(
+            key: "s", value: "v",
+            [.init(.string(ServiceUUID.eddystone.description), .variant(.bytes([0x30, 0xEB] + eid)))])
+          try? await fixture.advertise(device, ["ServiceData": serviceData, "RSSI": .int16(-60)])
+          sent.withLock { $0 += 1 }
+        }
+      }
+    }
+    defer { flood.cancel() }
+    // The flood reaches the bridge: its EIDs are counted as EID frames no pairing makes.
+    @Sendable func strangers() async throws -> Int {
+      let text = try await call("Status").first?.string ?? ""
+      return Int(try JSONValue.parse(Data(text.utf8))["ignoredFrames"]?["eddystoneEID"]?.intValue ?? 0)
+    }
+    try await waitUntil("the flood reaching the bridge; log:\n\(log())") { try await strangers() >= 200 }
+
+    var statusTimes: [Duration] = []
+    for _ in 0..<30 {
+      let started = ContinuousClock.now
+      _ = try await call("Status")
+      statusTimes.append(ContinuousClock.now - started)
+      try await Task.sleep(for: .milliseconds(50))
+    }
+    var tripTimes: [Duration] = []
+    for n in 0..<5 {
+      let started = ContinuousClock.now
+      _ = try await call("TripStart", [.string("flood-\(n)")])
+      tripTimes.append(ContinuousClock.now - started)
+      _ = try await call("TripEnd", [.string("flood-\(n)")])
+    }
+    let heard = try await strangers()
+    let slowestStatus = try #require(statusTimes.max())
+    let slowestTrip = try #require(tripTimes.max())
+    print(
+      "EIDFloodTests: \(Self.pairings) pairings at K = 0, \(sent.withLock { $0 }) EIDs sent, \(heard) heard; Status slowest \(slowestStatus), TripStart slowest \(slowestTrip)"
+    )
+    #expect(slowestStatus < .milliseconds(100), "Status took \(statusTimes)")
+    #expect(slowestTrip < .milliseconds(100), "TripStart took \(tripTimes)")
+
+    // SIGTERM during the flood.
+    let stopping = ContinuousClock.now
+    kill(daemon.processIdentifier, SIGTERM)
+    try await waitUntil("the daemon stopping; log:\n\(log())", timeout: .seconds(10)) { !daemon.isRunning }
+    let stopped = ContinuousClock.now - stopping
+    print("EIDFloodTests: SIGTERM to exit \(stopped)")
+    #expect(stopped < .seconds(5))
+    #expect(daemon.terminationStatus == 0, "\(log())")
+  }
+}
