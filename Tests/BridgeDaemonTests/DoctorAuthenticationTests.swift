@@ -52,7 +52,8 @@ import Testing
       requireAuthenticated: true)
     let replay = check(seen, "RPA replay")
     #expect(replay?.status == .warning)
-    #expect(replay?.detail.hasPrefix("4 advertisement(s) from a paired device's private address refused") == true)
+    #expect(
+      replay?.detail.hasPrefix("4 advertisement(s) from a paired device's private address refused") == true)
     #expect(replay?.recommendation?.contains("rpaMaxAge") == true)
     let chance = check(seen, "RPA false match")
     #expect(chance?.status == .ok)
