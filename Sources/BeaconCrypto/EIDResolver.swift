@@ -91,6 +91,11 @@ public struct EIDResolver: Sendable {
   private var slotOfID: [KeyPairingID: Int] = [:]
   private var table: [UInt64: Entry] = [:]
   private var negative: [UInt64: Int64] = [:]
+  /// EIDs a search run elsewhere found to be replays (`found`), answered as replays from here
+  /// without another search; at most `replayedCapacity`, the oldest forgotten first.
+  private var replayed: [UInt64: Entry] = [:]
+  private var replayedOrder: [UInt64] = []
+  static let replayedCapacity = 1_024
   private var negativeOrder: [UInt64] = []
   private var negativeNext = 0
   private var budget: Int64
@@ -151,6 +156,8 @@ public struct EIDResolver: Sendable {
   public mutating func remove(id: KeyPairingID) {
     guard let index = slotOfID.removeValue(forKey: id), let slot = slots[index] else { return }
     for eid in slot.cachedWindows.values { table[eid] = nil }
+    replayed = replayed.filter { $0.value.slot != index }
+    replayedOrder.removeAll { replayed[$0] == nil }
     slots[index] = nil
   }
 
@@ -204,6 +211,10 @@ public struct EIDResolver: Sendable {
         }
         clocks[entry.slot].offset = unmoved
       }
+      return accept(slot: entry.slot, window: entry.window, at: t)
+    }
+    if let entry = replayed[eid] {
+      statistics.cacheHits += 1
       return accept(slot: entry.slot, window: entry.window, at: t)
     }
     if let searched = negative[eid], case let (age, overflow) = t.subtractingReportingOverflow(searched),
@@ -261,8 +272,14 @@ public struct EIDResolver: Sendable {
 
   func slotIndex(of id: KeyPairingID) -> Int? { slotOfID[id] }
 
-  mutating func acceptFound(slot index: Int, window: Int64, at t: Int64) -> EIDResolution {
-    accept(slot: index, window: window, at: t)
+  mutating func acceptFound(eid: UInt64, slot index: Int, window: Int64, at t: Int64) -> EIDResolution {
+    let resolution = accept(slot: index, window: window, at: t)
+    if case .replay = resolution, replayed[eid] == nil {
+      if replayedOrder.count >= Self.replayedCapacity { replayed[replayedOrder.removeFirst()] = nil }
+      replayed[eid] = Entry(slot: index, window: window)
+      replayedOrder.append(eid)
+    }
+    return resolution
   }
 
   mutating func rememberUnknown(_ eid: UInt64, at t: Int64) { remember(unknown: eid, at: t) }

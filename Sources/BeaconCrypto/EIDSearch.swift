@@ -141,7 +141,7 @@ extension EIDResolver {
     statistics.blockEncryptions += search.blockEncryptions
     statistics.keyExpansions += search.keyExpansions
     if clocks[index].offset != offset, clocks[index].unmovedOffset == offset { clocks[index].offset = offset }
-    return acceptFound(slot: index, window: window, at: t)
+    return acceptFound(eid: search.eid, slot: index, window: window, at: t)
   }
 
   /// A search run elsewhere that found nothing: the EID is answered as unknown without a new

@@ -64,6 +64,29 @@ import Testing
     #expect(try await book.store.keyPairings().first?.clockOffset == 7)
   }
 
+  /// An EID of a window older than the newest heard, found by a search run off the bridge, is a
+  /// replay, and stays one from then on without another search.
+  @Test func aReplayFoundOffTheBridgeIsRefusedFromThenOn() async throws {
+    let dir = try scratchDirectory("pairing-book-replay")
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let (book, id, old, vector) = try await Self.book(dir)
+    let key = try AES128Key(hex: vector.identityKey)
+    let k = try #require(RotationExponent(rawValue: UInt8(vector.rotationExponent)))
+    let later = EddystoneEID.eid(
+      identityKey: key, rotationExponent: k, clock: UInt32(vector.beaconClock + 5 * 1024))
+    let at = Timestamp(seconds: 5 * 1024)
+    _ = book.keys.authenticate(eid: later, at: at)
+    Self.searchAll(book.keys)
+    #expect(book.keys.authenticate(eid: later, at: at) == .resolved(KeyedIdentity(scheme: .eid, pairing: id)))
+    #expect(book.keys.authenticate(eid: old, at: at) == .unknown, "not in the table: searched off the bridge")
+    Self.searchAll(book.keys)
+    let searches = book.keys.statistics.eids.searches
+    #expect(book.keys.authenticate(eid: old, at: at) == .replay(KeyedIdentity(scheme: .eid, pairing: id)))
+    #expect(book.keys.authenticate(eid: old, at: at) == .replay(KeyedIdentity(scheme: .eid, pairing: id)))
+    #expect(book.keys.statistics.eids.searches == searches)
+    #expect(book.keys.statistics.eids.replaysRefused == 3)
+  }
+
   /// A window heard and not yet written survives a refresh (another pairing added): the keys
   /// change in place, and the running tracking, not the store's older one, is kept.
   @Test func aRefreshKeepsAWindowHeardMeanwhile() async throws {
