@@ -1,5 +1,6 @@
 import BeaconCore
 import BeaconCrypto
+import Dispatch
 import Synchronization
 
 /// The daemon's keys (docs/authentication.md): one `KeyAuthenticator` behind a lock, shared by
@@ -29,12 +30,11 @@ public final class KeyRing: BeaconAuthenticator, Sendable {
 
   let state: Mutex<KeyAuthenticator>
   let pending = Mutex(Pending())
-  let doorbell: AsyncStream<Void>
-  private let ring: AsyncStream<Void>.Continuation
+  /// Signalled when an EID is queued: the search's thread waits on it.
+  let queued = DispatchSemaphore(value: 0)
 
   public init(_ authenticator: KeyAuthenticator) {
     state = Mutex(authenticator)
-    (doorbell, ring) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
   }
 
   // MARK: The bridge's side
@@ -88,7 +88,7 @@ public final class KeyRing: BeaconAuthenticator, Sendable {
       p.near.append(Pending.Entry(eid: eid, boxSeconds: boxSeconds, queuedAt: .now, near: true))
       return true
     }
-    if queued { ring.yield() }
+    if queued { self.queued.signal() }
   }
 
   /// The next search to run, near ones first: taken from the authenticator as it stands now.
