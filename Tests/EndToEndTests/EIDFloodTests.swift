@@ -104,11 +104,13 @@ struct EIDFloodTests {
     let status = try JSONValue.parse(Data((try await call("Status").first?.string ?? "").utf8))
     let heard = Int(status["ignoredFrames"]?["eddystoneEID"]?.intValue ?? 0)
     #expect(heard >= 200, "\(heard) strangers' EIDs heard")
-    let slowestStatus = try #require(statusTimes.max())
-    let slowestTrip = try #require(tripTimes.max())
+    let slowestStatus = statusTimes.max() ?? .zero
+    let slowestTrip = tripTimes.max() ?? .zero
     print(
       "EIDFloodTests: \(Self.pairings) pairings at K = 0, \(sent.withLock { $0 }) EIDs sent, \(heard) heard; \(statusTimes.count) Status, slowest \(slowestStatus); \(tripTimes.count) TripStart, slowest \(slowestTrip)"
     )
+    // At a call every 50 ms, 8 s hold about 150 Status calls and 7 trips when nothing waits.
+    #expect(statusTimes.count >= 100 && tripTimes.count >= 5)
     #expect(slowestStatus < .milliseconds(100), "Status took \(statusTimes)")
     #expect(slowestTrip < .milliseconds(100), "TripStart took \(tripTimes)")
 
