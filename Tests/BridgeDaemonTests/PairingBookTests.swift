@@ -2,6 +2,7 @@ import BeaconCore
 import BeaconCrypto
 import BeaconTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 @testable import BridgeDaemon
@@ -110,6 +111,64 @@ import Testing
       book.keys.authenticate(eid: eid, at: .zero) == .resolved(KeyedIdentity(scheme: .eid, pairing: id)))
     #expect(book.keys.statistics.eids.searches == searches)
     #expect(book.keys.resolvesAddresses)
+  }
+
+  /// The daemon's path through a step of the wall clock: a pairing tracked before a 2-day step,
+  /// and one paired after it (as `PairWithKey` stores it: against the stepped wall clock, then
+  /// a refresh), both resolve through the ring's searches without a restart.
+  @Test(arguments: [2 * 86_400, -2 * 86_400] as [Double])
+  func pairingsBeforeAndAfterAStepResolve(step: Double) async throws {
+    let dir = try scratchDirectory("pairing-book-step")
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let vector = try OracleVectors.firstEID()
+    let store = try Store(directory: dir)
+    let start: Double = 1_800_000_000
+    let wall = Mutex(start)
+    let bridge = BeaconBridge(host: RecordingHost(), clock: TestClock())
+    let book = PairingBook(
+      store: store, bridge: bridge, paired: PairedBeacons(), epoch: Int64(start),
+      wallClock: { wall.withLock { $0 } })
+    let k = try #require(RotationExponent(rawValue: UInt8(vector.rotationExponent)))
+    let before = try AES128Key(hex: vector.identityKey)
+    let after = try AES128Key(hex: String(repeating: "5a", count: 16))
+    // `pair --beacon-clock 100000` at the start.
+    let first = try await store.pairByKey(
+      scheme: .eid, key: KeyPairingStoreTests.digits(vector.identityKey), rotationExponent: k.rawValue,
+      clockOffset: 100_000 - Int64(start), deviceId: DeviceID("UNIT-A"), label: nil)
+    try await book.refresh()
+    func eid(_ key: AES128Key, _ clock: Int64) -> UInt64 {
+      EddystoneEID.eid(identityKey: key, rotationExponent: k, clock: UInt32(clock))
+    }
+    func resolve(_ eid: UInt64, at t: Double) -> AuthenticationResult {
+      wall.withLock { $0 = start + t + (t >= 600 ? step : 0) }
+      if case .resolved(let key) = book.keys.authenticate(eid: eid, at: Timestamp(seconds: t)) {
+        return .resolved(key)
+      }
+      Self.searchAll(book.keys)
+      return book.keys.authenticate(eid: eid, at: Timestamp(seconds: t))
+    }
+    let a = KeyedIdentity(scheme: .eid, pairing: try #require(first.pairing.key?.pairing))
+    #expect(resolve(eid(before, 100_060), at: 60) == .resolved(a))
+
+    // The step at 600 s; B paired at 700 s against the stepped wall clock (beacon clock 7e6).
+    wall.withLock { $0 = start + 700 + step }
+    let second = try await store.pairByKey(
+      scheme: .eid, key: Array(String(repeating: "5a", count: 16).utf8), rotationExponent: k.rawValue,
+      clockOffset: 7_000_000 - Int64(start + 700 + step), deviceId: DeviceID("UNIT-B"), label: nil)
+    try await book.refresh()
+    let b = KeyedIdentity(scheme: .eid, pairing: try #require(second.pairing.key?.pairing))
+
+    for t in [5_000.0, 9_000.0] {
+      #expect(
+        resolve(eid(before, 100_000 + Int64(t)), at: t) == .resolved(a), "paired before the step, at \(t)")
+      #expect(resolve(eid(after, 7_000_000 + Int64(t) - 700), at: t) == .resolved(b), "paired after, at \(t)")
+    }
+    #expect(book.keys.withAuthenticator { $0.clockSteps } == 1)
+    // What is stored is against the wall clock as it now is.
+    try await book.saveTracking()
+    let stored = try await store.keyPairings()
+    #expect(stored.first { $0.pairing.key == a }?.clockOffset == 100_000 - Int64(start + step))
+    #expect(stored.first { $0.pairing.key == b }?.clockOffset == 7_000_000 - Int64(start + 700 + step))
   }
 
   /// Twenty refreshes at once, each after a pairing of its own: they run one at a time, and the
