@@ -15,18 +15,20 @@ import Synchronization
 /// `operationsPerSecond` on average: the work a flood of strangers' EIDs can cause is bounded
 /// per second whatever the number of pairings or the tolerance, and neither the D-Bus API nor a
 /// stop waits for it.
-struct EIDSearchService: Service {
+public struct EIDSearchService: Service {
   let keys: KeyRing
   /// 200,000 AES operations a second: about a tenth of one core of a small ARM box.
   var operationsPerSecond = 200_000
   var slice = 2_000
+
+  public init(keys: KeyRing) { self.keys = keys }
 
   final class Stop: Sendable {
     let flag = Atomic(false)
     var isSet: Bool { flag.load(ordering: .acquiring) }
   }
 
-  func run() async throws {
+  public func run() async throws {
     let stop = Stop()
     let finished = Doorbell()
     let service = self

@@ -181,20 +181,4 @@ extension KeyAuthenticator {
     for id in eids.pairingIDs { out[id.rawValue] = eids.tracking(of: id) }
     return out
   }
-
-  /// The store's pairings by key for a bridge that runs without the daemon (`scan`), loaded once
-  /// and searching inline; nil when there are none. Box time is the wall clock from the bridge's
-  /// time 0 on, and follows it.
-  public static func loaded(for bridge: BeaconBridge, store: Store) async throws(StoreError)
-    -> KeyAuthenticator?
-  {
-    let now = await bridge.now
-    let configuration = bridge.host.configuration
-    var keys = try await store.keyAuthenticator(
-      eidClockTolerance: configuration.eidClockTolerance,
-      epoch: Int64((Date().timeIntervalSince1970 - now.seconds).rounded(.down)),
-      rpaMaxAge: configuration.rpaMaxAge)
-    keys.wallClock = { Date().timeIntervalSince1970 }
-    return keys.isEmpty ? nil : keys
-  }
 }
