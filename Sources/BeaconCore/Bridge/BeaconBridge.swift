@@ -274,7 +274,7 @@ public actor BeaconBridge {
       outboundBatches: outbound.count, pairings: pipeline.pairings.pairings, now: now,
       health: pipeline.health.health, pairedBeacons: pipeline.pairedBeacons,
       ignoredFrames: pipeline.health.ignoredFrames, upload: upload,
-      eidReplaysRefused: pipeline.eidReplaysRefused)
+      eidReplaysRefused: pipeline.eidReplaysRefused, rpaReplaysRefused: pipeline.rpaReplaysRefused)
   }
 
   // MARK: Internals
