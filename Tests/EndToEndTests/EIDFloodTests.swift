@@ -14,7 +14,7 @@ import Testing
 /// tolerance (one search over them all is 200 × 172,810 AES operations): the searches run off
 /// the bridge's executor (`EIDSearchService`), so `Status` and `TripStart` answer within 100 ms
 /// (95% of them, and all within a second, on a machine shared with other work) and SIGTERM stops
-/// the daemon within 5 s while the flood goes on. The real daemon as a
+/// the daemon within 1 s while the flood goes on. The real daemon as a
 /// process, on a private dbus-daemon with the dbusmock BlueZ.
 @Suite(.tags(.process), .timeLimit(.minutes(5)))
 struct EIDFloodTests {
@@ -139,6 +139,7 @@ struct EIDFloodTests {
     try await Task.sleep(for: .seconds(1))
     let stoppedEarly = try await stop(daemon)
     print("EIDFloodTests: SIGTERM to exit \(stopped), and \(stoppedEarly) 1 s after a start")
-    #expect(stopped < .seconds(5) && stoppedEarly < .seconds(5))
+    // Under a flood a stop takes at most a second (any stop: 5 s, StopTimingTests).
+    #expect(stopped < .seconds(1) && stoppedEarly < .seconds(1))
   }
 }
