@@ -88,6 +88,8 @@ public struct Daemon: Sendable {
       logger: logger, statusChanged: statusChanged, paired: paired, announcements: announcements,
       gzone: gzone, fleetInbox: fleetInbox)
     let bridge = BeaconBridge(host: host, journal: store) { events.deliver($0) }
+    let posting = await bridge.startPosting()
+    defer { posting.cancel() }
     guard await arm(bridge, store: store, paired: paired, host: host, logger: logger) else { return 1 }
     guard
       let (bus, api) = await serveAPI(
@@ -112,7 +114,7 @@ public struct Daemon: Sendable {
       ScanService.daemon(
         settings: settings, paired: paired, bridge: bridge, status: scanStatus, changed: statusChanged,
         logger: logger),
-      DeadlineService(bridge: bridge),
+      DeadlineService(bridge: bridge), PostingService(posting: posting),
       TrackingSaver(bridge: bridge, store: store, logger: logger),
       PairingWatcher(store: store, bridge: bridge, paired: paired, logger: logger),
       StatusReporter(bridge: bridge, scan: scanStatus, notifier: notifier, changed: statusChanged), gzone,

@@ -42,6 +42,10 @@ enum StoreOwnership: Equatable {
       "pairings", "trips", "batches", "dead_letters", "decisions", "gzone_last_load", "fleet_applied",
       "fleet_pairings", "fleet_link", "key_pairings", "fleet_key_pairings",
     ],
+    7: [
+      "pairings", "trips", "queue", "dead_letters", "decisions", "gzone_last_load", "fleet_applied",
+      "fleet_pairings", "fleet_link", "key_pairings", "fleet_key_pairings",
+    ],
   ]
 
   /// Reads the file's 100-byte header with read(2), then, only for a database without an id,

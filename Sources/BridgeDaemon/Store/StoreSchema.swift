@@ -113,6 +113,11 @@ extension Store {
           try database.execute(Store.fleetKeySchema + "PRAGMA user_version = 6;")
         }
       }
+      if version < 7 {
+        try database.transaction { () throws(SQLiteError) in
+          try database.execute(Store.queueSchema + "PRAGMA user_version = 7;")
+        }
+      }
       // Deleted rows (an unpaired key) are overwritten with zeros in the file, not left in free
       // pages.
       try database.execute("PRAGMA secure_delete=ON")
