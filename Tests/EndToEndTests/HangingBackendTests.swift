@@ -39,7 +39,8 @@ struct HangingBackendTests {
       guard let text = try? test.cli(["status", "--json"], bus: bus, dir: dir).stdout,
         let status = try? JSONValue.parse(Data(text.utf8))
       else { return nil }
-      return status["trips"]?.arrayValue?.first { $0["tripId"]?.stringValue == trip }?["resolution"]?.stringValue
+      return status["trips"]?.arrayValue?.first { $0["tripId"]?.stringValue == trip }?["resolution"]?
+        .stringValue
     }
     /// Runs one trip call and says how long it took to answer.
     func timed(_ arguments: [String], stdin: String? = nil) throws -> Double {
@@ -57,13 +58,19 @@ struct HangingBackendTests {
     var answers: [(String, Double)] = []
     answers.append(("TripStart t1", try timed(["trip", "start", "--trip-id", "t1"])))
     answers.append(
-      ("TripEvents t1 (held)", try timed(["trip", "events", "--trip-id", "t1", "-"], stdin: #"[{"type":"braking","n":0}]"#)))
+      (
+        "TripEvents t1 (held)",
+        try timed(["trip", "events", "--trip-id", "t1", "-"], stdin: #"[{"type":"braking","n":0}]"#)
+      ))
     // No beacon: held once its late window ends, then tagged by hand, which queues its batches.
     try await waitUntil("trip t1 is unresolved", timeout: .seconds(10)) { resolution("t1") == "unresolved" }
-    answers.append(("TripAssign t1", try timed(["trip", "assign", "--trip-id", "t1", "--device-id", "VAN-1"])))
+    answers.append(
+      ("TripAssign t1", try timed(["trip", "assign", "--trip-id", "t1", "--device-id", "VAN-1"])))
     if sending == "realtime" {
       // The first post is in flight, and hangs.
-      try await waitUntil("the backend has the first post", timeout: .seconds(10)) { !backend.received().isEmpty }
+      try await waitUntil("the backend has the first post", timeout: .seconds(10)) {
+        !backend.received().isEmpty
+      }
     }
     for n in 1...3 {
       answers.append(
@@ -74,13 +81,18 @@ struct HangingBackendTests {
     }
     answers.append(("TripEnd t1", try timed(["trip", "end", "--trip-id", "t1"])))
     if sending == "postTrip" {
-      try await waitUntil("the backend has the first post", timeout: .seconds(10)) { !backend.received().isEmpty }
+      try await waitUntil("the backend has the first post", timeout: .seconds(10)) {
+        !backend.received().isEmpty
+      }
     }
     // With a post hanging: a new trip starts at once, and its late window ends on time.
     let started = ContinuousClock.now
     answers.append(("TripStart t2", try timed(["trip", "start", "--trip-id", "t2"])))
     answers.append(
-      ("TripEvents t2", try timed(["trip", "events", "--trip-id", "t2", "-"], stdin: #"[{"type":"braking","n":0}]"#)))
+      (
+        "TripEvents t2",
+        try timed(["trip", "events", "--trip-id", "t2", "-"], stdin: #"[{"type":"braking","n":0}]"#)
+      ))
     try await waitUntil("trip t2 is unresolved", timeout: .seconds(10)) { resolution("t2") == "unresolved" }
     let lateWindowEnded = (ContinuousClock.now - started).seconds
     answers.append(("TripEnd t2", try timed(["trip", "end", "--trip-id", "t2"])))

@@ -29,7 +29,8 @@ extension BeaconBridge {
       }
     }
     if !due.isEmpty {
-      await journaled("queueing \(due.count) batch(es)") { _ in try await queue?.recordQueued(due, due: true) }
+      await journaled("queueing \(due.count) batch(es)") { _ in try await queue?.recordQueued(due, due: true)
+      }
     }
     if !waiting.isEmpty {
       await journaled("queueing \(waiting.count) batch(es) until their trip ends") { _ in
@@ -46,7 +47,8 @@ extension BeaconBridge {
     var released = false
     for tripId in tripIds ?? outbound.waitingTrips where outbound.waiting(tripId) > 0 && isDue(tripId) {
       outbound.makeDue(tripId)
-      await journaled("making trip \(tripId)'s batches due") { _ in try await queueJournal?.recordDue(tripId) }
+      await journaled("making trip \(tripId)'s batches due") { _ in try await queueJournal?.recordDue(tripId)
+      }
       windowExhausted = false
       released = true
     }
@@ -175,7 +177,11 @@ extension BeaconBridge {
   /// Frees the posting lane and wakes the next dead-letter retry waiting for it.
   func releasePostingLane() {
     isPosting = false
-    if !postingWaiters.isEmpty { postingWaiters.removeFirst().resume() } else if isPosterIdle { resumeSettled() }
+    if !postingWaiters.isEmpty {
+      postingWaiters.removeFirst().resume()
+    } else if isPosterIdle {
+      resumeSettled()
+    }
   }
 
   func retire(_ tripId: String) async {

@@ -51,9 +51,12 @@ struct BridgeMethods: Sendable {
       }
     }
     // Trip events count against the bytes committed at once from before they are decoded.
-    if member == BridgeServiceNames.Method.tripEvents, case .string(let text)? = args.values.dropFirst().first {
+    if member == BridgeServiceNames.Method.tripEvents, case .string(let text)? = args.values.dropFirst().first
+    {
       let bytes = text.utf8.count
-      if let refusal = TripEventsBudget.shared.reserve(bytes) { return BridgeService.error("Refused", refusal) }
+      if let refusal = TripEventsBudget.shared.reserve(bytes) {
+        return BridgeService.error("Refused", refusal)
+      }
       defer { TripEventsBudget.shared.release(bytes) }
       switch BridgeRequest.parse(member: member, args.values) {
       case .failure(let error): return .failure(error)
