@@ -26,7 +26,9 @@ struct StatusReporter: Service {
       await changed.wait()
       let current = await bridge.status
       let shrank = release.shouldRelease(tracked: current.beaconsInRange.count)
-      if drained.shouldRelease(tracked: current.outboundBatches) || shrank { MallocTuning.returnFreedMemory() }
+      if drained.shouldRelease(tracked: current.outboundBatches) || shrank {
+        MallocTuning.returnFreedMemory()
+      }
       let line = Self.line(current, scan: scan.condition)
       if line != last {
         notifier.notify("STATUS=\(line)")
