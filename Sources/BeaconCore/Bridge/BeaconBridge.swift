@@ -94,6 +94,8 @@ public actor BeaconBridge {
       await perform(steps)
       // A trip that ended, or a sending mode changed to realtime, while the daemon was down.
       await releaseWaiting()
+      // What the journal kept queued is due now: the posting task parked before it was counted.
+      if outbound.dueCount > 0 { if postsOnOwnTask { wakePoster() } else { await drainOutbound() } }
       // Trips the restore ended (over `maxOpenTrips`): retired once nothing of them is left.
       var ended = 0
       for case .event(.tripEnded(let tripId, _)) in steps {

@@ -80,7 +80,7 @@ extension Store: QueueJournal {
           .flatMap { TripResolution(journalJSON: $0, now: .zero, lateWindow: 0) } ?? .pending(deadline: .zero)
         // Only the batches held for a device ID are read; the queued ones are counted (index only).
         let batches = try database.query(
-          "SELECT sequence, events FROM queue WHERE trip_id = ? AND state = 0 ORDER BY sequence",
+          "SELECT sequence, events FROM queue WHERE trip_id = ? AND state = 0 ORDER BY id",
           [.text(tripId)]
         ).compactMap { b -> TripEventBatch? in
           guard let sequence = b[0].integer, let text = b[1].text else { return nil }
