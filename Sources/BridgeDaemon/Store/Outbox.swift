@@ -273,6 +273,7 @@ extension Store: QueueJournal {
       var undelivered = Int64(queueCount ?? 0)
       if queueCount == nil {
         undelivered = try database.query("SELECT count(*) FROM queue").first?.first?.integer ?? 0
+        queueCount = Int(undelivered)
       }
       let oldestRow = try database.query("SELECT received_at FROM queue ORDER BY id LIMIT 1").first
       let unresolved =
