@@ -11,9 +11,11 @@ or a misspelt pairing field, key files with a byte order mark or a mode others c
 batch over the 16 MiB cap, a malformed advertisement tail (a `rejected` line), an upload URL
 libcurl cannot use, a secret under a URL parameter no list knows, two daemons on one state
 directory, a daemon whose configuration becomes a FIFO before SIGHUP (SIGTERM still ends it
-within 1 s), fleet topics that are equal or overlap (the trips' topic among them), and a broker
+within 1 s), fleet topics that are equal or overlap (the trips' topic among them), a broker
 that takes every message and never acknowledges one (SIGTERM during a publish still ends the
-daemon within 5 s; a real Mosquitto behind Tests/Support/mqtt_proxy.py).
+daemon within 5 s; a real Mosquitto behind Tests/Support/mqtt_proxy.py), and a backend that
+never answers or trickles its answer (every trip call answers within 1 s, in realtime and
+postTrip mode; SIGTERM within 5 s).
 
 Each case asserts
   - the exit status,
@@ -498,6 +500,77 @@ def fifo_on_sighup(t):
     return problems
 
 
+def backend_that(fault):
+    """A backend that takes each POST and never answers (`hang`) or trickles its answer (`slow`),
+    at the default 30 s upload timeout: in realtime and in postTrip mode every trip call answers
+    within 1 s (posting runs on its own task), and SIGTERM stops the daemon within 5 s."""
+    def case(t):
+        problems = []
+        for sending in ["realtime", "postTrip"]:
+            folder = os.path.join(t, sending)
+            os.makedirs(folder)
+            problems += [f"{sending}: {p}" for p in backend_fault(folder, fault, sending)]
+        return problems
+    return case
+
+
+def backend_fault(t, fault, sending):
+    problems = []
+    log = os.path.join(t, "backend.jsonl")
+    backend = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests/Support/fake_backend.py"), "--log", log,
+                                "--always", fault, "--hang", "120"], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    bus, daemon = None, None
+    try:
+        port = backend.stdout.readline().decode().split()[-1]
+        config = write(t, "beaconbridge.conf", f"""[Trips]
+unresolvedPolicy = fallback
+fallbackDeviceId = VAN-1
+lateWindow = 0
+sending = {sending}
+[Upload]
+URL = http://127.0.0.1:{port}/trips
+""")
+        bus = Bus(os.path.join(t, "bus"))
+        daemon = Daemon(t, bus, os.path.join(t, "state"), config, "daemon")
+        if not daemon.wait_for(r"ready: serving"):
+            return [f"the daemon did not become ready: {daemon.text()[-400:]}"]
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=bus.address)
+        env.pop("BEACONBRIDGE_STATE_DIR", None)
+        events = write(t, "events.json", '[{"type":"braking","g":0.4}]')
+        calls = [["trip", "start", "--trip-id", "t1"]] + [["trip", "events", "--trip-id", "t1", events]] * 3 + [
+            ["trip", "end", "--trip-id", "t1"], ["trip", "start", "--trip-id", "t2"],
+            ["trip", "events", "--trip-id", "t2", events], ["trip", "end", "--trip-id", "t2"]]
+        for argv in calls:
+            started = time.monotonic()
+            status, out, err = run(argv, env, t)
+            took = time.monotonic() - started
+            if status != 0:
+                problems.append(f"{' '.join(argv)}: exit {status}: {err.strip()[-300:]}")
+            elif took > 1:
+                problems.append(f"{' '.join(argv)} took {took:.1f} s to answer")
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline and not (os.path.exists(log) and os.path.getsize(log) > 0):
+            time.sleep(0.05)
+        if not (os.path.exists(log) and os.path.getsize(log) > 0):
+            problems.append("no post reached the backend")
+        started = time.monotonic()
+        daemon.proc.send_signal(signal.SIGTERM)
+        status = daemon.exit_status(TIMEOUT)
+        if status != 0:
+            problems.append(f"SIGTERM with a post in flight: exit {status}, not 0")
+        elif time.monotonic() - started > 5:
+            problems.append(f"SIGTERM with a post in flight took {time.monotonic() - started:.1f} s")
+    finally:
+        if daemon:
+            daemon.close()
+        if bus:
+            bus.close()
+        os.killpg(backend.pid, signal.SIGKILL)
+        backend.wait()
+    return problems
+
+
 def never_acknowledging_broker(t):
     """A broker that takes every message and never acknowledges one (a real Mosquitto behind
     Tests/Support/mqtt_proxy.py, which drops its PUBACKs), with the upload's default 30 s
@@ -582,6 +655,8 @@ SPECIAL = [
     ("two daemons on one state directory", two_daemons),
     ("configuration FIFO on SIGHUP", fifo_on_sighup),
     ("a broker that never acknowledges: a stop under 5 s", never_acknowledging_broker),
+    ("a backend that never answers", backend_that("hang")),
+    ("a backend that trickles its answer", backend_that("slow")),
 ]
 
 

@@ -3,7 +3,7 @@
 //
 //   BeaconBench [--repeats N] [--advertisements M]
 //   BeaconBench --instructions N            (make bench-check, Benchmarks/instructions.py)
-//   BeaconBench --scaling beacons|paired|departed|trips|batch N   (make bench-scaling, Benchmarks/scaling.py)
+//   BeaconBench --scaling beacons|paired|departed|trips|batch|outbox N   (make bench-scaling, Benchmarks/scaling.py)
 
 import BeaconCore
 import BeaconCrypto
@@ -52,12 +52,12 @@ while let flag = arguments.popFirst() {
   case "--instructions": instructions = Int(arguments.popFirst() ?? "")
   case "--scaling":
     let mode = arguments.popFirst() ?? ""
-    guard ["beacons", "paired", "departed", "trips", "batch"].contains(mode),
+    guard ["beacons", "paired", "departed", "trips", "batch", "outbox", "outbox-filled"].contains(mode),
       let size = Int(arguments.popFirst() ?? ""),
       size > 0
     else {
       FileHandle.standardError.write(
-        Data("usage: BeaconBench --scaling beacons|paired|departed|trips|batch N\n".utf8))
+        Data("usage: BeaconBench --scaling beacons|paired|departed|trips|batch|outbox|outbox-filled N\n".utf8))
       exit(2)
     }
     scaling = (mode, size)
@@ -370,6 +370,58 @@ if coldSearch {
       + "\"farSecondsAtThatRate\": \(Int(farOperations / rate)), \"farSecondsAtTheServicePace\": \(Int(farOperations / 200_000))}"
   )
   exit(0)
+}
+
+/// The host of the outbox's scaling: it takes every batch.
+final class OutboxHost: ScopeHost {
+  var configuration: BridgeConfiguration {
+    var settings = BridgeConfiguration()
+    settings.trips.configuredDeviceId = "UNIT-1"
+    settings.trips.sending = .postTrip
+    return settings
+  }
+  let posted = Mutex(0)
+  func log(_ record: LogRecord) {}
+  func postTripEventBatch(_ batch: TaggedTripBatch) async throws { posted.withLock { $0 += batch.events.count } }
+}
+
+/// The outbox's scaling (`--scaling outbox N`): N batches of a postTrip trip committed to the
+/// daemon's store, then the trip's end, which drains them through the bridge's queue (read a
+/// window at a time, each delivery deleted). The drain runs on the concurrency pool, where
+/// callgrind's `--toggle-collect` cannot follow it, so Benchmarks/scaling.py counts the whole
+/// process and subtracts `outbox-filled` (the same run without the end): what is left is the
+/// drain's own work.
+func scalingOutbox(_ size: Int, drain: Bool) async -> Int {
+  let base = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
+  let dir = base + "/beaconbench-outbox-\(getpid())"
+  defer { try? FileManager.default.removeItem(atPath: dir) }
+  guard let store = try? Store(directory: dir) else { return -1 }
+  await store.setOutboxLimit(size + 1)
+  let host = OutboxHost()
+  let bridge = BeaconBridge(host: host, journal: store)
+  let trip: TripID = "t"
+  guard (try? await bridge.start()) != nil else { return -1 }
+  do {
+    try await bridge.tripStart(trip)
+    let events = try TripEvent.batch(fromJSON: Array(#"[{"type":"braking","g":0.41}]"#.utf8))
+    for _ in 0..<size { try await bridge.tripEvents(trip, events: events) }
+    if drain { try await bridge.tripEnd(trip) }
+  } catch {
+    return -1
+  }
+  return host.posted.withLock { $0 }
+}
+
+if let scaling, scaling.mode.hasPrefix("outbox") {
+  // On the pool, the main thread blocked on a semaphore: a main thread that awaits parks in
+  // dispatch_main's sigsuspend, whose mask valgrind cannot write (it stops with SIGSEGV).
+  let done = DispatchSemaphore(value: 0)
+  Task.detached {
+    let work = await scalingOutbox(scaling.size, drain: scaling.mode == "outbox")
+    print("{\"mode\": \"\(scaling.mode)\", \"size\": \(scaling.size), \"work\": \(work)}")
+    exit(work < 0 ? 1 : 0)
+  }
+  done.wait()
 }
 
 if let scaling {

@@ -17,6 +17,38 @@ import Testing
     return bridge
   }
 
+  /// Batches a previous run left queued stay in the store (only their count is read) and go out
+  /// on the posting task after the restart, in order, with no new batch to wake it.
+  @Test func queuedBatchesGoOutOnThePostingTaskAfterARestart() async throws {
+    let dir = directory()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    var configuration = BridgeConfiguration()
+    configuration.trips.configuredDeviceId = "VAN-1"
+    configuration.postRetryInitial = 60
+    do {
+      let host = RecordingHost(configuration: configuration, beaconMode: false)
+      host.failPosts(1)
+      let bridge = BeaconBridge(host: host, clock: TestClock(), journal: try Store(directory: dir))
+      let posting = await bridge.startPosting()
+      defer { posting.cancel() }
+      try await bridge.start()
+      try await bridge.tripStart("t1")
+      for n in 0..<3 { try await bridge.tripEvents("t1", events: [Fixtures.event("braking", at: Double(n))]) }
+      await bridge.settled()
+      #expect(host.posted.isEmpty)
+      #expect(await bridge.status.outboundBatches == 3)
+    }
+    let host = RecordingHost(configuration: configuration, beaconMode: false)
+    let bridge = BeaconBridge(host: host, clock: TestClock(), journal: try Store(directory: dir))
+    let posting = await bridge.startPosting()
+    defer { posting.cancel() }
+    try await bridge.start()
+    try await waitUntil("the restored batches are posted") { host.posted.count == 3 }
+    await bridge.settled()
+    #expect(host.posted.map(\.idempotencyKey) == ["t1#0", "t1#1", "t1#2"])
+    #expect(await bridge.status.outboundBatches == 0)
+  }
+
   @Test func heldBatchesSurviveAReopenAndKeepEveryField() async throws {
     let dir = directory()
     defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -19,7 +19,8 @@ its Content-Length is logged as "truncated" and never answered, and a POST whose
 Fault steps for --script, after the body is read: "hang" accepts the request and never answers
 (the connection stays open for --hang seconds), "partial" sends a 200 whose body ends after 10
 of its 100 bytes and closes, "slow" sends a 200 whose 100-byte body trickles at one byte per
-second. With --tls-cert/--tls-key it serves https; --tls-client-ca also requires a client
+second. --always STEP answers every POST past the script with STEP (a status or a fault step):
+"--always hang" is a backend that never answers, "--always slow" one that trickles. With --tls-cert/--tls-key it serves https; --tls-client-ca also requires a client
 certificate signed by that CA (mutual TLS), and a handshake without one is refused.
 
 With --serve-dir DIR it also answers GET: the file in DIR named by the request path's last
@@ -58,6 +59,7 @@ def main():
     ap.add_argument("--fail-path", default=None)
     ap.add_argument("--get-barrier", type=int, default=0)
     ap.add_argument("--hang", type=float, default=120.0)
+    ap.add_argument("--always", default=None)
     ap.add_argument("--tls-cert", default=None)
     ap.add_argument("--tls-key", default=None)
     ap.add_argument("--tls-client-ca", default=None)
@@ -92,7 +94,7 @@ def main():
                 self.end_headers()
                 return
             with lock:
-                step = script.pop(0) if script else None
+                step = script.pop(0) if script else args.always
                 roll = rng.random()
             if args.delay:
                 time.sleep(args.delay)

@@ -21,7 +21,18 @@ public actor BeaconBridge {
   private(set) public var isArmed = false
   private var restored = false
 
-  var outbound: [TaggedTripBatch] = []
+  /// The outbound queue (BeaconBridge+Outbound.swift): with a `QueueJournal`, counts and a
+  /// window of keys; the batches stay in the journal.
+  var outbound = OutboundLane()
+  /// The journal had fewer due batches than the lane counted: nothing to post until more come.
+  var windowExhausted = false
+  /// Whether posts run on the posting task (`startPosting`, `runPosting`); otherwise the call
+  /// or tick that queued a batch drains the queue itself.
+  var postsOnOwnTask = false
+  /// The parked posting loop, and `settled` callers waiting for it to be idle.
+  var poster: (continuation: CheckedContinuation<Void, Never>, id: UInt64)?
+  var posterParkCount: UInt64 = 0
+  var settleWaiters: [CheckedContinuation<Void, Never>] = []
   var isPosting = false
   /// Dead-letter retries waiting for the posting lane (`retryDeadLetter`).
   var postingWaiters: [CheckedContinuation<Void, Never>] = []
@@ -72,11 +83,19 @@ public actor BeaconBridge {
         throw BridgeError(.journal, "cannot read the trip journal: \(error)")
       }
       restored = true
-      let batches = kept.reduce(0) { $0 + $1.batches.count }
+      let batches = kept.reduce(0) { $0 + $1.batches.count + $1.queued }
       if !kept.isEmpty { log(.notice, "restored \(kept.count) trip(s) and \(batches) undelivered batch(es)") }
       isArmed = true
+      // Queued batches stay in the journal: only their counts come back.
+      for trip in kept where trip.queued > 0 {
+        outbound.restore(trip.tripId, queued: trip.queued, waiting: trip.waiting)
+      }
       let steps = pipeline.restore(kept, at: now)
       await perform(steps)
+      // A trip that ended, or a sending mode changed to realtime, while the daemon was down.
+      await releaseWaiting()
+      // What the journal kept queued is due now: the posting task parked before it was counted.
+      if outbound.dueCount > 0 { if postsOnOwnTask { wakePoster() } else { await drainOutbound() } }
       // Trips the restore ended (over `maxOpenTrips`): retired once nothing of them is left.
       var ended = 0
       for case .event(.tripEnded(let tripId, _)) in steps {
@@ -100,6 +119,8 @@ public actor BeaconBridge {
       throw BridgeError(.invalidConfiguration, "invalid configuration: " + problems.joined(separator: "; "))
     }
     await perform(pipeline.reconfigure(configuration, at: now))
+    // postTrip batches become due when a reload makes the sending realtime.
+    await releaseWaiting()
     wakeDeadlines()
     log(.info, "configuration reloaded")
   }
@@ -141,17 +162,14 @@ public actor BeaconBridge {
   public func tick() async {
     let time = now
     await perform(pipeline.tick(at: time))
-    if let retryAt, retryAt <= time {
-      await drainOutbound()
-    } else if retryAt == nil, !outbound.isEmpty {
-      // postTrip batches become due when their trip ends, or when a reload makes them realtime.
-      await drainOutbound()
-    }
+    // Without a posting task, a batch's retry is one of the deadlines.
+    if !postsOnOwnTask, let retryAt, retryAt <= time { await drainOutbound() }
   }
 
   /// The earliest time `tick` has work.
   public var nextDeadline: Timestamp? {
-    [pipeline.nextDeadline, outbound.isEmpty ? nil : retryAt].compactMap { $0 }.min()
+    let retry = postsOnOwnTask || outbound.dueCount == 0 ? nil : retryAt
+    return [pipeline.nextDeadline, retry].compactMap { $0 }.min()
   }
 
   /// Consumes a source until it ends or the task is cancelled, ticking deadlines meanwhile.
@@ -242,9 +260,8 @@ public actor BeaconBridge {
     try requireArmed()
     let steps: [BeaconPipeline.Step]
     do { steps = try pipeline.endTrip(tripId, at: now) } catch { throw BridgeError(.trip, error.description) }
+    // In postTrip mode, the trip's batches become due now (`perform`, on `tripEnded`).
     await perform(steps)
-    // In postTrip mode, the trip's batches become due now.
-    await drainOutbound()
     await retire(tripId)
   }
 
@@ -269,9 +286,9 @@ public actor BeaconBridge {
         BridgeStatus.Trip(
           tripId: trip.tripId, startedAt: trip.startedAt, endedAt: trip.endedAt, resolution: trip.resolution,
           heldBatches: pipeline.tagger.heldBatches(trip.tripId).count,
-          waitingForEnd: isDue(trip.tripId) ? 0 : outbound.count { $0.tripId == trip.tripId })
+          waitingForEnd: outbound.waiting(trip.tripId))
       },
-      outboundBatches: outbound.count, pairings: pipeline.pairings.pairings, now: now,
+      outboundBatches: outbound.total, pairings: pipeline.pairings.pairings, now: now,
       health: pipeline.health.health, pairedBeacons: pipeline.pairedBeacons,
       ignoredFrames: pipeline.health.ignoredFrames, upload: upload,
       eidReplaysRefused: pipeline.eidReplaysRefused, rpaReplaysRefused: pipeline.rpaReplaysRefused)
@@ -285,19 +302,24 @@ public actor BeaconBridge {
     }
   }
 
+  /// Records and emits the pipeline's events and queues its posts. Posting is the posting
+  /// task's (`startPosting`); without one, the queue is drained here.
   func perform(_ steps: [BeaconPipeline.Step]) async {
-    var posted = false
+    var posts: [TaggedTripBatch] = []
+    var ended: [String] = []
     for step in steps {
       switch step {
       case .event(let event):
         await record(event)
         emit(event)
+        if case .tripEnded(let tripId, _) = event { ended.append(tripId) }
       case .post(let batch):
-        outbound.append(batch)
-        posted = true
+        posts.append(batch)
       }
     }
-    if posted { await drainOutbound() }
+    await enqueue(posts)
+    if !ended.isEmpty { await releaseWaiting(ended) }
+    if !postsOnOwnTask, !posts.isEmpty || !ended.isEmpty { await drainOutbound() }
     wakeDeadlines()
   }
 

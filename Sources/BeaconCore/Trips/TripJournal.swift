@@ -23,6 +23,32 @@ public protocol TripJournal: Sendable {
   func recordRetired(_ tripId: String) async throws
 }
 
+/// A journal that keeps the outbound queue itself (the daemon's store): the bridge then holds no
+/// queued batch in memory but the one it posts, and reads the queue a window at a time, in order.
+/// A batch enters the queue (`recordQueued`) once its trip is tagged; it is due at once in
+/// realtime mode, or waits for its trip's end (`recordDue`) in postTrip mode. `load` then gives
+/// only the batches not yet queued (held for a device ID), and counts the queued ones.
+public protocol QueueJournal: TripJournal {
+  /// Tagged batches enter the queue, in order: due now, or waiting for their trip's end.
+  func recordQueued(_ batches: [QueuedBatchKey], due: Bool) async throws
+  /// A trip's waiting batches become due.
+  func recordDue(_ tripId: String) async throws
+  /// Up to `limit` due batches, oldest first: read through an index, never a scan of the queue.
+  func dueWindow(limit: Int) async throws -> [QueuedBatchKey]
+  /// One queued batch, its events as received; nil when it is no longer queued.
+  func queuedBatch(_ key: QueuedBatchKey) async throws -> TripEventBatch?
+}
+
+/// A batch in a `QueueJournal`'s queue.
+public struct QueuedBatchKey: Hashable, Sendable {
+  public var tripId: String
+  public var sequence: Int
+  public init(tripId: String, sequence: Int) {
+    self.tripId = tripId
+    self.sequence = sequence
+  }
+}
+
 /// A trip as the journal kept it.
 public struct JournaledTrip: Hashable, Sendable {
   public var tripId: String
@@ -30,14 +56,18 @@ public struct JournaledTrip: Hashable, Sendable {
   public var resolution: TripResolution
   public var beaconMode: Bool
   public var ended: Bool
-  /// Undelivered batches, in sequence order.
+  /// Undelivered batches, in sequence order: with a `QueueJournal`, only those not yet queued.
   public var batches: [TripEventBatch]
   /// The next sequence number (one past the highest ever given, delivered or not).
   public var nextSequence: Int
+  /// With a `QueueJournal`: the trip's batches in the queue (left there, not loaded), and how
+  /// many of them wait for the trip's end.
+  public var queued: Int
+  public var waiting: Int
 
   public init(
     tripId: String, resolution: TripResolution, beaconMode: Bool, ended: Bool, batches: [TripEventBatch],
-    nextSequence: Int
+    nextSequence: Int, queued: Int = 0, waiting: Int = 0
   ) {
     self.tripId = tripId
     self.resolution = resolution
@@ -45,6 +75,8 @@ public struct JournaledTrip: Hashable, Sendable {
     self.ended = ended
     self.batches = batches
     self.nextSequence = nextSequence
+    self.queued = queued
+    self.waiting = waiting
   }
 }
 

@@ -94,6 +94,8 @@ public struct Daemon: Sendable {
     let bridge = BeaconBridge(host: host, journal: store) { events.deliver($0) }
     // The pairings' and keys' one owner; the keys' searches run in EIDSearchService.
     let book = await PairingBook.starting(store: store, bridge: bridge, paired: paired)
+    let posting = await bridge.startPosting()
+    defer { posting.cancel() }
     guard await arm(bridge, book: book, logger: logger) else { return 1 }
     guard
       let (bus, api) = await serveAPI(
@@ -118,7 +120,7 @@ public struct Daemon: Sendable {
       ScanService.daemon(
         settings: settings, paired: paired, bridge: bridge, status: scanStatus, changed: statusChanged,
         logger: logger),
-      DeadlineService(bridge: bridge),
+      DeadlineService(bridge: bridge), PostingService(posting: posting),
       EIDSearchService(keys: book.keys),
       TrackingSaver(book: book, logger: logger),
       PairingWatcher(book: book, logger: logger),

@@ -1,7 +1,8 @@
 import BeaconCore
 
 /// `STATUS=` lines as the bridge's state changes, and freed memory handed back after many
-/// beacons left at once (a flood expiring), or the daemon would stay at its peak size. It runs
+/// beacons left at once (a flood expiring) or a long backlog drained, or the daemon would stay
+/// at its peak size. It runs
 /// as it starts (so an active unit's status is never empty) and when `changed` rings (a bridge
 /// event, a change in scanning), at most once per `interval`: a change is told at once (systemd
 /// shows what a unit waits for as it comes up), and the changes during the pause that follows
@@ -16,11 +17,18 @@ struct StatusReporter: Service {
   func run() async throws {
     var last = ""
     var release = PeakShrink()
+    // A long backlog drained (days offline, then the uplink back) leaves the posts' and the
+    // journal's churn in freed pages: handed back as it shrinks, down to a few batches.
+    var drained = PeakShrink()
+    drained.threshold = 256
     changed.ring()
     while true {
       await changed.wait()
       let current = await bridge.status
-      if release.shouldRelease(tracked: current.beaconsInRange.count) { MallocTuning.returnFreedMemory() }
+      let shrank = release.shouldRelease(tracked: current.beaconsInRange.count)
+      if drained.shouldRelease(tracked: current.outboundBatches) || shrank {
+        MallocTuning.returnFreedMemory()
+      }
       let line = Self.line(current, scan: scan.condition)
       if line != last {
         notifier.notify("STATUS=\(line)")

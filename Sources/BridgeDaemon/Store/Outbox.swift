@@ -34,7 +34,40 @@ public struct OutboxSummary: Hashable, Sendable {
 /// The store is the daemon's trip journal: the outbox. Every batch is committed (WAL,
 /// `synchronous=FULL`) before `recordBatch` returns, so the call that handed it over returns only
 /// once it would survive a power cut.
-extension Store: TripJournal {
+///
+/// The outbox is the `queue` table, and it is also the bridge's outbound queue (`QueueJournal`):
+/// a batch is a row from `TripEvents` to its delivery, its `state` saying where it is (held for
+/// a device ID, waiting for its trip's end, due). The bridge reads due rows a window at a time
+/// through the partial index `queue_due`, in `id` order (the order batches were taken), and one
+/// batch's events at a time; nothing loads the queue, and no step scans it.
+extension Store: QueueJournal {
+  /// `queue.state`.
+  enum QueueState: Int64 {
+    case held = 0
+    case waiting = 1
+    case due = 2
+  }
+
+  /// The queue (schema version 7): the outbox's `batches` table with an order and a state. Rows
+  /// of an older store come over held; the first start tags and queues them again.
+  static let queueSchema = """
+    CREATE TABLE IF NOT EXISTS queue (
+      id INTEGER PRIMARY KEY,
+      trip_id TEXT NOT NULL REFERENCES trips(trip_id),
+      sequence INTEGER NOT NULL,
+      events TEXT NOT NULL,
+      received_at REAL NOT NULL,
+      state INTEGER NOT NULL DEFAULT 0,
+      UNIQUE (trip_id, sequence)
+    );
+    CREATE INDEX IF NOT EXISTS queue_trip_state ON queue (trip_id, state);
+    CREATE INDEX IF NOT EXISTS queue_due ON queue (id) WHERE state = 2;
+    INSERT INTO queue (trip_id, sequence, events, received_at)
+      SELECT trip_id, sequence, events, received_at FROM batches ORDER BY received_at, trip_id, sequence;
+    DROP TABLE batches;
+
+    """
+
   public func load() async throws -> [JournaledTrip] {
     do {
       let trips = try database.query(
@@ -45,24 +78,39 @@ extension Store: TripJournal {
         let resolution =
           row[1].text.flatMap { try? JSONValue.parse(Data($0.utf8)) }
           .flatMap { TripResolution(journalJSON: $0, now: .zero, lateWindow: 0) } ?? .pending(deadline: .zero)
+        // Only the batches held for a device ID are read; the queued ones are counted (index only).
         let batches = try database.query(
-          "SELECT sequence, events FROM batches WHERE trip_id = ? ORDER BY sequence", [.text(tripId)]
+          "SELECT sequence, events FROM queue WHERE trip_id = ? AND state = 0 ORDER BY id",
+          [.text(tripId)]
         ).compactMap { b -> TripEventBatch? in
-          guard let sequence = b[0].integer, let text = b[1].text,
-            let array = try? JSONText.elements(ofArray: Array(text.utf8))
-          else { return nil }
-          // Each event with its text as received, so that it leaves byte for byte.
-          let events = array.compactMap { try? TripEvent(json: $0.value, text: $0.text) }
-          return TripEventBatch(tripId: tripId, sequence: Int(sequence), events: events, receivedAt: .zero)
+          guard let sequence = b[0].integer, let text = b[1].text else { return nil }
+          return Self.batch(tripId: tripId, sequence: Int(sequence), events: text)
+        }
+        var queued = 0
+        var waiting = 0
+        for count in try database.query(
+          "SELECT state, count(*) FROM queue WHERE trip_id = ? AND state > 0 GROUP BY state", [.text(tripId)])
+        {
+          let n = Int(count[1].integer ?? 0)
+          queued += n
+          if count[0].integer == QueueState.waiting.rawValue { waiting += n }
         }
         return JournaledTrip(
           tripId: tripId, resolution: resolution, beaconMode: (row[2].integer ?? 1) != 0,
           ended: row[3] != .null,
-          batches: batches, nextSequence: Int(row[4].integer ?? 0))
+          batches: batches, nextSequence: Int(row[4].integer ?? 0), queued: queued, waiting: waiting)
       }
     } catch {
       throw StoreError(error, path: path)
     }
+  }
+
+  /// A batch as the queue keeps it: each event with its text as received, so that it leaves
+  /// byte for byte.
+  static func batch(tripId: String, sequence: Int, events text: String) -> TripEventBatch? {
+    guard let array = try? JSONText.elements(ofArray: Array(text.utf8)) else { return nil }
+    let events = array.compactMap { try? TripEvent(json: $0.value, text: $0.text) }
+    return TripEventBatch(tripId: tripId, sequence: sequence, events: events, receivedAt: .zero)
   }
 
   public func recordTripStarted(_ tripId: String) async throws {
@@ -73,19 +121,68 @@ extension Store: TripJournal {
     }
   }
 
-  public func recordBatch(_ batch: TripEventBatch) async throws {
+  /// Rows in the queue: counted once (an index's length), then kept in step.
+  func undeliveredCount() throws(StoreError) -> Int {
+    if let queueCount { return queueCount }
     let count = try read { () throws(SQLiteError) -> Int64 in
-      try database.query("SELECT count(*) FROM batches").first?.first?.integer ?? 0
+      try database.query("SELECT count(*) FROM queue").first?.first?.integer ?? 0
     }
+    queueCount = Int(count)
+    return Int(count)
+  }
+
+  public func recordBatch(_ batch: TripEventBatch) async throws {
+    let count = try undeliveredCount()
     guard count < outboxLimit else { throw OutboxFull(limit: outboxLimit) }
     let events = JSONValue.array(batch.events.map(\.json)).compactText
     try write { () throws(SQLiteError) in
       try database.query(
-        "INSERT INTO batches (trip_id, sequence, events, received_at) VALUES (?, ?, ?, ?)",
+        "INSERT INTO queue (trip_id, sequence, events, received_at) VALUES (?, ?, ?, ?)",
         [.text(batch.tripId), .integer(Int64(batch.sequence)), .text(events), .real(Self.wallClock)])
       try database.query(
         "UPDATE trips SET next_sequence = max(next_sequence, ?) WHERE trip_id = ?",
         [.integer(Int64(batch.sequence + 1)), .text(batch.tripId)])
+    }
+    queueCount = count + 1
+  }
+
+  public func recordQueued(_ batches: [QueuedBatchKey], due: Bool) async throws {
+    let state = (due ? QueueState.due : .waiting).rawValue
+    try write { () throws(SQLiteError) in
+      for key in batches {
+        try database.query(
+          "UPDATE queue SET state = ? WHERE trip_id = ? AND sequence = ?",
+          [.integer(state), .text(key.tripId), .integer(Int64(key.sequence))])
+      }
+    }
+  }
+
+  public func recordDue(_ tripId: String) async throws {
+    try write { () throws(SQLiteError) in
+      try database.query(
+        "UPDATE queue SET state = 2 WHERE trip_id = ? AND state = 1", [.text(tripId)])
+    }
+  }
+
+  public func dueWindow(limit: Int) async throws -> [QueuedBatchKey] {
+    try read { () throws(SQLiteError) in
+      try database.query(
+        "SELECT trip_id, sequence FROM queue WHERE state = 2 ORDER BY id LIMIT ?", [.integer(Int64(limit))]
+      ).compactMap { row in
+        guard let trip = row[0].text, let sequence = row[1].integer else { return nil }
+        return QueuedBatchKey(tripId: trip, sequence: Int(sequence))
+      }
+    }
+  }
+
+  public func queuedBatch(_ key: QueuedBatchKey) async throws -> TripEventBatch? {
+    try read { () throws(SQLiteError) in
+      try database.query(
+        "SELECT events FROM queue WHERE trip_id = ? AND sequence = ?",
+        [.text(key.tripId), .integer(Int64(key.sequence))]
+      ).first.flatMap { row in
+        row[0].text.flatMap { Self.batch(tripId: key.tripId, sequence: key.sequence, events: $0) }
+      }
     }
   }
 
@@ -127,8 +224,14 @@ extension Store: TripJournal {
   public func recordDelivered(_ tripId: String, sequence: Int) async throws {
     try write { () throws(SQLiteError) in
       try database.query(
-        "DELETE FROM batches WHERE trip_id = ? AND sequence = ?", [.text(tripId), .integer(Int64(sequence))])
+        "DELETE FROM queue WHERE trip_id = ? AND sequence = ?", [.text(tripId), .integer(Int64(sequence))])
+      dequeued(database.changes)
     }
+  }
+
+  /// Keeps `queueCount` in step with rows deleted.
+  private func dequeued(_ rows: Int) {
+    if let count = queueCount { queueCount = max(0, count - rows) }
   }
 
   public func recordDeadLetter(_ tripId: String, sequence: Int, reason: String) async throws {
@@ -136,11 +239,12 @@ extension Store: TripJournal {
       try database.query(
         """
         INSERT OR REPLACE INTO dead_letters (trip_id, sequence, events, resolution, reason, failed_at)
-        SELECT b.trip_id, b.sequence, b.events, t.resolution, ?, ? FROM batches b
+        SELECT b.trip_id, b.sequence, b.events, t.resolution, ?, ? FROM queue b
         LEFT JOIN trips t ON t.trip_id = b.trip_id WHERE b.trip_id = ? AND b.sequence = ?
         """, [.text(reason), .real(Self.wallClock), .text(tripId), .integer(Int64(sequence))])
       try database.query(
-        "DELETE FROM batches WHERE trip_id = ? AND sequence = ?", [.text(tripId), .integer(Int64(sequence))])
+        "DELETE FROM queue WHERE trip_id = ? AND sequence = ?", [.text(tripId), .integer(Int64(sequence))])
+      dequeued(database.changes)
     }
   }
 
@@ -155,7 +259,8 @@ extension Store: TripJournal {
   public func recordRetired(_ tripId: String) async throws {
     try write { () throws(SQLiteError) in
       // A trip with dead letters keeps no row here: the dead letters carry their own trip ID.
-      try database.query("DELETE FROM batches WHERE trip_id = ?", [.text(tripId)])
+      try database.query("DELETE FROM queue WHERE trip_id = ?", [.text(tripId)])
+      dequeued(database.changes)
       try database.query("DELETE FROM trips WHERE trip_id = ?", [.text(tripId)])
     }
   }
@@ -164,16 +269,22 @@ extension Store: TripJournal {
   public func outboxSummary() throws(StoreError) -> OutboxSummary {
     do {
       let trips = try database.query("SELECT count(*) FROM trips").first?.first?.integer ?? 0
-      let undelivered = try database.query("SELECT count(*), min(received_at) FROM batches").first
+      // The count kept in step, and the oldest row by the primary key: no scan of the queue.
+      var undelivered = Int64(queueCount ?? 0)
+      if queueCount == nil {
+        undelivered = try database.query("SELECT count(*) FROM queue").first?.first?.integer ?? 0
+        queueCount = Int(undelivered)
+      }
+      let oldestRow = try database.query("SELECT received_at FROM queue ORDER BY id LIMIT 1").first
       let unresolved =
         try database.query(
           "SELECT count(*) FROM trips WHERE resolution LIKE '{\"reason\":\"unresolved\"%'"
         ).first?.first?.integer ?? 0
       let dead = try database.query("SELECT count(*) FROM dead_letters").first?.first?.integer ?? 0
       var oldest: Double?
-      if case .real(let t)? = undelivered?[1] { oldest = max(0, Self.wallClock - t) }
+      if case .real(let t)? = oldestRow?[0] { oldest = max(0, Self.wallClock - t) }
       return OutboxSummary(
-        trips: Int(trips), undelivered: Int(undelivered?[0].integer ?? 0), unresolvedTrips: Int(unresolved),
+        trips: Int(trips), undelivered: Int(undelivered), unresolvedTrips: Int(unresolved),
         deadLetters: Int(dead), limit: outboxLimit, oldestAge: oldest)
     } catch {
       throw StoreError(error, path: path)

@@ -7,7 +7,7 @@ import CSQLite
 public actor Store {
   public static let fileName = "beaconbridge.sqlite"
   /// Schema versions this build can read (`PRAGMA user_version`).
-  static let schemaVersion: Int64 = 7
+  static let schemaVersion: Int64 = 8
   /// `PRAGMA application_id`: "BBBR" in ASCII, beaconbridge's mark in the file's header
   /// (offset 68), so that a database another program made is never written to
   /// (`StoreOwnership`).
@@ -17,6 +17,9 @@ public actor Store {
   public nonisolated let path: String
   /// The outbox refuses new batches beyond this many undelivered ones.
   public private(set) var outboxLimit = 100_000
+  /// Rows in `queue`, counted once and then kept in step by every write (Outbox.swift), so that
+  /// taking a batch costs no count of the queue.
+  var queueCount: Int?
 
   public func setOutboxLimit(_ limit: Int) { outboxLimit = max(1, limit) }
 

@@ -46,6 +46,10 @@ enum StoreOwnership: Equatable {
       "pairings", "trips", "batches", "dead_letters", "decisions", "gzone_last_load", "fleet_applied",
       "fleet_pairings", "fleet_link", "key_pairings", "fleet_key_pairings", "fleet_set_aside",
     ],
+    8: [
+      "pairings", "trips", "queue", "dead_letters", "decisions", "gzone_last_load", "fleet_applied",
+      "fleet_pairings", "fleet_link", "key_pairings", "fleet_key_pairings", "fleet_set_aside",
+    ],
   ]
 
   /// Reads the file's 100-byte header with read(2), then, only for a database without an id,

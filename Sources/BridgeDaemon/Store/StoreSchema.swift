@@ -28,6 +28,10 @@ extension Store {
       try database.execute("PRAGMA journal_mode=WAL")
       try database.execute("PRAGMA synchronous=FULL")
       try database.execute("PRAGMA foreign_keys=ON")
+      // A page cache of 512 KiB, not SQLite's 2 MiB: the daemon reads the queue's head, one
+      // batch and a few small tables, so a larger cache only held a long outbox's index pages
+      // (counted once at start, read a window at a time) in the daemon's RSS.
+      try database.execute("PRAGMA cache_size=-512")
       let version = try database.query("PRAGMA user_version").first?.first?.integer ?? 0
       guard version <= schemaVersion else {
         throw StoreError(
@@ -116,6 +120,11 @@ extension Store {
       if version < 7 {
         try database.transaction { () throws(SQLiteError) in
           try database.execute(Store.fleetAsideSchema + "PRAGMA user_version = 7;")
+        }
+      }
+      if version < 8 {
+        try database.transaction { () throws(SQLiteError) in
+          try database.execute(Store.queueSchema + "PRAGMA user_version = 8;")
         }
       }
       // Deleted rows (an unpaired key) are overwritten with zeros in the file, not left in free
