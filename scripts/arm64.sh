@@ -4,6 +4,7 @@
 # and must not get binfmt_misc, so:
 #
 #   scripts/arm64.sh env            make (or find) the cached parts; print TREE, QEMU, BUILD, ...
+#   scripts/arm64.sh paths          print where they are, making nothing
 #   scripts/arm64.sh swift ARGS...  run `swift ARGS` in the amd64 sid chroot, in this repository,
 #                                   with the arm64 Swift SDK (add --swift-sdk beaconbridge-arm64)
 #   scripts/arm64.sh run PROG ARGS  run one arm64 program: qemu-aarch64 -L TREE PROG ARGS
@@ -23,7 +24,6 @@
 # Made in a .tmp folder and renamed when complete, so an interrupted run leaves nothing half made.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-script="$repo/scripts/arm64.sh"
 pins="$repo/scripts/arm64-pins.txt"
 cache=${BEACONBRIDGE_ARM64_CACHE:-/var/cache/beaconbridge-arm64}
 mirror=${BEACONBRIDGE_ARM64_MIRROR:-http://deb.debian.org/debian}
@@ -40,18 +40,12 @@ die() {
 # The pinned PACKAGE=VERSION words of one role, comma-separated for mmdebstrap --include.
 pinned() { awk -v role="$1" '$1 == role { print $4 }' "$pins" | paste -sd, -; }
 suite_of() { awk -v role="$1" '$1 == role { print $2; exit }' "$pins"; }
-# A part's key: its pins lines and this script.
+# A part's key: its pins lines and the functions of this script that make it.
 key() {
-  { grep -E "^($1) " "$pins"; cat "$script"; } | sha256sum | cut -c1-16
+  local roles=$1
+  shift
+  { grep -E "^($roles) " "$pins" && declare -f "$@"; } | sha256sum | cut -c1-16
 }
-
-chroot_dir="$cache/chroot-$(key compiler)"
-tree_root="$cache/tree-$(key 'swift|sysroot')"
-tree="$tree_root/root"
-sdks="$tree_root/sdks"
-qemu_dir="$cache/qemu-$(key qemu)"
-qemu="$qemu_dir/usr/bin/qemu-aarch64"
-build="$cache/build-$(key 'compiler|swift|sysroot')-$(printf %s "$repo" | sha256sum | cut -c1-8)"
 
 need_root() {
   [ "$(id -u)" = 0 ] || die "making the cached toolchain needs root (mmdebstrap, chroot): run as root"
@@ -68,7 +62,7 @@ prune() {
 }
 
 make_chroot() {
-  [ -x "$chroot_dir/usr/bin/swift" ] && return 0
+  [ -e "$chroot_dir/complete" ] && return 0
   need_root
   echo "arm64: making the compiler chroot $chroot_dir (sid amd64, $(pinned compiler))" >&2
   rm -rf "$chroot_dir.tmp"
@@ -76,6 +70,7 @@ make_chroot() {
     --customize-hook='chroot "$1" dpkg --add-architecture arm64' \
     "$(suite_of compiler)" "$chroot_dir.tmp" "$mirror" >&2 ||
     die "mmdebstrap of the compiler chroot failed: is a pin in scripts/arm64-pins.txt gone from the mirror? (docs/arm64.md)"
+  touch "$chroot_dir.tmp/complete"
   mv "$chroot_dir.tmp" "$chroot_dir"
   prune chroot "$chroot_dir"
 }
@@ -130,8 +125,11 @@ make_tree() {
   for dir in lib bin sbin; do [ -e "$root/$dir" ] || ln -s "usr/$dir" "$root/$dir"; done
   for f in "$root"/usr/lib/aarch64-linux-gnu/*.so* "$root"/usr/libexec/swift/lib/swift/linux/*.so; do
     [ -f "$f" ] && [ ! -L "$f" ] || continue
-    soname=$(readelf -d "$f" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
-    [ -n "$soname" ] && [ ! -e "$(dirname "$f")/$soname" ] && ln -s "$(basename "$f")" "$(dirname "$f")/$soname"
+    # (libc.so and others are linker scripts: no SONAME.)
+    soname=$( (readelf -d "$f" 2>/dev/null || true) | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+    if [ -n "$soname" ] && [ ! -e "$(dirname "$f")/$soname" ]; then
+      ln -s "$(basename "$f")" "$(dirname "$f")/$soname"
+    fi
   done
   # The compiler looks for the static runtime under usr/lib/swift_static.
   [ -e "$root/usr/lib/swift_static" ] || ln -s ../libexec/swift/lib/swift_static "$root/usr/lib/swift_static"
@@ -190,6 +188,16 @@ in_chroot() {
       /bin/sh -c 'cd \"\$0\" && exec \"\$@\"' '$repo' \"\$@\"" in_chroot "$@"
 }
 
+chroot_dir="$cache/chroot-$(key compiler make_chroot)"
+tree_root="$cache/tree-$(key 'swift|sysroot' make_tree)"
+tree="$tree_root/root"
+sdks="$tree_root/sdks"
+qemu_dir="$cache/qemu-$(key qemu make_qemu)"
+qemu="$qemu_dir/usr/bin/qemu-aarch64"
+# The build folder: also keyed by how swift runs, and by this repository's path (SwiftPM's
+# build records name absolute paths).
+build="$cache/build-$(key 'compiler|swift|sysroot' make_chroot make_tree in_chroot)-$(printf %s "$repo" | sha256sum | cut -c1-8)"
+
 command=${1:-}
 shift || true
 case "$command" in
@@ -204,6 +212,12 @@ case "$command" in
     echo "QEMU=$qemu"
     echo "BUILD=$build"
     ;;
+  paths)
+    echo "CHROOT=$chroot_dir"
+    echo "TREE=$tree"
+    echo "QEMU=$qemu"
+    echo "BUILD=$build"
+    ;;
   swift)
     make_chroot
     make_tree
@@ -215,7 +229,7 @@ case "$command" in
     exec "$qemu" -L "$tree" "$@"
     ;;
   *)
-    sed -n '2,9s/^# \{0,1\}//p' "$0" >&2
+    sed -n '2,10s/^# \{0,1\}//p' "$0" >&2
     exit 2
     ;;
 esac
