@@ -165,6 +165,10 @@ ZSHCOMPDIR = $(PREFIX)/share/zsh/vendor-completions
 FISHCOMPDIR = $(PREFIX)/share/fish/vendor_completions.d
 RELEASE_BIN := .build/release/beaconbridge
 RELEASE_DAEMON := .build/release/beaconbridged
+# install-files for another CPU (make deb-arm64): its strip, and what runs its binary (an emulator)
+# for the man page and the completions.
+STRIP ?= strip
+RUN ?=
 VERSION := $(shell sed -n 's/.*static let version = "\(.*\)".*/\1/p' Sources/BridgeDaemon/Service/Daemon.swift)
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 DEB := build/beaconbridge_$(VERSION)_$(DEB_ARCH).deb
@@ -217,9 +221,9 @@ install-files: ## install the files of an existing release build (the .deb uses 
 	@test -x $(RELEASE_BIN) || { echo "no $(RELEASE_BIN): run make release" >&2; exit 1; }
 	@test -x $(RELEASE_DAEMON) || { echo "no $(RELEASE_DAEMON): run make release" >&2; exit 1; }
 	install -D -m 0755 $(RELEASE_BIN) $(DESTDIR)$(BINDIR)/beaconbridge
-	strip --remove-section=.comment --remove-section=.note $(DESTDIR)$(BINDIR)/beaconbridge
+	$(STRIP) --remove-section=.comment --remove-section=.note $(DESTDIR)$(BINDIR)/beaconbridge
 	install -D -m 0755 $(RELEASE_DAEMON) $(DESTDIR)$(DAEMONDIR)/beaconbridged
-	strip --remove-section=.comment --remove-section=.note $(DESTDIR)$(DAEMONDIR)/beaconbridged
+	$(STRIP) --remove-section=.comment --remove-section=.note $(DESTDIR)$(DAEMONDIR)/beaconbridged
 	install -d -m 0755 $(DESTDIR)$(UNITDIR)
 	sed 's|/usr/bin/beaconbridge|$(BINDIR)/beaconbridge|' systemd/beaconbridge.service \
 	  > $(DESTDIR)$(UNITDIR)/beaconbridge.service
@@ -233,16 +237,16 @@ install-files: ## install the files of an existing release build (the .deb uses 
 	@# completions from the binary's command table, the others from their Markdown.
 	install -d -m 0755 $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
 	  $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
-	set -o pipefail; $(RELEASE_BIN) help --man | gzip -9n >$(DESTDIR)$(MANDIR)/man1/beaconbridge.1.gz
+	set -o pipefail; $(RUN) $(RELEASE_BIN) help --man | gzip -9n >$(DESTDIR)$(MANDIR)/man1/beaconbridge.1.gz
 	set -o pipefail; /usr/bin/python3 scripts/md2man.py man/beaconbridge.conf.5.md beaconbridge.conf 5 \
 	  "beaconbridge $(VERSION)" "configuration of the beaconbridge daemon" | gzip -9n \
 	  >$(DESTDIR)$(MANDIR)/man5/beaconbridge.conf.5.gz
 	set -o pipefail; /usr/bin/python3 scripts/md2man.py docs/dbus-api.md beaconbridge-dbus 7 \
 	  "beaconbridge $(VERSION)" "the beaconbridge daemon's D-Bus API" | gzip -9n \
 	  >$(DESTDIR)$(MANDIR)/man7/beaconbridge-dbus.7.gz
-	$(RELEASE_BIN) help --completion bash >$(DESTDIR)$(BASHCOMPDIR)/beaconbridge
-	$(RELEASE_BIN) help --completion zsh >$(DESTDIR)$(ZSHCOMPDIR)/_beaconbridge
-	$(RELEASE_BIN) help --completion fish >$(DESTDIR)$(FISHCOMPDIR)/beaconbridge.fish
+	$(RUN) $(RELEASE_BIN) help --completion bash >$(DESTDIR)$(BASHCOMPDIR)/beaconbridge
+	$(RUN) $(RELEASE_BIN) help --completion zsh >$(DESTDIR)$(ZSHCOMPDIR)/_beaconbridge
+	$(RUN) $(RELEASE_BIN) help --completion fish >$(DESTDIR)$(FISHCOMPDIR)/beaconbridge.fish
 	chmod 0644 $(DESTDIR)$(MANDIR)/man?/beaconbridge*.gz $(DESTDIR)$(BASHCOMPDIR)/beaconbridge \
 	  $(DESTDIR)$(ZSHCOMPDIR)/_beaconbridge $(DESTDIR)$(FISHCOMPDIR)/beaconbridge.fish
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/beaconbridge/beaconbridge.conf ]; then \

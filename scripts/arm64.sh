@@ -66,7 +66,7 @@ make_chroot() {
   need_root
   echo "arm64: making the compiler chroot $chroot_dir (sid amd64, $(pinned compiler))" >&2
   rm -rf "$chroot_dir.tmp"
-  mmdebstrap "${apt_opts[@]}" --variant=apt --include="$(pinned compiler),pkgconf" \
+  mmdebstrap "${apt_opts[@]}" --variant=apt --include="$(pinned compiler),pkgconf,libc6-dev" \
     --customize-hook='chroot "$1" dpkg --add-architecture arm64' \
     "$(suite_of compiler)" "$chroot_dir.tmp" "$mirror" >&2 ||
     die "mmdebstrap of the compiler chroot failed: is a pin in scripts/arm64-pins.txt gone from the mirror? (docs/arm64.md)"
