@@ -29,7 +29,7 @@ demo: build ## build, then play the scripted drive through the real pipeline (no
 	$(BIN) demo
 
 # Every tier the README promises. A tier that cannot run fails here; none is skipped.
-test: check-help lint scenarios crypto-vectors test-golden fuzz-short fuzz-hci-short fuzz-input-short test-io test-hostile leakcheck bench-check bench-scaling test-unit test-process test-system-files test-vm test-box ## every test tier (the VM and box tiers included)
+test: check-help lint scenarios crypto-vectors test-golden fuzz-short fuzz-hci-short fuzz-input-short test-io test-hostile leakcheck bench-check bench-scaling test-unit test-process test-system-files test-vm test-box test-arm64 ## every test tier (the VM, box and arm64 tiers included)
 	@# A tier skipped by BEACONBRIDGE_SKIP_VM or BEACONBRIDGE_SKIP_BOX is not a pass.
 	@skipped=$$(cat .build/skipped-vm .build/skipped-box 2>/dev/null | tr '\n' ' '); \
 	if [ -n "$$skipped" ]; then \
@@ -274,6 +274,33 @@ test-system-files: release ## check the unit, udev rule, policy, man pages, make
 
 test-vm: build ## the real Linux Bluetooth stack in a VM (virtme-ng, btvirt, bluetoothd)
 	scripts/test-vm.sh
+
+# --- arm64 (docs/arm64.md) -----------------------------------------------------------------------
+# `make deb-arm64` cross-builds the release binaries for arm64 with Debian's own Swift (sid's
+# swiftlang, pinned in scripts/arm64-pins.txt) in an amd64 sid chroot against a trixie arm64 tree
+# (scripts/arm64.sh; both cached in /var/cache/beaconbridge-arm64, keyed by their pins), and
+# packages them as `make deb` does. `make test-arm64` runs the package's demo, the golden outputs
+# and the unit tier under qemu-aarch64 (scripts/test-arm64.sh). binfmt_misc is never registered.
+ARM64 := scripts/arm64.sh
+ARM64_DEB := build/beaconbridge_$(VERSION)_arm64.deb
+ARM64_RELEASE_SWIFT := $(ARM64) swift build -c release --static-swift-stdlib \
+  -Xswiftc -Xfrontend -Xswiftc -function-sections -Xswiftc -use-ld=lld -Xswiftc -L$(LINK_DIR)
+.PHONY: deb-arm64 test-arm64
+
+deb-arm64: ## cross-build build/beaconbridge_<version>_arm64.deb (Debian's Swift, no Swift runtime on the box)
+	@scripts/install-deps.sh arm64
+	@scripts/install-deps.sh package
+	$(ARM64) env
+	$(ARM64_RELEASE_SWIFT) --product beaconbridge
+	$(ARM64_RELEASE_SWIFT) $(DAEMON_LINK) --product beaconbridged
+	@eval "$$($(ARM64) paths)" && release=$$BUILD/aarch64-unknown-linux-gnu/release && \
+	  DEB_TREE=$$TREE STRIP=aarch64-linux-gnu-strip RUN="$(CURDIR)/$(ARM64) run" \
+	  DEB_INSTALL_ARGS="RELEASE_BIN=$$release/beaconbridge RELEASE_DAEMON=$$release/beaconbridged" \
+	  scripts/build-deb.sh $(VERSION) arm64 $(ARM64_DEB)
+
+test-arm64: build deb-arm64 ## the arm64 .deb's demo, golden outputs and unit tier under qemu-aarch64
+	@scripts/install-deps.sh test
+	scripts/test-arm64.sh $(ARM64_DEB) $(BIN)
 
 # --- Benchmarks: `make test` runs none of it -----------------------------------------------------
 # `make bench` installs what it needs (Debian packages; bleak in .build/bench-venv), builds release,
