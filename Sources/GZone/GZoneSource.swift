@@ -37,7 +37,9 @@ extension GZoneSource {
           do { data = try await self.fetch(payload) } catch let error as GZoneError {
             return (payload, .failure(error), false)
           } catch is CancellationError {
-            return (payload, .failure(GZoneError(.unreadable, origin: origin, "\(CancellationError())")), true)
+            return (
+              payload, .failure(GZoneError(.unreadable, origin: origin, "\(CancellationError())")), true
+            )
           } catch {
             return (payload, .failure(GZoneError(.unreadable, origin: origin, "\(error)")), false)
           }
