@@ -53,7 +53,7 @@ scripts/check-golden.py "$bin" --runner "$QEMU -L $TREE"
 # 3. The unit tier. -disable-cross-import-overlays: sid's swiftlang has Testing's Foundation
 # overlay module but not its library (lib_Testing_Foundation.so), and no test needs it.
 scripts/arm64.sh swift build -Xswiftc -warnings-as-errors --build-tests \
-  -Xswiftc -disable-cross-import-overlays
+  -Xswiftc -Xfrontend -Xswiftc -disable-cross-import-overlays
 products="$BUILD/aarch64-unknown-linux-gnu/debug"
 runner="$products/beaconbridgePackageTests.xctest"
 [ -x "$runner" ] || fail "no test runner at $runner"
