@@ -57,13 +57,20 @@ scripts/arm64.sh swift build -Xswiftc -warnings-as-errors --build-tests \
 products="$BUILD/aarch64-unknown-linux-gnu/debug"
 runner="$products/beaconbridgePackageTests.xctest"
 [ -x "$runner" ] || fail "no test runner at $runner"
-wrappers="$out/wrappers"
-mkdir -p "$wrappers"
-for program in beaconbridge beaconbridged; do
+# wrapper PATH PROGRAM: a host script at PATH that runs the arm64 PROGRAM under qemu.
+wrapper() {
   printf '#!/bin/sh\n# %s under qemu-aarch64 (scripts/test-arm64.sh)\nexec "%s" -L "%s" "%s" "$@"\n' \
-    "$program" "$QEMU" "$TREE" "$products/$program" >"$wrappers/$program"
-  chmod 0755 "$wrappers/$program"
-done
+    "$(basename "$2")" "$QEMU" "$TREE" "$2" >"$1"
+  chmod 0755 "$1"
+}
+# The CLI's `run` execs the beaconbridged beside its own file (DaemonExecutable): a copy of the
+# CLI sits in a folder whose beaconbridged is the wrapper of the real one.
+wrappers="$repo/$out/wrappers"
+mkdir -p "$wrappers" "$repo/$out/cli"
+cp "$products/beaconbridge" "$repo/$out/cli/beaconbridge"
+wrapper "$repo/$out/cli/beaconbridged" "$products/beaconbridged"
+wrapper "$wrappers/beaconbridge" "$repo/$out/cli/beaconbridge"
+wrapper "$wrappers/beaconbridged" "$products/beaconbridged"
 process=$(scripts/test-tiers.sh process)
 mkdir -p .build/debug
 # The test runner, and the CLI it runs, spawn an HTTP transfer's child from the beaconbridged
@@ -71,8 +78,8 @@ mkdir -p .build/debug
 # wrapper instead (HTTPTransfers.executable).
 set +e
 unshare --mount --propagation private -- sh -c '
-  mount --bind "$1" "$2" && shift 2 && exec "$@"' unshare "$repo/$wrappers" "$repo/.build/debug" \
-  env BEACONBRIDGE_TRANSFER_EXECUTABLE="$repo/$wrappers/beaconbridged" \
+  mount --bind "$1" "$2" && shift 2 && exec "$@"' unshare "$wrappers" "$repo/.build/debug" \
+  env BEACONBRIDGE_TRANSFER_EXECUTABLE="$wrappers/beaconbridged" \
   "$QEMU" -L "$TREE" "$runner" --testing-library swift-testing --skip "$process" \
   >"$out/unit.log" 2>&1
 status=$?
