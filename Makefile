@@ -280,7 +280,8 @@ test-vm: build ## the real Linux Bluetooth stack in a VM (virtme-ng, btvirt, blu
 # swiftlang, pinned in scripts/arm64-pins.txt) in an amd64 sid chroot against a trixie arm64 tree
 # (scripts/arm64.sh; both cached in /var/cache/beaconbridge-arm64, keyed by their pins), and
 # packages them as `make deb` does. `make test-arm64` runs the package's demo and the golden
-# outputs under qemu-aarch64, `make test-arm64-unit` the unit tier (scripts/test-arm64.sh). binfmt_misc is never registered.
+# outputs under qemu-aarch64, `make test-arm64-unit` the unit tier (scripts/test-arm64.sh).
+# binfmt_misc is never registered.
 ARM64 := scripts/arm64.sh
 ARM64_DEB := build/beaconbridge_$(VERSION)_arm64.deb
 ARM64_RELEASE_SWIFT := $(ARM64) swift build -c release --static-swift-stdlib \
