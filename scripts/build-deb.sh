@@ -6,6 +6,11 @@
 # error or warning fails the build.
 #
 # The Maintainer field (and the changelog's trailer) is $DEB_MAINTAINER, or the default below.
+#
+# For another CPU (make deb-arm64): $DEB_TREE is that CPU's tree (scripts/arm64.sh), whose
+# libraries.txt says which package holds each shared library (the host's dpkg and ldd know only
+# its own), and $DEB_INSTALL_ARGS are more arguments for make install-files (the release
+# binaries, STRIP, and RUN, the emulator that runs the CLI for its man page and completions).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=$1 arch=$2 out=$3
@@ -21,17 +26,32 @@ fi
 stage=build/deb-root
 rm -rf "$stage"
 mkdir -p "$stage/DEBIAN" "$(dirname "$out")"
-make --no-print-directory install-files DESTDIR="$PWD/$stage" PREFIX=/usr SYSCONFDIR=/etc >/dev/null
+tree=${DEB_TREE:-}
+# shellcheck disable=SC2086
+make --no-print-directory install-files DESTDIR="$PWD/$stage" PREFIX=/usr SYSCONFDIR=/etc \
+  ${DEB_INSTALL_ARGS:-} >/dev/null
 
 bin="$stage/usr/bin/beaconbridge"
 daemon="$stage/usr/lib/beaconbridge/beaconbridged"
 for b in "$bin" "$daemon"; do
-  if ldd "$b" | grep -q /opt/swift; then
+  if [ -n "$tree" ]; then
+    # No ldd for another CPU: the Swift runtime's libraries by name.
+    if readelf -d "$b" | grep -E '\(NEEDED\).*\[lib(swift|Foundation|_Foundation|dispatch|BlocksRuntime)'; then
+      echo "build-deb: $b still links the Swift runtime's shared libraries (above)" >&2
+      exit 1
+    fi
+  elif ldd "$b" | grep -q /opt/swift; then
     echo "build-deb: $b still links the toolchain's libraries:" >&2
     ldd "$b" | grep /opt/swift >&2
     exit 1
   fi
 done
+
+# The package that holds a shared library (SONAME) in the other CPU's tree.
+tree_package() {
+  awk -v l="$1" '{ n = split($1, part, "/") }
+    part[n] == l && $1 ~ /^(\/usr)?\/lib\/[a-z0-9_-]+-linux-gnu\// { print $2; exit }' "$tree/../libraries.txt"
+}
 
 # Depends: the packages the bus, BlueZ and every directly linked library come from, what the
 # maintainer scripts run (systemd-sysusers, deb-systemd-helper/-invoke), as debhelper adds them.
@@ -39,7 +59,21 @@ done
 # them out of an idle daemon's memory), so readelf does not see them: named here.
 depends=(bluez dbus libdbus-1-3 libsqlite3-0 libbluetooth3 libcurl4 libmosquitto1
   "systemd | systemd-standalone-sysusers | systemd-sysusers" "init-system-helpers (>= 1.54~)")
+if [ -n "$tree" ]; then
+  # The tree's suite names them (trixie's libcurl4t64), so they come from its packages.
+  # libc6 with the newest symbol version the binaries use (dpkg-shlibdeps would say the same).
+  glibc=$(readelf -V "$bin" "$daemon" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
+  depends=(bluez dbus "libc6 (>= $glibc)" libdbus-1-3 libsqlite3-0 libbluetooth3
+    "$(tree_package libcurl.so.4)" "$(tree_package libmosquitto.so.1)"
+    "systemd | systemd-standalone-sysusers | systemd-sysusers" "init-system-helpers (>= 1.54~)")
+fi
 while read -r b lib; do
+  if [ -n "$tree" ]; then
+    pkg=$(tree_package "$lib")
+    [ -n "$pkg" ] || { echo "build-deb: no package in $tree provides $lib" >&2; exit 1; }
+    [ "$pkg" = libc6 ] || depends+=("$pkg")
+    continue
+  fi
   path=$(ldd "$b" | awk -v l="$lib" '$1 == l { print $3 }')
   [ -n "$path" ] || path=$(ldd "$b" | awk -v l="$lib" '$1 ~ l { print $1 }')
   # dpkg knows the file under /lib or /usr/lib (merged /usr): try both.

@@ -133,4 +133,32 @@ import Testing
     // The three others were cancelled, not waited for (they would sleep ten minutes).
     #expect(source.inFlight.cancelled.withLock { $0 } == 3)
   }
+
+  /// Every request fails, the last payload's first; the others fail on their own after it (as a
+  /// file read does, which no cancellation stops).
+  struct AllFailingSource: GZoneSource {
+    let lastFailed = Counter()
+
+    func origin(of payload: GZonePayload) -> String { "test://\(payload.rawValue)" }
+
+    func fetch(_ payload: GZonePayload) async throws -> Data {
+      if payload == .gameRounds {
+        lastFailed.value.withLock { $0 = 1 }
+      } else {
+        // Cancelled only once the last payload has failed, so `try?` lets it fail after that.
+        try? await waitUntil("the last payload failed", poll: .milliseconds(5)) {
+          lastFailed.value.withLock { $0 } == 1
+        }
+      }
+      throw GZoneError(.unreadable, origin: origin(of: payload), "HTTP 503")
+    }
+  }
+
+  @Test func theErrorNamesTheFirstFailingPayloadWhicheverFailsFirst() async throws {
+    await #expect {
+      try await AllFailingSource().load()
+    } throws: { error in
+      (error as? GZoneError)?.description == "test://experienceLevels: HTTP 503"
+    }
+  }
 }

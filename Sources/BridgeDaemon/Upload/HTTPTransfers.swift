@@ -19,7 +19,8 @@ public enum HTTPTransfers {
   /// until systemd restarts it.
   ///
   /// `BEACONBRIDGE_TRANSFER_EXECUTABLE` names another executable for the children: only for a
-  /// daemon run under valgrind (`make code-order`), where /proc/self/exe is valgrind itself.
+  /// daemon run under valgrind (`make code-order`) or qemu-aarch64 (`make test-arm64`), where
+  /// /proc/self/exe is the emulator itself.
   public static func useChildProcesses() {
     if let named = getenv(transferExecutableVariable), named.pointee != 0 {
       configured.withLock { $0 = String(cString: named) }
@@ -31,11 +32,14 @@ public enum HTTPTransfers {
   /// See `useChildProcesses()`.
   public static let transferExecutableVariable = "BEACONBRIDGE_TRANSFER_EXECUTABLE"
 
-  /// The executable each request spawns: the one `useChildProcesses()` set, else the
-  /// `beaconbridged` beside this process's executable (the CLI, and the package's tests, which
-  /// run in a test runner in the same build directory). Nil when there is neither.
+  /// The executable each request spawns: the one `useChildProcesses()` set, else the one
+  /// `BEACONBRIDGE_TRANSFER_EXECUTABLE` names (an arm64 CLI or test runner under qemu-aarch64,
+  /// whose neighbour cannot be run without it), else the `beaconbridged` beside this process's
+  /// executable (the CLI, and the package's tests, which run in a test runner in the same build
+  /// directory). Nil when there is none.
   static var executable: String? {
     if let set = configured.withLock({ $0 }) { return set }
+    if let named = getenv(transferExecutableVariable), named.pointee != 0 { return String(cString: named) }
     var buffer = [CChar](repeating: 0, count: 4096)
     let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
     guard count > 0 else { return nil }
