@@ -132,7 +132,7 @@ struct PowerCutTests {
           let device = "EID-\(cut)"
           let keyFile = work + "/eid.key"
           let digits = String(cut, radix: 16)
-          try (String(repeating: "a", count: 32 - digits.count) + digits + "\n").write(
+          try ("a" + String(repeating: "0", count: 31 - digits.count) + digits + "\n").write(
             toFile: keyFile, atomically: true, encoding: .utf8)
           chmod(keyFile, 0o600)
           let paired = try cli([
