@@ -67,6 +67,18 @@ struct PowerCutTests {
         """)
     let replay = Self.root.appendingPathComponent("Tests/PowerCut/replay.py").path
     let test = DaemonEndToEndTests()
+    let log = work + "/cut.log"
+    /// The CLI with the same preload: `pair` writes the store itself when the daemon is down,
+    /// and those writes are on the same disk.
+    func cli(_ arguments: [String]) throws -> ProcessRun {
+      try runProcess(
+        ScanCommandTests.binary, arguments,
+        environment: [
+          "DBUS_SYSTEM_BUS_ADDRESS": fixture.bus.address, "BEACONBRIDGE_STATE_DIR": dir,
+          "LD_PRELOAD": library,
+          "CUTLOG_DIR": dir, "CUTLOG_FILE": log,
+        ])
+    }
     func status() -> JSONValue? {
       (try? test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir)).flatMap {
         $0.status == 0 ? try? JSONValue.parse(Data($0.stdout.utf8)) : nil
@@ -91,7 +103,6 @@ struct PowerCutTests {
       let base = work + "/base"
       try? FileManager.default.removeItem(atPath: base)
       try FileManager.default.copyItem(atPath: dir, toPath: base)
-      let log = work + "/cut.log"
       try? FileManager.default.removeItem(atPath: log)
       let daemon = try launchDaemon(
         config: config, stateDirectory: dir, bus: fixture.bus.address,
@@ -111,26 +122,23 @@ struct PowerCutTests {
         switch Int.random(in: 0..<6, using: &generator) {
         case 0, 1:
           let device = "PC-\(cut)"
-          let paired = try test.cli(
-            [
-              "pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--major", "9", "--minor",
-              String(cut),
-              "--device-id", device,
-            ], bus: fixture.bus.address, dir: dir)
+          let paired = try cli([
+            "pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--major", "9", "--minor", String(cut),
+            "--device-id", device,
+          ])
           if paired.status == 0 { pairings.append(device) }
         case 2:
           // A key of its own: pairing a key again moves it to the new device ID.
           let device = "EID-\(cut)"
           let keyFile = work + "/eid.key"
           let digits = String(cut, radix: 16)
-          try (String(repeating: "a", count: 32 - digits.count) + digits + "\n").write(
+          try ("a" + String(repeating: "0", count: 31 - digits.count) + digits + "\n").write(
             toFile: keyFile, atomically: true, encoding: .utf8)
           chmod(keyFile, 0o600)
-          let paired = try test.cli(
-            [
-              "pair", "--eid-key-file", keyFile, "--rotation-exponent", "10", "--beacon-clock", String(cut),
-              "--device-id", device,
-            ], bus: fixture.bus.address, dir: dir)
+          let paired = try cli([
+            "pair", "--eid-key-file", keyFile, "--rotation-exponent", "10", "--beacon-clock", String(cut),
+            "--device-id", device,
+          ])
           if paired.status == 0 { pairings.append(device) }
         default: break
         }

@@ -7,7 +7,8 @@
 // The log is written with the real write(2) before the operation it records (a write the process
 // was killed before making is, to the model, an unsynced write: it may or may not have reached
 // the disk), and a sync is logged only after fsync(2) returned (until then nothing is durable).
-// A SIGKILL leaves the log whole: the kernel keeps what write(2) gave it.
+// A SIGKILL leaves the log whole: the kernel keeps what write(2) gave it. Several processes may
+// share one log (each record is one appending write).
 //
 // Environment: CUTLOG_DIR, the directory watched (its files, not its subdirectories);
 // CUTLOG_FILE, the log. Record: u8 op, u32 name length, name, u64 offset, u64 length, data.
@@ -48,28 +49,28 @@ static void init(void) {
   log_fd = (int)syscall(SYS_openat, AT_FDCWD, file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 }
 
-static void raw_write(const void *data, size_t length) {
-  const char *p = data;
-  while (length > 0) {
-    ssize_t n = syscall(SYS_write, log_fd, p, length);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      abort();  // a log with a hole would make the model lie
-    }
-    p += n;
-    length -= (size_t)n;
-  }
-}
-
+// One record is one write(2) to a file opened with O_APPEND, so the records of processes that
+// share the log (the daemon, and a CLI that writes the store while the daemon is down) never
+// interleave.
 static void record(char op, const char *name, uint64_t offset, uint64_t length, const void *data,
                    size_t data_length) {
   uint32_t name_length = (uint32_t)strlen(name);
-  raw_write(&op, 1);
-  raw_write(&name_length, 4);
-  raw_write(name, name_length);
-  raw_write(&offset, 8);
-  raw_write(&length, 8);
-  if (data_length) raw_write(data, data_length);
+  size_t size = 1 + 4 + name_length + 16 + data_length;
+  char *buffer = malloc(size), *p = buffer;
+  if (!buffer) abort();
+  *p++ = op;
+  memcpy(p, &name_length, 4), p += 4;
+  memcpy(p, name, name_length), p += name_length;
+  memcpy(p, &offset, 8), p += 8;
+  memcpy(p, &length, 8), p += 8;
+  if (data_length) memcpy(p, data, data_length);
+  for (;;) {
+    ssize_t n = syscall(SYS_write, log_fd, buffer, size);
+    if (n == (ssize_t)size) break;
+    if (n < 0 && errno == EINTR) continue;
+    abort();  // a log with a hole would make the model lie
+  }
+  free(buffer);
 }
 
 // The name of `path` inside the watched directory, "" for the directory itself, or NULL.

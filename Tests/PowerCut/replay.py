@@ -48,6 +48,9 @@ def apply(data, op):
 
 
 def read_log(path):
+    # No log: the process was cut before it opened a file, so it wrote nothing.
+    if not os.path.exists(path):
+        return
     with open(path, "rb") as f:
         raw = f.read()
     i = 0
