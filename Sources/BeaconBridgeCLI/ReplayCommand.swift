@@ -143,9 +143,8 @@ public struct ReplayCommand: BridgeCommand {
       let store = try Store(readingOnly: directory)
       let pairings = try await store.pairings()
       guard pairings.contains(where: { $0.key != nil }) else { return .success((pairings, nil)) }
-      var keyed = try await store.keyAuthenticator(
+      let keyed = try await store.keyAuthenticator(
         eidClockTolerance: BridgeConfiguration().eidClockTolerance, epoch: epoch ?? 0)
-      keyed.countSearchesByRecord()
       return .success((pairings, keyed.isEmpty ? nil : keyed))
     } catch {
       return .failure(ReplayStoreFailure(error.description))

@@ -22,7 +22,7 @@ struct ScriptedAuthenticator: BeaconAuthenticator {
     return eids[eid] ?? .unknown
   }
 
-  mutating func authenticate(address: BluetoothAddress, at time: Timestamp) -> AuthenticationResult {
+  mutating func authenticate(address: BluetoothAddress) -> AuthenticationResult {
     addressCalls += 1
     return addresses[address] ?? .unknown
   }

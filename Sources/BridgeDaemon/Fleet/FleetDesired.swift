@@ -9,8 +9,7 @@ import Synchronization
 final class FleetDesired: Sendable {
   let store: Store
   let bridge: BeaconBridge
-  /// The pairings' and keys' one owner, which loads the applied document's pairings.
-  let book: PairingBook
+  let paired: PairedBeacons
   let settings: DaemonSettings
   let status: FleetLinkStatus
   let logger: DaemonLogger
@@ -22,14 +21,14 @@ final class FleetDesired: Sendable {
   private let pending = Mutex<FleetDocument?>(nil)
 
   init(
-    store: Store, bridge: BeaconBridge, book: PairingBook, settings: DaemonSettings,
+    store: Store, bridge: BeaconBridge, paired: PairedBeacons, settings: DaemonSettings,
     status: FleetLinkStatus, logger: DaemonLogger, overTLS: Bool,
     midway: @escaping @Sendable () throws(SQLiteError) -> Void
   ) {
     self.overTLS = overTLS
     self.store = store
     self.bridge = bridge
-    self.book = book
+    self.paired = paired
     self.settings = settings
     self.status = status
     self.logger = logger
@@ -138,7 +137,11 @@ final class FleetDesired: Sendable {
       $0.appliedSettings = document.settings
     }
     do throws(StoreError) {
-      try await book.refresh()
+      let pairings = try await store.pairings()
+      paired.update(pairings)
+      await bridge.setPairings(pairings)
+      try await KeyAuthenticator.refresh(
+        bridge: bridge, store: store, eidClockTolerance: bridge.host.configuration.eidClockTolerance)
     } catch {
       return refused(
         FleetRefusal(

@@ -174,10 +174,13 @@ struct BridgeMethods: Sendable {
     return .success([.string(refreshed.jsonText)])
   }
 
-  /// After Pair/Unpair: the store is the truth; the selector, the pruning filter and the keys
-  /// follow it (`PairingBook`).
+  /// After Pair/Unpair: the store is the truth; the selector and the pruning filter follow it.
   func reloadPairings() async throws {
-    try await state.book.refresh()
+    let all = try await store.pairings()
+    state.setPairings(all)
+    await bridge.setPairings(all)
+    try await KeyAuthenticator.refresh(
+      bridge: bridge, store: store, eidClockTolerance: bridge.host.configuration.eidClockTolerance)
   }
 
   func tripJSON(_ tripId: String) async -> JSONValue {

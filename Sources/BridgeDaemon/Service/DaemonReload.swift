@@ -11,7 +11,6 @@ struct DaemonReload: Sendable {
   let store: Store
   let bridge: BeaconBridge
   let host: DaemonHost
-  let book: PairingBook
   /// The fleet link as the daemon started it, which a reload does not restart.
   let fleetLink: FleetLinkIdentity
 
@@ -36,7 +35,8 @@ struct DaemonReload: Sendable {
       try await bridge.reload()
       // The keys' resolver takes the new [ActiveBeacon] eidClockTolerance; the beacons'
       // clocks and heard windows carry over.
-      try await book.refresh()
+      try await KeyAuthenticator.refresh(
+        bridge: bridge, store: store, eidClockTolerance: host.configuration.eidClockTolerance)
       if FleetLinkIdentity(fresh) != fleetLink {
         logger.log(
           .warning,

@@ -340,15 +340,13 @@ extension StatusDocument.Upload {
 }
 
 extension StatusDocument.Authentication {
-  enum Key: String { case plainPairings, keyPairings, irkPairings, eidReplaysRefused, rpaReplaysRefused }
+  enum Key: String { case plainPairings, keyPairings, eidReplaysRefused }
 
   var json: JSONValue {
     var w = Writer<Key>()
     w[.plainPairings] = .of(plainPairings)
     w[.keyPairings] = .of(keyPairings)
-    w[.irkPairings] = .of(irkPairings)
     w[.eidReplaysRefused] = .of(eidReplaysRefused)
-    w[.rpaReplaysRefused] = .of(rpaReplaysRefused)
     return w.json
   }
 
@@ -356,9 +354,7 @@ extension StatusDocument.Authentication {
     let r = try Reader<Key>(json, path: path)
     plainPairings = try r.int(.plainPairings)
     keyPairings = try r.int(.keyPairings)
-    irkPairings = try r.int(.irkPairings)
     eidReplaysRefused = try r.int(.eidReplaysRefused)
-    rpaReplaysRefused = try r.int(.rpaReplaysRefused)
   }
 }
 
