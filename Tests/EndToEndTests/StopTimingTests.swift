@@ -18,22 +18,18 @@ struct StopTimingTests {
 
   /// A daemon with no beacon (trips take DEPOT-7), uploading and run from the fleet over `port`.
   static func configuration(in dir: String, port: Int) throws -> String {
-    let path = dir + "/beaconbridge.conf"
-    try """
-    [Trips]
-    unresolvedPolicy = fallback
-    fallbackDeviceId = DEPOT-7
-    lateWindow = 0
-    [Upload]
-    postRetryInitial = 0.2
-    postRetryMax = 1
-    URL = mqtt://127.0.0.1:\(port)
-    [MQTT]
-    ClientId = stop-box
-    [Fleet]
-    BoxId = stop-box
-    """.write(toFile: path, atomically: true, encoding: .utf8)
-    return path
+    // URL last: an MQTT URL is followed by the [MQTT] section.
+    try fallbackConfiguration(
+      in: dir,
+      upload: """
+        postRetryInitial = 0.2
+        postRetryMax = 1
+        URL = mqtt://127.0.0.1:\(port)
+        [MQTT]
+        ClientId = stop-box
+        [Fleet]
+        BoxId = stop-box
+        """)
   }
 
   /// Starts `trip events` without waiting for it: in realtime mode its call may wait for the
