@@ -291,7 +291,7 @@ public actor BeaconBridge {
       outboundBatches: outbound.total, pairings: pipeline.pairings.pairings, now: now,
       health: pipeline.health.health, pairedBeacons: pipeline.pairedBeacons,
       ignoredFrames: pipeline.health.ignoredFrames, upload: upload,
-      eidReplaysRefused: pipeline.eidReplaysRefused)
+      eidReplaysRefused: pipeline.eidReplaysRefused, rpaReplaysRefused: pipeline.rpaReplaysRefused)
   }
 
   // MARK: Internals
