@@ -191,6 +191,19 @@ public struct EIDResolver: Sendable {
     negativeNext = 0
   }
 
+  /// Fills the table around the expected window at box seconds `t` of every pairing heard
+  /// before (its tracking kept in the store across a restart) that has no table yet, so that its
+  /// next EID resolves from the table at once, not after a search: a beacon the box already
+  /// tracks is known from its first advertisement (a scanner may hear only that one before the
+  /// beacon moves on). At most three EIDs and two temporary keys per such pairing.
+  public mutating func primeTable(atBoxSeconds t: Int64) {
+    for index in clocks.indices
+    where slots[index] != nil && clocks[index].heardWindow != nil && clocks[index].tableCenter == nil {
+      let clock = clocks[index]
+      refreshTable(slot: index, around: min(max(Self.expected(t, clock.offset), 0), Self.maxClock) >> clock.k)
+    }
+  }
+
   // MARK: Resolving
 
   /// Resolves an EID heard at `boxSeconds` (the box's clock, seconds; the same clock the

@@ -65,6 +65,25 @@ import Testing
     #expect(try await book.store.keyPairings().first?.clockOffset == 7)
   }
 
+  /// A beacon the store says was heard (a restart, or `scan` over the daemon's store) resolves
+  /// from its first advertisement, with no search: a scanner may hear only that one. One never
+  /// heard still waits for its search.
+  @Test func aTrackedBeaconResolvesAtOnceAfterALoad() async throws {
+    let dir = try scratchDirectory("pairing-book-tracked")
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let (first, id, eid, vector) = try await Self.book(dir)
+    #expect(first.keys.authenticate(eid: eid, at: .zero) == .unknown, "never heard: searched for first")
+    let window = UInt32(vector.beaconClock >> vector.rotationExponent)
+    try await first.store.saveTracking(
+      pairing: id, clockOffset: Int64(vector.beaconClock) - 1_000, heardWindow: window - 1)
+
+    let book = PairingBook(
+      store: first.store, bridge: first.bridge, paired: PairedBeacons(), epoch: 1_000, wallClock: nil)
+    try await book.refresh()
+    #expect(book.keys.authenticate(eid: eid, at: .zero) == .resolved(KeyedIdentity(scheme: .eid, pairing: id)))
+    #expect(book.keys.statistics.eids.searches == 0)
+  }
+
   /// An EID of a window older than the newest heard, found by a search run off the bridge, is a
   /// replay, and stays one from then on without another search.
   @Test func aReplayFoundOffTheBridgeIsRefusedFromThenOn() async throws {

@@ -78,6 +78,14 @@ public struct KeyAuthenticator: BeaconAuthenticator {
     }
   }
 
+  /// Fills the EID table of the pairings already tracked, at the pipeline's `time`
+  /// (`EIDResolver.primeTable(atBoxSeconds:)`). A step of the wall clock not followed yet
+  /// changes nothing here: following it moves box time and every offset together, so each
+  /// beacon's expected window stays where it is.
+  public mutating func primeTable(at time: Timestamp) {
+    eids.primeTable(atBoxSeconds: boxSeconds(at: time))
+  }
+
   /// `authenticate(eid:at:)` without a search: an EID not in the table is `.unknown`, with the
   /// box's seconds to search for it at (`KeyRing` hands it to `EIDSearchService`).
   public mutating func authenticateWithoutSearch(eid: UInt64, at time: Timestamp) -> (

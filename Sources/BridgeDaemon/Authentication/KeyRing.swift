@@ -73,6 +73,9 @@ public final class KeyRing: BeaconAuthenticator, Sendable {
   /// lost (`KeyAuthenticator.reconcile(with:)`).
   func reconcile(with fresh: KeyAuthenticator) { state.withLock { $0.reconcile(with: fresh) } }
 
+  /// Fills the table of the pairings already tracked (`KeyAuthenticator.primeTable(at:)`).
+  func primeTable(at time: Timestamp) { state.withLock { $0.primeTable(at: time) } }
+
   func withAuthenticator<T>(_ body: (inout KeyAuthenticator) -> T) -> T { state.withLock { body(&$0) } }
 
   // MARK: The search's side

@@ -44,7 +44,8 @@ public actor PairingBook {
   }
 
   /// Loads the store's pairings and keys (with the bridge's current `eidClockTolerance` and
-  /// `rpaMaxAge`) into the bridge, `PairedBeacons` and the keys; returns the pairings.
+  /// `rpaMaxAge`) into the bridge, `PairedBeacons` and the keys, the EIDs of the beacons the
+  /// store says were heard already in the table; returns the pairings.
   @discardableResult
   public func refresh() async throws(StoreError) -> [Pairing] {
     await enter()
@@ -57,6 +58,7 @@ public actor PairingBook {
       eidClockTolerance: configuration.eidClockTolerance, epoch: 0, rpaMaxAge: configuration.rpaMaxAge)
     for (id, tracking) in fresh.tracking where saved[id] == nil { saved[id] = tracking }
     keys.reconcile(with: fresh)
+    keys.primeTable(at: await bridge.now)
     await bridge.setAuthenticator(keys.isEmpty ? nil : keys)
     return pairings
   }
