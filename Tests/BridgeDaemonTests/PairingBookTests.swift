@@ -80,7 +80,8 @@ import Testing
     let book = PairingBook(
       store: first.store, bridge: first.bridge, paired: PairedBeacons(), epoch: 1_000, wallClock: nil)
     try await book.refresh()
-    #expect(book.keys.authenticate(eid: eid, at: .zero) == .resolved(KeyedIdentity(scheme: .eid, pairing: id)))
+    #expect(
+      book.keys.authenticate(eid: eid, at: .zero) == .resolved(KeyedIdentity(scheme: .eid, pairing: id)))
     #expect(book.keys.statistics.eids.searches == 0)
   }
 
