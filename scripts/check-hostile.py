@@ -32,7 +32,9 @@ fast; the daemon rows start private dbus-daemons (dbus-daemon, from scripts/deps
 """
 
 import hashlib
+import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -298,7 +300,39 @@ CASES = [
                     "[Fleet]\nBoxId = v\n")],
         says=r"c\.conf:4: \[Fleet\] StatusTopic \"fleet/\{boxId\}/status\" and \[MQTT\] Topic "
              r"\"fleet/\{deviceId\}/status\" overlap \(one topic name matches both\)")),
+    # Authentication: a copied private address, a flood of strangers' EIDs, one IRK over the cap.
+    ("a replayed private address: simulate", lambda t, env: dict(
+        argv=["simulate", os.path.join(ROOT, "Tests/Scenarios/rpa-replay.json")], status=0,
+        says=r'"reason":"rpaReplay","detail":"the private address of rpa pairing 1 was first heard more than '
+             r'rpaMaxAge ago, or before a newer address of that device: refused as a replay"')),
+    ("strangers' EIDs against 5 pairings at K = 0: simulate", lambda t, env: dict(
+        argv=["simulate", eid_flood(t)], status=0,
+        says=r'"tripTagged".*"resolution":"unresolved"')),
+    ("an IRK pairing over the cap: simulate", lambda t, env: dict(
+        argv=["simulate", write(t, "irks.json", json.dumps({"pairings": [
+            {"irk": f"{n + 1:032x}", "deviceId": f"U-{n}"} for n in range(168)], "events": []}))],
+        says=r"pairings\[167\]: a box holds at most 167 pairings by IRK: with more, a random private address "
+             r"would match one by chance more often than 1 in 100,000 \(N / 2\^24 for N IRKs\); unpair one first",
+        forbid=[f"{168:032x}"])),
 ]
+
+
+def eid_flood(t):
+    """A scenario: 5 EID pairings at K = 0 with the largest tolerance, 3,000 EIDs no pairing
+    makes from 300 addresses over 30 s, and a trip: the searches are bounded by the budget, so it
+    ends at once, and the trip stays held."""
+    rng = random.Random(36)
+    pairings = [{"eid": {"identityKey": f"{rng.getrandbits(128):032x}", "rotationExponent": 0,
+                         "beaconClock": 1000}, "deviceId": f"UNIT-{n}"} for n in range(5)]
+    events = []
+    for i in range(3000):
+        eid = f"{rng.getrandbits(64):016X}"
+        events.append({"at": round(i / 100, 2), "advertisement": {
+            "address": f"C0:FF:EE:00:{i % 300 // 256:02X}:{i % 256:02X}", "rssi": -50,
+            "rawHex": "020106" + "0303AAFE" + "0D16AAFE30EB" + eid}})
+    events += [{"at": 5, "tripStart": {"tripId": "t1"}}, {"at": 29, "tripEnd": {"tripId": "t1"}}]
+    return write(t, "flood.json", json.dumps({
+        "config": {"eidClockTolerance": 604800}, "pairings": pairings, "events": events}))
 
 
 def sparse(t, name, size):

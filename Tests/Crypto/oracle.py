@@ -217,6 +217,11 @@ def main():
             {"address": "F0:81:94:0D:FB:AA", "pairing": None, "why": "top bits 11: a static random address"},
         ],
     }
+    # The same device after it rotated: another prand under the sample's IRK (freshness tests).
+    rotated = bytes.fromhex("4a1c2e")
+    vectors["rpa"]["rotated"] = {
+        "address": ":".join(f"{b:02X}" for b in rotated + ah(SPEC_IRK, rotated)), "pairing": 0,
+        "why": "the sample's device after a rotation: a second address of the same IRK"}
 
     # Resolver scenarios. The box's clock starts at BOX; each pairing knows the beacon's clock at
     # its pairing time, as `beaconbridge pair --beacon-clock N` records it.

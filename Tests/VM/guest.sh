@@ -370,6 +370,9 @@ mark "s8 end"
 # Scenario 9: the same EID beacon through the raw HCI backend, bluetoothd stopped: `scan` over
 # scenario 8's store resolves it by key (authentication eid) on the path the daemon's
 # `backend = hci` takes. Its next window's EID: scenario 8 heard it last, so it is no replay.
+# A raw scan hears btvirt's beacon once, when scanning is enabled (bluetoothd's discovery
+# restarts and so hears it again every 10.24 s): the beacon resolves from that one report
+# because the store's tracking puts its EIDs in the table at start, with no search.
 mark "s9 start"
 kill $BLUETOOTHD; wait $BLUETOOTHD 2>/dev/null
 power_on

@@ -86,7 +86,25 @@ public enum Doctor {
             "look for a device near the vehicle repeating a beacon's frames; a beacon restored after a power loss is accepted again once its clock passes the window heard last"
         ))
     }
-    if checks.isEmpty, facts.plainPairings + facts.keyPairings > 0 {
+    if facts.rpaReplaysRefused > 0 {
+      checks.append(
+        HealthCheck(
+          .bluetooth, "RPA replay", .warning,
+          "\(facts.rpaReplaysRefused) advertisement(s) from a paired device's private address refused since the daemon started: the address was first heard more than rpaMaxAge ago, or before a newer one of that device, so a transmitter nearby repeats an address it heard",
+          fix:
+            "look for a device near the vehicle copying a paired device's address; a device that keeps one address longer than [ActiveBeacon] rpaMaxAge needs a larger rpaMaxAge"
+        ))
+    }
+    if facts.irkPairings > 0 {
+      // The chance a random address matches: N / 2^24, as "1 in M".
+      let oneIn = Int((16_777_216 / Double(facts.irkPairings)).rounded(.down))
+      checks.append(
+        HealthCheck(
+          .configuration, "RPA false match", .ok,
+          "\(facts.irkPairings) pairing(s) by IRK: a random private address matches one by chance about 1 in \(oneIn) (N / 2^24; at most \(KeyedIdentity.maximumIRKPairings) IRKs keep it under 1 in 100,000)"
+        ))
+    }
+    if checks.allSatisfy({ $0.status == .ok }), facts.plainPairings + facts.keyPairings > 0 {
       let how =
         requireAuthenticated ? "only beacons proven by a key may become active" : "every pairing is by key"
       checks.append(HealthCheck(.configuration, "authentication", .ok, "\(how); no replay seen"))

@@ -25,13 +25,13 @@ struct Announcements: Sendable {
 /// What the D-Bus API reads besides the bridge and the store.
 struct BridgeServiceContext: Sendable {
   let scanStatus: ScanStatus
-  let paired: PairedBeacons
+  /// The pairings' and keys' one owner: Pair, Unpair and PairWithKey reload through it.
+  let book: PairingBook
   let gzone: GZonePoller?
   /// The fleet link's state, when `[Fleet]` is configured.
   var fleet: FleetLinkStatus? = nil
 
   var scan: ScanCondition { scanStatus.condition }
-  func setPairings(_ pairings: [Pairing]) { paired.update(pairings) }
 }
 
 /// Serves `org.beaconbridge.Bridge1` for a running bridge, and sends its signals.
@@ -126,7 +126,7 @@ final class BridgeService: Service {
         case .invalidConfiguration, .journal: "Failed"
         }
       return Self.error(name, error.description)
-    } catch let error as StoreError where error.code == .fleetOwnsPairings {
+    } catch let error as StoreError where error.code == .fleetOwnsPairings || error.code == .full {
       return Self.error("Refused", error.description)
     } catch {
       return Self.error("Failed", "\(error)")

@@ -25,7 +25,8 @@ extension StatusDocument {
     authentication = Authentication(
       plainPairings: status.pairings.count { $0.key == nil },
       keyPairings: status.pairings.count { $0.key != nil },
-      eidReplaysRefused: status.eidReplaysRefused)
+      eidReplaysRefused: status.eidReplaysRefused, rpaReplaysRefused: status.rpaReplaysRefused,
+      irkPairings: status.pairings.count { $0.key?.scheme == .rpa })
     self.droppedAdvertisements = droppedAdvertisements
     self.manufacturerDataOverLimit = manufacturerDataOverLimit
     self.outbox = outbox.map(Outbox.init)

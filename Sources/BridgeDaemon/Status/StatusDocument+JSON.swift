@@ -340,13 +340,15 @@ extension StatusDocument.Upload {
 }
 
 extension StatusDocument.Authentication {
-  enum Key: String { case plainPairings, keyPairings, eidReplaysRefused }
+  enum Key: String { case plainPairings, keyPairings, irkPairings, eidReplaysRefused, rpaReplaysRefused }
 
   var json: JSONValue {
     var w = Writer<Key>()
     w[.plainPairings] = .of(plainPairings)
     w[.keyPairings] = .of(keyPairings)
+    w[.irkPairings] = .of(irkPairings)
     w[.eidReplaysRefused] = .of(eidReplaysRefused)
+    w[.rpaReplaysRefused] = .of(rpaReplaysRefused)
     return w.json
   }
 
@@ -354,7 +356,9 @@ extension StatusDocument.Authentication {
     let r = try Reader<Key>(json, path: path)
     plainPairings = try r.int(.plainPairings)
     keyPairings = try r.int(.keyPairings)
+    irkPairings = try r.int(.irkPairings)
     eidReplaysRefused = try r.int(.eidReplaysRefused)
+    rpaReplaysRefused = try r.int(.rpaReplaysRefused)
   }
 }
 

@@ -136,6 +136,10 @@ public struct StatusDocument: Sendable, Equatable {
     public var plainPairings: Int
     public var keyPairings: Int
     public var eidReplaysRefused: Int
+    /// Replayed resolvable private addresses refused since the start.
+    public var rpaReplaysRefused: Int = 0
+    /// Pairings by IRK: a random address matches one by chance with probability N / 2^24.
+    public var irkPairings: Int = 0
   }
 
   /// The fleet link (`[Fleet]`, docs/fleet.md).
