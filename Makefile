@@ -210,13 +210,16 @@ RELEASE_SWIFT := $(SWIFT) build -c release --static-swift-stdlib \
 # relocations packed.
 DAEMON_LINK := -Xlinker --symbol-ordering-file=$(LINK_DIR)/hot-functions.txt \
   -Xlinker --no-export-dynamic -Xlinker -z -Xlinker pack-relative-relocs
+# The daemon's release link, which make code-order repeats once it has rewritten the list.
+RELEASE_DAEMON_BUILD := $(RELEASE_SWIFT) $(DAEMON_LINK) --product beaconbridged
 
 # The two release binaries, without the profile check (make code-order builds from a stale list).
+# make bench and make code-order build them through this rule too.
 release-build: ## build the release binaries without checking the link profile
 	@scripts/install-deps.sh build
 	@scripts/install-deps.sh release
 	$(RELEASE_SWIFT) --product beaconbridge
-	$(RELEASE_SWIFT) $(DAEMON_LINK) --product beaconbridged
+	$(RELEASE_DAEMON_BUILD)
 
 release: release-build check-link-profile ## build the release binaries as shipped (.build/release)
 
@@ -338,47 +341,46 @@ test-arm64-unit: ## the unit tier, cross-built for arm64, under qemu-aarch64 (no
 BENCH_REPEATS ?= 3
 BENCH_ARGS ?=
 BENCH_VENV := .build/bench-venv
+# The C programs beside the benchmarks (Benchmarks/emitter.c, the fake bluetoothd stream, and
+# Benchmarks/floor.c), each built from its source by the one rule below.
+BENCH_EMITTER := .build/bench/bench-emitter
+BENCH_FLOOR := .build/bench/bench-floor
 .PHONY: bench
 
-bench: ## measure against bleak and the C floor; rewrites docs/PERFORMANCE.md
+.build/bench/bench-%: Benchmarks/%.c
+	@scripts/install-deps.sh build
+	@scripts/install-deps.sh bench
+	@mkdir -p $(@D)
+	cc -O2 -Wall -Wextra -Werror -o $@ $< $$(pkg-config --cflags --libs dbus-1)
+
+# The release binaries as `make release` builds them (the Swift runtime linked in): the shared
+# runtime's pages count in RSS too, about 6 MB more, so the daemon's memory is measured on what
+# is shipped.
+bench: release-build $(BENCH_EMITTER) $(BENCH_FLOOR) ## measure against bleak and the C floor; rewrites docs/PERFORMANCE.md
 	@scripts/install-deps.sh build
 	@scripts/install-deps.sh bench
 	@test -x $(BENCH_VENV)/bin/python || /usr/bin/python3 -m venv $(BENCH_VENV)
 	@$(BENCH_VENV)/bin/python -c "import bleak" 2>/dev/null || $(BENCH_VENV)/bin/pip install -q bleak
-	mkdir -p .build/bench
-	cc -O2 -Wall -Wextra -Werror -o .build/bench/bench-emitter Benchmarks/emitter.c $$(pkg-config --cflags --libs dbus-1)
-	cc -O2 -Wall -Wextra -Werror -o .build/bench/bench-floor Benchmarks/floor.c $$(pkg-config --cflags --libs dbus-1)
-	@scripts/install-deps.sh release
-	# As `make release` builds it (the Swift runtime linked in): the shared runtime's pages count
-	# in RSS too, about 6 MB more, so the daemon's memory is measured on what is shipped.
-	$(RELEASE_SWIFT) --product beaconbridge
-	$(RELEASE_SWIFT) $(DAEMON_LINK) --product beaconbridged
 	$(SWIFT) build -c release $(SWIFTFLAGS) --product BeaconBench
 	$(SWIFT) build -c release $(SWIFTFLAGS) --product DBusPathBench
-	/usr/bin/python3 Benchmarks/run.py --beaconbridge .build/release/beaconbridge \
-	  --bench .build/release/BeaconBench --emitter .build/bench/bench-emitter \
+	/usr/bin/python3 Benchmarks/run.py --beaconbridge $(RELEASE_BIN) \
+	  --bench .build/release/BeaconBench --emitter $(BENCH_EMITTER) \
 	  --python $(BENCH_VENV)/bin/python --bleak-script Benchmarks/bleak_consumer.py \
-	  --floor .build/bench/bench-floor --harness .build/release/DBusPathBench --out docs/PERFORMANCE.md --repeats $(BENCH_REPEATS) $(BENCH_ARGS)
+	  --floor $(BENCH_FLOOR) --harness .build/release/DBusPathBench --out docs/PERFORMANCE.md --repeats $(BENCH_REPEATS) $(BENCH_ARGS)
 
 # `make code-order` rewrites packaging/link/hot-functions.txt: the functions the daemon runs in
 # the bench's daemon phase, under callgrind (Benchmarks/code-order.py), which lld lays out side by
 # side in the release build (DAEMON_LINK above). Rerun it when `make release` says the list is
 # stale; `make bench` shows what it buys ("Daemon: RSS with 1000 beacons in range").
 .PHONY: code-order
-code-order: ## re-profile the daemon under callgrind and rewrite packaging/link/hot-functions.txt
-	@scripts/install-deps.sh build
+code-order: release-build $(BENCH_EMITTER) ## re-profile the daemon under callgrind and rewrite packaging/link/hot-functions.txt
 	@scripts/install-deps.sh bench
-	@scripts/install-deps.sh release
-	mkdir -p .build/bench
-	cc -O2 -Wall -Wextra -Werror -o .build/bench/bench-emitter Benchmarks/emitter.c $$(pkg-config --cflags --libs dbus-1)
-	$(RELEASE_SWIFT) --product beaconbridge
-	$(RELEASE_SWIFT) $(DAEMON_LINK) --product beaconbridged
-	/usr/bin/python3 Benchmarks/code-order.py --daemon .build/release/beaconbridged \
-	  --cli .build/release/beaconbridge --emitter .build/bench/bench-emitter \
+	/usr/bin/python3 Benchmarks/code-order.py --daemon $(RELEASE_DAEMON) \
+	  --cli $(RELEASE_BIN) --emitter $(BENCH_EMITTER) \
 	  --out packaging/link/hot-functions.txt
 	# lld reads the list at link time only: relink with it, then check it.
-	rm -f .build/release/beaconbridged
-	$(RELEASE_SWIFT) $(DAEMON_LINK) --product beaconbridged
+	rm -f $(RELEASE_DAEMON)
+	$(RELEASE_DAEMON_BUILD)
 	/usr/bin/python3 Benchmarks/code-order.py --check $(RELEASE_DAEMON)
 
 # --- Input and output boundaries ----------------------------------------------------------------
@@ -440,16 +442,14 @@ test-box: deb ## boot the .deb on a Debian 12 image under qemu with systemd (abo
 # the instructions.
 # `make bench-baseline` rewrites the baseline.
 .PHONY: bench-check bench-baseline bench-check-tools
-bench-check-tools: ## build what bench-check runs (BeaconBench, DBusPathBench, the emitter)
+bench-check-tools: $(BENCH_EMITTER) ## build what bench-check runs (BeaconBench, DBusPathBench, the emitter)
 	@scripts/install-deps.sh build
 	@scripts/install-deps.sh test
 	@scripts/install-deps.sh bench
 	$(SWIFT) build -c release $(SWIFTFLAGS) --product BeaconBench
 	$(SWIFT) build -c release $(SWIFTFLAGS) --product DBusPathBench
-	mkdir -p .build/bench
-	cc -O2 -Wall -Wextra -Werror -o .build/bench/bench-emitter Benchmarks/emitter.c $$(pkg-config --cflags --libs dbus-1)
 BENCH_CHECK := /usr/bin/python3 Benchmarks/instructions.py --bench .build/release/BeaconBench \
-	--harness .build/release/DBusPathBench --emitter .build/bench/bench-emitter
+	--harness .build/release/DBusPathBench --emitter $(BENCH_EMITTER)
 bench-check: bench-check-tools ## fail on 5% more instructions per advertisement than the baseline
 	$(BENCH_CHECK)
 bench-baseline: bench-check-tools ## rewrite Benchmarks/instructions-baseline.json
