@@ -82,15 +82,15 @@ scenarios: ## fail when Tests/Scenarios/*.json differ from what generate.py writ
 
 # libFuzzer with AddressSanitizer over the frame parsers. `make fuzz FUZZ_SECONDS=600` for a
 # long run; `make test` runs a short one. A crash fails the target and leaves its input in
-# .build/fuzz/artifacts.
+# .build/fuzz/frame-parser/artifacts.
 FUZZ_SECONDS ?= 60
 fuzz: ## fuzz the frame parsers for FUZZ_SECONDS (libFuzzer, AddressSanitizer)
 	@scripts/install-deps.sh test
-	Fuzz/run.sh $(FUZZ_SECONDS)
+	Fuzz/run.sh $(FUZZ_SECONDS) frame-parser
 
 fuzz-short: ## fuzz the frame parsers for 15 s
 	@scripts/install-deps.sh test
-	Fuzz/run.sh 15
+	Fuzz/run.sh 15 frame-parser
 
 # LeakSanitizer over the D-Bus and BlueZ tests: fails on any leak through libdbus-1 or our
 # DBus/BlueZ modules (valgrind cannot run Swift async code here; see the script).
@@ -134,28 +134,19 @@ clean: ## remove .build and .build-asan
 # arguments (BridgeRequest.parse) and the Eddystone-EID and encrypted TLM frame readers
 # (BeaconCrypto) for FUZZ_HCI_SECONDS each;
 # `make test` runs them briefly (FUZZ_HCI_TEST_SECONDS). Crashers go into Fuzz/<target>/corpus,
-# which HCIParsingTests replays as regression inputs.
+# which the unit tests replay as regression inputs (Fuzz/run.sh runs every target the same way).
 FUZZ_HCI_SECONDS ?= 60
 FUZZ_HCI_TEST_SECONDS ?= 10
+FUZZ_HCI_TARGETS := hci-events btsnoop dbus-wire device-update bridge-methods eid-frames
 .PHONY: fuzz-hci fuzz-hci-short
 
 fuzz-hci: ## fuzz the HCI event parser, the btsnoop reader, the D-Bus wire reader, method arguments and EID frames
 	@scripts/install-deps.sh test
-	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_SECONDS)
-	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_SECONDS)
-	Fuzz/run-hci.sh dbus-wire $(FUZZ_HCI_SECONDS)
-	Fuzz/run-hci.sh device-update $(FUZZ_HCI_SECONDS)
-	Fuzz/run-hci.sh bridge-methods $(FUZZ_HCI_SECONDS)
-	Fuzz/run-hci.sh eid-frames $(FUZZ_HCI_SECONDS)
+	Fuzz/run.sh $(FUZZ_HCI_SECONDS) $(FUZZ_HCI_TARGETS)
 
 fuzz-hci-short: ## the same, FUZZ_HCI_TEST_SECONDS each
 	@scripts/install-deps.sh test
-	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_TEST_SECONDS)
-	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_TEST_SECONDS)
-	Fuzz/run-hci.sh dbus-wire $(FUZZ_HCI_TEST_SECONDS)
-	Fuzz/run-hci.sh device-update $(FUZZ_HCI_TEST_SECONDS)
-	Fuzz/run-hci.sh bridge-methods $(FUZZ_HCI_TEST_SECONDS)
-	Fuzz/run-hci.sh eid-frames $(FUZZ_HCI_TEST_SECONDS)
+	Fuzz/run.sh $(FUZZ_HCI_TEST_SECONDS) $(FUZZ_HCI_TARGETS)
 
 # --- System files, installation and the .deb ----------------------------------------------------
 # `make install DESTDIR=… PREFIX=/usr` installs the release binary (Swift runtime linked in), the
@@ -392,6 +383,7 @@ code-order: release-build $(BENCH_EMITTER) ## re-profile the daemon under callgr
 # `make test` runs them briefly. Crashers go into Fuzz/<target>/corpus.
 FUZZ_INPUT_SECONDS ?= 60
 FUZZ_INPUT_TEST_SECONDS ?= 10
+FUZZ_INPUT_TARGETS := scenario keyfile gzone-payload trip-events
 .PHONY: test-io fuzz-input fuzz-input-short
 
 test-io: build ## every subcommand with stdin closed and stdout full, closed or a closed pipe
@@ -407,19 +399,13 @@ test-hostile: build ## hostile inputs through the real binary, one row per class
 	@scripts/install-deps.sh test
 	scripts/check-hostile.py $(BIN)
 
-fuzz-input: ## fuzz the scenario reader, the keyfile parser and the G-Zone payload loader
+fuzz-input: ## fuzz the scenario reader, the keyfile parser, the G-Zone payload loader and the trip events reader
 	@scripts/install-deps.sh test
-	Fuzz/run-hci.sh scenario $(FUZZ_INPUT_SECONDS)
-	Fuzz/run-hci.sh keyfile $(FUZZ_INPUT_SECONDS)
-	Fuzz/run-hci.sh gzone-payload $(FUZZ_INPUT_SECONDS)
-	Fuzz/run-hci.sh trip-events $(FUZZ_INPUT_SECONDS)
+	Fuzz/run.sh $(FUZZ_INPUT_SECONDS) $(FUZZ_INPUT_TARGETS)
 
 fuzz-input-short: ## the same, FUZZ_INPUT_TEST_SECONDS each
 	@scripts/install-deps.sh test
-	Fuzz/run-hci.sh scenario $(FUZZ_INPUT_TEST_SECONDS)
-	Fuzz/run-hci.sh keyfile $(FUZZ_INPUT_TEST_SECONDS)
-	Fuzz/run-hci.sh gzone-payload $(FUZZ_INPUT_TEST_SECONDS)
-	Fuzz/run-hci.sh trip-events $(FUZZ_INPUT_TEST_SECONDS)
+	Fuzz/run.sh $(FUZZ_INPUT_TEST_SECONDS) $(FUZZ_INPUT_TARGETS)
 
 # --- The box tier --------------------------------------------------------------------------------
 # `make test-box` builds the .deb, boots it on a Debian 12 image (debootstrap, cached in
