@@ -35,7 +35,8 @@ import Testing
     try await store.recordTripStarted("t1")
     try await store.recordResolution("t1", .configured(deviceId: "SERIAL-1"), beaconMode: false)
     for sequence in 0..<2 {
-      try await store.recordBatch(TripEventBatch(tripId: "t1", sequence: sequence, events: [], receivedAt: .zero))
+      try await store.recordBatch(
+        TripEventBatch(tripId: "t1", sequence: sequence, events: [], receivedAt: .zero))
     }
     try await store.recordDeadLetter("t1", sequence: 0, reason: "HTTP 400")
     try await store.updateDeadLetter(tripId: "t1", sequence: 0, reason: "HTTP 400 again")
