@@ -22,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . Fuzz/build-module.sh
 
-usage="usage: Fuzz/run.sh SECONDS TARGET... (TARGET: $(ls Fuzz/*/FuzzEntry.swift | cut -d/ -f2 | tr '\n' ' '))"
+usage="usage: Fuzz/run.sh SECONDS TARGET... (TARGET: $(ls Fuzz/*/FuzzEntry.swift | cut -d/ -f2 | paste -sd ' '))"
 seconds=${1:?$usage}
 shift
 [ $# -gt 0 ] || { echo "$usage" >&2; exit 64; }
@@ -59,8 +59,11 @@ fuzz_one() {
   (cd "$out" && ./fuzz "${args[@]}" corpus) >"$log" 2>&1
   status=$?
   set -e
-  runs=$(cat "$log" "$out"/fuzz-*.log 2>/dev/null | grep -aoE 'stat::number_of_executed_units: *[0-9]+' |
-    grep -oE '[0-9]+$' | awk '{ total += $1 } END { print (NR ? total : "?") }')
+  # The executions, summed over the jobs' logs in job mode.
+  local logs=("$log") job
+  for job in "$out"/fuzz-*.log; do if [ -e "$job" ]; then logs+=("$job"); fi; done
+  runs=$(awk -F: '/^stat::number_of_executed_units:/ { total += $NF; n++ } END { print (n ? total : "?") }' \
+    "${logs[@]}")
   if [ $status -ne 0 ]; then
     tail -40 "$log" >&2
     echo "fuzz $target: CRASHED after $runs executions; inputs in $out/artifacts" >&2
