@@ -57,8 +57,8 @@ import Testing
     clock.set(Self.first + 42)
     #expect(try await store.outboxSummary().oldestAge == 42)
 
-    // The fleet's document, and setting it aside: written at the clock's second reading, and
-    // the box's seconds a new EID key's clock is counted from are the same clock's.
+    // The fleet's document, written at the clock's second reading; the box's seconds a new EID
+    // key's clock is counted from are the same clock's.
     clock.set(Self.second)
     let vector = try OracleVectors.firstEID()
     let document = try FleetDocument.parse(
@@ -67,15 +67,16 @@ import Testing
           .utf8)
     ).get()
     try await store.applyFleet(document)
-    #expect(try await store.setFleetAside() == 3)
-    let stamped = try times(dir)
-    for column in [
-      "pairings.created_at", "key_pairings.created_at", "fleet_applied.applied_at", "fleet_set_aside.since",
-    ] {
-      #expect(stamped[column] == [Self.second], "\(column)")
+    let applied = try times(dir)
+    for column in ["pairings.created_at", "key_pairings.created_at", "fleet_applied.applied_at"] {
+      #expect(applied[column] == [Self.second], "\(column)")
     }
     let eid = try #require(try await store.keyPairings().first { $0.pairing.deviceId == "UNIT-E1" })
     #expect(eid.clockOffset == Int64(vector.beaconClock) - Int64(Self.second.rounded(.down)))
+    // Set aside (which takes the fleet's pairings out of the store) at a third reading.
+    clock.set(Self.second + 1)
+    #expect(try await store.setFleetAside() == 3)
+    #expect(try times(dir)["fleet_set_aside.since"] == [Self.second + 1])
   }
 
   /// Every time column of the store's file (a name ending in `_at`, or `since`): its distinct
