@@ -71,7 +71,7 @@ extension Store {
           """)
         try database.query(
           "INSERT INTO fleet_set_aside (id, version, since) VALUES (1, ?, ?)",
-          [.integer(version), .real(Date().timeIntervalSince1970)])
+          [.integer(version), .real(wallClock())])
         return version
       }
     } catch {
@@ -100,7 +100,7 @@ extension Store {
     do {
       if owns {
         try database.query(
-          "INSERT OR IGNORE INTO fleet_link (id, since) VALUES (1, ?)", [.real(Date().timeIntervalSince1970)])
+          "INSERT OR IGNORE INTO fleet_link (id, since) VALUES (1, ?)", [.real(wallClock())])
       } else {
         try database.query("DELETE FROM fleet_link")
       }
@@ -176,9 +176,11 @@ extension Store {
   /// `midway` runs inside the transaction, after every pairing is written (a test's kill point,
   /// or its failure).
   public func applyFleet(
-    _ document: FleetDocument, boxSeconds: Int64 = Int64(Date().timeIntervalSince1970.rounded(.down)),
+    _ document: FleetDocument, boxSeconds: Int64? = nil,
     midway: @Sendable () throws(SQLiteError) -> Void = {}
   ) throws(StoreError) {
+    let now = wallClock()
+    let boxSeconds = boxSeconds ?? Int64(now.rounded(.down))
     do {
       let settings = String(decoding: try JSONEncoder().encode(document.settings), as: UTF8.self)
       let digest = document.contentDigest
@@ -194,7 +196,7 @@ extension Store {
           try database.query(
             "INSERT INTO pairings (uuid, major, minor, device_id, label, created_at) VALUES (?, ?, ?, ?, ?, ?)",
             identity + [
-              .text(pairing.deviceId), SQLiteValue(pairing.label), .real(Date().timeIntervalSince1970),
+              .text(pairing.deviceId), SQLiteValue(pairing.label), .real(now),
             ])
           try database.query("INSERT INTO fleet_pairings (uuid, major, minor) VALUES (?, ?, ?)", identity)
         }
@@ -204,7 +206,7 @@ extension Store {
         try midway()
         try database.query(
           "INSERT OR REPLACE INTO fleet_applied (id, version, settings, applied_at, digest) VALUES (1, ?, ?, ?, ?)",
-          [.integer(document.version), .text(settings), .real(Date().timeIntervalSince1970), .text(digest)])
+          [.integer(document.version), .text(settings), .real(now), .text(digest)])
       }
     } catch let error as SQLiteError {
       throw StoreError(error, path: path)
@@ -258,7 +260,7 @@ extension Store {
           """,
           [
             .text(scheme.rawValue), .text(pairing.deviceId), SQLiteValue(pairing.label), exponent, offset,
-            .real(Date().timeIntervalSince1970),
+            .real(wallClock()),
           ], secret: secret)
         try database.query("INSERT INTO fleet_key_pairings (id) VALUES (last_insert_rowid())")
       }

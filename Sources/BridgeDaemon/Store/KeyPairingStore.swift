@@ -125,7 +125,7 @@ extension Store {
               [
                 .text(scheme.rawValue), .text(deviceId.rawValue), SQLiteValue(label),
                 SQLiteValue(rotationExponent.map(Int.init)), clockOffset.map { .integer($0) } ?? .null,
-                .real(Date().timeIntervalSince1970),
+                .real(wallClock()),
               ], secret: secret)
             return try database.query("SELECT last_insert_rowid()").first?.first?.integer ?? 0
           }
