@@ -139,7 +139,7 @@ FUZZ_HCI_SECONDS ?= 60
 FUZZ_HCI_TEST_SECONDS ?= 10
 .PHONY: fuzz-hci fuzz-hci-short
 
-fuzz-hci: ## fuzz the HCI event parser, the btsnoop reader, the D-Bus wire reader, method arguments and EID frames
+fuzz-hci: ## fuzz the HCI event parser, the btsnoop reader, the D-Bus wire reader, method arguments, EID frames and the EID provisioner's GATT replies
 	@scripts/install-deps.sh test
 	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_SECONDS)
 	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_SECONDS)
@@ -147,6 +147,7 @@ fuzz-hci: ## fuzz the HCI event parser, the btsnoop reader, the D-Bus wire reade
 	Fuzz/run-hci.sh device-update $(FUZZ_HCI_SECONDS)
 	Fuzz/run-hci.sh bridge-methods $(FUZZ_HCI_SECONDS)
 	Fuzz/run-hci.sh eid-frames $(FUZZ_HCI_SECONDS)
+	Fuzz/run-hci.sh gatt-replies $(FUZZ_HCI_SECONDS)
 
 fuzz-hci-short: ## the same, FUZZ_HCI_TEST_SECONDS each
 	@scripts/install-deps.sh test
@@ -156,6 +157,7 @@ fuzz-hci-short: ## the same, FUZZ_HCI_TEST_SECONDS each
 	Fuzz/run-hci.sh device-update $(FUZZ_HCI_TEST_SECONDS)
 	Fuzz/run-hci.sh bridge-methods $(FUZZ_HCI_TEST_SECONDS)
 	Fuzz/run-hci.sh eid-frames $(FUZZ_HCI_TEST_SECONDS)
+	Fuzz/run-hci.sh gatt-replies $(FUZZ_HCI_TEST_SECONDS)
 
 # --- System files, installation and the .deb ----------------------------------------------------
 # `make install DESTDIR=… PREFIX=/usr` installs the release binary (Swift runtime linked in), the

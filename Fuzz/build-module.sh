@@ -20,7 +20,7 @@
 fuzz_c_modules() {
   local here
   here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-  printf -- '-I %s ' "$here/Sources/CNettle"
+  printf -- '-I %s ' "$here/Sources/CNettle" "$here/Sources/CHogweed"
 }
 
 fuzz_module() {

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 runs=${FUZZ_LONG_RUNS:-10000000}
 seconds=${FUZZ_LONG_SECONDS:-3600}
 jobs=${FUZZ_LONG_JOBS:-2}
-all=(frame-parser hci-events btsnoop dbus-wire device-update bridge-methods eid-frames scenario keyfile gzone-payload trip-events)
+all=(frame-parser hci-events btsnoop dbus-wire device-update bridge-methods eid-frames gatt-replies scenario keyfile gzone-payload trip-events)
 targets=("${@:-${all[@]}}")
 [ $# -gt 0 ] || targets=("${all[@]}")
 report=.build/fuzz/long

@@ -3,7 +3,8 @@
 #
 #   Fuzz/run-hci.sh TARGET SECONDS      TARGET: hci-events | btsnoop | dbus-wire | scenario |
 #                                               keyfile | gzone-payload | trip-events |
-#                                               device-update | bridge-methods | eid-frames
+#                                               device-update | bridge-methods | eid-frames |
+#                                               gatt-replies
 #
 # Builds the parser's module (HCIParsing; for dbus-wire the in-place D-Bus wire reader,
 # Sources/DBus/Wire.swift with its strings, reader and messages and the pure files it needs, as
@@ -14,7 +15,9 @@
 # and the generic path need, over the wire reader and BeaconCore; for bridge-methods the checks on the arguments of the daemon's
 # D-Bus methods, BridgeRequest.parse, as BridgeDaemon's request parser and configuration files
 # over the wire reader's DBus; for eid-frames the Eddystone-EID and encrypted TLM frame readers,
-# as BeaconCrypto over Debian's nettle) from Sources/ unchanged
+# as BeaconCrypto over Debian's nettle; for gatt-replies the EID provisioner's readers of the
+# Eddystone Configuration Service's replies and its state machine, as EIDProvisioning over
+# BeaconCrypto and nettle's libhogweed) from Sources/ unchanged
 # (Fuzz/build-module.sh), links Fuzz/TARGET/FuzzEntry.swift against it (swiftc
 # -sanitize=fuzzer,address; swiftlang docs/libFuzzerIntegration.md), then runs it for SECONDS on
 # a working corpus seeded from Fuzz/TARGET/corpus. A crash leaves its input in
@@ -24,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . Fuzz/build-module.sh
 
-target=${1:?usage: Fuzz/run-hci.sh hci-events|btsnoop|dbus-wire|scenario|keyfile|gzone-payload|trip-events|device-update|bridge-methods|eid-frames SECONDS}
+target=${1:?usage: Fuzz/run-hci.sh hci-events|btsnoop|dbus-wire|scenario|keyfile|gzone-payload|trip-events|device-update|bridge-methods|eid-frames|gatt-replies SECONDS}
 seconds=${2:-30}
 out=.build/fuzz/$target
 # The modules, shared by the targets: each is rebuilt only when its sources change. DBus and
@@ -70,13 +73,16 @@ build() {
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCore GZone ;;
     eid-frames) fuzz_module "$modules" BeaconCrypto "" Sources/BeaconCrypto/*.swift &&
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCrypto ;;
+    gatt-replies) fuzz_module "$modules" BeaconCrypto "" Sources/BeaconCrypto/*.swift &&
+      fuzz_module "$modules" EIDProvisioning BeaconCrypto Sources/EIDProvisioning/*.swift &&
+      fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" BeaconCrypto EIDProvisioning ;;
     keyfile | bridge-methods) bridge_daemon &&
       fuzz_link "$modules" "Fuzz/$target/FuzzEntry.swift" "$out/fuzz" DBus BeaconCore GZone BeaconCrypto BridgeDaemon ;;
   esac
 }
 case "$target" in
   hci-events | btsnoop | dbus-wire | scenario | gzone-payload | keyfile | trip-events | device-update | \
-    bridge-methods | eid-frames) ;;
+    bridge-methods | eid-frames | gatt-replies) ;;
   *) echo "run-hci.sh: unknown target $target" >&2; exit 64 ;;
 esac
 cp -n Fuzz/"$target"/corpus/* "$out/corpus/" 2>/dev/null || true
