@@ -25,6 +25,7 @@ let package = Package(
       name: "BeaconBridgeCLI",
       dependencies: [
         "BeaconCore", "BeaconCrypto", "BridgeDaemon", "BlueZ", "DBus", "HCI", "HCIParsing", "GZone",
+        "EIDProvisioning",
       ]),
     .executableTarget(name: "beaconbridge", dependencies: ["BeaconBridgeCLI", "BridgeDaemon"]),
     // The daemon alone, which `beaconbridge run` execs: the daemon's modules on

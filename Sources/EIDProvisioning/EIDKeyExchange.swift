@@ -21,6 +21,13 @@ public enum EIDKeyExchange {
   public static func identityKey(
     resolver: X25519PrivateKey, beaconPublicKey: X25519PublicKey
   ) throws(Failure) -> AES128Key {
+    try identityKeyBytes(resolver: resolver, beaconPublicKey: beaconPublicKey).key
+  }
+
+  /// The same, with the key's bytes kept for storing the pairing.
+  public static func identityKeyBytes(
+    resolver: X25519PrivateKey, beaconPublicKey: X25519PublicKey
+  ) throws(Failure) -> IdentityKeyBytes {
     try derive(
       own: resolver, peer: beaconPublicKey, resolverPublicKey: resolver.publicKey,
       beaconPublicKey: beaconPublicKey)
@@ -33,21 +40,22 @@ public enum EIDKeyExchange {
   ) throws(Failure) -> AES128Key {
     try derive(
       own: beacon, peer: resolverPublicKey, resolverPublicKey: resolverPublicKey,
-      beaconPublicKey: beacon.publicKey)
+      beaconPublicKey: beacon.publicKey
+    ).key
   }
 
   private static func derive(
     own: X25519PrivateKey, peer: X25519PublicKey, resolverPublicKey: X25519PublicKey,
     beaconPublicKey: X25519PublicKey
-  ) throws(Failure) -> AES128Key {
+  ) throws(Failure) -> IdentityKeyBytes {
     let salt = resolverPublicKey.bytes + beaconPublicKey.bytes
-    let key: AES128Key?? = own.sharedSecret(with: peer) { secret in
+    let key: IdentityKeyBytes?? = own.sharedSecret(with: peer) { secret in
       SecretBytes.withScratch(count: 32) { material in
         salt.withUnsafeBytes { salt in
           HKDFSHA256.derive(
             salt: salt, ikm: secret, info: UnsafeRawBufferPointer(start: nil, count: 0), into: material)
         }
-        return try? AES128Key(bytes: UnsafeRawBufferPointer(rebasing: material[0..<AES128Key.byteCount]))
+        return IdentityKeyBytes(UnsafeRawBufferPointer(rebasing: material[0..<AES128Key.byteCount]))
       }
     }
     // Nil outside: the secret was zero. Nil inside cannot happen (16 bytes are always a key).

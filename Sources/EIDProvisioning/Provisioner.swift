@@ -57,12 +57,11 @@ extension ProvisioningMachine.Method {
     throws(KeyFormatError)
     -> ProvisioningMachine.Method
   {
-    let key = try AES128Key(hexUTF8: digits)
-    // The same digits, as the 16-byte block to encrypt.
-    let encrypted = SecretBytes.withScratch(count: 16) { raw -> [UInt8] in
+    _ = try AES128Key(hexUTF8: digits)
+    let key = SecretBytes.withScratch(count: 16) { raw -> IdentityKeyBytes in
       var n = 0
       var high = true
-      for byte in digits {
+      for byte in digits where n < 16 {
         let value: UInt8
         switch byte {
         case 0x30...0x39: value = byte - 0x30
@@ -70,7 +69,6 @@ extension ProvisioningMachine.Method {
         case 0x61...0x66: value = byte - 0x61 + 10
         default: continue
         }
-        guard n < 16 else { break }
         if high {
           raw[n] = value << 4
         } else {
@@ -79,8 +77,9 @@ extension ProvisioningMachine.Method {
         }
         high.toggle()
       }
-      return lockKey.encrypt(AESBlock(bytes: raw)!).bytes
+      return IdentityKeyBytes(UnsafeRawBufferPointer(raw))!
     }
+    let encrypted = key.withBytes { lockKey.encrypt(AESBlock(bytes: $0)!).bytes }
     return .sharedKey(identityKey: key, encryptedWithLockKey: encrypted)
   }
 }

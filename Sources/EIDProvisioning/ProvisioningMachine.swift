@@ -20,7 +20,7 @@ public struct ProvisioningMachine {
     case keyExchange(X25519PrivateKey)
     /// The identity key chosen by the box, sent encrypted with the lock key: less secure, since
     /// anyone who learns the lock key learns the identity key from a capture.
-    case sharedKey(identityKey: AES128Key, encryptedWithLockKey: [UInt8])
+    case sharedKey(identityKey: IdentityKeyBytes, encryptedWithLockKey: [UInt8])
 
     public var name: String {
       switch self {
@@ -41,7 +41,9 @@ public struct ProvisioningMachine {
   /// A beacon registered: the identity key (never printed), its K, and what the beacon said when
   /// read back.
   public struct Registration: Sendable, CustomStringConvertible {
-    public let identityKey: AES128Key
+    /// The key's bytes, for storing the pairing; `identityKey` is them as an AES key.
+    public let keyBytes: IdentityKeyBytes
+    public var identityKey: AES128Key { keyBytes.key }
     public let rotationExponent: UInt8
     /// The beacon's clock when its slot was read back.
     public let beaconClock: UInt32
@@ -79,7 +81,7 @@ public struct ProvisioningMachine {
   private var eidSlot: UInt8?
   private var emptySlot: UInt8?
   private var chosenSlot: UInt8 = 0
-  private var identityKey: AES128Key?
+  private var identityKey: IdentityKeyBytes?
   private var registration: Registration?
   /// Unlocked by this machine, or found unlocked: a relock is owed whatever happens next.
   public private(set) var owesRelock = false
@@ -225,7 +227,7 @@ public struct ProvisioningMachine {
       }
       guard case .keyExchange(let resolver) = method else { return .failed(internalError) }
       do {
-        identityKey = try EIDKeyExchange.identityKey(
+        identityKey = try EIDKeyExchange.identityKeyBytes(
           resolver: resolver, beaconPublicKey: X25519PublicKey(bytes: bytes)!)
       } catch {
         return .failed(
@@ -256,7 +258,7 @@ public struct ProvisioningMachine {
       }
       let key = identityKey!
       let computed = EddystoneEID.eid(
-        identityKey: key, rotationExponent: RotationExponent(rawValue: k)!, clock: clock)
+        identityKey: key.key, rotationExponent: RotationExponent(rawValue: k)!, clock: clock)
       guard computed == eid else {
         return .failed(
           ProvisioningError(
@@ -267,7 +269,7 @@ public struct ProvisioningMachine {
           ))
       }
       registration = Registration(
-        identityKey: key, rotationExponent: k, beaconClock: clock, eid: eid, slot: chosenSlot,
+        keyBytes: key, rotationExponent: k, beaconClock: clock, eid: eid, slot: chosenSlot,
         method: method.name)
       state = .relocked
       return .write(.lockState, [0x00], .relocking)
