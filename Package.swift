@@ -90,7 +90,7 @@ let package = Package(
       dependencies: ["BridgeDaemon", "BeaconCore", "BeaconCrypto", "BeaconTestSupport", "BlueZ", "GZone"]),
     .testTarget(
       name: "BeaconBridgeCLITests",
-      dependencies: ["BeaconBridgeCLI", "BeaconCore", "BeaconTestSupport"]
+      dependencies: ["BeaconBridgeCLI", "BeaconCore", "BeaconTestSupport", "DBus"]
     ),
     // HCI wire formats, pure Swift with no imports: btsnoop captures, HCI events and
     // advertising reports, HCI command encoding. Kept apart so it is fuzzed on its own (Fuzz/).
