@@ -219,8 +219,9 @@ final class BlueZGATTTransport: GATTTransport, @unchecked Sendable {
   }
 
   /// BlueZ's D-Bus errors for a GATT operation (src/gatt-client.c): NotPermitted with "Read not
-  /// permitted" or "Write not permitted", InvalidValueLength, NotConnected, or Failed with
-  /// "Operation failed with ATT error: 0xNN"; libdbus's NoReply on a timeout.
+  /// permitted" or "Write not permitted", InvalidArguments with "Invalid Length" (or
+  /// InvalidValueLength), NotConnected, or Failed with "Operation failed with ATT error: 0xNN";
+  /// libdbus's NoReply on a timeout.
   static func gattError(_ error: DBusError) -> GATTError {
     let name = error.name.rawValue
     let message = error.message.lowercased()
@@ -230,9 +231,14 @@ final class BlueZGATTTransport: GATTTransport, @unchecked Sendable {
     }
     if error.name == .unknownObject { return .noCharacteristic }
     if name.hasSuffix(".NotPermitted") || name.hasSuffix(".NotAuthorized") {
-      return message.contains("read") ? .readNotPermitted : .writeNotPermitted
+      if message.contains("read not permitted") { return .readNotPermitted }
+      if message.contains("write not permitted") { return .writeNotPermitted }
     }
-    if name.hasSuffix(".InvalidValueLength") { return .invalidAttributeLength }
+    if name.hasSuffix(".InvalidValueLength")
+      || (name.hasSuffix(".InvalidArguments") && message.contains("invalid length"))
+    {
+      return .invalidAttributeLength
+    }
     if let range = message.range(of: "att error: 0x"),
       let code = UInt8(message[range.upperBound...].prefix(2), radix: 16)
     {

@@ -94,6 +94,14 @@ import Testing
         DBusError(ErrorName("org.bluez.Error.Failed"), "Operation failed with ATT error: 0x80"),
         "ATT error 0x80"
       ),
+      (
+        DBusError(ErrorName("org.bluez.Error.InvalidArguments"), "Invalid Length"),
+        "Invalid Attribute Length (ATT 0x0D)"
+      ),
+      (
+        DBusError(ErrorName("org.bluez.Error.NotPermitted"), "Not paired"),
+        "Not paired (org.bluez.Error.NotPermitted)"
+      ),
       (DBusError(ErrorName("org.bluez.Error.Failed"), "Not connected"), "the beacon disconnected"),
       (DBusError(.noReply, "Did not receive a reply"), "no answer in time"),
     ]
