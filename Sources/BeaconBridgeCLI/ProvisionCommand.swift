@@ -16,7 +16,7 @@ public struct ProvisionCommand: BridgeCommand {
   public static let name = "provision"
   public static let abstract = "Register an Eddystone-EID beacon over Bluetooth and pair it by its key."
   public static let usage = """
-    beaconbridge provision --address AA:BB:CC:DD:EE:FF --lock-key-file FILE --rotation-exponent K --device-id ID [--label TEXT] [--adapter hciN] [--state-dir DIR] [--json]
+    beaconbridge provision --address AA:BB:CC:DD:EE:FF --lock-key-file FILE --rotation-exponent K --device-id ID [--label TEXT] [--adapter hciN] [--wait S] [--state-dir DIR] [--json]
            beaconbridge provision … --shared-key-file FILE --less-secure-shared-key
     """
   public static let discussion = """
@@ -39,6 +39,8 @@ public struct ProvisionCommand: BridgeCommand {
       --device-id ID   The device ID trips are tagged with (the pair command's rule).
       --label TEXT     A name for people, e.g. "van 7".
       --adapter hciN   The adapter to connect with (default: the first powered one).
+      --wait S         How long to look for the beacon when bluetoothd has not heard it yet,
+                       1 to 600 s (default 20).
       --shared-key-file FILE  LESS SECURE: instead of the key exchange, write this identity key
                        (32 hex digits, the token-file rule) to the beacon encrypted with the
                        lock key, for beacons that take only that; whoever has the lock key
@@ -54,6 +56,7 @@ public struct ProvisionCommand: BridgeCommand {
   var rotationExponent: UInt8
   var pairing: Pairing
   var adapter: HCIDeviceID?
+  var wait: Double
   var sharedKeyFile: String?
   var store: StoreOptions
   var json: Bool
@@ -92,6 +95,7 @@ public struct ProvisionCommand: BridgeCommand {
       throw UsageError("--less-secure-shared-key goes with --shared-key-file")
     }
     adapter = try arguments.option("--adapter", as: HCIDeviceID.self)
+    wait = try arguments.number("--wait", in: 1...600) ?? 20
     guard let deviceId = try arguments.option("--device-id", as: DeviceID.self) else {
       throw UsageError("provision needs --device-id")
     }
@@ -137,7 +141,8 @@ public struct ProvisionCommand: BridgeCommand {
     let outcome: (Result<ProvisioningMachine.Registration, ProvisioningError>, ContinuousClock.Instant?)
     do throws(GATTClient.OpenError) {
       outcome = try await GATTClient.with(
-        address: address.description, adapter: adapter?.name, serviceUUID: ConfigService.serviceUUID
+        address: address.description, adapter: adapter?.name, serviceUUID: ConfigService.serviceUUID,
+        discovery: .milliseconds(Int64(wait * 1000))
       ) { client in
         let transport = BlueZGATTTransport(client: client)
         let result = await Provisioner().run(machine, over: transport)

@@ -23,7 +23,7 @@ public struct GATTClient: Sendable {
   /// When bluetoothd does not know the device yet, it is discovered for up to `discovery`.
   public static func with<T: Sendable>(
     address: String, adapter: String?, serviceUUID: String, bus: BusAddress = .system,
-    discovery: Duration = .seconds(10), connect: Duration = .seconds(20),
+    discovery: Duration = .seconds(20), connect: Duration = .seconds(20),
     _ body: (GATTClient) async -> T
   ) async throws(OpenError) -> T {
     let connection: Connection

@@ -66,7 +66,7 @@ struct ProvisionEndToEndTests {
       let result = try cli.cli(
         [
           "provision", "--address", address, "--lock-key-file", key, "--rotation-exponent", "10",
-          "--device-id", "UNIT-P1", "--label", "van 7", "--state-dir", dir,
+          "--device-id", "UNIT-P1", "--label", "van 7", "--state-dir", dir, "--wait", "1",
         ] + (json ? ["--json"] : []), bus: bus, dir: dir)
       outputs += result.stdout + result.stderr
       return result
@@ -97,7 +97,7 @@ struct ProvisionEndToEndTests {
     #expect(try await testBeacon(fixture, refusing, "Locked").bool == true)
     #expect(!(try pairs()).contains("UNIT-P1"))
 
-    // No such device (not heard within the discovery time): nothing paired.
+    // No such device (not heard within --wait): nothing paired.
     let missing = try provision("C0:FF:EE:00:0E:09", lockFile)
     #expect(missing.status == 1)
     #expect(
