@@ -40,6 +40,13 @@ import Testing
       registration.eid
         == EddystoneEID.eid(
           identityKey: beaconKey, rotationExponent: RotationExponent(rawValue: 10)!, clock: 65_280))
+    // The digits handed to the store spell the same key, and the bytes never print.
+    let digits = registration.keyBytes.hexDigits()
+    #expect(sameKey(try AES128Key(hex: String(decoding: digits, as: UTF8.self)), beaconKey))
+    #expect("\(registration.keyBytes)" == "<redacted>")
+    var dumped = ""
+    dump(registration.keyBytes, to: &dumped)
+    #expect(!dumped.lowercased().contains(String(decoding: digits, as: UTF8.self)))
     #expect(beacon.locked, "relocked at the end")
     #expect(beacon.log.last == .write(.lockState, [0x00]))
     // The 34-byte registration: 0x30, the box's public key, K.
