@@ -146,9 +146,8 @@ final class FakeConfigBeacon: GATTTransport, @unchecked Sendable {
           }
           s.slotKeys[slot] = key
         } else if value.count == 18 {
-          // The identity key, encrypted with the lock key: decrypt by finding the block whose
-          // encryption it is is not possible with an encrypt-only key, so the test's key is
-          // registered through `sharedKeys`.
+          // The identity key encrypted with the lock key. The fake has no AES decryption, so it
+          // knows the test's keys by their encryption (`sharedKeys`).
           guard let key = sharedKeys[value[1..<17].map { $0 }] else { return .attribute(0x80) }
           s.slotKeys[slot] = key
         } else {
