@@ -51,6 +51,8 @@ public struct GATTClient: Sendable {
         timeout: connect)
     } catch let error as DBusError where error.name.rawValue == "org.bluez.Error.AlreadyConnected" {
     } catch {
+      // A connection that timed out may still be under way in bluetoothd: cancel it.
+      await disconnect(connection, device)
       throw OpenError(
         description:
           "bluetoothd could not connect to \(address) (\(Self.words(error))); make sure the beacon is connectable (often for a short time after a button press) and in range, then run provision again"
