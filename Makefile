@@ -137,10 +137,10 @@ clean: ## remove .build and .build-asan
 # which the unit tests replay as regression inputs (Fuzz/run.sh runs every target the same way).
 FUZZ_HCI_SECONDS ?= 60
 FUZZ_HCI_TEST_SECONDS ?= 10
-FUZZ_HCI_TARGETS := hci-events btsnoop dbus-wire device-update bridge-methods eid-frames
+FUZZ_HCI_TARGETS := hci-events btsnoop dbus-wire device-update bridge-methods eid-frames gatt-replies
 .PHONY: fuzz-hci fuzz-hci-short
 
-fuzz-hci: ## fuzz the HCI event parser, the btsnoop reader, the D-Bus wire reader, method arguments and EID frames
+fuzz-hci: ## fuzz the HCI event parser, the btsnoop reader, the D-Bus wire reader, method arguments, EID frames and the EID provisioner's GATT replies
 	@scripts/install-deps.sh test
 	Fuzz/run.sh $(FUZZ_HCI_SECONDS) $(FUZZ_HCI_TARGETS)
 

@@ -30,7 +30,7 @@
 # those modules' C libraries is linked. Prints nothing and fails for a module that is not one.
 fuzz_sources() {
   case $1 in
-    BeaconCore | BeaconCrypto | GZone | HCIParsing) find "Sources/$1" -name '*.swift' | sort ;;
+    BeaconCore | BeaconCrypto | EIDProvisioning | GZone | HCIParsing) find "Sources/$1" -name '*.swift' | sort ;;
     # The in-place D-Bus wire reader with its strings, reader and messages and the pure files they
     # need. Message.swift asks libdbus whether a signature is valid; the harness links no libdbus,
     # so Fuzz/dbus-wire/Signature.swift stands in for it.
@@ -88,7 +88,7 @@ fuzz_build() {
 fuzz_c_modules() {
   local here
   here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-  printf -- '-I %s ' "$here/Sources/CNettle"
+  printf -- '-I %s ' "$here/Sources/CNettle" "$here/Sources/CHogweed"
 }
 
 fuzz_module() {

@@ -191,39 +191,12 @@ extension PairCommand {
     defer { digits.withUnsafeMutableBytes { SecretBytes.wipe($0) } }
     let label = pairing.label
     let deviceId = pairing.deviceId
-    var stored: Pairing?
-    do {
-      let reply = try await DaemonClient.call(
-        BridgeServiceNames.Method.pairWithKey,
-        [
-          .string(byKey.scheme.rawValue), .string(String(decoding: digits, as: UTF8.self)),
-          .int32(byKey.rotationExponent.map { Int32($0) } ?? -1),
-          .int64(byKey.beaconClock.map { Int64($0) } ?? -1),
-          .string(deviceId), .string(label ?? ""),
-        ])
-      stored =
-        reply.first?.string.flatMap { try? JSONValue.parse(Data($0.utf8)) }.flatMap { json in
-          json["pairing"]?.intValue.map {
-            var p = pairing
-            p.key = KeyedIdentity(scheme: byKey.scheme, pairing: $0)
-            return p
-          }
-        } ?? pairing
-    } catch  where error.notRunning {
-      let offset = byKey.beaconClock.map { Int64($0) - Int64(Date().timeIntervalSince1970.rounded(.down)) }
-      guard let device = try? DeviceID(deviceId) else { return ExitStatus.failure }
-      let result = await store.write(console) {
-        try await $0.pairByKey(
-          scheme: byKey.scheme, key: digits, rotationExponent: byKey.rotationExponent, clockOffset: offset,
-          deviceId: device, label: label)
-      }
-      guard let result else { return ExitStatus.failure }
-      stored = result.pairing
-    } catch {
-      console.err("beaconbridge: \(error.description)\n")
-      return ExitStatus.failure
-    }
-    let done = stored ?? pairing
+    guard
+      let stored = await Self.storeByKey(
+        scheme: byKey.scheme, digits: digits, rotationExponent: byKey.rotationExponent,
+        beaconClock: byKey.beaconClock, pairing: pairing, store: store, console: console)
+    else { return ExitStatus.failure }
+    let done = stored
     if json {
       console.out(done.json.compactText + "\n")
     } else {
@@ -231,5 +204,47 @@ extension PairCommand {
       console.out("Paired \(what) with \(deviceId)\(label.map { " (\($0))" } ?? "").\n")
     }
     return ExitStatus.success
+  }
+}
+
+extension PairCommand {
+  /// Stores a pairing by key: through the daemon's PairWithKey when it runs, else into the store
+  /// under its lock. `digits` is the key's 32 hex digits, which the caller wipes; `pairing`
+  /// carries the device ID and label. The pairing as stored, or nil having said why.
+  static func storeByKey(
+    scheme: KeyedIdentity.Scheme, digits: [UInt8], rotationExponent: UInt8?, beaconClock: UInt32?,
+    pairing: Pairing, store: StoreOptions, console: any Console
+  ) async -> Pairing? {
+    let label = pairing.label
+    let deviceId = pairing.deviceId
+    do {
+      let reply = try await DaemonClient.call(
+        BridgeServiceNames.Method.pairWithKey,
+        [
+          .string(scheme.rawValue), .string(String(decoding: digits, as: UTF8.self)),
+          .int32(rotationExponent.map { Int32($0) } ?? -1),
+          .int64(beaconClock.map { Int64($0) } ?? -1),
+          .string(deviceId), .string(label ?? ""),
+        ])
+      return reply.first?.string.flatMap { try? JSONValue.parse(Data($0.utf8)) }.flatMap { json in
+        json["pairing"]?.intValue.map {
+          var p = pairing
+          p.key = KeyedIdentity(scheme: scheme, pairing: $0)
+          return p
+        }
+      } ?? pairing
+    } catch  where error.notRunning {
+      let offset = beaconClock.map { Int64($0) - Int64(Date().timeIntervalSince1970.rounded(.down)) }
+      guard let device = try? DeviceID(deviceId) else { return nil }
+      let result = await store.write(console) {
+        try await $0.pairByKey(
+          scheme: scheme, key: digits, rotationExponent: rotationExponent, clockOffset: offset,
+          deviceId: device, label: label)
+      }
+      return result?.pairing
+    } catch {
+      console.err("beaconbridge: \(error.description)\n")
+      return nil
+    }
   }
 }
