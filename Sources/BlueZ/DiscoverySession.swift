@@ -203,7 +203,9 @@ final class DiscoverySession: @unchecked Sendable {
       reportCondition()
       if !events.isEmpty {
         await deliver(events)
-        events.removeAll(keepingCapacity: true)
+        // A pass's capacity is kept for the next, up to a burst's (a flood of new devices),
+        // which would otherwise stay for good.
+        events.removeAll(keepingCapacity: events.capacity <= 1024)
       }
     }
   }
