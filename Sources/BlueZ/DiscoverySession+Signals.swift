@@ -103,11 +103,30 @@ extension DiscoverySession {
   }
 
   /// Keeps the mirror under `maxDevices` (`DeviceMirror.evict`), reporting the forgotten lost.
+  ///
+  /// A flood evicts on every pass: it is logged as it starts, then once as a pass evicts none
+  /// (with how many more went meanwhile), not once a pass, which wrote a hundred lines in a few
+  /// seconds and kept the daemon's recent lines scattered over the flood's heap.
   func evict(emit: (consuming SourceEvent) -> Void) {
-    guard let forgotten = mirror.evict(over: options.maxDevices, keep: options.keep) else { return }
+    guard let forgotten = mirror.evict(over: options.maxDevices, keep: options.keep) else {
+      if let more = forgottenSinceLogged {
+        if more > 0 {
+          log(
+            "bluez: forgot \(more) more devices heard least recently while over \(options.maxDevices) were mirrored"
+          )
+        }
+        forgottenSinceLogged = nil
+      }
+      return
+    }
     for address in forgotten { emit(.lost(address)) }
-    log(
-      "bluez: over \(options.maxDevices) devices mirrored; forgot the \(forgotten.count) heard least recently"
-    )
+    if let more = forgottenSinceLogged {
+      forgottenSinceLogged = more + forgotten.count
+    } else {
+      log(
+        "bluez: over \(options.maxDevices) devices mirrored; forgot the \(forgotten.count) heard least recently"
+      )
+      forgottenSinceLogged = 0
+    }
   }
 }

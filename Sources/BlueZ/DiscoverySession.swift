@@ -52,6 +52,9 @@ final class DiscoverySession: @unchecked Sendable {
   var bluezOwner: BusName?
   private(set) var failure: (any Error)?
   private var lastPrune = ContinuousClock.now
+  /// While the mirror is over `maxDevices`: the devices forgotten since the line that said so
+  /// (`evict`); nil when it is not.
+  var forgottenSinceLogged: Int?
 
   enum Input: Sendable {
     case signals([SignalItem<DeviceUpdate>])
