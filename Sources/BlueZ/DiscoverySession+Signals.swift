@@ -104,12 +104,13 @@ extension DiscoverySession {
 
   /// Keeps the mirror under `maxDevices` (`DeviceMirror.evict`), reporting the forgotten lost.
   ///
-  /// A flood evicts on every pass: it is logged as it starts, then once as a pass evicts none
-  /// (with how many more went meanwhile), not once a pass, which wrote a hundred lines in a few
-  /// seconds and kept the daemon's recent lines scattered over the flood's heap.
+  /// A flood evicts every few passes: it is logged as it starts, then once as it ends (the mirror
+  /// back under what an eviction leaves, with how many more went meanwhile), not once an
+  /// eviction, which wrote a hundred lines in a few seconds and kept the daemon's recent lines
+  /// scattered over the flood's heap.
   func evict(emit: (consuming SourceEvent) -> Void) {
     guard let forgotten = mirror.evict(over: options.maxDevices, keep: options.keep) else {
-      if let more = forgottenSinceLogged {
+      if let more = forgottenSinceLogged, mirror.count < DeviceMirror.afterEviction(options.maxDevices) {
         if more > 0 {
           log(
             "bluez: forgot \(more) more devices heard least recently while over \(options.maxDevices) were mirrored"
