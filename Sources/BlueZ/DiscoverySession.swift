@@ -52,6 +52,9 @@ final class DiscoverySession: @unchecked Sendable {
   var bluezOwner: BusName?
   private(set) var failure: (any Error)?
   private var lastPrune = ContinuousClock.now
+  /// While the mirror is over `maxDevices`: the devices forgotten since the line that said so
+  /// (`evict`); nil when it is not.
+  var forgottenSinceLogged: Int?
 
   enum Input: Sendable {
     case signals([SignalItem<DeviceUpdate>])
@@ -203,7 +206,9 @@ final class DiscoverySession: @unchecked Sendable {
       reportCondition()
       if !events.isEmpty {
         await deliver(events)
-        events.removeAll(keepingCapacity: true)
+        // A pass's capacity is kept for the next, up to a burst's (a flood of new devices),
+        // which would otherwise stay for good.
+        events.removeAll(keepingCapacity: events.capacity <= 1024)
       }
     }
   }
