@@ -201,14 +201,11 @@ extension PairCommand {
           .int64(byKey.beaconClock.map { Int64($0) } ?? -1),
           .string(deviceId), .string(label ?? ""),
         ])
-      stored =
-        reply.first?.string.flatMap { try? JSONValue.parse(Data($0.utf8)) }.flatMap { json in
-          json["pairing"]?.intValue.map {
-            var p = pairing
-            p.key = KeyedIdentity(scheme: byKey.scheme, pairing: $0)
-            return p
-          }
-        } ?? pairing
+      // The reply is the stored pairing (`ReportedPairing`), with the number the store gave it.
+      let reported = reply.first?.string.flatMap { try? JSONValue.parse(Data($0.utf8)) }.flatMap {
+        try? ReportedPairing(json: $0, path: "")
+      }
+      stored = reported?.pairing.key == nil ? pairing : reported?.pairing
     } catch  where error.notRunning {
       let offset = byKey.beaconClock.map { Int64($0) - Int64(Date().timeIntervalSince1970.rounded(.down)) }
       guard let device = try? DeviceID(deviceId) else { return ExitStatus.failure }

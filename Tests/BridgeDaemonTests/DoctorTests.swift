@@ -312,7 +312,9 @@ import Testing
     var health = BeaconHealth()
     health.batteryLow = true
     let fields = Dictionary(
-      uniqueKeysWithValues: health.jsonFields(now: Timestamp(seconds: 0)).map { ($0.key, $0.value) })
+      uniqueKeysWithValues: ReportedHealth(health, now: Timestamp(seconds: 0)).fields(withAge: true).map {
+        ($0.key, $0.value)
+      })
     let report = Doctor.evaluate(facts(daemon: withPaired(fields.merging(["batteryMv": .int(2520)]) { $1 })))
     #expect(status(report, "beacon battery") == .warning, "\(report.text)")
   }
@@ -324,7 +326,9 @@ import Testing
     health.possibleClone = true
     health.cloneAddresses = [BluetoothAddress("C0:FF:EE:00:00:07")!, BluetoothAddress("DE:AD:BE:EF:00:07")!]
     let fields = Dictionary(
-      uniqueKeysWithValues: health.jsonFields(now: Timestamp(seconds: 0)).map { ($0.key, $0.value) })
+      uniqueKeysWithValues: ReportedHealth(health, now: Timestamp(seconds: 0)).fields(withAge: true).map {
+        ($0.key, $0.value)
+      })
     let report = Doctor.evaluate(facts(daemon: withPaired(fields)))
     #expect(status(report, "beacon clone") == .warning, "\(report.text)")
     #expect(

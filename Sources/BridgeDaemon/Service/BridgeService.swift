@@ -82,7 +82,7 @@ final class BridgeService: Service {
         ])
     case .beaconHealth(let change):
       var json = ""
-      JSONWriter.writeObject(change.jsonFields, to: &json)
+      JSONWriter.writeObject(change.fields, to: &json)
       try? connection.emit(
         path: BridgeServiceNames.path, interface: BridgeServiceNames.interface,
         member: BridgeServiceNames.SignalName.beaconHealth,

@@ -157,14 +157,10 @@ extension Store {
 
   /// Every pairing as `pairs --json` shows it, with its `source`: `fleet` (the desired
   /// document's) or `local` (paired on the box).
-  public func pairingsWithSource() throws(StoreError) -> [JSONValue] {
+  public func pairingsWithSource() throws(StoreError) -> [ReportedPairing] {
     let all = try pairings()
     let owned = try fleetOwns(all)
-    return zip(all, owned).map { pairing, fleet in
-      var fields = pairing.json.objectValue ?? [:]
-      fields["source"] = .string(fleet ? "fleet" : "local")
-      return .object(fields)
-    }
+    return zip(all, owned).map { pairing, fleet in ReportedPairing(pairing, source: fleet ? .fleet : .local) }
   }
 
   /// Replaces every pairing, by identity and by key, with the document's and records its
