@@ -95,21 +95,21 @@ import Testing
   }
 
   @Test func missingBluetoothdIsCriticalWithAFix() {
-    let report = Doctor.evaluate(facts(bluez: .unavailable("org.bluez is not on the system bus")))
+    let report = Doctor.evaluate(facts(bluez: .unavailable(.bluetoothdAbsent)))
     #expect(status(report, "bluetoothd") == .critical)
     #expect(report.exitStatus == 1)
     #expect(report.text.contains("systemctl start bluetooth"))
   }
 
   @Test func noAdapterInTheKernelIsWhyBluetoothdIsNotRunning() {
-    var noAdapter = facts(bluez: .unavailable("org.bluez is not on the system bus"))
+    var noAdapter = facts(bluez: .unavailable(.bluetoothdAbsent))
     noAdapter.kernelAdapters = []
     let report = Doctor.evaluate(noAdapter)
     #expect(status(report, "bluetoothd") == .warning)
     #expect(status(report, "adapter") == .critical)
     #expect(report.text.contains("no Bluetooth adapter on this machine"))
     // With a controller in the kernel, bluetoothd itself is the problem.
-    var stopped = facts(bluez: .unavailable("org.bluez is not on the system bus"))
+    var stopped = facts(bluez: .unavailable(.bluetoothdAbsent))
     stopped.kernelAdapters = ["hci0"]
     #expect(status(Doctor.evaluate(stopped), "bluetoothd") == .critical)
   }

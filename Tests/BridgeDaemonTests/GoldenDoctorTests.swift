@@ -31,13 +31,13 @@ import Testing
     var golden = base.facts()
     golden.daemon = .success(goldenStatus())
     out.append(("a busy status", golden))
-    var noAdapter = base.facts(bluez: .unavailable("org.bluez is not on the system bus"))
+    var noAdapter = base.facts(bluez: .unavailable(.bluetoothdAbsent))
     noAdapter.kernelAdapters = []
     out.append(("no adapter in the kernel", noAdapter))
-    var stopped = base.facts(bluez: .unavailable("org.bluez is not on the system bus"))
+    var stopped = base.facts(bluez: .unavailable(.bluetoothdAbsent))
     stopped.kernelAdapters = ["hci0"]
     out.append(("bluetoothd stopped", stopped))
-    var noBus = base.facts(bluez: .unavailable("the system bus cannot be reached"))
+    var noBus = base.facts(bluez: .unavailable(.systemBusUnreachable))
     noBus.kernelAdapters = []
     out.append(("no system bus", noBus))
     out.append(
@@ -52,18 +52,20 @@ import Testing
           ))
       ))
     out.append(("BlueZ has no adapter", base.facts(bluez: .running(owner: ":1.1", adapters: []))))
-    for detail in [
-      "waiting for an adapter (none on this machine; bluetoothd starts when one appears)",
-      "waiting for bluetoothd (it is not running)", "waiting for an adapter (BlueZ has none)",
-      "waiting for adapter hci1", "waiting for an adapter to be powered on",
-      "waiting for discovery to start again",
+    // What a daemon sends: the sentence, and the reason doctor judges by.
+    for wait in [
+      ScanWait(.noAdapter), ScanWait(.bluetoothdAbsent), ScanWait(.noBlueZAdapter),
+      ScanWait(.adapterMissing, adapter: "hci1"), ScanWait(.adapterOff), ScanWait(.discoveryRestarting),
     ] {
       out.append(
         (
-          "the daemon \(detail)",
+          "the daemon \(wait)",
           base.facts(
             daemon: scan(
-              .object(["state": .string("waiting"), "backend": .string("bluez"), "detail": .string(detail)])))
+              .object([
+                "state": .string("waiting"), "backend": .string("bluez"), "detail": .string(wait.description),
+                "reason": .string(wait.reason.rawValue),
+              ])))
         ))
     }
     out.append(

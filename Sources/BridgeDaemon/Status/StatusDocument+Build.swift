@@ -1,4 +1,5 @@
 import BeaconCore
+import BlueZ
 
 /// The daemon's side of the contract: a `StatusDocument` from the bridge's state and what the
 /// service knows besides. Ages are measured from the snapshot's `now` and rounded by `Rounding`.
@@ -41,7 +42,8 @@ extension StatusDocument.Scan {
     switch condition {
     case .starting: self.init(state: .starting)
     case .scanning(let backend): self.init(state: .scanning, backend: backend)
-    case .waiting(let backend, let reason): self.init(state: .waiting, backend: backend, detail: reason)
+    case .waiting(let backend, let wait):
+      self.init(state: .waiting, backend: backend, detail: wait.description, reason: wait.reason)
     case .failing(let reason, let retry): self.init(state: .failing, detail: reason, retryInSeconds: retry)
     }
   }

@@ -1,4 +1,5 @@
 import BeaconCore
+import BlueZ
 
 // The keys of the daemon's `Status` (docs/dbus-api.md, "Output fields") that are the status's
 // own, each spelled once: as a case of its object's `Key`, used by that object's `json` (what the
@@ -68,13 +69,14 @@ extension StatusDocument {
 }
 
 extension StatusDocument.Scan {
-  enum Key: String { case state, backend, detail, retryInSeconds }
+  enum Key: String { case state, backend, detail, reason, retryInSeconds }
 
   public var json: JSONValue {
     var w = FieldWriter<Key>()
     w.add(.state, .string(state.rawValue))
     w.omittable(.backend, backend.map { .string($0) })
     w.omittable(.detail, detail.map { .string($0) })
+    w.omittable(.reason, reason.map { .string($0.rawValue) })
     w.omittable(.retryInSeconds, retryInSeconds.map { .int(Int64($0)) })
     return w.json
   }
@@ -84,6 +86,9 @@ extension StatusDocument.Scan {
     state = try r.required(.state, FieldValue.word)
     backend = try r.optional(.backend, omittable: true, FieldValue.string)
     detail = try r.optional(.detail, omittable: true, FieldValue.string)
+    // A word this version does not know (a newer daemon's) is left unread, as its key would be.
+    reason = try r.optional(.reason, omittable: true, FieldValue.string).flatMap(
+      ScanWait.Reason.init(rawValue:))
     retryInSeconds = try r.optional(.retryInSeconds, omittable: true, FieldValue.int)
   }
 }

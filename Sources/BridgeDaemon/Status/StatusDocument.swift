@@ -1,4 +1,5 @@
 import BeaconCore
+import BlueZ
 
 /// The daemon's D-Bus `Status` as one typed value (docs/dbus-api.md, "Output fields"): the
 /// contract between the daemon, which builds it (`StatusDocument+Build.swift`) and sends its
@@ -15,6 +16,9 @@ public struct StatusDocument: Sendable, Equatable {
     public var state: State
     public var backend: String?
     public var detail: String?
+    /// What a waiting scan waits for, as a word `doctor` switches on (`detail` says it); absent
+    /// from an older daemon's reply.
+    public var reason: ScanWait.Reason?
     public var retryInSeconds: Int?
   }
 
