@@ -58,7 +58,8 @@ public struct PairsCommand: BridgeCommand {
     for entry in pairings {
       let p = entry.pairing
       out +=
-        p.deviceId.escapingControlCharacters.padding(toLength: 15) + " " + p.pattern.padding(toLength: 49)
+        p.deviceId.rawValue.escapingControlCharacters.padding(toLength: 15) + " "
+        + p.pattern.padding(toLength: 49)
         + " " + (entry.source ?? .local).rawValue.padding(toLength: 6) + " "
         + (p.label ?? "").escapingControlCharacters + "\n"
     }

@@ -75,7 +75,7 @@ extension HealthChange {
   public var fields: [(key: String, value: JSONValue)] {
     var w = FieldWriter<BridgeEvent.Key>()
     w.add(.change, .string(kind.rawValue))
-    w.add(.deviceId, .string(deviceId))
+    w.add(.deviceId, .string(deviceId.rawValue))
     w.merge(ReportedIdentity(id).fields)
     w.merge(ReportedHealth(health).fields(withAge: false))
     return w.fields

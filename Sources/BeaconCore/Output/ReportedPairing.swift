@@ -33,7 +33,7 @@ public struct ReportedPairing: Sendable, Equatable {
     w.add(.uuid, pairing.key == nil ? .string(pairing.uuid.uuidString) : .null)
     w.add(.major, .of(pairing.major.map(Int.init)))
     w.add(.minor, .of(pairing.minor.map(Int.init)))
-    w.add(.deviceId, .string(pairing.deviceId))
+    w.add(.deviceId, .string(pairing.deviceId.rawValue))
     w.add(.label, .of(pairing.label))
     w.add(.authentication, .string(pairing.authentication.rawValue))
     w.omittable(.pairing, pairing.key.map { .int($0.pairing) })
@@ -84,7 +84,7 @@ public struct ReportedPairing: Sendable, Equatable {
       }
     }
     pairing = Pairing(
-      uuid: uuid, major: try number(.major), minor: try number(.minor), deviceId: deviceId.rawValue,
+      uuid: uuid, major: try number(.major), minor: try number(.minor), deviceId: deviceId,
       label: label)
   }
 }

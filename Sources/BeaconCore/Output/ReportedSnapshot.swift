@@ -30,7 +30,7 @@ public struct ReportedSnapshot: Sendable, Equatable {
 
   public init(_ active: ActiveBeacon) {
     self.init(
-      deviceId: active.deviceId, label: active.pairing.label, identity: ReportedIdentity(active.id),
+      deviceId: active.deviceId.rawValue, label: active.pairing.label, identity: ReportedIdentity(active.id),
       rssi: active.lastRSSI, smoothedRSSI: active.smoothedRSSI, distance: active.distance,
       proximity: active.proximity.rawValue)
   }
@@ -38,7 +38,7 @@ public struct ReportedSnapshot: Sendable, Equatable {
   /// The status's active beacon: only what `statusJSON` writes, so that it reads back equal.
   public init(statusOf active: ActiveBeacon) {
     self.init(
-      deviceId: active.deviceId, label: active.pairing.label, identity: ReportedIdentity(active.id),
+      deviceId: active.deviceId.rawValue, label: active.pairing.label, identity: ReportedIdentity(active.id),
       smoothedRSSI: active.smoothedRSSI)
   }
 

@@ -190,7 +190,8 @@ extension Store {
           try database.query(
             "INSERT INTO pairings (uuid, major, minor, device_id, label, created_at) VALUES (?, ?, ?, ?, ?, ?)",
             identity + [
-              .text(pairing.deviceId), SQLiteValue(pairing.label), .real(Date().timeIntervalSince1970),
+              .text(pairing.deviceId.rawValue), SQLiteValue(pairing.label),
+              .real(Date().timeIntervalSince1970),
             ])
           try database.query("INSERT INTO fleet_pairings (uuid, major, minor) VALUES (?, ?, ?)", identity)
         }
@@ -238,7 +239,8 @@ extension Store {
         UPDATE key_pairings SET device_id = ?, label = ?
         WHERE scheme = ? AND rotation_exponent IS ? AND id NOT IN (SELECT id FROM fleet_key_pairings)
           AND secret = ?
-        """, [.text(pairing.deviceId), SQLiteValue(pairing.label), .text(scheme.rawValue), exponent],
+        """,
+        [.text(pairing.deviceId.rawValue), SQLiteValue(pairing.label), .text(scheme.rawValue), exponent],
         secret: secret)
       if database.changes > 0 {
         try database.execute(
@@ -253,7 +255,8 @@ extension Store {
             created_at, secret) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
           """,
           [
-            .text(scheme.rawValue), .text(pairing.deviceId), SQLiteValue(pairing.label), exponent, offset,
+            .text(scheme.rawValue), .text(pairing.deviceId.rawValue), SQLiteValue(pairing.label), exponent,
+            offset,
             .real(Date().timeIntervalSince1970),
           ], secret: secret)
         try database.query("INSERT INTO fleet_key_pairings (id) VALUES (last_insert_rowid())")
