@@ -57,14 +57,16 @@ while let flag = arguments.popFirst() {
       size > 0
     else {
       FileHandle.standardError.write(
-        Data("usage: BeaconBench --scaling beacons|paired|departed|trips|batch|outbox|outbox-filled N\n".utf8))
+        Data("usage: BeaconBench --scaling beacons|paired|departed|trips|batch|outbox|outbox-filled N\n".utf8)
+      )
       exit(2)
     }
     scaling = (mode, size)
   default:
     FileHandle.standardError.write(
       Data(
-        "usage: BeaconBench [--repeats N] [--advertisements M] [--instructions N] [--scaling MODE N] [--cold-search]\n".utf8))
+        "usage: BeaconBench [--repeats N] [--advertisements M] [--instructions N] [--scaling MODE N] [--cold-search]\n"
+          .utf8))
     exit(2)
   }
 }
@@ -136,7 +138,9 @@ func countedParseTrack(_ count: Int) -> Int {
 @inline(never)
 func countedPipeline(_ count: Int) -> Int {
   let pairings = PairingSet(
-    (0..<3).map { Pairing(uuid: uuid, major: 1, minor: UInt16($0), deviceId: "UNIT-\($0)") })
+    (0..<3).map {
+      Pairing(uuid: uuid, major: 1, minor: UInt16($0), deviceId: DeviceID(stringLiteral: "UNIT-\($0)"))
+    })
   var pipeline = BeaconPipeline(pairings: pairings)
   var steps = 0
   _ = rate(events, count) { i, event, time in
@@ -204,7 +208,9 @@ func keyedPipeline(_ pipeline: inout BeaconPipeline, _ input: [SourceEvent], _ c
 @inline(never)
 func countedPlainPipeline(_ count: Int) -> Int {
   let pairings = PairingSet(
-    (0..<keyedBeacons).map { Pairing(uuid: uuid, major: 1, minor: UInt16($0), deviceId: "UNIT-\($0)") })
+    (0..<keyedBeacons).map {
+      Pairing(uuid: uuid, major: 1, minor: UInt16($0), deviceId: DeviceID(stringLiteral: "UNIT-\($0)"))
+    })
   var pipeline = BeaconPipeline(pairings: pairings)
   return keyedPipeline(&pipeline, plainEvents, count)
 }
@@ -278,7 +284,9 @@ func countedScaling(_ mode: String, _ size: Int, _ input: [SourceEvent], _ text:
     // As "beacons", each beacon paired by its identity (a fleet's document of N pairings), and
     // one pairing of the whole UUID beside them.
     let pairings = (0..<size).map { n in
-      Pairing(uuid: uuid, major: UInt16(n >> 16), minor: UInt16(n & 0xFFFF), deviceId: "UNIT-\(n)")
+      Pairing(
+        uuid: uuid, major: UInt16(n >> 16), minor: UInt16(n & 0xFFFF),
+        deviceId: DeviceID(stringLiteral: "UNIT-\(n)"))
     }
     pipeline = BeaconPipeline(
       pairings: PairingSet(pairings + [Pairing(uuid: uuid, major: nil, minor: nil, deviceId: "FLEET")]))
@@ -347,7 +355,8 @@ if coldSearch {
     }
     resolver.add(
       EIDPairing(
-        id: KeyPairingID(n), identityKey: try! key.withUnsafeBytes { try AES128Key(bytes: $0) }, rotationExponent: k,
+        id: KeyPairingID(n), identityKey: try! key.withUnsafeBytes { try AES128Key(bytes: $0) },
+        rotationExponent: k,
         clockOffset: 0))
   }
   let clock = ContinuousClock()
@@ -362,7 +371,8 @@ if coldSearch {
   started = clock.now
   while seconds(clock.now - started) < 2, far.run(operations: 2_000) == .searching {}
   let rate = Double(far.operations) / seconds(clock.now - started)
-  let farOperations = Double(pairings) * Double(EIDResolver.searchOperations(tolerance: tolerance, rotationExponent: k))
+  let farOperations =
+    Double(pairings) * Double(EIDResolver.searchOperations(tolerance: tolerance, rotationExponent: k))
   print(
     "{\"pairings\": \(pairings), \"rotationExponent\": 0, \"toleranceSeconds\": \(tolerance), "
       + "\"nearOperations\": \(near.operations), \"nearSeconds\": \(nearSeconds), "
@@ -382,7 +392,9 @@ final class OutboxHost: ScopeHost {
   }
   let posted = Mutex(0)
   func log(_ record: LogRecord) {}
-  func postTripEventBatch(_ batch: TaggedTripBatch) async throws { posted.withLock { $0 += batch.events.count } }
+  func postTripEventBatch(_ batch: TaggedTripBatch) async throws {
+    posted.withLock { $0 += batch.events.count }
+  }
 }
 
 /// The outbox's scaling (`--scaling outbox N`): N batches of a postTrip trip committed to the
@@ -466,7 +478,9 @@ for run in 0..<repeats {
   // The whole pipeline (presence, active beacon among 3 pairings, trips idle), ticking deadlines
   // once per simulated second as the bridge does.
   let pairings = PairingSet(
-    (0..<3).map { Pairing(uuid: uuid, major: 1, minor: UInt16($0), deviceId: "UNIT-\($0)") })
+    (0..<3).map {
+      Pairing(uuid: uuid, major: 1, minor: UInt16($0), deviceId: DeviceID(stringLiteral: "UNIT-\($0)"))
+    })
   var pipeline = BeaconPipeline(pairings: pairings)
   let full = rate(events, advertisements) { i, event, time in
     _ = pipeline.ingest(event, at: time)

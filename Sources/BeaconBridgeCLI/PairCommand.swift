@@ -108,7 +108,7 @@ public struct PairCommand: BridgeCommand {
       nearest = (wait, backend, adapter)
       // A placeholder identity until the scan picks one.
       pairing = Pairing(
-        uuid: UUID(), major: 0, minor: 0, deviceId: deviceId.rawValue, label: try Self.label(&arguments))
+        uuid: UUID(), major: 0, minor: 0, deviceId: deviceId, label: try Self.label(&arguments))
       return
     }
     for name in ["--wait", "--backend", "--adapter"] where arguments.present(name) {
@@ -155,7 +155,7 @@ public struct PairCommand: BridgeCommand {
         BridgeServiceNames.Method.pair,
         [
           .string(pairing.uuid.uuidString), .int32(pairing.major.map { Int32($0) } ?? -1),
-          .int32(pairing.minor.map { Int32($0) } ?? -1), .string(pairing.deviceId),
+          .int32(pairing.minor.map { Int32($0) } ?? -1), .string(pairing.deviceId.rawValue),
           .string(pairing.label ?? ""),
         ])
     } catch  where error.notRunning {
@@ -224,22 +224,19 @@ extension PairCommand {
           .string(scheme.rawValue), .string(String(decoding: digits, as: UTF8.self)),
           .int32(rotationExponent.map { Int32($0) } ?? -1),
           .int64(beaconClock.map { Int64($0) } ?? -1),
-          .string(deviceId), .string(label ?? ""),
+          .string(deviceId.rawValue), .string(label ?? ""),
         ])
-      return reply.first?.string.flatMap { try? JSONValue.parse(Data($0.utf8)) }.flatMap { json in
-        json["pairing"]?.intValue.map {
-          var p = pairing
-          p.key = KeyedIdentity(scheme: scheme, pairing: $0)
-          return p
-        }
-      } ?? pairing
+      // The reply is the stored pairing (`ReportedPairing`), with the number the store gave it.
+      let reported = reply.first?.string.flatMap { try? JSONValue.parse(Data($0.utf8)) }.flatMap {
+        try? ReportedPairing(json: $0, path: "")
+      }
+      return reported?.pairing.key == nil ? pairing : reported?.pairing
     } catch  where error.notRunning {
       let offset = beaconClock.map { Int64($0) - Int64(Date().timeIntervalSince1970.rounded(.down)) }
-      guard let device = try? DeviceID(deviceId) else { return nil }
       let result = await store.write(console) {
         try await $0.pairByKey(
           scheme: scheme, key: digits, rotationExponent: rotationExponent, clockOffset: offset,
-          deviceId: device, label: label)
+          deviceId: deviceId, label: label)
       }
       return result?.pairing
     } catch {

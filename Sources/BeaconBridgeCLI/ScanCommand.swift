@@ -270,7 +270,7 @@ final class ScanView: Sendable {
       out += power.padding(toLength: 5) + "  "
       out += (telemetry?.batteryMillivolts.map { "\($0)mV" } ?? "-").padding(toLength: 7) + "  "
       out += (telemetry?.temperature.map { String(format: "%.1fC", $0) } ?? "-").padding(toLength: 6) + "  "
-      out += (pairings.pairing(for: b.id)?.deviceId ?? "-") + "\n"
+      out += (pairings.pairing(for: b.id)?.deviceId.rawValue ?? "-") + "\n"
     }
     if status.beaconsInRange.isEmpty { out += "  (none yet)\n" }
     out += "\nACTIVE BEACON: " + (status.active.map { "\($0.deviceId) (\($0.id))" } ?? "none") + "\n"

@@ -48,7 +48,7 @@ final class DiscoverySession: @unchecked Sendable {
   /// The adapter discovery last ran on, kept across a bluetoothd restart for reconciliation.
   private var lastAdapter: ObjectPath?
   /// What `reportCondition` last told: `.some(nil)` for scanning, `.none` before the first report.
-  private var reportedWaiting: String?? = .none
+  private var reportedWaiting: ScanWait?? = .none
   var bluezOwner: BusName?
   private(set) var failure: (any Error)?
   private var lastPrune = ContinuousClock.now
@@ -217,24 +217,21 @@ final class DiscoverySession: @unchecked Sendable {
   /// leave a stale "scanning" behind (an adapter that vanished while discovery was restarting).
   /// Told to `Options.onWaiting` when it changes.
   private func reportCondition() {
-    let waiting: String?
+    let waiting: ScanWait?
     if state.adapter != nil {
       waiting = nil
     } else if bluezOwner == nil {
       // Debian starts bluetoothd only once an adapter appears (bluetooth.target): with none in
       // the kernel, the adapter is what is missing.
-      waiting =
-        KernelAdapters.names().isEmpty
-        ? "waiting for an adapter (none on this machine; bluetoothd starts when one appears)"
-        : "waiting for bluetoothd (it is not running)"
+      waiting = ScanWait(KernelAdapters.names().isEmpty ? .noAdapter : .bluetoothdAbsent)
     } else if tree.adapters.isEmpty {
-      waiting = "waiting for an adapter (BlueZ has none)"
+      waiting = ScanWait(.noBlueZAdapter)
     } else if let adapterName, !tree.adapters.contains(where: { $0.lastComponent == adapterName }) {
-      waiting = "waiting for adapter \(adapterName)"
+      waiting = ScanWait(.adapterMissing, adapter: adapterName)
     } else if tree.selectAdapter(named: adapterName).map(isPowered) != true {
-      waiting = "waiting for an adapter to be powered on"
+      waiting = ScanWait(.adapterOff)
     } else {
-      waiting = "waiting for discovery to start again"
+      waiting = ScanWait(.discoveryRestarting)
     }
     guard waiting != reportedWaiting else { return }
     reportedWaiting = waiting

@@ -157,7 +157,7 @@ import Testing
       try Self.document(1, [Self.plain, Self.eid(vector), #"{"irk":"\#(Self.irk)","deviceId":"UNIT-R1"}"#]),
       boxSeconds: 1_000)
     let sources = try await store.pairingsWithSource().map {
-      "\($0["deviceId"]?.stringValue ?? "?")/\($0["source"]?.stringValue ?? "?")"
+      "\($0.pairing.deviceId)/\($0.source?.rawValue ?? "?")"
     }
     #expect(sources == ["VAN-7/fleet", "UNIT-E1/fleet", "UNIT-R1/fleet"])
     #expect(try await store.fleetApplied()?.version == 1)
@@ -195,7 +195,7 @@ import Testing
     #expect(kept.first?.heardWindow == tracking.heardWindow)
     var after = try await store.keyAuthenticator(eidClockTolerance: 86_400, epoch: 1_000)
     #expect(after.authenticate(address: Self.rpa, at: .zero) == .unknown)
-    #expect(try await store.pairingsWithSource().map { $0["source"]?.stringValue } == ["fleet"])
+    #expect(try await store.pairingsWithSource().map { $0.source?.rawValue } == ["fleet"])
 
     // Another rotation exponent is another pairing: a new number, the document's clock.
     try await store.applyFleet(

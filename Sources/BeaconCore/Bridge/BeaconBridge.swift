@@ -270,7 +270,7 @@ public actor BeaconBridge {
     let tripId = id.rawValue
     try requireArmed()
     let steps: [BeaconPipeline.Step]
-    do { steps = try pipeline.assign(tripId, deviceId: deviceId.rawValue, at: now) } catch {
+    do { steps = try pipeline.assign(tripId, deviceId: deviceId, at: now) } catch {
       throw BridgeError(.trip, error.description)
     }
     await perform(steps)

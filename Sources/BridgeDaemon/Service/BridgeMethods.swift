@@ -103,7 +103,7 @@ struct BridgeMethods: Sendable {
   }
 
   func pairings() async throws -> MethodResult {
-    .success([.string(JSONValue.array(try await store.pairingsWithSource()).compactText)])
+    .success([.string(JSONValue.array(try await store.pairingsWithSource().map(\.json)).compactText)])
   }
 
   func recentLogs() -> MethodResult {

@@ -101,7 +101,7 @@ final class BridgeService: Service {
       try? connection.emit(
         path: BridgeServiceNames.path, interface: BridgeServiceNames.interface,
         member: BridgeServiceNames.SignalName.activeBeaconChanged,
-        [.string(active?.deviceId ?? "")])
+        [.string(active?.deviceId.rawValue ?? "")])
     case .tripTagged(let tripId, let resolution):
       try? connection.emit(
         path: BridgeServiceNames.path, interface: BridgeServiceNames.interface,
@@ -112,11 +112,11 @@ final class BridgeService: Service {
         ])
     case .beaconHealth(let change):
       var json = ""
-      JSONWriter.writeObject(change.jsonFields, to: &json)
+      JSONWriter.writeObject(change.fields, to: &json)
       try? connection.emit(
         path: BridgeServiceNames.path, interface: BridgeServiceNames.interface,
         member: BridgeServiceNames.SignalName.beaconHealth,
-        [.string(change.deviceId), .string(change.kind.rawValue), .string(json)])
+        [.string(change.deviceId.rawValue), .string(change.kind.rawValue), .string(json)])
     default:
       break
     }

@@ -157,14 +157,10 @@ extension Store {
 
   /// Every pairing as `pairs --json` shows it, with its `source`: `fleet` (the desired
   /// document's) or `local` (paired on the box).
-  public func pairingsWithSource() throws(StoreError) -> [JSONValue] {
+  public func pairingsWithSource() throws(StoreError) -> [ReportedPairing] {
     let all = try pairings()
     let owned = try fleetOwns(all)
-    return zip(all, owned).map { pairing, fleet in
-      var fields = pairing.json.objectValue ?? [:]
-      fields["source"] = .string(fleet ? "fleet" : "local")
-      return .object(fields)
-    }
+    return zip(all, owned).map { pairing, fleet in ReportedPairing(pairing, source: fleet ? .fleet : .local) }
   }
 
   /// Replaces every pairing, by identity and by key, with the document's and records its
@@ -196,7 +192,7 @@ extension Store {
           try database.query(
             "INSERT INTO pairings (uuid, major, minor, device_id, label, created_at) VALUES (?, ?, ?, ?, ?, ?)",
             identity + [
-              .text(pairing.deviceId), SQLiteValue(pairing.label), .real(now),
+              .text(pairing.deviceId.rawValue), SQLiteValue(pairing.label), .real(now),
             ])
           try database.query("INSERT INTO fleet_pairings (uuid, major, minor) VALUES (?, ?, ?)", identity)
         }
@@ -244,7 +240,8 @@ extension Store {
         UPDATE key_pairings SET device_id = ?, label = ?
         WHERE scheme = ? AND rotation_exponent IS ? AND id NOT IN (SELECT id FROM fleet_key_pairings)
           AND secret = ?
-        """, [.text(pairing.deviceId), SQLiteValue(pairing.label), .text(scheme.rawValue), exponent],
+        """,
+        [.text(pairing.deviceId.rawValue), SQLiteValue(pairing.label), .text(scheme.rawValue), exponent],
         secret: secret)
       if database.changes > 0 {
         try database.execute(
@@ -259,7 +256,8 @@ extension Store {
             created_at, secret) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
           """,
           [
-            .text(scheme.rawValue), .text(pairing.deviceId), SQLiteValue(pairing.label), exponent, offset,
+            .text(scheme.rawValue), .text(pairing.deviceId.rawValue), SQLiteValue(pairing.label), exponent,
+            offset,
             .real(wallClock()),
           ], secret: secret)
         try database.query("INSERT INTO fleet_key_pairings (id) VALUES (last_insert_rowid())")
