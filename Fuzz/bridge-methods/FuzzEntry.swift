@@ -80,7 +80,7 @@ func revalidate(_ member: MemberName, _ request: BridgeRequest, _ values: [DBusV
       pairing.key == nil && pairing.uuid == string(0).flatMap(UUID.init(uuidString:)), "Pair: UUID")
     precondition(pairing.major.map(Int.init) ?? -1 == values[1].int, "Pair: major")
     precondition(pairing.minor.map(Int.init) ?? -1 == values[2].int, "Pair: minor")
-    same(try! DeviceID(pairing.deviceId), 3)
+    same(pairing.deviceId, 3)
     label(pairing.label, 4)
   case .pairWithKey(let request):
     precondition(member == Name.pairWithKey)
