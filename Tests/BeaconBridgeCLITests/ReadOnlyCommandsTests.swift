@@ -56,7 +56,9 @@ struct ReadOnlyCommandsTests {
   /// critical about the store.
   @Test func doctorReadsAReadOnlyStateDirectory() async throws {
     try await withReadOnlyState { mounted, dir in
-      let doctor = try await files.run(["doctor", "--json", "--config", dir + "/none.conf", "--state-dir", mounted])
+      let doctor = try await files.run([
+        "doctor", "--json", "--config", dir + "/none.conf", "--state-dir", mounted,
+      ])
       let report = try JSONSerialization.jsonObject(with: Data(doctor.stdout.utf8)) as? [String: Any]
       let checks = report?["checks"] as? [[String: Any]] ?? []
       func check(_ name: String) -> [String: Any]? { checks.first { $0["name"] as? String == name } }

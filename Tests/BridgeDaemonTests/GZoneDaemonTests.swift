@@ -151,7 +151,9 @@ import Testing
 
   /// Errors name the URL without its credentials or secret parameters.
   @Test func errorsNameTheURLRedacted() async throws {
-    let backend = try await FakeBackend(["--serve-dir", Self.fixtures.appendingPathComponent("bad-json").path])
+    let backend = try await FakeBackend([
+      "--serve-dir", Self.fixtures.appendingPathComponent("bad-json").path,
+    ])
     var config = Self.configuration(base: backend.base)
     let withSecrets = backend.base.replacingOccurrences(of: "://", with: "://gz:gz-pass-9@")
     config.urls[.player] = "\(withSecrets)/players/{unitId}/player.json?sig=g-sig-1"
@@ -165,7 +167,9 @@ import Testing
   }
 
   @Test func aMalformedPayloadOverHTTPNamesItsURL() async throws {
-    let backend = try await FakeBackend(["--serve-dir", Self.fixtures.appendingPathComponent("bad-json").path])
+    let backend = try await FakeBackend([
+      "--serve-dir", Self.fixtures.appendingPathComponent("bad-json").path,
+    ])
     await #expect {
       try await HTTPGZoneSource(configuration: Self.configuration(base: backend.base)).load()
     } throws: { error in

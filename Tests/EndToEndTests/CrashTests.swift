@@ -111,7 +111,8 @@ struct CrashTests {
       }
       for _ in 0..<burst {
         if !started {
-          let start = try await test.cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir)
+          let start = try await test.cli(
+            ["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir)
           if start.status == 0 || start.stderr.contains("already started") { started = true } else { break }
         }
         let n = next

@@ -173,7 +173,8 @@ struct DaemonEndToEndTests {
     #expect(delivered.body["events"]?.arrayValue?.count == 2)
     #expect(delivered.body["events"]?.arrayValue?.first?["g"] == .double(0.41))
     #expect(delivered.key == "t1#0")
-    #expect(try await cli(["trip", "end", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir).status == 0)
+    #expect(
+      try await cli(["trip", "end", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir).status == 0)
     // pair, pairs and unpair through the daemon's API when it runs.
     let paired = try await cli(
       [

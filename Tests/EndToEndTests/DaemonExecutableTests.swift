@@ -171,7 +171,8 @@ struct DaemonExecutableTests {
     try "#!/bin/sh\nexit 3\n".write(toFile: daemon + ".dpkg-new", atomically: false, encoding: .utf8)
     #expect(chmod(daemon + ".dpkg-new", 0o755) == 0)
     #expect(rename(daemon + ".dpkg-new", daemon) == 0)
-    #expect(try await cli.cli(["trip", "start", "--trip-id", "u1"], bus: bus.address, dir: state).status == 0)
+    #expect(
+      try await cli.cli(["trip", "start", "--trip-id", "u1"], bus: bus.address, dir: state).status == 0)
     let sent = try await cli.cli(
       ["trip", "events", "--trip-id", "u1", "-"], bus: bus.address, dir: state, stdin: #"[{"type":"a"}]"#)
     #expect(sent.status == 0, "\(sent.stderr)")

@@ -46,7 +46,8 @@ struct DeliveryDoctorTests {
     #expect(nothingYet["detail"]?.stringValue?.contains("nothing posted") == true, "\(nothingYet)")
     #expect(try await test.cli(["trip", "start", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
     for batch in [#"[{"type":"a"}]"#, #"[{"type":"b"}]"#] {
-      let sent = try await test.cli(["trip", "events", "--trip-id", "t1", "-"], bus: bus, dir: dir, stdin: batch)
+      let sent = try await test.cli(
+        ["trip", "events", "--trip-id", "t1", "-"], bus: bus, dir: dir, stdin: batch)
       #expect(sent.status == 0, "\(sent.stderr)")
     }
     return (daemon, config)

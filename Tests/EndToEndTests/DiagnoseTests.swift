@@ -25,7 +25,9 @@ struct DiagnoseTests {
     let result = try await DaemonEndToEndTests().cli(
       ["diagnose", "--export", output, "--config", config, "--state-dir", dir], bus: bus, dir: dir)
     // List with the standard tar, then unpack.
-    func run(_ arguments: [String]) async throws -> String { try await runProcess("/bin/tar", arguments).stdout }
+    func run(_ arguments: [String]) async throws -> String {
+      try await runProcess("/bin/tar", arguments).stdout
+    }
     let listing = try await run(["-tzf", output]).split(separator: "\n").map(String.init)
     let unpacked = dir + "/unpacked"
     try? FileManager.default.removeItem(atPath: unpacked)
@@ -107,7 +109,8 @@ struct DiagnoseTests {
       (try? await test.cli(["status"], bus: fixture.bus.address, dir: dir).status) == 0
     }
     // A trip with a batch that fails to upload (nothing listens on port 9): a decision, a log line.
-    let started = try await test.cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir)
+    let started = try await test.cli(
+      ["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir)
     #expect(started.status == 0, "\(started.stderr)")
     // With lateWindow 0 the trip takes the fallback on the next tick: a tagging decision.
     try await waitUntil("the condition at this line") {

@@ -230,7 +230,8 @@ struct FleetDesiredTests {
     #expect(box.lastReason == "version 3 is not above the pending version 3")
     try await box.broker.publish(desired, Self.document(3, [(7, "VAN-7")]))
     try await waitUntil("v3 pending again: \(box.answers)") { box.answers.last == "pending@3" }
-    #expect(try await cli.cli(["trip", "end", "--trip-id", "t1"], bus: box.bus.address, dir: box.dir).status == 0)
+    #expect(
+      try await cli.cli(["trip", "end", "--trip-id", "t1"], bus: box.bus.address, dir: box.dir).status == 0)
     try await waitUntil("v3 applied at the trip's end: \(box.answers)") { box.answers.last == "applied@3" }
     #expect(box.answers == ["pending@3", "refused@2", "refused@3", "pending@3", "applied@3"])
     #expect(try await box.pairs() == ["VAN-7/fleet"])
@@ -258,7 +259,8 @@ struct FleetDesiredTests {
     try await waitUntil("the file reloaded: \(box.daemon!.log)") {
       box.daemon!.log.contains("configuration reloaded from")
     }
-    #expect(try await cli.cli(["trip", "end", "--trip-id", "t1"], bus: box.bus.address, dir: box.dir).status == 0)
+    #expect(
+      try await cli.cli(["trip", "end", "--trip-id", "t1"], bus: box.bus.address, dir: box.dir).status == 0)
     try await waitUntil("v1 refused at the trip's end: \(box.answers)") { box.answers.last == "refused@1" }
     #expect(
       box.lastReason

@@ -29,7 +29,8 @@ struct FleetSetAsideTests {
       try await cli.cli(["trip", "start", "--trip-id", "a1"], bus: box.bus.address, dir: box.dir).status == 0)
     #expect(
       try await cli.cli(["trip", "start", "--trip-id", "a2"], bus: box.bus.address, dir: box.dir).status != 0)
-    #expect(try await cli.cli(["trip", "end", "--trip-id", "a1"], bus: box.bus.address, dir: box.dir).status == 0)
+    #expect(
+      try await cli.cli(["trip", "end", "--trip-id", "a1"], bus: box.bus.address, dir: box.dir).status == 0)
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
 
     // [Fleet] removed: the document's settings and pairings are set aside, and status says so.

@@ -63,7 +63,9 @@ struct HangingBackendTests {
         try await timed(["trip", "events", "--trip-id", "t1", "-"], stdin: #"[{"type":"braking","n":0}]"#)
       ))
     // No beacon: held once its late window ends, then tagged by hand, which queues its batches.
-    try await waitUntil("trip t1 is unresolved", timeout: .seconds(10)) { await resolution("t1") == "unresolved" }
+    try await waitUntil("trip t1 is unresolved", timeout: .seconds(10)) {
+      await resolution("t1") == "unresolved"
+    }
     answers.append(
       ("TripAssign t1", try await timed(["trip", "assign", "--trip-id", "t1", "--device-id", "VAN-1"])))
     if sending == "realtime" {
@@ -76,7 +78,8 @@ struct HangingBackendTests {
       answers.append(
         (
           "TripEvents t1 #\(n)",
-          try await timed(["trip", "events", "--trip-id", "t1", "-"], stdin: #"[{"type":"braking","n":\#(n)}]"#)
+          try await timed(
+            ["trip", "events", "--trip-id", "t1", "-"], stdin: #"[{"type":"braking","n":\#(n)}]"#)
         ))
     }
     answers.append(("TripEnd t1", try await timed(["trip", "end", "--trip-id", "t1"])))
@@ -93,7 +96,9 @@ struct HangingBackendTests {
         "TripEvents t2",
         try await timed(["trip", "events", "--trip-id", "t2", "-"], stdin: #"[{"type":"braking","n":0}]"#)
       ))
-    try await waitUntil("trip t2 is unresolved", timeout: .seconds(10)) { await resolution("t2") == "unresolved" }
+    try await waitUntil("trip t2 is unresolved", timeout: .seconds(10)) {
+      await resolution("t2") == "unresolved"
+    }
     let lateWindowEnded = (ContinuousClock.now - started).seconds
     answers.append(("TripEnd t2", try await timed(["trip", "end", "--trip-id", "t2"])))
     for (call, seconds) in answers {

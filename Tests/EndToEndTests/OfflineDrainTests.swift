@@ -43,7 +43,8 @@ struct OfflineDrainTests {
       (try? await test.cli(["status"], bus: fixture.bus.address, dir: dir).status) == 0
     }
     #expect(
-      try await test.cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir).status == 0)
+      try await test.cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir).status == 0
+    )
     let count = 100
     for n in 0..<count {
       let sent = try await test.cli(

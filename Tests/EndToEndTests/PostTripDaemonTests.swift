@@ -61,7 +61,8 @@ struct PostTripDaemonTests {
     }
     let before = try await status()
     #expect(before["outbox"]?["undelivered"]?.intValue == 5)
-    #expect(try await test.cli(["status"], bus: bus, dir: dir).stdout.contains("5 waiting for the trip's end"))
+    #expect(
+      try await test.cli(["status"], bus: bus, dir: dir).stdout.contains("5 waiting for the trip's end"))
     #expect(backend.received().isEmpty)
     // libcurl (and its TLS libraries) are never loaded into the daemon: each request runs in a
     // child process (docs/PERFORMANCE.md, "Where the daemon's memory goes").

@@ -39,7 +39,8 @@ struct PowerCutTests {
   static func buildCutlog(in dir: String) async throws -> String {
     let library = dir + "/cutlog.so"
     let source = root.appendingPathComponent("Tests/PowerCut/cutlog.c").path
-    let built = try await runProcess("/usr/bin/cc", ["-O2", "-shared", "-fPIC", "-o", library, source, "-ldl"])
+    let built = try await runProcess(
+      "/usr/bin/cc", ["-O2", "-shared", "-fPIC", "-o", library, source, "-ldl"])
     #expect(built.status == 0, "cc: \(built.stderr)")
     return library
   }
