@@ -11,7 +11,7 @@ import Testing
 /// The CLI's input and output boundaries, through the real binary as a process: what a careless
 /// or hostile caller does to stdin, stdout and file arguments gives a plain error and exit 1
 /// (or 64 for a usage error), never a trap, a hang, unbounded memory or a lying exit 0.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.serialized, .timeLimit(.minutes(5)))
 struct IOBoundaryTests {
   static let root: URL = {
     var url = URL(fileURLWithPath: #filePath)
