@@ -82,15 +82,15 @@ scenarios: ## fail when Tests/Scenarios/*.json differ from what generate.py writ
 
 # libFuzzer with AddressSanitizer over the frame parsers. `make fuzz FUZZ_SECONDS=600` for a
 # long run; `make test` runs a short one. A crash fails the target and leaves its input in
-# .build/fuzz/artifacts.
+# .build/fuzz/frame-parser/artifacts.
 FUZZ_SECONDS ?= 60
 fuzz: ## fuzz the frame parsers for FUZZ_SECONDS (libFuzzer, AddressSanitizer)
 	@scripts/install-deps.sh test
-	Fuzz/run.sh $(FUZZ_SECONDS)
+	Fuzz/run.sh $(FUZZ_SECONDS) frame-parser
 
 fuzz-short: ## fuzz the frame parsers for 15 s
 	@scripts/install-deps.sh test
-	Fuzz/run.sh 15
+	Fuzz/run.sh 15 frame-parser
 
 # LeakSanitizer over the D-Bus and BlueZ tests: fails on any leak through libdbus-1 or our
 # DBus/BlueZ modules (valgrind cannot run Swift async code here; see the script).
@@ -134,28 +134,19 @@ clean: ## remove .build and .build-asan
 # arguments (BridgeRequest.parse) and the Eddystone-EID and encrypted TLM frame readers
 # (BeaconCrypto) for FUZZ_HCI_SECONDS each;
 # `make test` runs them briefly (FUZZ_HCI_TEST_SECONDS). Crashers go into Fuzz/<target>/corpus,
-# which HCIParsingTests replays as regression inputs.
+# which the unit tests replay as regression inputs (Fuzz/run.sh runs every target the same way).
 FUZZ_HCI_SECONDS ?= 60
 FUZZ_HCI_TEST_SECONDS ?= 10
+FUZZ_HCI_TARGETS := hci-events btsnoop dbus-wire device-update bridge-methods eid-frames gatt-replies
 .PHONY: fuzz-hci fuzz-hci-short
 
-fuzz-hci: ## fuzz the HCI event parser, the btsnoop reader, the D-Bus wire reader, method arguments and EID frames
+fuzz-hci: ## fuzz the HCI event parser, the btsnoop reader, the D-Bus wire reader, method arguments, EID frames and the EID provisioner's GATT replies
 	@scripts/install-deps.sh test
-	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_SECONDS)
-	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_SECONDS)
-	Fuzz/run-hci.sh dbus-wire $(FUZZ_HCI_SECONDS)
-	Fuzz/run-hci.sh device-update $(FUZZ_HCI_SECONDS)
-	Fuzz/run-hci.sh bridge-methods $(FUZZ_HCI_SECONDS)
-	Fuzz/run-hci.sh eid-frames $(FUZZ_HCI_SECONDS)
+	Fuzz/run.sh $(FUZZ_HCI_SECONDS) $(FUZZ_HCI_TARGETS)
 
 fuzz-hci-short: ## the same, FUZZ_HCI_TEST_SECONDS each
 	@scripts/install-deps.sh test
-	Fuzz/run-hci.sh hci-events $(FUZZ_HCI_TEST_SECONDS)
-	Fuzz/run-hci.sh btsnoop $(FUZZ_HCI_TEST_SECONDS)
-	Fuzz/run-hci.sh dbus-wire $(FUZZ_HCI_TEST_SECONDS)
-	Fuzz/run-hci.sh device-update $(FUZZ_HCI_TEST_SECONDS)
-	Fuzz/run-hci.sh bridge-methods $(FUZZ_HCI_TEST_SECONDS)
-	Fuzz/run-hci.sh eid-frames $(FUZZ_HCI_TEST_SECONDS)
+	Fuzz/run.sh $(FUZZ_HCI_TEST_SECONDS) $(FUZZ_HCI_TARGETS)
 
 # --- System files, installation and the .deb ----------------------------------------------------
 # `make install DESTDIR=… PREFIX=/usr` installs the release binary (Swift runtime linked in), the
@@ -210,13 +201,16 @@ RELEASE_SWIFT := $(SWIFT) build -c release --static-swift-stdlib \
 # relocations packed.
 DAEMON_LINK := -Xlinker --symbol-ordering-file=$(LINK_DIR)/hot-functions.txt \
   -Xlinker --no-export-dynamic -Xlinker -z -Xlinker pack-relative-relocs
+# The daemon's release link, which make code-order repeats once it has rewritten the list.
+RELEASE_DAEMON_BUILD := $(RELEASE_SWIFT) $(DAEMON_LINK) --product beaconbridged
 
 # The two release binaries, without the profile check (make code-order builds from a stale list).
+# make bench and make code-order build them through this rule too.
 release-build: ## build the release binaries without checking the link profile
 	@scripts/install-deps.sh build
 	@scripts/install-deps.sh release
 	$(RELEASE_SWIFT) --product beaconbridge
-	$(RELEASE_SWIFT) $(DAEMON_LINK) --product beaconbridged
+	$(RELEASE_DAEMON_BUILD)
 
 release: release-build check-link-profile ## build the release binaries as shipped (.build/release)
 
@@ -338,47 +332,46 @@ test-arm64-unit: ## the unit tier, cross-built for arm64, under qemu-aarch64 (no
 BENCH_REPEATS ?= 3
 BENCH_ARGS ?=
 BENCH_VENV := .build/bench-venv
+# The C programs beside the benchmarks (Benchmarks/emitter.c, the fake bluetoothd stream, and
+# Benchmarks/floor.c), each built from its source by the one rule below.
+BENCH_EMITTER := .build/bench/bench-emitter
+BENCH_FLOOR := .build/bench/bench-floor
 .PHONY: bench
 
-bench: ## measure against bleak and the C floor; rewrites docs/PERFORMANCE.md
+.build/bench/bench-%: Benchmarks/%.c
+	@scripts/install-deps.sh build
+	@scripts/install-deps.sh bench
+	@mkdir -p $(@D)
+	cc -O2 -Wall -Wextra -Werror -o $@ $< $$(pkg-config --cflags --libs dbus-1)
+
+# The release binaries as `make release` builds them (the Swift runtime linked in): the shared
+# runtime's pages count in RSS too, about 6 MB more, so the daemon's memory is measured on what
+# is shipped.
+bench: release-build $(BENCH_EMITTER) $(BENCH_FLOOR) ## measure against bleak and the C floor; rewrites docs/PERFORMANCE.md
 	@scripts/install-deps.sh build
 	@scripts/install-deps.sh bench
 	@test -x $(BENCH_VENV)/bin/python || /usr/bin/python3 -m venv $(BENCH_VENV)
 	@$(BENCH_VENV)/bin/python -c "import bleak" 2>/dev/null || $(BENCH_VENV)/bin/pip install -q bleak
-	mkdir -p .build/bench
-	cc -O2 -Wall -Wextra -Werror -o .build/bench/bench-emitter Benchmarks/emitter.c $$(pkg-config --cflags --libs dbus-1)
-	cc -O2 -Wall -Wextra -Werror -o .build/bench/bench-floor Benchmarks/floor.c $$(pkg-config --cflags --libs dbus-1)
-	@scripts/install-deps.sh release
-	# As `make release` builds it (the Swift runtime linked in): the shared runtime's pages count
-	# in RSS too, about 6 MB more, so the daemon's memory is measured on what is shipped.
-	$(RELEASE_SWIFT) --product beaconbridge
-	$(RELEASE_SWIFT) $(DAEMON_LINK) --product beaconbridged
 	$(SWIFT) build -c release $(SWIFTFLAGS) --product BeaconBench
 	$(SWIFT) build -c release $(SWIFTFLAGS) --product DBusPathBench
-	/usr/bin/python3 Benchmarks/run.py --beaconbridge .build/release/beaconbridge \
-	  --bench .build/release/BeaconBench --emitter .build/bench/bench-emitter \
+	/usr/bin/python3 Benchmarks/run.py --beaconbridge $(RELEASE_BIN) \
+	  --bench .build/release/BeaconBench --emitter $(BENCH_EMITTER) \
 	  --python $(BENCH_VENV)/bin/python --bleak-script Benchmarks/bleak_consumer.py \
-	  --floor .build/bench/bench-floor --harness .build/release/DBusPathBench --out docs/PERFORMANCE.md --repeats $(BENCH_REPEATS) $(BENCH_ARGS)
+	  --floor $(BENCH_FLOOR) --harness .build/release/DBusPathBench --out docs/PERFORMANCE.md --repeats $(BENCH_REPEATS) $(BENCH_ARGS)
 
 # `make code-order` rewrites packaging/link/hot-functions.txt: the functions the daemon runs in
 # the bench's daemon phase, under callgrind (Benchmarks/code-order.py), which lld lays out side by
 # side in the release build (DAEMON_LINK above). Rerun it when `make release` says the list is
 # stale; `make bench` shows what it buys ("Daemon: RSS with 1000 beacons in range").
 .PHONY: code-order
-code-order: ## re-profile the daemon under callgrind and rewrite packaging/link/hot-functions.txt
-	@scripts/install-deps.sh build
+code-order: release-build $(BENCH_EMITTER) ## re-profile the daemon under callgrind and rewrite packaging/link/hot-functions.txt
 	@scripts/install-deps.sh bench
-	@scripts/install-deps.sh release
-	mkdir -p .build/bench
-	cc -O2 -Wall -Wextra -Werror -o .build/bench/bench-emitter Benchmarks/emitter.c $$(pkg-config --cflags --libs dbus-1)
-	$(RELEASE_SWIFT) --product beaconbridge
-	$(RELEASE_SWIFT) $(DAEMON_LINK) --product beaconbridged
-	/usr/bin/python3 Benchmarks/code-order.py --daemon .build/release/beaconbridged \
-	  --cli .build/release/beaconbridge --emitter .build/bench/bench-emitter \
+	/usr/bin/python3 Benchmarks/code-order.py --daemon $(RELEASE_DAEMON) \
+	  --cli $(RELEASE_BIN) --emitter $(BENCH_EMITTER) \
 	  --out packaging/link/hot-functions.txt
 	# lld reads the list at link time only: relink with it, then check it.
-	rm -f .build/release/beaconbridged
-	$(RELEASE_SWIFT) $(DAEMON_LINK) --product beaconbridged
+	rm -f $(RELEASE_DAEMON)
+	$(RELEASE_DAEMON_BUILD)
 	/usr/bin/python3 Benchmarks/code-order.py --check $(RELEASE_DAEMON)
 
 # --- Input and output boundaries ----------------------------------------------------------------
@@ -390,6 +383,7 @@ code-order: ## re-profile the daemon under callgrind and rewrite packaging/link/
 # `make test` runs them briefly. Crashers go into Fuzz/<target>/corpus.
 FUZZ_INPUT_SECONDS ?= 60
 FUZZ_INPUT_TEST_SECONDS ?= 10
+FUZZ_INPUT_TARGETS := scenario keyfile gzone-payload trip-events
 .PHONY: test-io fuzz-input fuzz-input-short
 
 test-io: build ## every subcommand with stdin closed and stdout full, closed or a closed pipe
@@ -405,19 +399,13 @@ test-hostile: build ## hostile inputs through the real binary, one row per class
 	@scripts/install-deps.sh test
 	scripts/check-hostile.py $(BIN)
 
-fuzz-input: ## fuzz the scenario reader, the keyfile parser and the G-Zone payload loader
+fuzz-input: ## fuzz the scenario reader, the keyfile parser, the G-Zone payload loader and the trip events reader
 	@scripts/install-deps.sh test
-	Fuzz/run-hci.sh scenario $(FUZZ_INPUT_SECONDS)
-	Fuzz/run-hci.sh keyfile $(FUZZ_INPUT_SECONDS)
-	Fuzz/run-hci.sh gzone-payload $(FUZZ_INPUT_SECONDS)
-	Fuzz/run-hci.sh trip-events $(FUZZ_INPUT_SECONDS)
+	Fuzz/run.sh $(FUZZ_INPUT_SECONDS) $(FUZZ_INPUT_TARGETS)
 
 fuzz-input-short: ## the same, FUZZ_INPUT_TEST_SECONDS each
 	@scripts/install-deps.sh test
-	Fuzz/run-hci.sh scenario $(FUZZ_INPUT_TEST_SECONDS)
-	Fuzz/run-hci.sh keyfile $(FUZZ_INPUT_TEST_SECONDS)
-	Fuzz/run-hci.sh gzone-payload $(FUZZ_INPUT_TEST_SECONDS)
-	Fuzz/run-hci.sh trip-events $(FUZZ_INPUT_TEST_SECONDS)
+	Fuzz/run.sh $(FUZZ_INPUT_TEST_SECONDS) $(FUZZ_INPUT_TARGETS)
 
 # --- The box tier --------------------------------------------------------------------------------
 # `make test-box` builds the .deb, boots it on a Debian 12 image (debootstrap, cached in
@@ -440,16 +428,14 @@ test-box: deb ## boot the .deb on a Debian 12 image under qemu with systemd (abo
 # the instructions.
 # `make bench-baseline` rewrites the baseline.
 .PHONY: bench-check bench-baseline bench-check-tools
-bench-check-tools: ## build what bench-check runs (BeaconBench, DBusPathBench, the emitter)
+bench-check-tools: $(BENCH_EMITTER) ## build what bench-check runs (BeaconBench, DBusPathBench, the emitter)
 	@scripts/install-deps.sh build
 	@scripts/install-deps.sh test
 	@scripts/install-deps.sh bench
 	$(SWIFT) build -c release $(SWIFTFLAGS) --product BeaconBench
 	$(SWIFT) build -c release $(SWIFTFLAGS) --product DBusPathBench
-	mkdir -p .build/bench
-	cc -O2 -Wall -Wextra -Werror -o .build/bench/bench-emitter Benchmarks/emitter.c $$(pkg-config --cflags --libs dbus-1)
 BENCH_CHECK := /usr/bin/python3 Benchmarks/instructions.py --bench .build/release/BeaconBench \
-	--harness .build/release/DBusPathBench --emitter .build/bench/bench-emitter
+	--harness .build/release/DBusPathBench --emitter $(BENCH_EMITTER)
 bench-check: bench-check-tools ## fail on 5% more instructions per advertisement than the baseline
 	$(BENCH_CHECK)
 bench-baseline: bench-check-tools ## rewrite Benchmarks/instructions-baseline.json

@@ -25,6 +25,7 @@ let package = Package(
       name: "BeaconBridgeCLI",
       dependencies: [
         "BeaconCore", "BeaconCrypto", "BridgeDaemon", "BlueZ", "DBus", "HCI", "HCIParsing", "GZone",
+        "EIDProvisioning",
       ]),
     .executableTarget(name: "beaconbridge", dependencies: ["BeaconBridgeCLI", "BridgeDaemon"]),
     // The daemon alone, which `beaconbridge run` execs: the daemon's modules on
@@ -89,7 +90,7 @@ let package = Package(
       dependencies: ["BridgeDaemon", "BeaconCore", "BeaconCrypto", "BeaconTestSupport", "BlueZ", "GZone"]),
     .testTarget(
       name: "BeaconBridgeCLITests",
-      dependencies: ["BeaconBridgeCLI", "BeaconCore", "BeaconTestSupport"]
+      dependencies: ["BeaconBridgeCLI", "BeaconCore", "BeaconTestSupport", "DBus"]
     ),
     // HCI wire formats, pure Swift with no imports: btsnoop captures, HCI events and
     // advertising reports, HCI command encoding. Kept apart so it is fuzzed on its own (Fuzz/).
@@ -109,6 +110,14 @@ let package = Package(
     // computations over nettle, and the resolvers (docs/authentication.md). No I/O, no clock.
     .target(name: "BeaconCrypto", dependencies: ["CNettle"]),
     .testTarget(name: "BeaconCryptoTests", dependencies: ["BeaconCrypto"]),
+    // libhogweed, nettle's public-key half (Debian nettle-dev): X25519 and HKDF-SHA256 for the
+    // EID key exchange. Only EIDProvisioning imports it, so the daemon does not link it.
+    .systemLibrary(name: "CHogweed", pkgConfig: "hogweed", providers: [.apt(["nettle-dev"])]),
+    // Provisioning an Eddystone-EID beacon over the Eddystone Configuration GATT Service: the key
+    // exchange, the service's replies and the protocol as a state machine over an abstract GATT
+    // transport (docs/authentication.md, "Provisioning"). No I/O; the CLI brings the transport.
+    .target(name: "EIDProvisioning", dependencies: ["BeaconCrypto", "CHogweed"]),
+    .testTarget(name: "EIDProvisioningTests", dependencies: ["EIDProvisioning", "BeaconCrypto"]),
     // `make bench`: BeaconCore throughput and trip-start latency, release-built. Not run by tests.
     .executableTarget(
       name: "BeaconBench", dependencies: ["BeaconCore", "BeaconCrypto", "BridgeDaemon"],

@@ -46,19 +46,15 @@ made deterministic (SWIFT_DETERMINISTIC_HASHING) so that the same binary gives t
 import argparse
 import json
 import os
-import re
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import run  # noqa: E402  (Bus, Emitter, Notify, quiesce)
+from bench_common import count, dbus_path  # noqa: E402
 
 BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "instructions-baseline.json")
-ENV = dict(os.environ, SWIFT_DETERMINISTIC_HASHING="1")
 EID_GOAL = 1.2
 # Both under the mirror's cap (maxDevices, 5,000): past it, devices heard round-robin are each
 # evicted before they are heard again, and every update is a new device.
@@ -73,65 +69,17 @@ def log(*args):
     print("bench-check:", *args, file=sys.stderr, flush=True)
 
 
-def total(path):
-    """The instruction total a callgrind output file records."""
-    with open(path) as f:
-        for line in f:
-            match = re.match(r"(?:summary|totals):\s+(\d+)", line)
-            if match:
-                return int(match.group(1))
-    raise SystemExit(f"bench-check: no total in {path}")
-
-
 def core(bench, function, n, work):
-    out = os.path.join(work, f"core-{function}-{n}.cg")
-    subprocess.run(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", f"--toggle-collect=*{function}*",
-         bench, "--instructions", str(n)],
-        check=True, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return total(out)
-
-
-def dbus_path(harness, emitter, n, rate, work):
-    """Instructions of DBusPathBench (every thread) taking in n advertisements from the emitter."""
-    directory = tempfile.mkdtemp(dir=work, prefix=f"dbus-{n}-")
-    bus = run.Bus(directory)
-    source = run.Emitter(emitter, bus, 200)
-    out = os.path.join(directory, "harness.cg")
-    harness_process = subprocess.Popen(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", harness, bus.address, str(n)],
-        env=ENV, stdout=subprocess.PIPE, stderr=open(os.path.join(directory, "harness.log"), "w"), text=True)
-    try:
-        line = harness_process.stdout.readline().strip()
-        if line != "ready":
-            raise SystemExit(f"bench-check: DBusPathBench did not start ({line!r}); see {directory}/harness.log")
-        # More than n: the harness stops at n sightings, whatever is still queued.
-        source.send(f"stream 200 {rate} {n + 400}")
-        line = harness_process.stdout.readline().strip()
-        if line != f"done {n}":
-            raise SystemExit(f"bench-check: DBusPathBench: {line!r}; see {directory}/harness.log")
-        harness_process.wait(timeout=300)
-        source.reply()
-    finally:
-        if harness_process.poll() is None:
-            harness_process.kill()
-            harness_process.wait()
-        source.stop()
-        bus.stop()
-    return total(out)
+    return count([bench, "--instructions", str(n)], os.path.join(work, f"core-{function}-{n}.cg"), function)[0]
 
 
 def harness_scaling(harness, option, function, n, work):
     """Instructions inside `function` of `DBusPathBench option n` (--manufacturer-data: one
     PropertiesChanged of n ManufacturerData entries; --devices: n BlueZ devices, each updated
     several times, through the decoder and the mirror)."""
-    out = os.path.join(work, f"{function}-{n}.cg")
-    result = subprocess.run(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", f"--toggle-collect=*{function}*",
-         harness, option, str(n)],
-        check=True, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    log(f"{option} {n}: {result.stdout.strip()}")
-    return total(out)
+    instructions, output = count([harness, option, str(n)], os.path.join(work, f"{function}-{n}.cg"), function)
+    log(f"{option} {n}: {output}")
+    return instructions
 
 
 def within(name, ratio, limit, what):
@@ -139,40 +87,6 @@ def within(name, ratio, limit, what):
     verdict = "ok" if ratio <= limit else "REGRESSION"
     print(f"{verdict:10} {name}: {what} {ratio:.2f}x the instructions (limit {limit}x)")
     return ratio <= limit
-
-
-def bleak_path(python, script, emitter, n, rate, work):
-    """Instructions of bleak's consumer (Benchmarks/bleak_consumer.py: BleakScanner, the callback
-    reading the iBeacon identity) taking in n advertisements, under callgrind like the D-Bus
-    path. The interpreter runs under valgrind, so its start-up is counted too; the slope between
-    two lengths removes it. PYTHONHASHSEED=0 keeps the count repeatable."""
-    directory = tempfile.mkdtemp(dir=work, prefix=f"bleak-{n}-")
-    bus = run.Bus(directory)
-    source = run.Emitter(emitter, bus, 200)
-    out = os.path.join(directory, "bleak.cg")
-    env = dict(ENV, DBUS_SYSTEM_BUS_ADDRESS=bus.address, PYTHONHASHSEED="0")
-    consumer = subprocess.Popen(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", python, script],
-        env=env, stdout=subprocess.PIPE, stderr=open(os.path.join(directory, "bleak.log"), "w"), text=True)
-    try:
-        line = consumer.stdout.readline().strip()
-        if line != "scanning":
-            raise SystemExit(f"bench-check: bleak did not start ({line!r}); see {directory}/bleak.log")
-        source("starts 1")
-        source.send(f"stream 200 {rate} {n}")
-        source.reply()
-        run.quiesce([consumer.pid, bus.process.pid], limit=600)
-        consumer.send_signal(signal.SIGTERM)
-        result = json.loads(consumer.communicate(timeout=300)[0].splitlines()[-1])
-        if result["callbacks"] != n:
-            raise SystemExit(f"bench-check: bleak saw {result['callbacks']} of {n} advertisements")
-    finally:
-        if consumer.poll() is None:
-            consumer.kill()
-            consumer.wait()
-        source.stop()
-        bus.stop()
-    return total(out)
 
 
 def main():

@@ -19,7 +19,6 @@ import json
 import os
 import platform
 import queue
-import re
 import signal
 import socket
 import statistics
@@ -29,23 +28,8 @@ import tempfile
 import threading
 import time
 
-BUS_CONF = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path={socket}</listen>
-  <auth>EXTERNAL</auth>
-  <limit name="max_incoming_bytes">1000000000</limit>
-  <limit name="max_outgoing_bytes">1000000000</limit>
-  <limit name="max_message_size">100000000</limit>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-    <allow user="*"/>
-  </policy>
-</busconfig>
-"""
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import Bus, Emitter, bleak_path, cpu_seconds, dbus_path, quiesce  # noqa: E402
 
 
 def log(*args):
@@ -53,18 +37,6 @@ def log(*args):
 
 
 # --- /proc ---------------------------------------------------------------------------------
-
-
-def cpu_seconds(pid):
-    """CPU seconds (user + system) of every live thread of pid, from schedstat (ns)."""
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (FileNotFoundError, ProcessLookupError):
-            pass
-    return total / 1e9
 
 
 def stat_cpu_seconds(pid):
@@ -154,67 +126,6 @@ class Sample:
             "switches": self.switches - earlier.switches,
             "wall": self.at - earlier.at,
         }
-
-
-def quiesce(pids, settle=0.5, threshold=0.003, limit=120):
-    """Waits until none of pids uses more than threshold CPU seconds over settle seconds."""
-    deadline = time.monotonic() + limit
-    last = {p: cpu_seconds(p) for p in pids}
-    while time.monotonic() < deadline:
-        time.sleep(settle)
-        now = {p: cpu_seconds(p) for p in pids}
-        if all(now[p] - last[p] < threshold for p in pids):
-            return
-        last = now
-    log("warning: consumers still busy after", limit, "s")
-
-
-# --- bus, emitter ---------------------------------------------------------------------------
-
-
-class Bus:
-    def __init__(self, directory):
-        conf = os.path.join(directory, "bus.conf")
-        with open(conf, "w") as f:
-            f.write(BUS_CONF.format(socket=os.path.join(directory, "bus")))
-        self.process = subprocess.Popen(
-            ["dbus-daemon", f"--config-file={conf}", "--nofork", "--print-address=1"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self.address = self.process.stdout.readline().strip()
-        if not self.address:
-            raise SystemExit("bench: dbus-daemon printed no address")
-
-    def stop(self):
-        self.process.terminate()
-        self.process.wait()
-
-
-class Emitter:
-    def __init__(self, binary, bus, devices):
-        self.process = subprocess.Popen(
-            [binary, bus.address, str(devices)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert self.process.stdout.readline().strip() == "ready", "emitter did not start"
-
-    def send(self, command):
-        self.process.stdin.write(command + "\n")
-        self.process.stdin.flush()
-
-    def reply(self):
-        line = self.process.stdout.readline().strip()
-        if not line or line.startswith("error"):
-            raise SystemExit(f"bench: emitter: {line or 'exited'}")
-        return line
-
-    def __call__(self, command):
-        self.send(command)
-        return self.reply()
-
-    def stop(self):
-        try:
-            self.send("quit")
-        except BrokenPipeError:
-            pass
-        self.process.wait(timeout=10)
 
 
 def median_spread(values):
@@ -335,11 +246,9 @@ def instructions_per_ad(args, work):
     at 500/s: beaconbridge's D-Bus path (DBusPathBench: SignalSocket to the pipeline, as in
     `make bench-check`) and bleak's consumer (the interpreter and bleak, every thread). Repeatable
     where CPU seconds are not. Also whether the kernel gives `perf stat -e instructions`."""
-    import instructions  # noqa: E402  (imports this module; here to avoid a cycle at load)
-
     n1, n2 = args.instruction_lengths
-    ours = [instructions.dbus_path(args.harness, args.emitter, n, 500, work) for n in (n1, n2)]
-    bleak = [instructions.bleak_path(args.python, args.bleak_script, args.emitter, n, 500, work) for n in (n1, n2)]
+    ours = [dbus_path(args.harness, args.emitter, n, 500, work) for n in (n1, n2)]
+    bleak = [bleak_path(args.python, args.bleak_script, args.emitter, n, 500, work) for n in (n1, n2)]
     perf = subprocess.run(["perf", "stat", "-x,", "-e", "instructions", "true"], capture_output=True, text=True)
     result = {
         "lengths": [n1, n2],
@@ -457,14 +366,15 @@ def daemon_load(args, work):
     # The peak is sampled while the flood is being taken in (VmHWM would include the start-up
     # and load phases; RSS read once the flood has settled missed the transient peak).
     before = Sample(pid)
+    # The bus too: on a loaded machine dbus-daemon can fall behind, and the daemon idles in between.
     with RSSPeak(pid) as peak:
         _, sent, seconds = emitter(f"flood {args.flood} 0").split()
-        quiesce([pid], limit=600)
+        quiesce([pid, bus.process.pid], limit=600)
     result["floodCPU"] = Sample(pid).since(before)["cpu"]
     result["floodPeak"] = peak.value
     result["floodSettled"] = memory(pid)["VmRSS"]
     emitter("unflood")
-    quiesce([pid], limit=600)
+    quiesce([pid, bus.process.pid], limit=600)
     time.sleep(2)
     result["afterFlood"] = memory(pid)["VmRSS"]
     # Back to normal traffic for a while.

@@ -33,27 +33,17 @@ and a scan per step (quadratic) 16.
 
 import argparse
 import os
-import re
-import subprocess
 import sys
 import tempfile
 
-ENV = dict(os.environ, SWIFT_DETERMINISTIC_HASHING="1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_common  # noqa: E402
+
 # Sizes chosen so that the quadratic cost a scan per step would have shows plainly (16 times)
 # and the whole run stays well under two minutes under callgrind.
 SIZES = {"beacons": 1_000, "paired": 1_000, "departed": 1_000, "trips": 1_000, "batch": 2_000, "outbox": 1_000}
 # Modes counted as the whole process less a run without the work (see "outbox" above).
 SUBTRACTED = {"outbox": "outbox-filled"}
-
-
-def total(path):
-    """The instruction total a callgrind output file records."""
-    with open(path) as f:
-        for line in f:
-            match = re.match(r"(?:summary|totals):\s+(\d+)", line)
-            if match:
-                return int(match.group(1))
-    raise SystemExit(f"bench-scaling: no total in {path}")
 
 
 def count(bench, mode, n, work):
@@ -66,14 +56,7 @@ def count(bench, mode, n, work):
 
 def count_run(bench, mode, n, work, toggle):
     out = os.path.join(work, f"scaling-{mode}-{n}.cg")
-    collect = ["--toggle-collect=*countedScaling*"] if toggle else []
-    result = subprocess.run(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *collect,
-         bench, "--scaling", mode, str(n)],
-        env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if result.returncode != 0:
-        raise SystemExit(f"bench-scaling: BeaconBench --scaling {mode} {n} failed:\n{result.stderr[-2000:]}")
-    return total(out), result.stdout.strip()
+    return bench_common.count([bench, "--scaling", mode, str(n)], out, "countedScaling" if toggle else None)
 
 
 def main():

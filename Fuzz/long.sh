@@ -7,15 +7,15 @@
 #   Fuzz/long.sh [TARGET...]       default: every target
 #
 # Prints one line per target: executions, seconds, corpus size, crashes; exits non-zero when a
-# target crashed (its input in .build/fuzz/TARGET/artifacts, or .build/fuzz/artifacts for the
-# frame parsers) or stopped short of FUZZ_LONG_RUNS.
+# target crashed (its input in .build/fuzz/TARGET/artifacts) or stopped short of FUZZ_LONG_RUNS.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 runs=${FUZZ_LONG_RUNS:-10000000}
 seconds=${FUZZ_LONG_SECONDS:-3600}
 jobs=${FUZZ_LONG_JOBS:-2}
-all=(frame-parser hci-events btsnoop dbus-wire device-update bridge-methods eid-frames scenario keyfile gzone-payload trip-events)
-targets=("${@:-${all[@]}}")
+# Every folder of Fuzz/ with a harness (Fuzz/run.sh).
+mapfile -t all < <(ls Fuzz/*/FuzzEntry.swift | cut -d/ -f2)
+targets=("$@")
 [ $# -gt 0 ] || targets=("${all[@]}")
 report=.build/fuzz/long
 mkdir -p "$report"
@@ -24,15 +24,9 @@ one() {
   local target=$1 start end status log corpus
   log="$report/$target.log"
   start=$(date +%s)
-  if [ "$target" = frame-parser ]; then
-    FUZZ_RUNS=$runs Fuzz/run.sh "$seconds" >"$log" 2>&1
-    status=$?
-    corpus=.build/fuzz/corpus
-  else
-    FUZZ_RUNS=$runs Fuzz/run-hci.sh "$target" "$seconds" >"$log" 2>&1
-    status=$?
-    corpus=.build/fuzz/$target/corpus
-  fi
+  FUZZ_RUNS=$runs Fuzz/run.sh "$seconds" "$target" >"$log" 2>&1
+  status=$?
+  corpus=.build/fuzz/$target/corpus
   end=$(date +%s)
   local executed
   executed=$(grep -aoE 'stat::number_of_executed_units: *[0-9]+' "$log" .build/fuzz/"$target"/last-run.log 2>/dev/null |

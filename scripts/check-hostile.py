@@ -7,7 +7,8 @@ folder, token and TLS files, the state directory), arguments that are not UTF-8,
 option, `help` with an unknown command, read-only commands on a missing state directory or
 store (scan among them) and on a read-only one (a bind mount remounted `ro`: pairs, replay,
 doctor, diagnose, which writes its bundle whatever the state), a scenario with a repeated key
-or a misspelt pairing field, key files with a byte order mark or a mode others can read, control and bidi characters in a path echoed in a message, a trip
+or a misspelt pairing field, key files (pair's and provision's lock key) with a byte order mark or a mode others can read, provision's less
+secure method without its flag, control and bidi characters in a path echoed in a message, a trip
 batch over the 16 MiB cap, a malformed advertisement tail (a `rejected` line), an upload URL
 libcurl cannot use, a secret under a URL parameter no list knows, two daemons on one state
 directory, a daemon whose configuration becomes a FIFO before SIGHUP (SIGTERM still ends it
@@ -32,7 +33,9 @@ fast; the daemon rows start private dbus-daemons (dbus-daemon, from scripts/deps
 """
 
 import hashlib
+import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -250,6 +253,37 @@ CASES = [
         argv=["pair", "--irk-file", write(t, "open.key", "0" * 32 + "\n", mode=0o644), "--device-id", "U",
               "--state-dir", os.path.join(t, "s")],
         says=r"to fix: chmod 0600 .*open\.key \(the owner only\)", forbid=["chown"], absent=["s"])),
+    # provision: the lock key under the key-file rule, the less secure method only when asked,
+    # and nothing stored when the beacon cannot be reached. Root only: run as another user, the
+    # sentence says so instead.
+    ("a lock key file others can read: provision", lambda t, env: dict(
+        argv=["provision", "--address", "C0:FF:EE:00:0E:01", "--lock-key-file",
+              write(t, "lock.key", "0" * 32 + "\n", mode=0o644), "--rotation-exponent", "10", "--device-id", "U",
+              "--state-dir", os.path.join(t, "s")],
+        says=r"(--lock-key-file: .*to fix: chmod 0600 .*lock\.key \(the owner only\)|run it as root)", forbid=["chown"],
+        absent=["s"])),
+    ("a lock key file that is a FIFO: provision", lambda t, env: dict(
+        argv=["provision", "--address", "C0:FF:EE:00:0E:01", "--lock-key-file", fifo(t, "lock.fifo"),
+              "--rotation-exponent", "10", "--device-id", "U", "--state-dir", os.path.join(t, "s")],
+        says=r"(--lock-key-file: .*lock\.fifo|run it as root)", absent=["s"])),
+    ("a lock key file with a byte order mark: provision", lambda t, env: dict(
+        argv=["provision", "--address", "C0:FF:EE:00:0E:01", "--lock-key-file",
+              write(t, "bom.key", "\ufeff" + "0" * 32 + "\n"), "--rotation-exponent", "10", "--device-id", "U",
+              "--state-dir", os.path.join(t, "s")],
+        says=r"(starts with a UTF-8 byte order mark|run it as root)", absent=["s"])),
+    ("no bluetoothd to reach: provision stores nothing", lambda t, env: dict(
+        argv=["provision", "--address", "C0:FF:EE:00:0E:01", "--lock-key-file", write(t, "lock.key", "0" * 32 + "\n"),
+              "--rotation-exponent", "10", "--device-id", "U", "--state-dir", os.path.join(t, "s")],
+        says=r"(provision: connecting: (cannot reach the system bus|bluetoothd did not answer)|run it as root)",
+        forbid=["0" * 32], absent=["s"])),
+    ("the shared-key method without its flag: provision", lambda t, env: dict(
+        argv=["provision", "--address", "C0:FF:EE:00:0E:01", "--lock-key-file", "k", "--rotation-exponent", "10",
+              "--device-id", "U", "--shared-key-file", "s.key"],
+        status=64, says=r"--shared-key-file is the less secure method.*--less-secure-shared-key")),
+    ("an address that is not one: provision", lambda t, env: dict(
+        argv=["provision", "--address", "C0:FF:EE:00:0E", "--lock-key-file", "k", "--rotation-exponent", "10",
+              "--device-id", "U"],
+        status=64, says=r"--address must be a Bluetooth address such as AA:BB:CC:DD:EE:FF, not \"C0:FF:EE:00:0E\"")),
     ("a rotation exponent that is not whole: pair", lambda t, env: dict(
         argv=["pair", "--eid-key-file", "k", "--rotation-exponent", "1.5", "--beacon-clock", "1",
               "--device-id", "U"], status=64, says=r"--rotation-exponent must be a whole number from 0 to 15, not 1\.5")),
@@ -298,7 +332,39 @@ CASES = [
                     "[Fleet]\nBoxId = v\n")],
         says=r"c\.conf:4: \[Fleet\] StatusTopic \"fleet/\{boxId\}/status\" and \[MQTT\] Topic "
              r"\"fleet/\{deviceId\}/status\" overlap \(one topic name matches both\)")),
+    # Authentication: a copied private address, a flood of strangers' EIDs, one IRK over the cap.
+    ("a replayed private address: simulate", lambda t, env: dict(
+        argv=["simulate", os.path.join(ROOT, "Tests/Scenarios/rpa-replay.json")], status=0,
+        says=r'"reason":"rpaReplay","detail":"the private address of rpa pairing 1 was first heard more than '
+             r'rpaMaxAge ago, or before a newer address of that device: refused as a replay"')),
+    ("strangers' EIDs against 5 pairings at K = 0: simulate", lambda t, env: dict(
+        argv=["simulate", eid_flood(t)], status=0,
+        says=r'"tripTagged".*"resolution":"unresolved"')),
+    ("an IRK pairing over the cap: simulate", lambda t, env: dict(
+        argv=["simulate", write(t, "irks.json", json.dumps({"pairings": [
+            {"irk": f"{n + 1:032x}", "deviceId": f"U-{n}"} for n in range(168)], "events": []}))],
+        says=r"pairings\[167\]: a box holds at most 167 pairings by IRK: with more, a random private address "
+             r"would match one by chance more often than 1 in 100,000 \(N / 2\^24 for N IRKs\); unpair one first",
+        forbid=[f"{168:032x}"])),
 ]
+
+
+def eid_flood(t):
+    """A scenario: 5 EID pairings at K = 0 with the largest tolerance, 3,000 EIDs no pairing
+    makes from 300 addresses over 30 s, and a trip: the searches are bounded by the budget, so it
+    ends at once, and the trip stays held."""
+    rng = random.Random(36)
+    pairings = [{"eid": {"identityKey": f"{rng.getrandbits(128):032x}", "rotationExponent": 0,
+                         "beaconClock": 1000}, "deviceId": f"UNIT-{n}"} for n in range(5)]
+    events = []
+    for i in range(3000):
+        eid = f"{rng.getrandbits(64):016X}"
+        events.append({"at": round(i / 100, 2), "advertisement": {
+            "address": f"C0:FF:EE:00:{i % 300 // 256:02X}:{i % 256:02X}", "rssi": -50,
+            "rawHex": "020106" + "0303AAFE" + "0D16AAFE30EB" + eid}})
+    events += [{"at": 5, "tripStart": {"tripId": "t1"}}, {"at": 29, "tripEnd": {"tripId": "t1"}}]
+    return write(t, "flood.json", json.dumps({
+        "config": {"eidClockTolerance": 604800}, "pairings": pairings, "events": events}))
 
 
 def sparse(t, name, size):

@@ -33,6 +33,15 @@ CAPTURE = os.path.join(ROOT, "Tests/HCITests/Fixtures/vm-ibeacons.btsnoop")
 UUID = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"
 
 
+def lock_key(scratch):
+    """A lock key file by the key-file rule (provision reads it before it reaches the bus)."""
+    path = os.path.join(scratch, "lock.key")
+    with open(path, "w") as f:
+        f.write("0" * 32 + "\n")
+    os.chmod(path, 0o600)
+    return path
+
+
 def invocations(state, scratch):
     """One invocation per command that gets as far as writing its output (or failing)."""
     sd = ["--state-dir", state]
@@ -43,6 +52,10 @@ def invocations(state, scratch):
         "demo": [["demo", "--speed", "10000"]],
         "simulate": [["simulate", SCENARIO]],
         "pair": [["pair", "--uuid", UUID, "--major", "1", "--device-id", "UNIT-1"] + sd],
+        "provision": [
+            ["provision", "--address", "C0:FF:EE:00:0E:01", "--lock-key-file", lock_key(scratch),
+             "--rotation-exponent", "10", "--device-id", "UNIT-1", "--wait", "1", "--json"] + sd
+        ],
         "unpair": [["unpair", "--device-id", "UNIT-1"] + sd],
         "pairs": [["pairs"] + sd, ["pairs", "--json"] + sd],
         "replay": [["replay", CAPTURE], ["replay", "--json", CAPTURE]],

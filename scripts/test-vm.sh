@@ -65,9 +65,9 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 echo "test-vm: booting $kernel under TCG (about a minute), then the scenarios; logs in $OUT" >&2
 status=0
-PATH="$VENV/bin:$PATH" timeout 420 vng --run "$kernel" --disable-kvm --force-9p -m 1G \
+PATH="$VENV/bin:$PATH" timeout 660 vng --run "$kernel" --disable-kvm --force-9p -m 1G \
   --rwdir "$OUT" --exec "$ROOT/Tests/VM/guest.sh $OUT $BIN" >"$OUT/vng.log" 2>&1 </dev/null || status=$?
-[ "$status" -eq 0 ] || echo "test-vm: vng exited with status $status (124: the 420 s limit); see $OUT/vng.log" >&2
+[ "$status" -eq 0 ] || echo "test-vm: vng exited with status $status (124: the 660 s limit); see $OUT/vng.log" >&2
 if [ ! -s "$OUT/steps.txt" ]; then
   echo "test-vm: FAIL: the VM did not start or did not run the guest script. The end of $OUT/vng.log:" >&2
   tail -n 30 "$OUT/vng.log" >&2

@@ -41,9 +41,12 @@ var advertisements = 2_000_000
 var instructions: Int?
 /// `--scaling MODE N`: only run `countedScaling` over an input of size N (Benchmarks/scaling.py).
 var scaling: (mode: String, size: Int)?
+/// `--cold-search`: the time a search for a stranger's EID takes at the caps (docs/authentication.md).
+var coldSearch = false
 var arguments = CommandLine.arguments.dropFirst()
 while let flag = arguments.popFirst() {
   switch flag {
+  case "--cold-search": coldSearch = true
   case "--repeats": repeats = Int(arguments.popFirst() ?? "") ?? repeats
   case "--advertisements": advertisements = Int(arguments.popFirst() ?? "") ?? advertisements
   case "--instructions": instructions = Int(arguments.popFirst() ?? "")
@@ -54,14 +57,16 @@ while let flag = arguments.popFirst() {
       size > 0
     else {
       FileHandle.standardError.write(
-        Data("usage: BeaconBench --scaling beacons|paired|departed|trips|batch|outbox|outbox-filled N\n".utf8))
+        Data("usage: BeaconBench --scaling beacons|paired|departed|trips|batch|outbox|outbox-filled N\n".utf8)
+      )
       exit(2)
     }
     scaling = (mode, size)
   default:
     FileHandle.standardError.write(
       Data(
-        "usage: BeaconBench [--repeats N] [--advertisements M] [--instructions N] [--scaling MODE N]\n".utf8))
+        "usage: BeaconBench [--repeats N] [--advertisements M] [--instructions N] [--scaling MODE N] [--cold-search]\n"
+          .utf8))
     exit(2)
   }
 }
@@ -133,7 +138,9 @@ func countedParseTrack(_ count: Int) -> Int {
 @inline(never)
 func countedPipeline(_ count: Int) -> Int {
   let pairings = PairingSet(
-    (0..<3).map { Pairing(uuid: uuid, major: 1, minor: UInt16($0), deviceId: "UNIT-\($0)") })
+    (0..<3).map {
+      Pairing(uuid: uuid, major: 1, minor: UInt16($0), deviceId: DeviceID(stringLiteral: "UNIT-\($0)"))
+    })
   var pipeline = BeaconPipeline(pairings: pairings)
   var steps = 0
   _ = rate(events, count) { i, event, time in
@@ -201,7 +208,9 @@ func keyedPipeline(_ pipeline: inout BeaconPipeline, _ input: [SourceEvent], _ c
 @inline(never)
 func countedPlainPipeline(_ count: Int) -> Int {
   let pairings = PairingSet(
-    (0..<keyedBeacons).map { Pairing(uuid: uuid, major: 1, minor: UInt16($0), deviceId: "UNIT-\($0)") })
+    (0..<keyedBeacons).map {
+      Pairing(uuid: uuid, major: 1, minor: UInt16($0), deviceId: DeviceID(stringLiteral: "UNIT-\($0)"))
+    })
   var pipeline = BeaconPipeline(pairings: pairings)
   return keyedPipeline(&pipeline, plainEvents, count)
 }
@@ -275,7 +284,9 @@ func countedScaling(_ mode: String, _ size: Int, _ input: [SourceEvent], _ text:
     // As "beacons", each beacon paired by its identity (a fleet's document of N pairings), and
     // one pairing of the whole UUID beside them.
     let pairings = (0..<size).map { n in
-      Pairing(uuid: uuid, major: UInt16(n >> 16), minor: UInt16(n & 0xFFFF), deviceId: "UNIT-\(n)")
+      Pairing(
+        uuid: uuid, major: UInt16(n >> 16), minor: UInt16(n & 0xFFFF),
+        deviceId: DeviceID(stringLiteral: "UNIT-\(n)"))
     }
     pipeline = BeaconPipeline(
       pairings: PairingSet(pairings + [Pairing(uuid: uuid, major: nil, minor: nil, deviceId: "FLEET")]))
@@ -328,6 +339,49 @@ func countedScaling(_ mode: String, _ size: Int, _ input: [SourceEvent], _ text:
   return work
 }
 
+/// A stranger's EID against 10,000 EID pairings at K = 0 with a week of tolerance (the caps):
+/// the near search timed whole, the whole-tolerance search timed for 2 s and its total worked
+/// out from the bound, at the rate measured and at `EIDSearchService`'s pace.
+if coldSearch {
+  let pairings = 10_000
+  let tolerance = EIDResolver.Configuration.maximumTolerance
+  let k = RotationExponent(rawValue: 0)!
+  var resolver = EIDResolver(configuration: .init(tolerance: tolerance))
+  var seed: UInt64 = 0x5EED
+  for n in 0..<pairings {
+    let key = (0..<16).map { _ in
+      seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+      return UInt8(truncatingIfNeeded: seed >> 33)
+    }
+    resolver.add(
+      EIDPairing(
+        id: KeyPairingID(n), identityKey: try! key.withUnsafeBytes { try AES128Key(bytes: $0) },
+        rotationExponent: k,
+        clockOffset: 0))
+  }
+  let clock = ContinuousClock()
+  func seconds(_ d: Duration) -> Double {
+    Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
+  }
+  var near = resolver.search(for: 0xDEAD_BEEF, atBoxSeconds: 1_000_000_000, near: true)
+  var started = clock.now
+  while near.run(operations: 1 << 30) == .searching {}
+  let nearSeconds = seconds(clock.now - started)
+  var far = resolver.search(for: 0xDEAD_BEEF, atBoxSeconds: 1_000_000_000, near: false)
+  started = clock.now
+  while seconds(clock.now - started) < 2, far.run(operations: 2_000) == .searching {}
+  let rate = Double(far.operations) / seconds(clock.now - started)
+  let farOperations =
+    Double(pairings) * Double(EIDResolver.searchOperations(tolerance: tolerance, rotationExponent: k))
+  print(
+    "{\"pairings\": \(pairings), \"rotationExponent\": 0, \"toleranceSeconds\": \(tolerance), "
+      + "\"nearOperations\": \(near.operations), \"nearSeconds\": \(nearSeconds), "
+      + "\"operationsPerSecond\": \(Int(rate)), \"farOperations\": \(Int(farOperations)), "
+      + "\"farSecondsAtThatRate\": \(Int(farOperations / rate)), \"farSecondsAtTheServicePace\": \(Int(farOperations / 200_000))}"
+  )
+  exit(0)
+}
+
 /// The host of the outbox's scaling: it takes every batch.
 final class OutboxHost: ScopeHost {
   var configuration: BridgeConfiguration {
@@ -338,7 +392,9 @@ final class OutboxHost: ScopeHost {
   }
   let posted = Mutex(0)
   func log(_ record: LogRecord) {}
-  func postTripEventBatch(_ batch: TaggedTripBatch) async throws { posted.withLock { $0 += batch.events.count } }
+  func postTripEventBatch(_ batch: TaggedTripBatch) async throws {
+    posted.withLock { $0 += batch.events.count }
+  }
 }
 
 /// The outbox's scaling (`--scaling outbox N`): N batches of a postTrip trip committed to the
@@ -422,7 +478,9 @@ for run in 0..<repeats {
   // The whole pipeline (presence, active beacon among 3 pairings, trips idle), ticking deadlines
   // once per simulated second as the bridge does.
   let pairings = PairingSet(
-    (0..<3).map { Pairing(uuid: uuid, major: 1, minor: UInt16($0), deviceId: "UNIT-\($0)") })
+    (0..<3).map {
+      Pairing(uuid: uuid, major: 1, minor: UInt16($0), deviceId: DeviceID(stringLiteral: "UNIT-\($0)"))
+    })
   var pipeline = BeaconPipeline(pairings: pairings)
   let full = rate(events, advertisements) { i, event, time in
     _ = pipeline.ingest(event, at: time)

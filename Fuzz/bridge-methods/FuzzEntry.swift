@@ -1,6 +1,6 @@
 // libFuzzer entry for the checks on the arguments of the daemon's D-Bus methods
 // (org.beaconbridge.Bridge1): `BridgeRequest.parse`, which every call from the bus goes through
-// before the daemon acts on it. Linked by Fuzz/run-hci.sh bridge-methods against the DBus,
+// before the daemon acts on it. Linked by Fuzz/run.sh against the DBus,
 // BeaconCore, GZone and BeaconCrypto modules and a BridgeDaemon module of its configuration
 // files and the request parser's.
 //

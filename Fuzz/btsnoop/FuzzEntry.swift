@@ -1,6 +1,6 @@
 // libFuzzer entry for the btsnoop reader, and everything a replay does with a capture:
 // packets per datalink, event parsing, controller choice, fragment reassembly.
-// Linked against the HCIParsing module by Fuzz/run-hci.sh.
+// Linked against the HCIParsing module by Fuzz/run.sh.
 @testable import HCIParsing
 
 @_cdecl("LLVMFuzzerTestOneInput")

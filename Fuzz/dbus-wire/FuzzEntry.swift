@@ -1,7 +1,7 @@
 // libFuzzer entry for the in-place D-Bus wire reader (Sources/DBus/Wire.swift), which
 // SignalSocket runs on every byte the bus sends, and its reader of whole values
 // (Sources/DBus/WireValue.swift), which reads GetManagedObjects in place. Linked by
-// Fuzz/run-hci.sh dbus-wire against a DBus module of Wire.swift, WireValue.swift, DBusValue.swift,
+// Fuzz/run.sh against a DBus module of Wire.swift, WireValue.swift, DBusValue.swift,
 // Names.swift, DBusError.swift and CString.swift (with Fuzz/dbus-wire/Signature.swift).
 //
 // The input is a byte stream as read from the socket: messages are framed one after another,

@@ -1,7 +1,7 @@
 // libFuzzer entry for the Device1 PropertiesChanged reader (`DeviceDecoder`, Sources/BlueZ/
 // DeviceUpdate.swift), which the scan runs on every advertisement BlueZ signals. Linked against
 // the in-place wire reader (the DBus module's pure files), the BlueZ files the decoder and the
-// generic path need, and BeaconCore, by Fuzz/run-hci.sh device-update.
+// generic path need, and BeaconCore, by Fuzz/run.sh.
 //
 // The input is a byte stream as read from the socket: messages are framed one after another and
 // each is read by every door of the one Device1 property reader (`DevicePropertyReader`), which

@@ -1,6 +1,6 @@
 // libFuzzer entry for BeaconCrypto's readers of what a beacon sends: the Eddystone-EID frame
 // (EddystoneEID.eid(fromServiceData:)) and the encrypted TLM frame (EncryptedTLM, opened with
-// AES-EAX by nettle), over any bytes. Linked by Fuzz/run-hci.sh against the BeaconCrypto module.
+// AES-EAX by nettle), over any bytes. Linked by Fuzz/run.sh against the BeaconCrypto module.
 import BeaconCrypto
 
 @_cdecl("LLVMFuzzerTestOneInput")

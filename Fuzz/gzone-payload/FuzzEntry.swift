@@ -1,7 +1,7 @@
 // libFuzzer entry for the G-Zone payload loader: each of the four payloads from any bytes
 // (GZoneLoad.parse), and the stored-load form (one object holding all four) through the whole
 // derivation: state, its JSON, and the diff from an empty load. Output JSON must parse back
-// (no "inf"). Linked against the BeaconCore and GZone modules by Fuzz/run-hci.sh.
+// (no "inf"). Linked against the BeaconCore and GZone modules by Fuzz/run.sh.
 @testable import BeaconCore
 import Foundation
 @testable import GZone

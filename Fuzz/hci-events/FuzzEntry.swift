@@ -1,5 +1,5 @@
 // libFuzzer entry for the HCI event parser and the extended-report assembler.
-// Linked against the HCIParsing module by Fuzz/run-hci.sh (swiftlang
+// Linked against the HCIParsing module by Fuzz/run.sh (swiftlang
 // docs/libFuzzerIntegration.md: swiftc -sanitize=fuzzer,address -parse-as-library).
 @testable import HCIParsing
 

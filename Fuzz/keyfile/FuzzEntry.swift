@@ -1,5 +1,5 @@
 // libFuzzer entry for the daemon's configuration reader: the INI keyfile parser and
-// DaemonConfiguration.parse on top of it, over any text. Linked by Fuzz/run-hci.sh against the
+// DaemonConfiguration.parse on top of it, over any text. Linked by Fuzz/run.sh against the
 // BeaconCore and GZone modules and a BridgeDaemon module of its configuration files.
 @testable import BridgeDaemon
 

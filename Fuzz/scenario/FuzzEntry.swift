@@ -1,5 +1,5 @@
 // libFuzzer entry for the scenario reader (`simulate FILE`): Scenario.decode over any bytes.
-// Linked against the BeaconCore module by Fuzz/run-hci.sh. A file that decodes must have its
+// Linked against the BeaconCore module by Fuzz/run.sh. A file that decodes must have its
 // times within Scenario.maximumSeconds, sorted, and survive the virtual clock.
 @testable import BeaconCore
 import Foundation

@@ -4,7 +4,7 @@
 // written back as JSON the same reader takes to the same value; each event keeps text that is
 // a piece of the input and reads back to its fields (as an element: an event may repeat a key
 // but `type`, which `JSONText.parse` refuses everywhere). Linked against the BeaconCore module by
-// Fuzz/run-hci.sh.
+// Fuzz/run.sh.
 @testable import BeaconCore
 import Foundation
 

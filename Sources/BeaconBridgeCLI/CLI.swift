@@ -41,6 +41,7 @@ public enum CLI {
     DemoCommand.self,
     SimulateCommand.self,
     PairCommand.self,
+    ProvisionCommand.self,
     UnpairCommand.self,
     PairsCommand.self,
     ReplayCommand.self,

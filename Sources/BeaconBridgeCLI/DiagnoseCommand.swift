@@ -253,12 +253,14 @@ public struct DiagnoseCommand: BridgeCommand {
 
   static func adapters() async -> Entry {
     guard let connection = try? Connection(.system) else {
-      return Entry(name: "adapters.json", why: "adapter facts", missing: "the system bus cannot be reached")
+      return Entry(
+        name: "adapters.json", why: "adapter facts",
+        missing: BlueZProbe.Unavailable.systemBusUnreachable.description)
     }
     defer { connection.close() }
     switch await BlueZProbe.probe(connection) {
     case .unavailable(let why):
-      return Entry(name: "adapters.json", why: "adapter facts", missing: why)
+      return Entry(name: "adapters.json", why: "adapter facts", missing: why.description)
     case .running(_, let adapters):
       let json = JSONValue.array(
         adapters.map { a in

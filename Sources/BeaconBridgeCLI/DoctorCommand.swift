@@ -86,7 +86,7 @@ public struct DoctorCommand: BridgeCommand {
         bluez = await BlueZProbe.probe(connection)
         connection.close()
       } else {
-        bluez = .unavailable("the system bus cannot be reached")
+        bluez = .unavailable(.systemBusUnreachable)
       }
     }
 

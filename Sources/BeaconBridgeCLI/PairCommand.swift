@@ -108,7 +108,7 @@ public struct PairCommand: BridgeCommand {
       nearest = (wait, backend, adapter)
       // A placeholder identity until the scan picks one.
       pairing = Pairing(
-        uuid: UUID(), major: 0, minor: 0, deviceId: deviceId.rawValue, label: try Self.label(&arguments))
+        uuid: UUID(), major: 0, minor: 0, deviceId: deviceId, label: try Self.label(&arguments))
       return
     }
     for name in ["--wait", "--backend", "--adapter"] where arguments.present(name) {
@@ -155,7 +155,7 @@ public struct PairCommand: BridgeCommand {
         BridgeServiceNames.Method.pair,
         [
           .string(pairing.uuid.uuidString), .int32(pairing.major.map { Int32($0) } ?? -1),
-          .int32(pairing.minor.map { Int32($0) } ?? -1), .string(pairing.deviceId),
+          .int32(pairing.minor.map { Int32($0) } ?? -1), .string(pairing.deviceId.rawValue),
           .string(pairing.label ?? ""),
         ])
     } catch  where error.notRunning {
@@ -191,39 +191,12 @@ extension PairCommand {
     defer { digits.withUnsafeMutableBytes { SecretBytes.wipe($0) } }
     let label = pairing.label
     let deviceId = pairing.deviceId
-    var stored: Pairing?
-    do {
-      let reply = try await DaemonClient.call(
-        BridgeServiceNames.Method.pairWithKey,
-        [
-          .string(byKey.scheme.rawValue), .string(String(decoding: digits, as: UTF8.self)),
-          .int32(byKey.rotationExponent.map { Int32($0) } ?? -1),
-          .int64(byKey.beaconClock.map { Int64($0) } ?? -1),
-          .string(deviceId), .string(label ?? ""),
-        ])
-      stored =
-        reply.first?.string.flatMap { try? JSONValue.parse(Data($0.utf8)) }.flatMap { json in
-          json["pairing"]?.intValue.map {
-            var p = pairing
-            p.key = KeyedIdentity(scheme: byKey.scheme, pairing: $0)
-            return p
-          }
-        } ?? pairing
-    } catch  where error.notRunning {
-      let offset = byKey.beaconClock.map { Int64($0) - Int64(Date().timeIntervalSince1970.rounded(.down)) }
-      guard let device = try? DeviceID(deviceId) else { return ExitStatus.failure }
-      let result = await store.write(console) {
-        try await $0.pairByKey(
-          scheme: byKey.scheme, key: digits, rotationExponent: byKey.rotationExponent, clockOffset: offset,
-          deviceId: device, label: label)
-      }
-      guard let result else { return ExitStatus.failure }
-      stored = result.pairing
-    } catch {
-      console.err("beaconbridge: \(error.description)\n")
-      return ExitStatus.failure
-    }
-    let done = stored ?? pairing
+    guard
+      let stored = await Self.storeByKey(
+        scheme: byKey.scheme, digits: digits, rotationExponent: byKey.rotationExponent,
+        beaconClock: byKey.beaconClock, pairing: pairing, store: store, console: console)
+    else { return ExitStatus.failure }
+    let done = stored
     if json {
       console.out(done.json.compactText + "\n")
     } else {
@@ -231,5 +204,44 @@ extension PairCommand {
       console.out("Paired \(what) with \(deviceId)\(label.map { " (\($0))" } ?? "").\n")
     }
     return ExitStatus.success
+  }
+}
+
+extension PairCommand {
+  /// Stores a pairing by key: through the daemon's PairWithKey when it runs, else into the store
+  /// under its lock. `digits` is the key's 32 hex digits, which the caller wipes; `pairing`
+  /// carries the device ID and label. The pairing as stored, or nil having said why.
+  static func storeByKey(
+    scheme: KeyedIdentity.Scheme, digits: [UInt8], rotationExponent: UInt8?, beaconClock: UInt32?,
+    pairing: Pairing, store: StoreOptions, console: any Console
+  ) async -> Pairing? {
+    let label = pairing.label
+    let deviceId = pairing.deviceId
+    do {
+      let reply = try await DaemonClient.call(
+        BridgeServiceNames.Method.pairWithKey,
+        [
+          .string(scheme.rawValue), .string(String(decoding: digits, as: UTF8.self)),
+          .int32(rotationExponent.map { Int32($0) } ?? -1),
+          .int64(beaconClock.map { Int64($0) } ?? -1),
+          .string(deviceId.rawValue), .string(label ?? ""),
+        ])
+      // The reply is the stored pairing (`ReportedPairing`), with the number the store gave it.
+      let reported = reply.first?.string.flatMap { try? JSONValue.parse(Data($0.utf8)) }.flatMap {
+        try? ReportedPairing(json: $0, path: "")
+      }
+      return reported?.pairing.key == nil ? pairing : reported?.pairing
+    } catch  where error.notRunning {
+      let offset = beaconClock.map { Int64($0) - Int64(Date().timeIntervalSince1970.rounded(.down)) }
+      let result = await store.write(console) {
+        try await $0.pairByKey(
+          scheme: scheme, key: digits, rotationExponent: rotationExponent, clockOffset: offset,
+          deviceId: deviceId, label: label)
+      }
+      return result?.pairing
+    } catch {
+      console.err("beaconbridge: \(error.description)\n")
+      return nil
+    }
   }
 }

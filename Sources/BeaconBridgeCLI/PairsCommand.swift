@@ -28,12 +28,13 @@ public struct PairsCommand: BridgeCommand {
   }
 
   public func run(_ console: any Console) async -> Int32 {
-    var listed: [JSONValue]
+    // Each pairing with where it came from (`fleet` or `local`, docs/fleet.md).
+    var pairings: [ReportedPairing]
     do {
-      listed = try await DaemonClient.json(BridgeServiceNames.Method.pairings).arrayValue ?? []
+      pairings = try Self.read(try await DaemonClient.json(BridgeServiceNames.Method.pairings))
     } catch  where error.notRunning {
       guard let store = store.openExisting(console) else { return ExitStatus.failure }
-      do { listed = try await store.pairingsWithSource() } catch {
+      do { pairings = try await store.pairingsWithSource() } catch {
         console.err("beaconbridge: \(error.description)\n")
         return ExitStatus.failure
       }
@@ -41,38 +42,8 @@ public struct PairsCommand: BridgeCommand {
       console.err("beaconbridge: \(error.description)\n")
       return ExitStatus.failure
     }
-    // Each pairing with where it came from (`fleet` or `local`, docs/fleet.md).
-    let pairings: [(pairing: Pairing, source: String)] = listed.compactMap { item in
-      let source = item["source"]?.stringValue == "fleet" ? "fleet" : "local"
-      // A pairing by key: its number and scheme, never its key.
-      if let number = item["pairing"]?.intValue, let deviceId = item["deviceId"]?.stringValue,
-        let device = try? DeviceID(deviceId),
-        let scheme = item["authentication"]?.stringValue == "eid"
-          ? KeyedIdentity.Scheme.eid
-          : item["authentication"]?.stringValue == "rpa" ? .rpa : nil
-      {
-        return (
-          Pairing(
-            key: KeyedIdentity(scheme: scheme, pairing: number), deviceId: device,
-            label: item["label"]?.stringValue),
-          source
-        )
-      }
-      guard let text = item["uuid"]?.stringValue, let uuid = UUID(uuidString: text),
-        let deviceId = item["deviceId"]?.stringValue
-      else { return nil }
-      let pairing = Pairing(
-        uuid: uuid, major: item["major"]?.intValue.flatMap { UInt16(exactly: $0) },
-        minor: item["minor"]?.intValue.flatMap { UInt16(exactly: $0) }, deviceId: deviceId,
-        label: item["label"]?.stringValue)
-      return (pairing, item["source"]?.stringValue == "fleet" ? "fleet" : "local")
-    }
     if json {
-      let items = pairings.map { entry -> JSONValue in
-        var fields = entry.pairing.json.objectValue ?? [:]
-        fields["source"] = .string(entry.source)
-        return .object(fields)
-      }
+      let items = pairings.map { ReportedPairing($0.pairing, source: $0.source ?? .local).json }
       console.out(JSONValue.array(items).compactText + "\n")
       return ExitStatus.success
     }
@@ -84,13 +55,36 @@ public struct PairsCommand: BridgeCommand {
     var out =
       "DEVICE ID".padding(toLength: 16) + "BEACON".padding(toLength: 50) + "SOURCE".padding(toLength: 7)
       + "LABEL\n"
-    for (p, source) in pairings {
+    for entry in pairings {
+      let p = entry.pairing
       out +=
-        p.deviceId.escapingControlCharacters.padding(toLength: 15) + " " + p.pattern.padding(toLength: 49)
-        + " " + source.padding(toLength: 6) + " "
+        p.deviceId.rawValue.escapingControlCharacters.padding(toLength: 15) + " "
+        + p.pattern.padding(toLength: 49)
+        + " " + (entry.source ?? .local).rawValue.padding(toLength: 6) + " "
         + (p.label ?? "").escapingControlCharacters + "\n"
     }
     console.out(out)
     return ExitStatus.success
   }
+
+  /// The daemon's `Pairings` reply, each pairing read by `ReportedPairing`: one that does not
+  /// read is a sentence naming where, since the daemon then runs another version.
+  static func read(_ reply: JSONValue) throws(DaemonClient.Failure) -> [ReportedPairing] {
+    guard case .array(let items) = reply else {
+      throw DaemonClient.Failure(
+        description: "the daemon's Pairings reply is not a list: \(Self.otherVersion)")
+    }
+    var out: [ReportedPairing] = []
+    for (index, item) in items.enumerated() {
+      do { out.append(try ReportedPairing(json: item, path: "[\(index)]")) } catch {
+        throw DaemonClient.Failure(
+          description:
+            "the daemon's Pairings reply \(StatusDocumentError(error).problemText): \(Self.otherVersion)")
+      }
+    }
+    return out
+  }
+
+  static let otherVersion =
+    "the running daemon is another version than this beaconbridge (restart it after an upgrade: systemctl restart beaconbridge)"
 }

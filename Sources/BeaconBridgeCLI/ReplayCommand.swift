@@ -143,8 +143,9 @@ public struct ReplayCommand: BridgeCommand {
       let store = try Store(readingOnly: directory)
       let pairings = try await store.pairings()
       guard pairings.contains(where: { $0.key != nil }) else { return .success((pairings, nil)) }
-      let keyed = try await store.keyAuthenticator(
+      var keyed = try await store.keyAuthenticator(
         eidClockTolerance: BridgeConfiguration().eidClockTolerance, epoch: epoch ?? 0)
+      keyed.countSearchesByRecord()
       return .success((pairings, keyed.isEmpty ? nil : keyed))
     } catch {
       return .failure(ReplayStoreFailure(error.description))

@@ -90,11 +90,17 @@ public struct ScanCommand: BridgeCommand {
       view.record(event)
     }
     await bridge.setPairings(pairings)
-    // Pairings by key resolve EIDs and private addresses; a store this user cannot read has none.
+    // Pairings by key resolve EIDs and private addresses (a store this user cannot read has none),
+    // through the daemon's owner of them (`PairingBook`), searched for off the bridge as the
+    // daemon does (`EIDSearchService`). Nothing is written: the store is the daemon's.
+    var searches: Task<Void, Never>?
     if let opened {
-      try? await KeyAuthenticator.refresh(
-        bridge: bridge, store: opened, eidClockTolerance: configuration.eidClockTolerance)
+      let book = await PairingBook.starting(store: opened, bridge: bridge, paired: paired)
+      if (try? await book.refresh()) != nil {
+        searches = Task { try? await EIDSearchService(keys: book.keys).run() }
+      }
     }
+    defer { searches?.cancel() }
     do { try await bridge.start() } catch {
       console.err("beaconbridge: \(error)\n")
       return ExitStatus.failure
@@ -264,7 +270,7 @@ final class ScanView: Sendable {
       out += power.padding(toLength: 5) + "  "
       out += (telemetry?.batteryMillivolts.map { "\($0)mV" } ?? "-").padding(toLength: 7) + "  "
       out += (telemetry?.temperature.map { String(format: "%.1fC", $0) } ?? "-").padding(toLength: 6) + "  "
-      out += (pairings.pairing(for: b.id)?.deviceId ?? "-") + "\n"
+      out += (pairings.pairing(for: b.id)?.deviceId.rawValue ?? "-") + "\n"
     }
     if status.beaconsInRange.isEmpty { out += "  (none yet)\n" }
     out += "\nACTIVE BEACON: " + (status.active.map { "\($0.deviceId) (\($0.id))" } ?? "none") + "\n"

@@ -17,4 +17,7 @@ public enum EIDUnknownReason: Equatable, Sendable {
   case recentlyUnknown
   /// The search budget is spent (a flood of unknown EIDs); the next advertisement tries again.
   case searchDeferred
+  /// Not in the table: its owner searches for it elsewhere (`EIDResolver.search(for:)`), and a
+  /// later advertisement resolves from the table once found.
+  case searchNeeded
 }

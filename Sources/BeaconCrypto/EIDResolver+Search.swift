@@ -4,7 +4,8 @@ extension EIDResolver {
   /// The most AES operations (block encryptions and key expansions) one pairing costs a search:
   /// at most ⌊2T / 2^K⌋ + 2 windows, one block each, and at most ⌊2T / 65,536⌋ + 2 temporary
   /// keys, one block and one key expansion each. A search over N pairings costs at most N times
-  /// this. T = 86,400 s, K = 10: 170 + 2 × 4 = 178.
+  /// this (twice that for a pairing whose clock stepped and was not heard since). T = 86,400 s,
+  /// K = 10: 170 + 2 × 4 = 178.
   public static func searchOperations(tolerance: Int64, rotationExponent k: RotationExponent) -> Int64 {
     let span = 2 * max(0, tolerance)
     return (span >> Int64(k.rawValue)) + 2 + 2 * (span / EddystoneEID.temporaryKeySeconds + 2)
@@ -13,9 +14,19 @@ extension EIDResolver {
   /// The window of `slot`'s beacon whose EID this is, within the tolerance; nil if none. From the
   /// expected window outward, so a beacon that drifted a little is found first.
   mutating func search(eid: UInt64, slot index: Int, at t: Int64) -> Int64? {
+    if let window = search(eid: eid, slot: index, at: t, offset: clocks[index].offset) { return window }
+    // After a step of the box's clock, the offset as it was before (`clockStepped(by:)`).
+    guard let unmoved = clocks[index].unmovedOffset,
+      let window = search(eid: eid, slot: index, at: t, offset: unmoved)
+    else { return nil }
+    clocks[index].offset = unmoved
+    return window
+  }
+
+  private mutating func search(eid: UInt64, slot index: Int, at t: Int64, offset: Int64) -> Int64? {
     guard let slot = slots[index] else { return nil }
     let k = clocks[index].k
-    let expected = Self.expected(t, clocks[index].offset)
+    let expected = Self.expected(t, offset)
     let low = max(0, expected - configuration.tolerance)
     let high = min(Self.maxClock, expected + configuration.tolerance)
     guard low <= high else { return nil }

@@ -35,6 +35,13 @@ public struct EIDResolver: Sendable {
       didSet { searchBurstSeconds = min(max(0, searchBurstSeconds), 3_600) }
     }
 
+    /// When set, the budget refills by this many operations per lookup, and not with time:
+    /// `replay` counts its work by record, so a capture's timestamps (records far apart) cannot
+    /// buy it search time. Clamped to 0...1,000,000,000.
+    public var searchOperationsPerLookup: Int64? {
+      didSet { searchOperationsPerLookup = searchOperationsPerLookup.map { min(max(0, $0), 1_000_000_000) } }
+    }
+
     public init(tolerance: Int64 = 86_400) {
       self.tolerance = min(max(0, tolerance), Self.maximumTolerance)
     }
@@ -55,6 +62,10 @@ public struct EIDResolver: Sendable {
     var heardWindow: Int64?
     /// The window the table's three entries are around.
     var tableCenter: Int64?
+    /// After the box's clock stepped (`clockStepped(by:)`): the offset as it was, searched too
+    /// until the beacon is heard again, for an offset that was set against the clock as it
+    /// now is (a pairing stored before a boot whose clock was wrong until NTP came).
+    var unmovedOffset: Int64?
   }
 
   struct Slot: Sendable {
@@ -70,7 +81,7 @@ public struct EIDResolver: Sendable {
     var window: Int64
   }
 
-  public let configuration: Configuration
+  public private(set) var configuration: Configuration
   // The search (EIDResolver+Search.swift) reads the slots and clocks and counts its AES
   // operations: they are internal, the table and the caches private.
   public internal(set) var statistics = EIDResolverStatistics()
@@ -80,6 +91,11 @@ public struct EIDResolver: Sendable {
   private var slotOfID: [KeyPairingID: Int] = [:]
   private var table: [UInt64: Entry] = [:]
   private var negative: [UInt64: Int64] = [:]
+  /// EIDs a search run elsewhere found to be replays (`found`), answered as replays from here
+  /// without another search; at most `replayedCapacity`, the oldest forgotten first.
+  private var replayed: [UInt64: Entry] = [:]
+  private var replayedOrder: [UInt64] = []
+  static let replayedCapacity = 1_024
   private var negativeOrder: [UInt64] = []
   private var negativeNext = 0
   private var budget: Int64
@@ -117,10 +133,31 @@ public struct EIDResolver: Sendable {
     negativeNext = 0
   }
 
+  /// Takes `other`'s pairings and tolerance in place: a pairing both hold keeps this resolver's
+  /// clock, heard window and table (what was heard since `other` was read from the store), one
+  /// only `other` holds is added with `other`'s tracking, one `other` lacks is removed. Nothing
+  /// heard is lost, since nothing is replaced.
+  public mutating func reconcile(with other: EIDResolver) {
+    configuration.tolerance = other.configuration.tolerance
+    let wanted = Set(other.pairingIDs)
+    for id in pairingIDs where !wanted.contains(id) { remove(id: id) }
+    for index in other.slots.indices {
+      guard let slot = other.slots[index], slotOfID[slot.pairing.id] == nil else { continue }
+      let clock = other.clocks[index]
+      add(
+        EIDPairing(
+          id: slot.pairing.id, identityKey: slot.pairing.identityKey,
+          rotationExponent: slot.pairing.rotationExponent,
+          clockOffset: clock.offset, heardWindow: clock.heardWindow.map { UInt32($0) }))
+    }
+  }
+
   /// Removes a pairing and its cached EIDs and temporary keys.
   public mutating func remove(id: KeyPairingID) {
     guard let index = slotOfID.removeValue(forKey: id), let slot = slots[index] else { return }
     for eid in slot.cachedWindows.values { table[eid] = nil }
+    replayed = replayed.filter { $0.value.slot != index }
+    replayedOrder.removeAll { replayed[$0] == nil }
     slots[index] = nil
   }
 
@@ -134,20 +171,63 @@ public struct EIDResolver: Sendable {
   /// The number of entries in the table of expected EIDs (at most three per pairing).
   public var tableCount: Int { table.count }
 
+  /// The box's clock stepped by `delta` seconds (NTP, GNSS, by hand), and box time follows it:
+  /// every offset moves by -`delta`, so each beacon's expected clock goes on where it was, and
+  /// the offset as it was is kept as a second guess that a search also tries (an offset set
+  /// against the clock as it now is, which the step corrected, is right unmoved). A beacon heard
+  /// again settles which.
+  public mutating func clockStepped(by delta: Int64) {
+    guard delta != 0 else { return }
+    for index in clocks.indices where slots[index] != nil {
+      let offset = clocks[index].offset
+      clocks[index].unmovedOffset = clocks[index].unmovedOffset ?? offset
+      let (moved, overflow) = offset.subtractingReportingOverflow(delta)
+      clocks[index].offset = overflow ? offset : moved
+      if clocks[index].unmovedOffset == clocks[index].offset { clocks[index].unmovedOffset = nil }
+    }
+    // An EID searched for against the old clock may be found against the new one.
+    negative.removeAll(keepingCapacity: true)
+    negativeOrder.removeAll(keepingCapacity: true)
+    negativeNext = 0
+  }
+
+  /// Fills the table around the expected window at box seconds `t` of every pairing heard
+  /// before (its tracking kept in the store across a restart) that has no table yet, so that its
+  /// next EID resolves from the table at once, not after a search: a beacon the box already
+  /// tracks is known from its first advertisement (a scanner may hear only that one before the
+  /// beacon moves on). At most three EIDs and two temporary keys per such pairing.
+  public mutating func primeTable(atBoxSeconds t: Int64) {
+    for index in clocks.indices
+    where slots[index] != nil && clocks[index].heardWindow != nil && clocks[index].tableCenter == nil {
+      let clock = clocks[index]
+      refreshTable(slot: index, around: min(max(Self.expected(t, clock.offset), 0), Self.maxClock) >> clock.k)
+    }
+  }
+
   // MARK: Resolving
 
   /// Resolves an EID heard at `boxSeconds` (the box's clock, seconds; the same clock the
-  /// pairings' offsets are from).
-  public mutating func resolve(eid: UInt64, atBoxSeconds t: Int64) -> EIDResolution {
+  /// pairings' offsets are from). `searching` false answers an EID that needs a search with
+  /// `.unknown(.searchNeeded)` at once, for its owner to search elsewhere (`search(for:)`).
+  public mutating func resolve(eid: UInt64, atBoxSeconds t: Int64, searching: Bool = true) -> EIDResolution {
     statistics.lookups += 1
     refillBudget(at: t)
     if let entry = table[eid] {
       statistics.cacheHits += 1
       let clock = clocks[entry.slot]
-      guard within(window: entry.window, k: clock.k, expected: Self.expected(t, clock.offset)) else {
-        statistics.unknown += 1
-        return .unknown(.outsideTolerance)
+      if !within(window: entry.window, k: clock.k, expected: Self.expected(t, clock.offset)) {
+        guard let unmoved = clock.unmovedOffset,
+          within(window: entry.window, k: clock.k, expected: Self.expected(t, unmoved))
+        else {
+          statistics.unknown += 1
+          return .unknown(.outsideTolerance)
+        }
+        clocks[entry.slot].offset = unmoved
       }
+      return accept(slot: entry.slot, window: entry.window, at: t)
+    }
+    if let entry = replayed[eid] {
+      statistics.cacheHits += 1
       return accept(slot: entry.slot, window: entry.window, at: t)
     }
     if let searched = negative[eid], case let (age, overflow) = t.subtractingReportingOverflow(searched),
@@ -156,6 +236,10 @@ public struct EIDResolver: Sendable {
       statistics.negativeHits += 1
       statistics.unknown += 1
       return .unknown(.recentlyUnknown)
+    }
+    guard searching else {
+      statistics.unknown += 1
+      return .unknown(.searchNeeded)
     }
     guard budget > 0 else {
       statistics.searchesDeferred += 1
@@ -199,6 +283,20 @@ public struct EIDResolver: Sendable {
 
   // MARK: Internals
 
+  func slotIndex(of id: KeyPairingID) -> Int? { slotOfID[id] }
+
+  mutating func acceptFound(eid: UInt64, slot index: Int, window: Int64, at t: Int64) -> EIDResolution {
+    let resolution = accept(slot: index, window: window, at: t)
+    if case .replay = resolution, replayed[eid] == nil {
+      if replayedOrder.count >= Self.replayedCapacity { replayed[replayedOrder.removeFirst()] = nil }
+      replayed[eid] = Entry(slot: index, window: window)
+      replayedOrder.append(eid)
+    }
+    return resolution
+  }
+
+  mutating func rememberUnknown(_ eid: UInt64, at t: Int64) { remember(unknown: eid, at: t) }
+
   /// The beacon's expected clock, saturated at 2^40 either side of zero whatever the box's time
   /// and a stored offset are, so that adding the tolerance never overflows (a clock that far out
   /// is outside every window anyway).
@@ -233,6 +331,7 @@ public struct EIDResolver: Sendable {
       clocks[index].offset = end &- t
     }
     clocks[index].heardWindow = window
+    clocks[index].unmovedOffset = nil
     if clock.tableCenter != window { refreshTable(slot: index, around: window) }
     return .resolved(clock.id, window: UInt32(window))
   }
@@ -273,10 +372,20 @@ public struct EIDResolver: Sendable {
     }
   }
 
+  /// Makes the budget refill by `operations` per lookup, not with time
+  /// (`Configuration.searchOperationsPerLookup`).
+  public mutating func chargeSearchesPerLookup(_ operations: Int64) {
+    configuration.searchOperationsPerLookup = operations
+  }
+
   private mutating func refillBudget(at t: Int64) {
+    let capacity = configuration.searchOperationsPerSecond * configuration.searchBurstSeconds
+    if let perLookup = configuration.searchOperationsPerLookup {
+      budget = min(capacity, budget + perLookup)
+      return
+    }
     defer { budgetTime = max(budgetTime ?? t, t) }
     guard let last = budgetTime, t > last else { return }
-    let capacity = configuration.searchOperationsPerSecond * configuration.searchBurstSeconds
     let (difference, overflow) = t.subtractingReportingOverflow(last)
     let elapsed =
       overflow ? configuration.searchBurstSeconds : min(difference, configuration.searchBurstSeconds)

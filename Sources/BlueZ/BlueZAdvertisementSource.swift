@@ -85,7 +85,7 @@ public final class BlueZAdvertisementSource: AdvertisementSource {
     public var keep: @Sendable (BluetoothAddress) -> Bool = { _ in false }
     /// Told what the running scan waits for (no adapter, power, bluetoothd), and nil once
     /// discovery or the monitor runs again, so that a daemon can say so in its status.
-    public var onWaiting: @Sendable (String?) -> Void = { _ in }
+    public var onWaiting: @Sendable (ScanWait?) -> Void = { _ in }
     /// Wait for bluetoothd and an adapter instead of failing when there is none at start: a
     /// service started before its hardware (the daemon) wants this; `scan` wants the error.
     public var waitForHardware = false

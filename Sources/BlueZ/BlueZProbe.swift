@@ -21,14 +21,33 @@ public enum BlueZProbe {
   }
 
   public enum Result: Sendable {
-    case unavailable(String)
+    case unavailable(Unavailable)
     case running(owner: String, adapters: [AdapterFacts])
+  }
+
+  /// Why BlueZ cannot be asked, as a reason a caller switches on (`doctor` chooses its verdict
+  /// and its fix by it); `description` is the sentence.
+  public enum Unavailable: Hashable, Sendable, CustomStringConvertible {
+    /// No connection to the system bus (dbus-daemon not running, or not reachable).
+    case systemBusUnreachable
+    /// org.bluez is not on the system bus: bluetoothd is not running.
+    case bluetoothdAbsent
+    /// bluetoothd owns its name but did not answer; the error, in its words.
+    case bluetoothdNotAnswering(String)
+
+    public var description: String {
+      switch self {
+      case .systemBusUnreachable: "the system bus cannot be reached"
+      case .bluetoothdAbsent: "org.bluez is not on the system bus"
+      case .bluetoothdNotAnswering(let error): "bluetoothd did not answer GetManagedObjects: \(error)"
+      }
+    }
   }
 
   public static func probe(_ connection: Connection) async -> Result {
     let owner: BusName
     do { owner = try await connection.nameOwner(of: BlueZ.service) } catch {
-      return .unavailable("org.bluez is not on the system bus")
+      return .unavailable(.bluetoothdAbsent)
     }
     do {
       let reply = try await connection.callReturningOne(
@@ -47,7 +66,7 @@ public enum BlueZProbe {
       }
       return .running(owner: owner.rawValue, adapters: adapters)
     } catch {
-      return .unavailable("bluetoothd did not answer GetManagedObjects: \(error)")
+      return .unavailable(.bluetoothdNotAnswering("\(error)"))
     }
   }
 }

@@ -223,6 +223,10 @@ package struct DeviceMirror: Sendable {
 
   // MARK: Bounds
 
+  /// How many devices an eviction leaves: a tenth of the cap under it, so that a flood evicts
+  /// once per tenth of the cap's new devices, not once per device.
+  package static func afterEviction(_ maxDevices: Int) -> Int { maxDevices - maxDevices / 10 }
+
   /// Keeps the mirror under `maxDevices`: past it, the least recently heard tenth of the devices
   /// that are neither bonded nor kept is forgotten. Returns their addresses, or nil when the mirror
   /// was not over (the scan reports them lost; BlueZ drops them itself after its
@@ -233,7 +237,7 @@ package struct DeviceMirror: Sendable {
   package mutating func evict(over maxDevices: Int, keep: (BluetoothAddress) -> Bool) -> [BluetoothAddress]? {
     var forgotten: [BluetoothAddress]?
     if keys.count > maxDevices {
-      let excess = keys.count - maxDevices + maxDevices / 10
+      let excess = keys.count - Self.afterEviction(maxDevices)
       // Sorted as (when heard, position) pairs, oldest first, each record read in place (through
       // the buffer: `records[i].bonded` copied the record, a retain and a release of each of its
       // fields) and its time as a `Duration` since the first record's (comparing `Instant`s goes

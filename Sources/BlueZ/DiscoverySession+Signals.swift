@@ -103,11 +103,31 @@ extension DiscoverySession {
   }
 
   /// Keeps the mirror under `maxDevices` (`DeviceMirror.evict`), reporting the forgotten lost.
+  ///
+  /// A flood evicts every few passes: it is logged as it starts, then once as it ends (the mirror
+  /// back under what an eviction leaves, with how many more went meanwhile), not once an
+  /// eviction, which wrote a hundred lines in a few seconds and kept the daemon's recent lines
+  /// scattered over the flood's heap.
   func evict(emit: (consuming SourceEvent) -> Void) {
-    guard let forgotten = mirror.evict(over: options.maxDevices, keep: options.keep) else { return }
+    guard let forgotten = mirror.evict(over: options.maxDevices, keep: options.keep) else {
+      if let more = forgottenSinceLogged, mirror.count < DeviceMirror.afterEviction(options.maxDevices) {
+        if more > 0 {
+          log(
+            "bluez: forgot \(more) more devices heard least recently while over \(options.maxDevices) were mirrored"
+          )
+        }
+        forgottenSinceLogged = nil
+      }
+      return
+    }
     for address in forgotten { emit(.lost(address)) }
-    log(
-      "bluez: over \(options.maxDevices) devices mirrored; forgot the \(forgotten.count) heard least recently"
-    )
+    if let more = forgottenSinceLogged {
+      forgottenSinceLogged = more + forgotten.count
+    } else {
+      log(
+        "bluez: over \(options.maxDevices) devices mirrored; forgot the \(forgotten.count) heard least recently"
+      )
+      forgottenSinceLogged = 0
+    }
   }
 }

@@ -48,10 +48,13 @@ final class DiscoverySession: @unchecked Sendable {
   /// The adapter discovery last ran on, kept across a bluetoothd restart for reconciliation.
   private var lastAdapter: ObjectPath?
   /// What `reportCondition` last told: `.some(nil)` for scanning, `.none` before the first report.
-  private var reportedWaiting: String?? = .none
+  private var reportedWaiting: ScanWait?? = .none
   var bluezOwner: BusName?
   private(set) var failure: (any Error)?
   private var lastPrune = ContinuousClock.now
+  /// While the mirror is over `maxDevices`: the devices forgotten since the line that said so
+  /// (`evict`); nil when it is not.
+  var forgottenSinceLogged: Int?
 
   enum Input: Sendable {
     case signals([SignalItem<DeviceUpdate>])
@@ -203,7 +206,9 @@ final class DiscoverySession: @unchecked Sendable {
       reportCondition()
       if !events.isEmpty {
         await deliver(events)
-        events.removeAll(keepingCapacity: true)
+        // A pass's capacity is kept for the next, up to a burst's (a flood of new devices),
+        // which would otherwise stay for good.
+        events.removeAll(keepingCapacity: events.capacity <= 1024)
       }
     }
   }
@@ -212,24 +217,21 @@ final class DiscoverySession: @unchecked Sendable {
   /// leave a stale "scanning" behind (an adapter that vanished while discovery was restarting).
   /// Told to `Options.onWaiting` when it changes.
   private func reportCondition() {
-    let waiting: String?
+    let waiting: ScanWait?
     if state.adapter != nil {
       waiting = nil
     } else if bluezOwner == nil {
       // Debian starts bluetoothd only once an adapter appears (bluetooth.target): with none in
       // the kernel, the adapter is what is missing.
-      waiting =
-        KernelAdapters.names().isEmpty
-        ? "waiting for an adapter (none on this machine; bluetoothd starts when one appears)"
-        : "waiting for bluetoothd (it is not running)"
+      waiting = ScanWait(KernelAdapters.names().isEmpty ? .noAdapter : .bluetoothdAbsent)
     } else if tree.adapters.isEmpty {
-      waiting = "waiting for an adapter (BlueZ has none)"
+      waiting = ScanWait(.noBlueZAdapter)
     } else if let adapterName, !tree.adapters.contains(where: { $0.lastComponent == adapterName }) {
-      waiting = "waiting for adapter \(adapterName)"
+      waiting = ScanWait(.adapterMissing, adapter: adapterName)
     } else if tree.selectAdapter(named: adapterName).map(isPowered) != true {
-      waiting = "waiting for an adapter to be powered on"
+      waiting = ScanWait(.adapterOff)
     } else {
-      waiting = "waiting for discovery to start again"
+      waiting = ScanWait(.discoveryRestarting)
     }
     guard waiting != reportedWaiting else { return }
     reportedWaiting = waiting

@@ -35,10 +35,16 @@ import Synchronization
     return true
   }
 
+  /// Up to this many items, the array's capacity is kept for the next pass. A larger one (a
+  /// burst: a flood of new devices) is let go, or its capacity would stay for good, and while the
+  /// consumer still holds the batch just handed on, keeping it allocates that size again on
+  /// every pass.
+  @inlinable static var keptCapacity: Int { 1024 }
+
   @inlinable func flush() {
     guard !items.isEmpty else { return }
     if let deliver { deliver(items) } else { continuation.yield(items) }
-    items.removeAll(keepingCapacity: true)
+    items.removeAll(keepingCapacity: items.capacity <= Self.keptCapacity)
   }
 }
 

@@ -66,6 +66,67 @@ import Testing
     #expect(Set(wide.of("beaconEntered").compactMap { $0["pairing"]?.intValue }) == [1, 2])
   }
 
+  /// A copy of a private address, heard after a newer address of its device or more than
+  /// rpaMaxAge after it was first heard, is refused, and cannot tag a trip under
+  /// requireAuthenticated.
+  @Test func aReplayedRPAIsRefusedAndTagsNothing() async throws {
+    let output = try await Self.simulate("rpa-replay.json")
+    let rejected = output.of("rejected")
+    // Every copy: 101 of UNIT-R1's first address (300-400 s), 101 of UNIT-R2's (two days on).
+    #expect(rejected.count == 202)
+    #expect(rejected.allSatisfy { $0["reason"]?.stringValue == "rpaReplay" })
+    #expect(
+      Set(rejected.compactMap { $0["address"]?.stringValue }) == ["70:81:94:0D:FB:AA", "55:AA:01:BF:5F:DA"])
+    #expect(output.of("beaconEntered").allSatisfy { ($0["at"]?.doubleValue ?? .infinity) < 200 })
+    let tagged = output.of("tripTagged")
+    #expect(tagged.count == 2)
+    #expect(tagged.allSatisfy { $0["deviceId"] == .null && $0["resolution"]?.stringValue == "unresolved" })
+    // rpaMaxAge at its most, a day: UNIT-R2's copy two days on, which nothing newer supersedes,
+    // is still past it.
+    let lenient = try await Self.simulate(
+      "rpa-replay.json", config: ["requireAuthenticated": .bool(true), "rpaMaxAge": .int(86_400)])
+    #expect(lenient.of("rejected").count == 202)
+  }
+
+  /// The false-match bound through `simulate`: 167 IRK pairings (the cap) and 20,000 random
+  /// addresses of the resolvable form, one advertisement each. 167 / 2^24 per address is 0.2
+  /// expected matches; more than 4 would be a chance under 1e-4 were the bound right.
+  @Test func randomAddressesAgainstTheIRKCapRarelyMatch() async throws {
+    var state: UInt64 = 0xC0FFEE
+    func next() -> UInt64 {
+      state &+= 0x9E37_79B9_7F4A_7C15
+      var z = state
+      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+      return z ^ (z >> 31)
+    }
+    let pairings: [JSONValue] = (0..<KeyedIdentity.maximumIRKPairings).map { n in
+      .object([
+        "irk": .string(String(format: "%016llx%016llx", next(), next())), "deviceId": .string("U-\(n)"),
+      ])
+    }
+    let tried = 20_000
+    let events: [JSONValue] = (0..<tried).map { i in
+      let address = 0x40_0000_000000 | (next() & 0x3F_FFFF_FFFFFF)
+      let text = (0..<6).map { String(format: "%02X", (address >> (40 - 8 * UInt64($0))) & 0xFF) }
+        .joined(separator: ":")
+      return .object([
+        "at": .double(Double(i) / 100),
+        "advertisement": .object(["address": .string(text), "rssi": .int(-60), "rawHex": .string("020106")]),
+      ])
+    }
+    var text = ""
+    JSONWriter.write(.object(["pairings": .array(pairings), "events": .array(events)]), to: &text)
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "irk-cap-\(UUID().uuidString).json")
+    try Data(text.utf8).write(to: file)
+    defer { try? FileManager.default.removeItem(at: file) }
+    let output = try await SimulateCommandTests.simulate(path: file.path)
+    #expect(output.status == 0, "\(output.stderr)")
+    let matched = output.of("beaconEntered").filter { $0["authentication"]?.stringValue == "rpa" }
+    #expect(matched.count <= 4, "\(matched.count) of \(tried) random addresses matched an IRK")
+  }
+
   @Test func aReplayedEIDIsRefusedAndTagsNothing() async throws {
     let output = try await Self.simulate("eid-replay.json")
     let rejected = output.of("rejected")

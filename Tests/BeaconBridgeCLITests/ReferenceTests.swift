@@ -14,6 +14,12 @@ import Testing
       ["pair", "--uuid", uuid, "--device-id", "X"], ["pair", "--nearest", "--device-id", "X"],
       ["pair", "--irk-file", "k", "--device-id", "X"],
     ],
+    "provision": [
+      [
+        "provision", "--address", "AA:BB:CC:DD:EE:FF", "--lock-key-file", "k", "--rotation-exponent", "10",
+        "--device-id", "X",
+      ]
+    ],
     "unpair": [["unpair", "--device-id", "X"]], "pairs": [["pairs"]], "replay": [["replay", "f"]],
     "scan": [["scan"]], "run": [["run"]], "status": [["status"]], "doctor": [["doctor"]],
     "diagnose": [["diagnose"]],

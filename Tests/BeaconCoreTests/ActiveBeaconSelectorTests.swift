@@ -13,7 +13,7 @@ import Testing
   func activeChanges(_ log: EventLog) -> [(Double, String?)] {
     log.events.compactMap { e in
       if case .activeBeaconChanged(let a) = e.event {
-        return ((e.at.seconds * 1e6).rounded() / 1e6, a?.deviceId)
+        return ((e.at.seconds * 1e6).rounded() / 1e6, a?.deviceId.rawValue)
       }
       return nil
     }
@@ -147,12 +147,15 @@ import Testing
         == nil)
   }
 
-  @Test(arguments: [
-    Pairing(uuid: Fixtures.fleet, major: 1, minor: 1, deviceId: " "),
-    Pairing(uuid: Fixtures.fleet, major: nil, minor: 3, deviceId: "X"),
-    Pairing(uuid: Fixtures.fleet, major: 1, minor: 1, deviceId: "bad\nid"),
-  ])
-  func invalidPairingsAreRefused(pairing: Pairing) {
+  /// A pairing's device ID is a `DeviceID`: one that breaks the rule is refused where it is
+  /// built, so no pairing can hold it.
+  @Test(arguments: [" ", "bad\nid", ""])
+  func invalidDeviceIDsAreRefusedWhereTheyAreBuilt(text: String) {
+    #expect(throws: IdentifierError.self) { try DeviceID(text) }
+  }
+
+  @Test func aMinorWithoutAMajorIsRefused() {
+    let pairing = Pairing(uuid: Fixtures.fleet, major: nil, minor: 3, deviceId: "X")
     #expect(throws: IdentifierError.self) { try pairing.validate() }
   }
 

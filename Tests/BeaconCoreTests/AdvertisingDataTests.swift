@@ -189,6 +189,16 @@ import Testing
         pipeline.ingest(.sighting(ad), at: .zero).compactMap {
           if case .event(.rejected(_, let r)) = $0 { r.reason } else { nil }
         }.first
+    case .rpaReplay:
+      // The pipeline's too: an authenticator that calls the private address a replay.
+      let address = BluetoothAddress("4A:00:00:00:00:01")!
+      var pipeline = BeaconPipeline()
+      pipeline.setAuthenticator(
+        ScriptedAuthenticator(addresses: [address: .replay(ScriptedAuthenticator.rpa)]))
+      produced =
+        pipeline.ingest(.sighting(Advertisement(address: address)), at: .zero).compactMap {
+          if case .event(.rejected(_, let r)) = $0 { r.reason } else { nil }
+        }.first
     }
     #expect(produced == reason)
   }

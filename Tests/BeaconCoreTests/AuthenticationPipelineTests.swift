@@ -22,7 +22,7 @@ struct ScriptedAuthenticator: BeaconAuthenticator {
     return eids[eid] ?? .unknown
   }
 
-  mutating func authenticate(address: BluetoothAddress) -> AuthenticationResult {
+  mutating func authenticate(address: BluetoothAddress, at time: Timestamp) -> AuthenticationResult {
     addressCalls += 1
     return addresses[address] ?? .unknown
   }

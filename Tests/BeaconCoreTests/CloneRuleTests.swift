@@ -65,7 +65,7 @@ import Testing
     #expect(change.id == .iBeacon(Fixtures.vanBeacon))
     #expect(change.health.possibleClone)
     #expect(change.health.cloneAddresses == [Self.real, Self.copy])
-    #expect(change.jsonFields.contains { $0.key == "possibleClone" && $0.value == .bool(true) })
+    #expect(change.fields.contains { $0.key == "possibleClone" && $0.value == .bool(true) })
     let status = try #require(p.pairedBeacons.first)
     #expect(status.health.possibleClone && status.health.cloneAddresses == [Self.real, Self.copy])
 

@@ -116,7 +116,7 @@ import Testing
         return Pairing(
           uuid: uuids.randomElement(using: &rng)!, major: major,
           minor: major != nil && Bool.random(using: &rng) ? Self.minors.randomElement(using: &rng)! : nil,
-          deviceId: "UNIT-\(Int.random(in: 0..<4, using: &rng))-\(n)")
+          deviceId: DeviceID(stringLiteral: "UNIT-\(Int.random(in: 0..<4, using: &rng))-\(n)"))
       }
       var set = PairingSet(pairings)
       for _ in 0..<20 {

@@ -21,6 +21,8 @@ struct OracleVectors: Decodable {
     }
     let irks: [String]
     let addresses: [Address]
+    /// A second address of the first IRK's device, as after a rotation.
+    let rotated: Address
   }
   struct Scenario: Decodable {
     struct Pairing: Decodable {

@@ -86,4 +86,31 @@ struct BoundedMemoryTests {
     #expect(lost.allSatisfy { $0.description < "5A:00:00:00:00:14" }, "only devices from the first twenty")
     #expect(fixture.logLines.contains { $0.contains("forgot the") })
   }
+
+  /// A flood past `maxDevices` evicts round after round: the journal gets one line as it starts
+  /// and one, with the count, once the mirror is back under what an eviction leaves, not a line
+  /// a round (a real flood wrote a hundred in a few seconds).
+  @Test func aFloodIsLoggedAsItStartsAndAsItEnds() async throws {
+    let fixture = try await BlueZFixture.start()
+    defer { fixture.stop() }
+    try await fixture.addAdapter("hci0")
+    let recorder = EventRecorder(try await fixture.source { $0.maxDevices = 20 }.eventStream())
+    defer { Task { await recorder.cancel() } }
+    var paths: [ObjectPath] = []
+    // One device at a time, each heard before the next: every eviction is a round of its own.
+    for i in 0..<80 {
+      paths.append(try await fixture.addDevice("hci0", String(format: "5B:00:00:00:00:%02X", i)))
+      try await recorder.wait("device \(i) is heard") { $0.sightings.count > i }
+    }
+    #expect(recorder.lost.count >= 55, "\(recorder.lost.count) forgotten")
+    func lines(_ text: String) -> [String] { fixture.logLines.filter { $0.contains(text) } }
+    #expect(lines("forgot the").count == 1, "\(lines("forgot"))")
+    #expect(lines("more devices").isEmpty, "the flood has not ended")
+    // BlueZ drops the devices; the mirror falls under what an eviction leaves, and a pass of
+    // signals that evicts none says how many more went.
+    for path in paths.suffix(20) { try await fixture.removeDevice("hci0", path) }
+    try await fixture.addDevice("hci0", "5B:00:00:00:01:00")
+    try await waitUntil("the end of the flood is logged") { !lines("more devices").isEmpty }
+    #expect(lines("forgot the").count == 1)
+  }
 }

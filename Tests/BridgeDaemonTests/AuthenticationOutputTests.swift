@@ -59,7 +59,7 @@ import Testing
     let (bridge, _) = try await Self.bridge()
     let status = await bridge.status
     let keyed = try #require(status.pairedBeacons.first { $0.pairing.key != nil })
-    let entry = FleetBeaconReport.entry(keyed, now: status.now, at: { _ in .null })
+    let entry = FleetBeaconReport.entry(keyed, now: status.now, at: { _ in nil }).json
     #expect(entry["authentication"] == .string("eid"))
     #expect(entry["pairing"] == .int(7))
     #expect(entry["uuid"] == .null && entry["major"] == .null && entry["minor"] == .null)
@@ -77,7 +77,7 @@ import Testing
       }
     }
     let plain = try #require(pipeline.pairedBeacons.first)
-    let cloned = FleetBeaconReport.entry(plain, now: Timestamp(seconds: 30), at: { _ in .null })
+    let cloned = FleetBeaconReport.entry(plain, now: Timestamp(seconds: 30), at: { _ in nil }).json
     #expect(cloned["authentication"] == .string("none"))
     #expect(cloned["uuid"] == .string(Fixtures.fleet.uuidString))
     #expect(cloned["major"] == .int(1) && cloned["minor"] == .int(7))

@@ -21,7 +21,10 @@ import Testing
 
   @Test func aPlainPairingWithoutThePolicyCanBeCloned() {
     let open = report(
-      ["plainPairings": .int(2), "keyPairings": .int(0), "eidReplaysRefused": .int(0)],
+      [
+        "plainPairings": .int(2), "keyPairings": .int(0), "eidReplaysRefused": .int(0),
+        "irkPairings": .int(0), "rpaReplaysRefused": .int(0),
+      ],
       requireAuthenticated: false)
     let clone = check(open, "cloneable pairing")
     #expect(clone?.status == .warning)
@@ -29,21 +32,60 @@ import Testing
     #expect(clone?.recommendation?.contains("--eid-key-file") == true)
     #expect(clone?.recommendation?.contains("requireAuthenticated = true") == true)
     let closed = report(
-      ["plainPairings": .int(2), "keyPairings": .int(1), "eidReplaysRefused": .int(0)],
+      [
+        "plainPairings": .int(2), "keyPairings": .int(1), "eidReplaysRefused": .int(0),
+        "irkPairings": .int(0), "rpaReplaysRefused": .int(0),
+      ],
       requireAuthenticated: true)
     #expect(check(closed, "cloneable pairing") == nil)
     #expect(check(closed, "authentication")?.status == .ok)
   }
 
+  /// A replayed private address is warned of; the chance of a false match is stated for the
+  /// IRK pairings there are (N / 2^24; at the cap, about 1 in 100,000).
+  @Test func anRPAReplayAndTheFalseMatchChanceAreSaid() {
+    let seen = report(
+      [
+        "plainPairings": .int(0), "keyPairings": .int(167), "eidReplaysRefused": .int(0),
+        "irkPairings": .int(167), "rpaReplaysRefused": .int(4),
+      ],
+      requireAuthenticated: true)
+    let replay = check(seen, "RPA replay")
+    #expect(replay?.status == .warning)
+    #expect(
+      replay?.detail.hasPrefix("4 advertisement(s) from a paired device's private address refused") == true)
+    #expect(replay?.recommendation?.contains("rpaMaxAge") == true)
+    let chance = check(seen, "RPA false match")
+    #expect(chance?.status == .ok)
+    #expect(chance?.detail.contains("167 pairing(s) by IRK") == true)
+    #expect(chance?.detail.contains("about 1 in 100462") == true, "\(chance?.detail ?? "")")
+    #expect(check(seen, "authentication") == nil, "a warning stands instead")
+    let one = report(
+      [
+        "plainPairings": .int(0), "keyPairings": .int(1), "eidReplaysRefused": .int(0),
+        "irkPairings": .int(1), "rpaReplaysRefused": .int(0),
+      ],
+      requireAuthenticated: true)
+    #expect(check(one, "RPA replay") == nil)
+    #expect(check(one, "RPA false match")?.detail.contains("about 1 in 16777216") == true)
+    #expect(check(one, "authentication")?.status == .ok)
+  }
+
   @Test func aReplaySeenIsSaid() {
     let seen = report(
-      ["plainPairings": .int(0), "keyPairings": .int(1), "eidReplaysRefused": .int(3)],
+      [
+        "plainPairings": .int(0), "keyPairings": .int(1), "eidReplaysRefused": .int(3),
+        "irkPairings": .int(0), "rpaReplaysRefused": .int(0),
+      ],
       requireAuthenticated: true)
     let replay = check(seen, "EID replay")
     #expect(replay?.status == .warning)
     #expect(replay?.detail.contains("3 replayed") == true)
     let none = report(
-      ["plainPairings": .int(0), "keyPairings": .int(1), "eidReplaysRefused": .int(0)],
+      [
+        "plainPairings": .int(0), "keyPairings": .int(1), "eidReplaysRefused": .int(0),
+        "irkPairings": .int(0), "rpaReplaysRefused": .int(0),
+      ],
       requireAuthenticated: false)
     #expect(check(none, "EID replay") == nil)
   }

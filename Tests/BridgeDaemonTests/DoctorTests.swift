@@ -95,21 +95,21 @@ import Testing
   }
 
   @Test func missingBluetoothdIsCriticalWithAFix() {
-    let report = Doctor.evaluate(facts(bluez: .unavailable("org.bluez is not on the system bus")))
+    let report = Doctor.evaluate(facts(bluez: .unavailable(.bluetoothdAbsent)))
     #expect(status(report, "bluetoothd") == .critical)
     #expect(report.exitStatus == 1)
     #expect(report.text.contains("systemctl start bluetooth"))
   }
 
   @Test func noAdapterInTheKernelIsWhyBluetoothdIsNotRunning() {
-    var noAdapter = facts(bluez: .unavailable("org.bluez is not on the system bus"))
+    var noAdapter = facts(bluez: .unavailable(.bluetoothdAbsent))
     noAdapter.kernelAdapters = []
     let report = Doctor.evaluate(noAdapter)
     #expect(status(report, "bluetoothd") == .warning)
     #expect(status(report, "adapter") == .critical)
     #expect(report.text.contains("no Bluetooth adapter on this machine"))
     // With a controller in the kernel, bluetoothd itself is the problem.
-    var stopped = facts(bluez: .unavailable("org.bluez is not on the system bus"))
+    var stopped = facts(bluez: .unavailable(.bluetoothdAbsent))
     stopped.kernelAdapters = ["hci0"]
     #expect(status(Doctor.evaluate(stopped), "bluetoothd") == .critical)
   }
@@ -312,7 +312,9 @@ import Testing
     var health = BeaconHealth()
     health.batteryLow = true
     let fields = Dictionary(
-      uniqueKeysWithValues: health.jsonFields(now: Timestamp(seconds: 0)).map { ($0.key, $0.value) })
+      uniqueKeysWithValues: ReportedHealth(health, now: Timestamp(seconds: 0)).fields(withAge: true).map {
+        ($0.key, $0.value)
+      })
     let report = Doctor.evaluate(facts(daemon: withPaired(fields.merging(["batteryMv": .int(2520)]) { $1 })))
     #expect(status(report, "beacon battery") == .warning, "\(report.text)")
   }
@@ -324,7 +326,9 @@ import Testing
     health.possibleClone = true
     health.cloneAddresses = [BluetoothAddress("C0:FF:EE:00:00:07")!, BluetoothAddress("DE:AD:BE:EF:00:07")!]
     let fields = Dictionary(
-      uniqueKeysWithValues: health.jsonFields(now: Timestamp(seconds: 0)).map { ($0.key, $0.value) })
+      uniqueKeysWithValues: ReportedHealth(health, now: Timestamp(seconds: 0)).fields(withAge: true).map {
+        ($0.key, $0.value)
+      })
     let report = Doctor.evaluate(facts(daemon: withPaired(fields)))
     #expect(status(report, "beacon clone") == .warning, "\(report.text)")
     #expect(

@@ -140,6 +140,24 @@ import Testing
     }
   }
 
+  /// At most 167 pairings by IRK (the false-match bound, docs/authentication.md): the 168th is
+  /// refused by its place, with the cap and the fix.
+  @Test func moreIRKsThanTheCapAreRefused() throws {
+    func document(irks: Int) -> String {
+      let items = (0..<irks).map {
+        #"{"irk":"\#(String(format: "%032x", $0 + 1))","deviceId":"UNIT-\#($0)"}"#
+      }
+      return #"{"version":5,"pairings":[\#(items.joined(separator: ","))]}"#
+    }
+    #expect(try parse(document(irks: 167)).get().keyPairings.count == 167)
+    guard case .failure(let refusal) = parse(document(irks: 168)) else {
+      Issue.record("168 IRKs were taken")
+      return
+    }
+    #expect(refusal.reason.hasPrefix("pairings[167]: a box holds at most 167 pairings by IRK"))
+    #expect(refusal.reason.contains("1 in 100,000") && refusal.reason.contains("unpair one first"))
+  }
+
   /// The rules of the scenario's pairings by key, and one key once; no reason repeats a key.
   @Test(
     arguments: [

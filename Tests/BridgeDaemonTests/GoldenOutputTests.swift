@@ -57,11 +57,9 @@ import Testing
     let status = try await StatusDocumentTests.bridgeStatus()
     let wall = Date(timeIntervalSince1970: 1_780_000_000)
     let entries = status.pairedBeacons.map { paired in
-      JSONValue.object(
-        FleetBeaconReport.entry(paired, now: status.now) { ago in
-          guard let seconds = ago?.doubleValue else { return .null }
-          return .string(wall.addingTimeInterval(-seconds).formatted(.iso8601))
-        })
+      FleetBeaconReport.entry(paired, now: status.now) { ago in
+        ago.map { wall.addingTimeInterval(-$0).formatted(.iso8601) }
+      }.json
     }
     Self.expectGolden(JSONValue.array(entries).compactText + "\n", "fleet-report-entries.json")
   }
@@ -78,7 +76,7 @@ import Testing
     _ = try await store.pairByKey(
       scheme: .eid, key: Array(String(repeating: "1a", count: 16).utf8), rotationExponent: 10, clockOffset: 0,
       deviceId: "UNIT-E1", label: "eid van")
-    let reply = JSONValue.array(try await store.pairingsWithSource()).compactText
+    let reply = JSONValue.array(try await store.pairingsWithSource().map(\.json)).compactText
     #expect(!reply.contains("1a1a1a1a"))
     Self.expectGolden(reply + "\n", "pairings.json")
   }

@@ -11,6 +11,42 @@ import Testing
 @Suite struct KeyPairingStoreTests {
   static func digits(_ hex: String) -> [UInt8] { Array(hex.lowercased().utf8) }
 
+  /// The store's door (the CLI's `pair --irk-file` and D-Bus `PairWithKey` both write through
+  /// it): the 168th IRK is refused with the cap's sentence and nothing is written; the same key
+  /// again replaces its own row, and an EID key is not counted.
+  @Test func moreIRKsThanTheCapAreRefused() async throws {
+    let dir = try scratchDirectory("irkcap")
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let store = try Store(directory: dir)
+    func irk(_ n: Int) -> [UInt8] { Self.digits(String(format: "%032x", n + 1)) }
+    for n in 0..<KeyedIdentity.maximumIRKPairings {
+      _ = try await store.pairByKey(
+        scheme: .rpa, key: irk(n), rotationExponent: nil, clockOffset: nil, deviceId: DeviceID("UNIT-\(n)"),
+        label: nil)
+    }
+    await #expect(throws: StoreError.self) {
+      try await store.pairByKey(
+        scheme: .rpa, key: irk(500), rotationExponent: nil, clockOffset: nil, deviceId: DeviceID("UNIT-X"),
+        label: nil)
+    }
+    do {
+      _ = try await store.pairByKey(
+        scheme: .rpa, key: irk(500), rotationExponent: nil, clockOffset: nil, deviceId: DeviceID("UNIT-X"),
+        label: nil)
+    } catch {
+      #expect(error.code == .full)
+      #expect(error.description == KeyedIdentity.irkCapSentence)
+    }
+    #expect(try await store.keyPairings().count == 167)
+    _ = try await store.pairByKey(
+      scheme: .rpa, key: irk(3), rotationExponent: nil, clockOffset: nil, deviceId: DeviceID("UNIT-3B"),
+      label: nil)
+    _ = try await store.pairByKey(
+      scheme: .eid, key: irk(600), rotationExponent: 10, clockOffset: 0, deviceId: DeviceID("UNIT-E"),
+      label: nil)
+    #expect(try await store.keyPairings().count == 168)
+  }
+
   @Test func keysComeBackAsAnAuthenticatorThatResolves() async throws {
     let dir = try scratchDirectory("keystore")
     defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -31,9 +67,10 @@ import Testing
     #expect(authenticator.authenticate(eid: eidValue, at: .zero) == .resolved(try #require(eid.pairing.key)))
     #expect(authenticator.authenticate(eid: eidValue ^ 1, at: .zero) == .unknown)
     #expect(
-      authenticator.authenticate(address: BluetoothAddress("70:81:94:0D:FB:AA")!)
+      authenticator.authenticate(address: BluetoothAddress("70:81:94:0D:FB:AA")!, at: .zero)
         == .resolved(try #require(rpa.pairing.key)))
-    #expect(authenticator.authenticate(address: BluetoothAddress("70:81:94:0D:FB:AB")!) == .unknown)
+    #expect(
+      authenticator.authenticate(address: BluetoothAddress("70:81:94:0D:FB:AB")!, at: .zero) == .unknown)
 
     // The tracking goes back to the store and comes out again.
     let tracking = try #require(authenticator.tracking[eid.pairing.key!.pairing])
@@ -120,7 +157,7 @@ import Testing
       try Self.document(1, [Self.plain, Self.eid(vector), #"{"irk":"\#(Self.irk)","deviceId":"UNIT-R1"}"#]),
       boxSeconds: 1_000)
     let sources = try await store.pairingsWithSource().map {
-      "\($0["deviceId"]?.stringValue ?? "?")/\($0["source"]?.stringValue ?? "?")"
+      "\($0.pairing.deviceId)/\($0.source?.rawValue ?? "?")"
     }
     #expect(sources == ["VAN-7/fleet", "UNIT-E1/fleet", "UNIT-R1/fleet"])
     #expect(try await store.fleetApplied()?.version == 1)
@@ -128,7 +165,7 @@ import Testing
     let eidPairing = try #require(try await store.keyPairings().first { $0.pairing.deviceId == "UNIT-E1" })
     #expect(
       authenticator.authenticate(eid: eidValue, at: .zero) == .resolved(try #require(eidPairing.pairing.key)))
-    #expect(authenticator.authenticate(address: Self.rpa) != .unknown)
+    #expect(authenticator.authenticate(address: Self.rpa, at: .zero) != .unknown)
     // The box's tracking of the beacon, written back as the daemon does.
     let tracking = try #require(authenticator.tracking[eidPairing.pairing.key!.pairing])
     try await store.saveTracking(
@@ -157,8 +194,8 @@ import Testing
     #expect(kept.first?.clockOffset == tracking.clockOffset + 5)
     #expect(kept.first?.heardWindow == tracking.heardWindow)
     var after = try await store.keyAuthenticator(eidClockTolerance: 86_400, epoch: 1_000)
-    #expect(after.authenticate(address: Self.rpa) == .unknown)
-    #expect(try await store.pairingsWithSource().map { $0["source"]?.stringValue } == ["fleet"])
+    #expect(after.authenticate(address: Self.rpa, at: .zero) == .unknown)
+    #expect(try await store.pairingsWithSource().map { $0.source?.rawValue } == ["fleet"])
 
     // Another rotation exponent is another pairing: a new number, the document's clock.
     try await store.applyFleet(

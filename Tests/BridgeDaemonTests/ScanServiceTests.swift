@@ -1,5 +1,6 @@
 import BeaconCore
 import BeaconTestSupport
+import BlueZ
 import Synchronization
 import Testing
 
@@ -122,7 +123,7 @@ import Testing
   }
 
   @Test func waitingIsReportedAsWaitingNotScanning() {
-    let waiting = ScanCondition.waiting(backend: "bluez", reason: "waiting for an adapter (BlueZ has none)")
+    let waiting = ScanCondition.waiting(backend: "bluez", reason: ScanWait(.noBlueZAdapter))
     #expect(waiting.scanningBackend == nil)
     #expect(waiting.summary == "not scanning: waiting for an adapter (BlueZ has none)")
     #expect(StatusDocument.Scan(waiting).json["state"]?.stringValue == "waiting")

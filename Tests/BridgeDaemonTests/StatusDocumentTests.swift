@@ -1,5 +1,6 @@
 import BeaconCore
 import BeaconTestSupport
+import BlueZ
 import Foundation
 import Testing
 
@@ -42,7 +43,7 @@ import Testing
     let outbox = OutboxSummary(
       trips: 1, undelivered: 3, unresolvedTrips: 1, deadLetters: 2, limit: 100, oldestAge: 12.4)
     return StatusDocument(
-      status, scan: .waiting(backend: "bluez", reason: "no Bluetooth adapter"), outbox: outbox,
+      status, scan: .waiting(backend: "bluez", reason: ScanWait(.noBlueZAdapter)), outbox: outbox,
       droppedAdvertisements: 5, manufacturerDataOverLimit: 1, fleet: fleet)
   }
 

@@ -31,7 +31,8 @@ enum StatusSample {
       "retryInSeconds": .null,
     ]),
     "authentication": .object([
-      "plainPairings": .int(0), "keyPairings": .int(0), "eidReplaysRefused": .int(0),
+      "plainPairings": .int(0), "keyPairings": .int(0), "irkPairings": .int(0), "eidReplaysRefused": .int(0),
+      "rpaReplaysRefused": .int(0),
     ]),
     "droppedAdvertisements": .int(0), "manufacturerDataOverLimit": .int(0), "fleet": .null,
   ]) { $1 }.filter { $0.value != .null || $0.key == "activeBeacon" }

@@ -18,6 +18,14 @@ Sources, each implemented below from its text:
   16-bit MIC; the 12 plain TLM bytes after the version byte).
 - ah: Bluetooth Core Vol 3 Part H 2.2.2: ah(k, r) = e(k, 0^104 || r) mod 2^24, MSB first; the
   sample data (IRK ec0234a357c8ad05341010a60a397d9b, prand 708194, hash 0dfbaa) is checked first.
+- X25519: RFC 7748 (section 6.1's Alice and Bob are checked first, then written as a vector).
+- HKDF-SHA256: RFC 5869 section 2, written here over HMAC-SHA256 and checked against its test
+  cases 1 to 3 (appendix A) and against `cryptography`'s own HKDF.
+- The EID key exchange: google/eddystone eddystone-eid/eid-computation.md, "Secure key exchange
+  EID configuration": the X25519 shared secret of one side's private key and the other's public
+  key, refused when it is zero; HKDF-SHA256 with salt = resolver public key || beacon public key
+  (both little-endian, as configuration-service/README.md sends them), the shared secret as
+  input, no info; the identity key is the first 16 bytes.
 
 The resolver scenarios encode the rules of docs/authentication.md as a small reference model
 (`Model` below): the tolerance around the tracked clock, the replay rule, the tracking of the
@@ -28,8 +36,12 @@ import os
 import random
 import sys
 
+from cryptography.hazmat.primitives import hashes, hmac
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.cmac import CMAC
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat, PrivateFormat, NoEncryption
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
 RNG = random.Random(29)
@@ -117,6 +129,91 @@ assert aes(SPEC_IRK, bytes(13) + SPEC_PRAND).hex() == "159d5fb72ebe2311a48c1bdcc
 assert ah(SPEC_IRK, SPEC_PRAND).hex() == "0dfbaa", "Core Vol 3 Part H ah sample data"
 
 
+# --- X25519 (RFC 7748) --------------------------------------------------------------------------
+def x25519_public(private):
+    raw = X25519PrivateKey.from_private_bytes(private).public_key()
+    return raw.public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def x25519(private, public):
+    """The shared secret, or None when it is all zero: `cryptography` refuses a low-order point
+    (RFC 7748 section 6.1's check) with ValueError, which is the same zero secret."""
+    try:
+        shared = X25519PrivateKey.from_private_bytes(private).exchange(X25519PublicKey.from_public_bytes(public))
+    except ValueError:
+        return None
+    return None if shared == bytes(32) else shared
+
+
+RFC7748 = {
+    "alicePrivate": "77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a",
+    "alicePublic": "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a",
+    "bobPrivate": "5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb",
+    "bobPublic": "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f",
+    "sharedSecret": "4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742",
+}
+_a, _b = bytes.fromhex(RFC7748["alicePrivate"]), bytes.fromhex(RFC7748["bobPrivate"])
+assert x25519_public(_a).hex() == RFC7748["alicePublic"], "RFC 7748 6.1 Alice's public key"
+assert x25519_public(_b).hex() == RFC7748["bobPublic"], "RFC 7748 6.1 Bob's public key"
+assert x25519(_a, bytes.fromhex(RFC7748["bobPublic"])).hex() == RFC7748["sharedSecret"], "RFC 7748 6.1 K"
+assert x25519(_b, bytes.fromhex(RFC7748["alicePublic"])).hex() == RFC7748["sharedSecret"], "RFC 7748 6.1 K"
+
+
+# --- HKDF-SHA256 (RFC 5869) ------------------------------------------------------------------------
+def hmac_sha256(key, message):
+    mac = hmac.HMAC(key, hashes.SHA256())
+    mac.update(message)
+    return mac.finalize()
+
+
+def hkdf_extract(salt, ikm):
+    return hmac_sha256(salt if salt else bytes(32), ikm)
+
+
+def hkdf_expand(prk, info, length):
+    assert length <= 255 * 32
+    out, block, counter = b"", b"", 1
+    while len(out) < length:
+        block = hmac_sha256(prk, block + info + bytes([counter]))
+        out += block
+        counter += 1
+    return out[:length]
+
+
+def hkdf(salt, ikm, info, length):
+    okm = hkdf_expand(hkdf_extract(salt, ikm), info, length)
+    assert okm == HKDF(hashes.SHA256(), length, salt if salt else None, info).derive(ikm)
+    return okm
+
+
+RFC5869 = [
+    # test case, IKM, salt, info, L, PRK, OKM (appendix A.1 to A.3)
+    (1, "0b" * 22, "000102030405060708090a0b0c", "f0f1f2f3f4f5f6f7f8f9", 42,
+     "077709362c2e32df0ddc3f0dc47bba6390b6c73bb50f9c3122ec844ad7c2b3e5",
+     "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865"),
+    (2, bytes(range(0x00, 0x50)).hex(), bytes(range(0x60, 0xB0)).hex(), bytes(range(0xB0, 0x100)).hex(), 82,
+     "06a6b88c5853361a06104c9ceb35b45cef760014904671014a193f40c15fc244",
+     "b11e398dc80327a1c8e7f78c596a49344f012eda2d4efad8a050cc4c19afa97c59045a99cac7827271cb41c65e590e09da3275600c2f09b8"
+     "367793a9aca3db71cc30c58179ec3e87c14c01d5c1f3434f1d87"),
+    (3, "0b" * 22, "", "", 42,
+     "19ef24a32c717b167f33a91d6f648bdf96596776afdb6377ac434c1c293ccb04",
+     "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8"),
+]
+for case, ikm, salt, info, length, prk, okm in RFC5869:
+    assert hkdf_extract(bytes.fromhex(salt), bytes.fromhex(ikm)).hex() == prk, f"RFC 5869 A.{case} PRK"
+    assert hkdf(bytes.fromhex(salt), bytes.fromhex(ikm), bytes.fromhex(info), length).hex() == okm, \
+        f"RFC 5869 A.{case} OKM"
+
+
+# --- The EID key exchange (eid-computation.md, "Computing the identity key") ---------------------
+def identity_key(own_private, peer_public, resolver_public, beacon_public):
+    """The 16-byte identity key, or None when the shared secret is zero ("report an error")."""
+    shared = x25519(own_private, peer_public)
+    if shared is None:
+        return None
+    return hkdf(resolver_public + beacon_public, shared, b"", 32)[:16]
+
+
 # --- The resolver's rules, as a reference model ----------------------------------------------------
 class Model:
     """docs/authentication.md's rules: a window is within the tolerance when one second of it is
@@ -171,6 +268,50 @@ def scenario(name, about, pairings, sightings, tolerance=86400):
     }
 
 
+def key_exchange(vectors):
+    """X25519, HKDF-SHA256 and the EID key exchange. A generator of their own, so that these
+    vectors leave every one written before them as it was."""
+    rng = random.Random(7748)
+    key32 = lambda: bytes(rng.getrandbits(8) for _ in range(32))
+    vectors["x25519"] = [dict(RFC7748, why="RFC 7748 section 6.1")]
+    for _ in range(2):
+        a, b = key32(), key32()
+        vectors["x25519"].append({
+            "alicePrivate": a.hex(), "alicePublic": x25519_public(a).hex(), "bobPrivate": b.hex(),
+            "bobPublic": x25519_public(b).hex(), "sharedSecret": x25519(a, x25519_public(b)).hex(),
+            "why": "generated"})
+    vectors["hkdfSHA256"] = [
+        {"ikm": ikm, "salt": salt, "info": info, "length": length, "prk": prk, "okm": okm,
+         "why": f"RFC 5869 test case {case}"}
+        for case, ikm, salt, info, length, prk, okm in RFC5869]
+
+    exchanges = []
+    # A low-order public key (RFC 7748 section 6.1: the all-zero output such a point gives): u = 0,
+    # u = 1, and the order-8 point from the curve's list of small-order points.
+    low_order = ["00" * 32, "01" + "00" * 31,
+                 "e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800"]
+    for k, clock in [(10, 65280), (0, 1_000_000), (15, 0xFFFFFF00), (8, 0)]:
+        resolver, beacon = key32(), key32()
+        rp, bp = x25519_public(resolver), x25519_public(beacon)
+        ik = identity_key(resolver, bp, rp, bp)
+        assert ik == identity_key(beacon, rp, rp, bp), "both sides derive the same key"
+        exchanges.append({
+            "resolverPrivate": resolver.hex(), "resolverPublic": rp.hex(), "beaconPrivate": beacon.hex(),
+            "beaconPublic": bp.hex(), "sharedSecret": x25519(resolver, bp).hex(), "identityKey": ik.hex(),
+            "rotationExponent": k, "beaconClock": clock, "eid": eid(ik, k, clock).hex(),
+            "why": "the resolver's and the beacon's derivations agree"})
+    for point in low_order:
+        resolver = key32()
+        rp = x25519_public(resolver)
+        assert identity_key(resolver, bytes.fromhex(point), rp, bytes.fromhex(point)) is None
+        exchanges.append({
+            "resolverPrivate": resolver.hex(), "resolverPublic": rp.hex(), "beaconPrivate": None,
+            "beaconPublic": point, "sharedSecret": None, "identityKey": None, "rotationExponent": 10,
+            "beaconClock": 65280, "eid": None,
+            "why": "a beacon public key of low order: the shared secret is zero and the key is refused"})
+    vectors["eidKeyExchange"] = exchanges
+
+
 def main():
     vectors = {
         "about": "Written by Tests/Crypto/oracle.py from the specifications; do not edit.",
@@ -217,6 +358,11 @@ def main():
             {"address": "F0:81:94:0D:FB:AA", "pairing": None, "why": "top bits 11: a static random address"},
         ],
     }
+    # The same device after it rotated: another prand under the sample's IRK (freshness tests).
+    rotated = bytes.fromhex("4a1c2e")
+    vectors["rpa"]["rotated"] = {
+        "address": ":".join(f"{b:02X}" for b in rotated + ah(SPEC_IRK, rotated)), "pairing": 0,
+        "why": "the sample's device after a rotation: a second address of the same IRK"}
 
     # Resolver scenarios. The box's clock starts at BOX; each pairing knows the beacon's clock at
     # its pairing time, as `beaconbridge pair --beacon-clock N` records it.
@@ -307,6 +453,8 @@ def main():
         key, c = bytes.fromhex(v["identityKey"]), v["beaconClock"]
         nonce = ((c >> k) << k).to_bytes(4, "big") + salt
         assert eax_decrypt(key, nonce, b"", frame[2:14], frame[16:18]) is None
+
+    key_exchange(vectors)
 
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, "vectors.json"), "w") as f:

@@ -375,6 +375,26 @@ def authentication():
           + beacon(rng, "5A:00:00:00:09:02", VAN9, -65, 60, 150),
           duration=420)
 
+    rng = random.Random(59)
+    first = rpa(IRK, bytes.fromhex("708194"))
+    second = rpa(IRK, bytes.fromhex("4a1c2e"))
+    other = rpa(OTHER_KEY, bytes.fromhex("55aa01"))
+    write("rpa-replay.json",
+          f"requireAuthenticated, two devices paired by IRK. UNIT-R1 advertises from {first}, then "
+          f"rotates to {second} and leaves at 200 s; a copier sends {first} again from 300 s: older "
+          f"than a newer address of that device, so every copy is a 'rejected' line (rpaReplay) and "
+          f"trip t1 stays held. UNIT-R2 is heard from {other} for 30 s; a copy of it two days later "
+          f"(first heard more than rpaMaxAge, 1800 s, before) is refused the same way, and trip t2 "
+          f"stays held.",
+          [{"irk": IRK.hex(), "deviceId": "UNIT-R1"}, {"irk": OTHER_KEY.hex(), "deviceId": "UNIT-R2"}],
+          rpa_device(rng, first, -60, 0, 60) + rpa_device(rng, second, -60, 61, 200)
+          + rpa_device(rng, other, -60, 0, 30)
+          + rpa_device(rng, first, -50, 300, 400)
+          + rpa_device(rng, other, -50, 172_800, 172_900)
+          + trip("t1", 350, [(360, ["braking"])], 390)
+          + trip("t2", 172_850, [(172_860, ["braking"])], 172_890),
+          config={"requireAuthenticated": "true"})
+
 
 if __name__ == "__main__":
     main()

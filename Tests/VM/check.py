@@ -281,6 +281,55 @@ def rpa_trip(title):
               "tagged VAN-R (rpa)" % address)
 
 
+def provisioned_trip(title):
+    """Scenario 11: `provision` against hci1's Eddystone Configuration Service (served through
+    bluetoothd's GATT server by Tests/VM/eddystone_peripheral.py, computing with the oracle): a
+    wrong lock key and a refused registration pair nothing; the third run pairs the beacon, and
+    the daemon tags a trip with its EID (authentication eid). No output holds the lock key."""
+    logs_to_show.update(["s11-wrong.err", "s11-refused.err", "s11-good.err", "s11-peripheral.txt",
+                         "s11-peripheral.log", "s11-daemon.err", "s11-cli.err", "guest.log", "bluetoothd.log"])
+    if read("s11-peripheral.txt") is None:
+        return fail(title, "the guest never started the peripheral")
+    problems = []
+    if exit_status("s11-wrong") != 1 or "unlocking: the beacon refused the unlock token" not in (read("s11-wrong.err") or ""):
+        problems.append("a wrong lock key: exit %s, %r" % (exit_status("s11-wrong"), read("s11-wrong.err")))
+    if exit_status("s11-refused") != 1 or "writing the EID registration" not in (read("s11-refused.err") or ""):
+        problems.append("a refused registration: exit %s, %r" % (exit_status("s11-refused"), read("s11-refused.err")))
+    # Nothing stored: no store at all, or one without the pairing.
+    before = read("s11-pairs-before.json") or ""
+    if "VAN-P" in before or (load_json("s11-pairs-before.json") is None and "holds no store" not in before):
+        problems.append("after the two failures pairs said %r, not that nothing was paired" % before)
+    if exit_status("s11-good") != 0:
+        problems.append("provision exited %s: %r" % (exit_status("s11-good"), read("s11-good.err")))
+    good = load_json("s11-good.json") or {}
+    if (good.get("pairing") or {}).get("deviceId") != "VAN-P" or good.get("method") != "key exchange":
+        problems.append("provision printed %r" % good)
+    if "VAN-P" not in json.dumps(load_json("s11-pairs.json")):
+        problems.append("pairs does not list VAN-P: %r" % read("s11-pairs.json"))
+    said = read("s11-peripheral.txt") or ""
+    if "registered 10" not in said or "advertising EID" not in said:
+        problems.append("the peripheral said %r" % said)
+    status = load_json("s11-status.json") or {}
+    active = status.get("activeBeacon") or {}
+    if active.get("deviceId") != "VAN-P" or active.get("authentication") != "eid":
+        problems.append("the active beacon was %r, not VAN-P by eid" % active)
+    trip = load_json("s11-trip.json") or {}
+    if trip.get("deviceId") != "VAN-P" or trip.get("authentication") != "eid":
+        problems.append("trip vm-p1 was tagged %r (%r), not VAN-P by eid" % (trip.get("deviceId"), trip.get("authentication")))
+    if exit_status("s11-daemon") != 0:
+        problems.append("the daemon exited with status %s on SIGTERM, not 0" % exit_status("s11-daemon"))
+    key = (read("s11-lock-key.txt") or "").strip().lower()
+    outputs = "".join(read(n) or "" for n in ["s11-wrong.json", "s11-wrong.err", "s11-refused.json", "s11-refused.err",
+                                              "s11-good.json", "s11-good.err", "s11-pairs.json", "s11-daemon.err",
+                                              "s11-cli.err"])
+    if not key or key in outputs.lower():
+        problems.append("an output holds the lock key")
+    if problems:
+        return fail(title, "; ".join(problems))
+    return ok(title, "a wrong lock key and a refused registration paired nothing; %s provisioned in slot %s, "
+              "paired as VAN-P; trip vm-p1 tagged VAN-P (eid)" % (good.get("address"), good.get("slot")))
+
+
 def beacon_health(title):
     """Scenario 7: s7-status.json from `status --json` while the daemon ran."""
     logs_to_show.update(["s7-daemon.err", "s7-cli.err", "guest.log", "bluetoothd.log"])
@@ -338,6 +387,8 @@ else:
                  "key (authentication eid)")
     rpa_trip("10 a beacon advertising from the kernel's resolvable private addresses (privacy on, the Core "
              "spec's sample IRK), through bluetoothd: paired by IRK alone, it tags the trip (authentication rpa)")
+    provisioned_trip("11 provision registers an Eddystone-EID beacon (hci1, bluetoothd's GATT server) through the "
+                     "real bluetoothd and pairs it; a trip is tagged with it (authentication eid)")
 
 for status, title, detail in results:
     print("%-7s %s: %s" % (status, title, detail))

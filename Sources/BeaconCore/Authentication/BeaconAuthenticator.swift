@@ -12,6 +12,16 @@ public enum Authentication: String, Hashable, Sendable, CaseIterable {
 /// gave the pairing (the store's row; a scenario's position in its `pairings`). The key itself
 /// lives only in the `BeaconAuthenticator`: BeaconCore never holds it.
 public struct KeyedIdentity: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+  /// The most pairings by IRK a box holds (BeaconCrypto's `RPAResolver.maximumPairings`, which
+  /// says why): every door that adds one (`pair`, D-Bus `PairWithKey`, the fleet's document, a
+  /// scenario) refuses one more with `irkCapSentence`.
+  public static let maximumIRKPairings = 167
+
+  /// The refusal of an IRK pairing over the cap.
+  public static var irkCapSentence: String {
+    "a box holds at most \(maximumIRKPairings) pairings by IRK: with more, a random private address would match one by chance more often than 1 in 100,000 (N / 2^24 for N IRKs); unpair one first, or pair the device by its Eddystone-EID key"
+  }
+
   public enum Scheme: String, Hashable, Sendable, Codable {
     case eid
     case rpa
@@ -49,7 +59,9 @@ public struct KeyedIdentity: Hashable, Comparable, Sendable, Codable, CustomStri
 public enum AuthenticationResult: Hashable, Sendable {
   /// Proven: a sighting of this pairing.
   case resolved(KeyedIdentity)
-  /// The pairing's EID, but from a window older than the newest heard from it: refused.
+  /// The pairing's EID, but from a window older than the newest heard from it; or its private
+  /// address, but first heard more than `rpaMaxAge` ago or before a newer one of the device:
+  /// refused.
   case replay(KeyedIdentity)
   /// Not a paired beacon's (or not tried).
   case unknown
@@ -65,7 +77,9 @@ public protocol BeaconAuthenticator: Sendable {
   /// iBeacon from an address that happens to start with 01 costs nothing more.
   var resolvesAddresses: Bool { get }
   mutating func authenticate(eid: UInt64, at time: Timestamp) -> AuthenticationResult
-  mutating func authenticate(address: BluetoothAddress) -> AuthenticationResult
+  /// `time` is the pipeline's, a clock that does not step: a resolvable private address is
+  /// proven only while fresh (first heard within `rpaMaxAge`), and a stale one is a `replay`.
+  mutating func authenticate(address: BluetoothAddress, at time: Timestamp) -> AuthenticationResult
   /// An encrypted TLM frame (its 0xFEAA service data) from a resolved EID beacon as the plain TLM
   /// frame it carries (version 0x00, 14 bytes, for the plain TLM parser), or nil when its MIC
   /// does not verify under that beacon's key and clock.

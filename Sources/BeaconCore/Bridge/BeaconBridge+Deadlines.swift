@@ -15,14 +15,28 @@ extension BeaconBridge {
       if let due, pipeline.tracker.isTracking || due <= now + 1 {
         try await clock.sleep(min(max(due, now), now + 1))
       } else {
-        await park(until: due)
+        await park(.deadlines, until: due)
         try Task.checkCancellation()
       }
       await tick()
     }
   }
 
-  func park(until due: Timestamp?) async {
+  /// One of the bridge's own loops (`runDeadlines`, `runPosting`), which park until a time, a
+  /// wake-up or their cancellation.
+  enum Loop {
+    case deadlines
+    case posting
+  }
+
+  struct ParkedLoop {
+    let continuation: CheckedContinuation<Void, Never>
+    let until: Timestamp?
+    let id: UInt64
+  }
+
+  /// Parks `loop` until `due` (for good when nil), `unpark(loop)` or the task's cancellation.
+  func park(_ loop: Loop, until due: Timestamp?) async {
     parkCount &+= 1
     let id = parkCount
     var timer: Task<Void, Never>?
@@ -32,25 +46,40 @@ extension BeaconBridge {
           continuation.resume()
           return
         }
-        parked = (continuation, due, id)
+        self[parked: loop] = ParkedLoop(continuation: continuation, until: due, id: id)
         if let due {
           timer = Task { [clock] in
             try? await clock.sleep(due)
-            self.unpark(id)
+            self.unpark(loop, id)
           }
         }
       }
     } onCancel: {
-      Task { await self.unpark(nil) }
+      Task { await self.unpark(loop) }
     }
     timer?.cancel()
   }
 
-  /// Resumes the parked loop: the one parked as `id`, or any when nil.
-  func unpark(_ id: UInt64?) {
-    guard let current = parked, id == nil || current.id == id else { return }
-    parked = nil
+  /// Resumes the parked `loop`: the parking numbered `id`, or any when nil.
+  func unpark(_ loop: Loop, _ id: UInt64? = nil) {
+    guard let current = self[parked: loop], id == nil || current.id == id else { return }
+    self[parked: loop] = nil
     current.continuation.resume()
+  }
+
+  subscript(parked loop: Loop) -> ParkedLoop? {
+    get {
+      switch loop {
+      case .deadlines: parked
+      case .posting: poster
+      }
+    }
+    set {
+      switch loop {
+      case .deadlines: parked = newValue
+      case .posting: poster = newValue
+      }
+    }
   }
 
   /// Wakes a parked deadline loop when something came due sooner than it waits for, or a beacon
@@ -58,6 +87,6 @@ extension BeaconBridge {
   /// while it is parked.
   func wakeDeadlines() {
     guard let current = parked, let next = nextDeadline else { return }
-    if pipeline.tracker.isTracking || current.until.map({ next < $0 }) ?? true { unpark(nil) }
+    if pipeline.tracker.isTracking || current.until.map({ next < $0 }) ?? true { unpark(.deadlines) }
   }
 }

@@ -249,36 +249,12 @@ extension BeaconBridge {
   }
 
   func parkPoster(until due: Timestamp?) async {
-    posterParkCount &+= 1
-    let id = posterParkCount
     resumeSettled()
-    var timer: Task<Void, Never>?
-    await withTaskCancellationHandler {
-      await withCheckedContinuation { continuation in
-        if Task.isCancelled {
-          continuation.resume()
-          return
-        }
-        poster = (continuation, id)
-        if let due {
-          timer = Task { [clock] in
-            try? await clock.sleep(due)
-            self.wakePoster(id)
-          }
-        }
-      }
-    } onCancel: {
-      Task { await self.wakePoster() }
-    }
-    timer?.cancel()
+    await park(.posting, until: due)
   }
 
-  /// Wakes the parked posting loop: the one parked as `id`, or any when nil.
-  func wakePoster(_ id: UInt64? = nil) {
-    guard let current = poster, id == nil || current.id == id else { return }
-    poster = nil
-    current.continuation.resume()
-  }
+  /// Wakes the parked posting loop.
+  func wakePoster() { unpark(.posting) }
 
   func resumeSettled() {
     guard !settleWaiters.isEmpty else { return }

@@ -29,9 +29,8 @@ public actor BeaconBridge {
   /// Whether posts run on the posting task (`startPosting`, `runPosting`); otherwise the call
   /// or tick that queued a batch drains the queue itself.
   var postsOnOwnTask = false
-  /// The parked posting loop, and `settled` callers waiting for it to be idle.
-  var poster: (continuation: CheckedContinuation<Void, Never>, id: UInt64)?
-  var posterParkCount: UInt64 = 0
+  /// The parked posting loop (`park(_:until:)`), and `settled` callers waiting for it to be idle.
+  var poster: ParkedLoop?
   var settleWaiters: [CheckedContinuation<Void, Never>] = []
   var isPosting = false
   /// Dead-letter retries waiting for the posting lane (`retryDeadLetter`).
@@ -200,7 +199,8 @@ public actor BeaconBridge {
   }
 
   /// The parked deadline loop: resumed by its timer, by `wakeDeadlines`, or by cancellation.
-  var parked: (continuation: CheckedContinuation<Void, Never>, until: Timestamp?, id: UInt64)?
+  var parked: ParkedLoop?
+  /// Numbers each parking, so that a timer wakes only the parking it was set for.
   var parkCount: UInt64 = 0
 
   // MARK: Trips
@@ -270,7 +270,7 @@ public actor BeaconBridge {
     let tripId = id.rawValue
     try requireArmed()
     let steps: [BeaconPipeline.Step]
-    do { steps = try pipeline.assign(tripId, deviceId: deviceId.rawValue, at: now) } catch {
+    do { steps = try pipeline.assign(tripId, deviceId: deviceId, at: now) } catch {
       throw BridgeError(.trip, error.description)
     }
     await perform(steps)
@@ -291,7 +291,7 @@ public actor BeaconBridge {
       outboundBatches: outbound.total, pairings: pipeline.pairings.pairings, now: now,
       health: pipeline.health.health, pairedBeacons: pipeline.pairedBeacons,
       ignoredFrames: pipeline.health.ignoredFrames, upload: upload,
-      eidReplaysRefused: pipeline.eidReplaysRefused)
+      eidReplaysRefused: pipeline.eidReplaysRefused, rpaReplaysRefused: pipeline.rpaReplaysRefused)
   }
 
   // MARK: Internals

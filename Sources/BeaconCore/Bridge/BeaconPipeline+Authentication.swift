@@ -9,9 +9,27 @@ extension BeaconPipeline {
   mutating func provenByAddress(
     _ ad: Advertisement, frames: BeaconFrames, at time: Timestamp, into steps: inout [Step]
   ) -> Bool {
-    guard triesAddresses, ad.address.isResolvablePrivateForm,
-      case .resolved(let key)? = authenticator?.authenticate(address: ad.address)
-    else { return false }
+    guard triesAddresses, ad.address.isResolvablePrivateForm else { return false }
+    let key: KeyedIdentity
+    switch authenticator?.authenticate(address: ad.address, at: time) ?? .unknown {
+    case .resolved(let proven):
+      key = proven
+    case .replay(let stale):
+      // Not proven: the advertisement goes on as one sent in clear (`none`), which
+      // `requireAuthenticated` keeps from the active beacon.
+      rpaReplaysRefused += 1
+      steps.append(
+        .event(
+          .rejected(
+            address: ad.address,
+            FrameRejection(
+              .rpaReplay,
+              "the private address of \(stale) was first heard more than rpaMaxAge ago, or before a newer address of that device: refused as a replay"
+            ))))
+      return false
+    case .unknown:
+      return false
+    }
     // Presence reads only a frame's power: an address without one is an uncalibrated sighting.
     let frame = frames.first { $0.powerAt1m != nil } ?? .ignored(IgnoredFrame(frameType: 0xFF))
     sightedByKey(frame, key, from: ad, at: time, into: &steps)

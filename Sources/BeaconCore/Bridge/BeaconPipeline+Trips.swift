@@ -90,7 +90,7 @@ extension BeaconPipeline {
   }
 
   /// Tags a held, unresolved trip by hand (`trip assign`).
-  public mutating func assign(_ tripId: String, deviceId: String, at time: Timestamp) throws(TripError)
+  public mutating func assign(_ tripId: String, deviceId: DeviceID, at time: Timestamp) throws(TripError)
     -> [Step]
   {
     let resolution = try resolver.assign(tripId, deviceId: deviceId)

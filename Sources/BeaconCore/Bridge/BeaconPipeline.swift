@@ -32,6 +32,8 @@ public struct BeaconPipeline: Sendable {
   private(set) var triesAddresses = false
   /// Replayed EIDs refused (`status`, doctor).
   public internal(set) var eidReplaysRefused = 0
+  /// Replayed resolvable private addresses refused (`status`, doctor).
+  public internal(set) var rpaReplaysRefused = 0
 
   public init(configuration: BridgeConfiguration = BridgeConfiguration(), pairings: PairingSet = PairingSet())
   {

@@ -22,6 +22,10 @@ public struct BridgeConfiguration: Hashable, Sendable {
   /// How far from its expected clock an Eddystone-EID beacon's EID is searched for, seconds; one
   /// day covers the spec's recovery from a power loss (docs/authentication.md).
   public var eidClockTolerance: Double = 86_400
+  /// How long after it was first heard a resolvable private address still proves its device,
+  /// seconds: devices rotate it about every 15 minutes, and a copy heard later is a replay
+  /// (docs/authentication.md).
+  public var rpaMaxAge: Double = 1_800
 
   public init() {}
 
@@ -152,6 +156,9 @@ public struct BridgeConfiguration: Hashable, Sendable {
       "eidClockTolerance", "how far from its expected clock an Eddystone-EID is searched for",
       \.eidClockTolerance, 0...604_800, unit: "seconds"),
     number(
+      "rpaMaxAge", "a private address proves its device for this long after it was first heard",
+      \.rpaMaxAge, 60...86_400, unit: "seconds"),
+    number(
       "postRetryInitial", "first retry delay after an upload failure", \.postRetryInitial, 0.001...86_400,
       unit: "seconds"),
     number("postRetryMax", "longest retry delay", \.postRetryMax, 0.001...86_400, unit: "seconds"),
@@ -167,7 +174,7 @@ public struct BridgeConfiguration: Hashable, Sendable {
     switch name {
     case "dwellSightings", "dwellSeconds", "switchMargin", "switchSustain", "activeHold",
       "requireAuthenticated",
-      "eidClockTolerance":
+      "eidClockTolerance", "rpaMaxAge":
       "ActiveBeacon"
     case "lateWindow", "unresolvedPolicy", "fallbackDeviceId", "deviceId", "maxOpenTrips", "sending": "Trips"
     case "postRetryInitial", "postRetryMax", "postRetryJitter": "Upload"

@@ -56,8 +56,9 @@ public struct TimedBridgeEvent: Hashable, Sendable {
     self.event = event
   }
 
-  /// One line of `simulate`/`replay` output (docs/DESIGN.md, Contracts): `at` and `type` first, then the
-  /// event's fields in a fixed order.
+  /// One line of `simulate`/`replay`/`scan --json` output (docs/DESIGN.md, Contracts): `at` and
+  /// `type` first, then the event's fields in a fixed order, each written by its reported type
+  /// (`Output/`).
   public var jsonLine: String {
     var fields: [(key: String, value: JSONValue)] = [
       ("at", .double(at.seconds)), ("type", .string(event.type)),
@@ -69,192 +70,99 @@ public struct TimedBridgeEvent: Hashable, Sendable {
   }
 }
 
-extension BeaconID {
-  /// uuid/major/minor for iBeacon and AltBeacon; namespace/instance for Eddystone-UID; the
-  /// pairing's number for a pairing by key; then how the identity was proven (`authentication`).
-  public var jsonFields: [(key: String, value: JSONValue)] {
-    let proof: (key: String, value: JSONValue) = ("authentication", .string(authentication.rawValue))
-    switch self {
-    case .iBeacon(let i), .altBeacon(let i):
-      return [
-        ("kind", .string(kind)), ("uuid", .string(i.uuid.uuidString)), ("major", .int(Int64(i.major))),
-        ("minor", .int(Int64(i.minor))), proof,
-      ]
-    case .eddystone(let ns, let inst):
-      return [
-        ("kind", .string(kind)), ("uuid", .null), ("major", .null), ("minor", .null),
-        ("namespace", .string(Hex.encode(ns))), ("instance", .string(Hex.encode(inst))), proof,
-      ]
-    case .keyed(let k):
-      return [
-        ("kind", .string(kind)), ("uuid", .null), ("major", .null), ("minor", .null),
-        ("pairing", .int(k.pairing)), proof,
-      ]
-    }
-  }
-}
-
-extension JSONValue {
-  init(_ value: Int?) { self = value.map { .int(Int64($0)) } ?? .null }
-  init(_ value: Double?) { self = value.map { .double(($0 * 10).rounded() / 10) } ?? .null }
-  init(_ value: String?) { self = value.map { .string($0) } ?? .null }
-}
-
-extension BeaconID {
-  /// The frame's own calibration, as the frame carries it: `measuredPower` (dBm at 1 m) for
-  /// iBeacon and AltBeacon (its reference RSSI), `txPower` (dBm at 0 m) for Eddystone; the other
-  /// null. `powerAt1m` is Eddystone's Tx power less 41 dB (`BeaconFrame.powerAt1m`).
-  public func calibrationFields(powerAt1m: Int?) -> [(key: String, value: JSONValue)] {
-    switch self {
-    case .iBeacon, .altBeacon: [("measuredPower", JSONValue(powerAt1m)), ("txPower", .null)]
-    case .keyed(let k) where k.scheme == .rpa: [("measuredPower", JSONValue(powerAt1m)), ("txPower", .null)]
-    case .eddystone, .keyed: [("measuredPower", .null), ("txPower", JSONValue(powerAt1m.map { $0 + 41 }))]
-    }
-  }
-}
-
-extension TrackedBeacon {
-  var jsonFields: [(key: String, value: JSONValue)] {
-    id.jsonFields + [
-      ("rssi", JSONValue(lastRSSI)), ("smoothedRssi", JSONValue(smoothedRSSI)),
-      ("distance", JSONValue(distance)),
-      ("proximity", .string(proximity.rawValue)), ("address", .string(address.description)),
-    ] + id.calibrationFields(powerAt1m: powerAt1m)
-  }
-}
-
-extension Telemetry {
-  /// The TLM fields (docs/dbus-api.md, "Beacon health"): `batteryMv`, `temperatureC`,
-  /// `advertisingCount`, `uptimeSeconds`.
-  public var jsonFields: [(key: String, value: JSONValue)] {
-    [
-      ("batteryMv", JSONValue(batteryMillivolts)),
-      ("temperatureC", temperature.map { .double(($0 * 100).rounded() / 100) } ?? .null),
-      ("advertisingCount", .int(Int64(advertisingCount))), ("uptimeSeconds", .double(uptime)),
-    ]
-  }
-}
-
-extension BeaconID? {
-  /// The identity fields, or the same keys null when no beacon is linked.
-  var jsonFieldsOrNull: [(key: String, value: JSONValue)] {
-    switch self {
-    case .some(let id): id.jsonFields
-    case .none:
-      [("kind", .null), ("uuid", .null), ("major", .null), ("minor", .null), ("authentication", .null)]
-    }
-  }
-}
-
 extension HealthChange {
-  public var jsonFields: [(key: String, value: JSONValue)] {
-    [("change", .string(kind.rawValue)), ("deviceId", .string(deviceId))] + id.jsonFields
-      + health.jsonFields
-  }
-}
-
-extension BeaconHealth {
-  /// What a beacon said about itself (docs/dbus-api.md, "Beacon health"); `now` gives the
-  /// telemetry's age.
-  public func jsonFields(now: Timestamp? = nil) -> [(key: String, value: JSONValue)] {
-    var out: [(key: String, value: JSONValue)] =
-      telemetry?.jsonFields ?? [
-        ("batteryMv", .null), ("temperatureC", .null), ("advertisingCount", .null), ("uptimeSeconds", .null),
-      ]
-    if let now {
-      out.append(("telemetryAgeSeconds", JSONValue(telemetry.map { max(0, now - $0.heardAt) })))
-    }
-    out += [
-      ("url", JSONValue(url)), ("reboots", .int(Int64(reboots))), ("batteryLow", .bool(batteryLow)),
-      ("silent", .bool(silent)), ("possibleClone", .bool(possibleClone)),
-      ("cloneAddresses", .array(cloneAddresses.map { .string($0.description) })),
-    ]
-    return out
-  }
-
-  public var jsonFields: [(key: String, value: JSONValue)] { jsonFields(now: nil) }
-}
-
-extension TripResolution {
-  var jsonFields: [(key: String, value: JSONValue)] {
-    var out: [(key: String, value: JSONValue)] = [("deviceId", JSONValue(deviceId))]
-    if let s = snapshot {
-      out += s.id.jsonFields
-      out += [
-        ("rssi", JSONValue(s.lastRSSI)), ("smoothedRssi", JSONValue(s.smoothedRSSI)),
-        ("label", JSONValue(s.label)),
-      ]
-    } else {
-      out += [
-        ("uuid", .null), ("major", .null), ("minor", .null), ("authentication", .null), ("rssi", .null),
-      ]
-    }
-    out.append(("resolution", .string(reason)))
-    return out
+  /// The `beaconHealth` event line's and the `BeaconHealth` signal's fields.
+  public var fields: [(key: String, value: JSONValue)] {
+    var w = FieldWriter<BridgeEvent.Key>()
+    w.add(.change, .string(kind.rawValue))
+    w.add(.deviceId, .string(deviceId.rawValue))
+    w.merge(ReportedIdentity(id).fields)
+    w.merge(ReportedHealth(health).fields(withAge: false))
+    return w.fields
   }
 }
 
 extension BridgeEvent {
+  /// The keys an event line has of its own; the beacons, snapshots and health in it write
+  /// theirs.
+  public enum Key: String {
+    case tripId, deviceId, reason, sequence, events, error, retryIn, resolution, resolved, eventTypes
+    case address, url, txPower, detail, change, rssi
+  }
+
+  /// A trip's resolution: the device ID, the snapshot's identity, signal and label (the same
+  /// keys null but `kind` and `label` without one), and the reason.
+  static func resolutionFields(_ resolution: TripResolution) -> [(key: String, value: JSONValue)] {
+    var w = FieldWriter<Key>()
+    w.add(.deviceId, .of(resolution.deviceId))
+    if let s = resolution.snapshot {
+      w.merge(ReportedSnapshot(s).signalFields)
+    } else {
+      w.merge(ReportedIdentity.unresolvedFields)
+      w.add(.rssi, .null)
+    }
+    w.add(.resolution, .string(resolution.reason))
+    return w.fields
+  }
+
   var jsonFields: [(key: String, value: JSONValue)] {
+    var w = FieldWriter<Key>()
     switch self {
     case .beaconEntered(let b):
-      return b.jsonFields
+      w.merge(ReportedBeacon(b).eventFields)
     case .beaconExited(let b, let reason):
-      return b.jsonFields + [("reason", .string(reason.rawValue))]
+      w.merge(ReportedBeacon(b).eventFields)
+      w.add(.reason, .string(reason.rawValue))
     case .activeBeaconChanged(let active):
-      guard let a = active else { return [("deviceId", .null)] }
-      return [("deviceId", .string(a.deviceId))] + a.id.jsonFields + [
-        ("rssi", JSONValue(a.lastRSSI)), ("smoothedRssi", JSONValue(a.smoothedRSSI)),
-        ("label", JSONValue(a.pairing.label)),
-      ]
+      w.merge(active.map { ReportedSnapshot($0).eventFields } ?? ReportedSnapshot.noneFields)
     case .tripStarted(let tripId):
-      return [("tripId", .string(tripId))]
+      w.add(.tripId, .string(tripId))
     case .tripTagged(let tripId, let resolution):
-      return [("tripId", .string(tripId))] + resolution.jsonFields
+      w.add(.tripId, .string(tripId))
+      w.merge(Self.resolutionFields(resolution))
     case .batchHeld(let batch, let reason):
-      return [
-        ("tripId", .string(batch.tripId)), ("sequence", .int(Int64(batch.sequence))),
-        ("events", .int(Int64(batch.events.count))), ("reason", .string(reason)),
-      ]
+      w.add(.tripId, .string(batch.tripId))
+      w.add(.sequence, .of(batch.sequence))
+      w.add(.events, .of(batch.events.count))
+      w.add(.reason, .string(reason))
     case .batchPosted(let tagged):
-      return [
-        ("tripId", .string(tagged.tripId)), ("deviceId", .string(tagged.deviceId)),
-        ("events", .int(Int64(tagged.events.count))), ("sequence", .int(Int64(tagged.sequence))),
-        ("resolution", .string(tagged.resolution.reason)),
-        ("eventTypes", .array(tagged.events.map { .string($0.type) })),
-      ]
+      w.add(.tripId, .string(tagged.tripId))
+      w.add(.deviceId, .string(tagged.deviceId))
+      w.add(.events, .of(tagged.events.count))
+      w.add(.sequence, .of(tagged.sequence))
+      w.add(.resolution, .string(tagged.resolution.reason))
+      w.add(.eventTypes, .array(tagged.events.map { .string($0.type) }))
     case .batchPostFailed(let tagged, let error, let retryIn):
-      return [
-        ("tripId", .string(tagged.tripId)), ("sequence", .int(Int64(tagged.sequence))),
-        ("error", .string(error)),
-        ("retryIn", .double(retryIn)),
-      ]
+      w.add(.tripId, .string(tagged.tripId))
+      w.add(.sequence, .of(tagged.sequence))
+      w.add(.error, .string(error))
+      w.add(.retryIn, .double(retryIn))
     case .batchDeadLettered(let tagged, let reason):
-      return [
-        ("tripId", .string(tagged.tripId)), ("sequence", .int(Int64(tagged.sequence))),
-        ("deviceId", .string(tagged.deviceId)), ("reason", .string(reason)),
-      ]
+      w.add(.tripId, .string(tagged.tripId))
+      w.add(.sequence, .of(tagged.sequence))
+      w.add(.deviceId, .string(tagged.deviceId))
+      w.add(.reason, .string(reason))
     case .tripEnded(let tripId, let resolution):
-      return [
-        ("tripId", .string(tripId)), ("resolved", .bool(resolution.isFinal)),
-        ("deviceId", JSONValue(resolution.deviceId)),
-        ("resolution", .string(resolution.reason)),
-      ]
+      w.add(.tripId, .string(tripId))
+      w.add(.resolved, .bool(resolution.isFinal))
+      w.add(.deviceId, .of(resolution.deviceId))
+      w.add(.resolution, .string(resolution.reason))
     case .telemetry(let report):
-      return report.id.jsonFieldsOrNull + [("address", .string(report.telemetry.address.description))]
-        + report.telemetry.jsonFields
+      w.merge(report.id.map { ReportedIdentity($0).fields } ?? ReportedIdentity.nullFields)
+      w.add(.address, .string(report.telemetry.address.description))
+      w.merge(ReportedHealth(telemetry: report.telemetry).telemetryFields)
     case .eddystoneURL(let address, let frame, let ids):
-      return [
-        ("address", .string(address.description)), ("url", .string(frame.url)),
-        ("txPower", .int(Int64(frame.txPower))),
-      ] + ids.first.jsonFieldsOrNull
+      w.add(.address, .string(address.description))
+      w.add(.url, .string(frame.url))
+      w.add(.txPower, .of(Int(frame.txPower)))
+      w.merge(ids.first.map { ReportedIdentity($0).fields } ?? ReportedIdentity.nullFields)
     case .beaconHealth(let change):
-      return change.jsonFields
+      w.merge(change.fields)
     case .rejected(let address, let rejection):
-      return [
-        ("reason", .string(rejection.reason.rawValue)), ("detail", .string(rejection.detail)),
-        ("address", JSONValue(address?.description)),
-      ]
+      w.add(.reason, .string(rejection.reason.rawValue))
+      w.add(.detail, .string(rejection.detail))
+      w.add(.address, .of(address?.description))
     }
+    return w.fields
   }
 }

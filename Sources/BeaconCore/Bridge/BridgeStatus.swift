@@ -28,6 +28,8 @@ public struct BridgeStatus: Hashable, Sendable {
   public var upload = UploadState()
   /// Replayed Eddystone-EIDs refused since the bridge started (doctor warns).
   public var eidReplaysRefused = 0
+  /// Replayed resolvable private addresses refused since the bridge started (doctor warns).
+  public var rpaReplaysRefused = 0
 }
 
 /// How posting batches to the host has gone since the bridge started: what `status` shows as

@@ -32,6 +32,11 @@ public struct FrameRejection: Error, Hashable, Sendable, CustomStringConvertible
     /// A paired beacon's Eddystone-EID from a window older than the newest already heard from
     /// it: a recording played back (docs/authentication.md, "Tracking and replay"). Refused.
     case eidReplay
+    /// A paired device's resolvable private address first heard more than `rpaMaxAge` ago, or
+    /// before a newer address of the same device: a copy of an address heard before
+    /// (docs/authentication.md, "What an RPA proves"). Not proven; the advertisement counts as
+    /// one sent in clear.
+    case rpaReplay
   }
 
   public var reason: Reason

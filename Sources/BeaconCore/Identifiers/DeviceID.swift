@@ -25,6 +25,21 @@ public struct DeviceID: Hashable, Sendable, Comparable, CustomStringConvertible,
   public static func < (a: DeviceID, b: DeviceID) -> Bool { a.rawValue < b.rawValue }
 }
 
+/// A device ID is its text; one that breaks the rule does not decode.
+extension DeviceID: Codable {
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.singleValueContainer()
+    do { try self.init(try container.decode(String.self)) } catch let error as IdentifierError {
+      throw DecodingError.dataCorruptedError(in: container, debugDescription: error.description)
+    }
+  }
+
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    try container.encode(rawValue)
+  }
+}
+
 /// A pairing's label, for people ("van 7"): the device ID's text rule, up to 128 bytes.
 public enum PairingLabel {
   public static func check(_ text: String) throws(IdentifierError) {

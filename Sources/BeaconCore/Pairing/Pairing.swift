@@ -14,11 +14,12 @@ public struct Pairing: Hashable, Sendable, Codable {
   public var uuid: UUID
   public var major: UInt16?
   public var minor: UInt16?
-  public var deviceId: String
+  /// Checked at the door that built the pairing (`DeviceID`), never again.
+  public var deviceId: DeviceID
   public var label: String?
   public var key: KeyedIdentity?
 
-  public init(uuid: UUID, major: UInt16?, minor: UInt16?, deviceId: String, label: String? = nil) {
+  public init(uuid: UUID, major: UInt16?, minor: UInt16?, deviceId: DeviceID, label: String? = nil) {
     self.uuid = uuid
     self.major = major
     self.minor = minor
@@ -30,7 +31,7 @@ public struct Pairing: Hashable, Sendable, Codable {
   public init(key: KeyedIdentity, deviceId: DeviceID, label: String? = nil) {
     self.init(
       uuid: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)), major: nil, minor: nil,
-      deviceId: deviceId.rawValue, label: label)
+      deviceId: deviceId, label: label)
     self.key = key
   }
 
@@ -48,14 +49,12 @@ public struct Pairing: Hashable, Sendable, Codable {
   /// A pairing from validated parts: the one way the doors (CLI, D-Bus, scenario) build one.
   public init(identity: PairingIdentity, deviceId: DeviceID, label: String? = nil) {
     self.init(
-      uuid: identity.uuid, major: identity.major, minor: identity.minor, deviceId: deviceId.rawValue,
-      label: label)
+      uuid: identity.uuid, major: identity.major, minor: identity.minor, deviceId: deviceId, label: label)
   }
 
-  /// Checks every field by the identifier types' rules (a pairing read back from the store or
-  /// built in code): the device ID, the label, and a minor only with a major.
+  /// Checks the fields the types do not hold by the identifier rules (a pairing read back from
+  /// the store or built in code): the label, and a minor only with a major.
   public func validate() throws(IdentifierError) {
-    _ = try DeviceID(deviceId)
     if let label { try PairingLabel.check(label) }
     guard key == nil else { return }
     _ = try PairingIdentity(uuid: uuid, major: major.map(Int.init), minor: minor.map(Int.init))
@@ -237,7 +236,7 @@ public struct PairingSet: Hashable, Sendable {
 
   /// Removes the pairings for a device ID; returns how many.
   @discardableResult
-  public mutating func remove(deviceId: String) -> Int {
+  public mutating func remove(deviceId: DeviceID) -> Int {
     let before = pairings.count
     pairings.removeAll { $0.deviceId == deviceId }
     return before - pairings.count

@@ -92,11 +92,11 @@ public struct HealthChange: Hashable, Sendable {
 
   public var kind: Kind
   public var id: BeaconID
-  public var deviceId: String
+  public var deviceId: DeviceID
   public var health: BeaconHealth
   public var lastSeen: Timestamp?
 
-  public init(kind: Kind, id: BeaconID, deviceId: String, health: BeaconHealth, lastSeen: Timestamp?) {
+  public init(kind: Kind, id: BeaconID, deviceId: DeviceID, health: BeaconHealth, lastSeen: Timestamp?) {
     self.kind = kind
     self.id = id
     self.deviceId = deviceId

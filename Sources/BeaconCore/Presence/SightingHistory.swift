@@ -29,9 +29,11 @@ struct SightingHistory: Sendable {
   /// How many gaps in the window equal `interval`.
   private var atInterval = 0
 
+  /// The buffer grows as sightings come (to `capacity` after a few doublings), not reserved
+  /// whole at the first: a flood of random addresses is thousands of beacons heard once each,
+  /// and 512 bytes reserved for each made most of the flood's heap.
   init(_ first: Timestamp) {
     times = [first.seconds]
-    times.reserveCapacity(Self.capacity)
   }
 
   var count: Int { times.count }

@@ -26,7 +26,7 @@ public struct ActiveBeacon: Hashable, Sendable {
   public var distance: Double?
   public var proximity: Proximity
 
-  public var deviceId: String { pairing.deviceId }
+  public var deviceId: DeviceID { pairing.deviceId }
 }
 
 /// Chooses the active beacon among paired beacons in range.

@@ -94,11 +94,16 @@ extension Scenario {
     }
     if let pairings = object["pairings"] {
       guard let list = pairings.arrayValue else { throw ScenarioError("pairings must be an array") }
+      var irkPairings = 0
       for (i, item) in list.enumerated() {
         let path = "pairings[\(i)]"
         // A pairing by key is numbered by its place in the list, from 1.
         if let keyed = try keyPairing(item, number: Int64(i + 1), at: path) {
           scenario.keyPairings.append(keyed)
+          if case .irk = keyed.scheme { irkPairings += 1 }
+          if irkPairings > KeyedIdentity.maximumIRKPairings {
+            throw ScenarioError("\(path): \(KeyedIdentity.irkCapSentence)")
+          }
           scenario.pairings.append(keyed.pairing)
         } else {
           scenario.pairings.append(try pairing(item, at: path))

@@ -114,7 +114,7 @@ public struct ScenarioRunner: Sendable {
         await bridge.setPairings(pairings.pairings)
       case .unpair(let deviceId):
         var pairings = PairingSet(await bridge.status.pairings)
-        pairings.remove(deviceId: deviceId.rawValue)
+        pairings.remove(deviceId: deviceId)
         await bridge.setPairings(pairings.pairings)
       case .refused(let path, let error):
         report(

@@ -156,13 +156,12 @@ public struct BeaconTripResolver: Sendable {
   }
 
   /// Tags an unresolved trip by hand.
-  public mutating func assign(_ tripId: String, deviceId: String) throws(TripError) -> TripResolution {
+  /// `deviceId` was checked at the door (`DeviceID`): nothing here checks it again.
+  public mutating func assign(_ tripId: String, deviceId: DeviceID) throws(TripError) -> TripResolution {
     guard var trip = trips[tripId] else { throw TripError(.unknownTrip, "no held trip \(tripId)") }
-    let trimmed = deviceId.trimmedWhitespace
-    guard !trimmed.isEmpty else { throw TripError(.invalidDeviceId, "device ID must not be empty") }
     switch trip.resolution {
     case .unresolved, .pending:
-      trip.resolution = .assigned(deviceId: deviceId)
+      trip.resolution = .assigned(deviceId: deviceId.rawValue)
       settled(tripId)
       trips[tripId] = trip
       return trip.resolution

@@ -26,7 +26,7 @@ public struct BeaconSnapshot: Hashable, Sendable {
 
   public init(active: ActiveBeacon, at time: Timestamp) {
     id = active.id
-    deviceId = active.deviceId
+    deviceId = active.deviceId.rawValue
     label = active.pairing.label
     smoothedRSSI = active.smoothedRSSI
     lastRSSI = active.lastRSSI

@@ -5,7 +5,6 @@ public struct TripError: Error, Hashable, Sendable, CustomStringConvertible {
     case alreadyStarted
     case alreadyEnded
     case alreadyResolved
-    case invalidDeviceId
     /// `[Trips] maxOpenTrips` trips are open already.
     case tooManyOpenTrips
   }

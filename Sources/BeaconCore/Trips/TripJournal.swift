@@ -113,7 +113,7 @@ extension TripResolution {
         "deviceId": .string(s.deviceId), "proximity": .string(s.proximity.rawValue),
         "takenAt": .double(s.takenAt.seconds),
       ]
-      for (key, value) in s.id.jsonFields { snap[key] = value }
+      for (key, value) in ReportedIdentity(s.id).fields { snap[key] = value }
       if let label = s.label { snap["label"] = .string(label) }
       if let v = s.smoothedRSSI { snap["smoothedRssi"] = .double(v) }
       if let v = s.lastRSSI { snap["rssi"] = .int(Int64(v)) }

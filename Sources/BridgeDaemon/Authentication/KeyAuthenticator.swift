@@ -11,13 +11,26 @@ import FoundationEssentials
 /// start for the daemon, 0 for a scenario, whose `beaconClock` is at its time 0).
 public struct KeyAuthenticator: BeaconAuthenticator {
   public private(set) var eids: EIDResolver
-  public private(set) var rpas = RPAResolver()
-  public let epoch: Int64
+  public private(set) var rpas: RPAResolver
+  /// The box's seconds at the pipeline's time 0: moved when the wall clock steps (`wallClock`).
+  public private(set) var epoch: Int64
   public private(set) var resolvesAddresses = false
+  /// The wall clock, seconds since 1970, that box time follows; nil keeps `epoch` as given (a
+  /// scenario, a capture). Read at each EID: a step (NTP or GNSS time after a boot without a
+  /// real-time clock, a change by hand) moves `epoch` and the beacons' offsets with it
+  /// (`EIDResolver.clockStepped(by:)`), so no pairing is lost until a restart.
+  public var wallClock: (@Sendable () -> Double)?
+  /// Steps of the wall clock followed, and the last one's size (seconds), for the tests.
+  public private(set) var clockSteps = 0
+  /// How far the wall clock may wander from box time before it is taken as a step: more than a
+  /// second of rounding, less than any window (2^0 s is the smallest, but a step of a few
+  /// seconds is within every window's tolerance anyway).
+  public static let clockStepThreshold: Double = 2
 
-  public init(eidClockTolerance: Double, epoch: Int64) {
+  public init(eidClockTolerance: Double, epoch: Int64, rpaMaxAge: Double = BridgeConfiguration().rpaMaxAge) {
     let clamped = min(max(eidClockTolerance, 0), Double(EIDResolver.Configuration.maximumTolerance))
     eids = EIDResolver(configuration: .init(tolerance: Int64(clamped)))
+    rpas = RPAResolver(maxAge: Int64(min(max(rpaMaxAge, 0), 1e9)))
     self.epoch = epoch
   }
 
@@ -28,28 +41,105 @@ public struct KeyAuthenticator: BeaconAuthenticator {
 
   public mutating func add(eid pairing: EIDPairing) { eids.add(pairing) }
 
+  /// The EID search budget counted by record, not by time (`replay`): the operations one
+  /// lookup adds, a tenth of a second of the daemon's rate, so a capture costs in proportion to its
+  /// records whatever its timestamps.
+  public mutating func countSearchesByRecord() {
+    eids.chargeSearchesPerLookup(Self.searchOperationsPerRecord)
+  }
+
+  /// What one record adds to `replay`'s search budget: 20,000 AES operations.
+  public static let searchOperationsPerRecord: Int64 = 20_000
+
   public mutating func add(irk: AES128Key, pairing: Int64) {
     rpas.add(id: KeyPairingID(rawValue: pairing), irk: irk)
     resolvesAddresses = true
   }
 
+  /// Follows a step of the wall clock: box time is `epoch` plus the pipeline's time, and the
+  /// wall clock is what the pairings' offsets were set against.
+  public mutating func followWallClock(at time: Timestamp) {
+    guard let wallClock else { return }
+    let wall = wallClock()
+    let box = Double(epoch) + max(0, min(time.seconds, 1e15))
+    guard wall.isFinite, abs(wall - box) > Self.clockStepThreshold else { return }
+    let delta = Int64((wall - box).rounded(.down))
+    epoch &+= delta
+    eids.clockStepped(by: delta)
+    clockSteps += 1
+  }
+
   public mutating func authenticate(eid: UInt64, at time: Timestamp) -> AuthenticationResult {
-    switch eids.resolve(eid: eid, atBoxSeconds: boxSeconds(at: time)) {
+    followWallClock(at: time)
+    return switch eids.resolve(eid: eid, atBoxSeconds: boxSeconds(at: time)) {
     case .resolved(let id, _): .resolved(KeyedIdentity(scheme: .eid, pairing: id.rawValue))
     case .replay(let id, _, _): .replay(KeyedIdentity(scheme: .eid, pairing: id.rawValue))
     case .unknown: .unknown
     }
   }
 
-  public mutating func authenticate(address: BluetoothAddress) -> AuthenticationResult {
-    guard let id = rpas.resolve(address: address.uint48) else { return .unknown }
-    return .resolved(KeyedIdentity(scheme: .rpa, pairing: id.rawValue))
+  /// Fills the EID table of the pairings already tracked, at the pipeline's `time`
+  /// (`EIDResolver.primeTable(atBoxSeconds:)`). A step of the wall clock not followed yet
+  /// changes nothing here: following it moves box time and every offset together, so each
+  /// beacon's expected window stays where it is.
+  public mutating func primeTable(at time: Timestamp) {
+    eids.primeTable(atBoxSeconds: boxSeconds(at: time))
+  }
+
+  /// `authenticate(eid:at:)` without a search: an EID not in the table is `.unknown`, with the
+  /// box's seconds to search for it at (`KeyRing` hands it to `EIDSearchService`).
+  public mutating func authenticateWithoutSearch(eid: UInt64, at time: Timestamp) -> (
+    AuthenticationResult, searchAt: Int64?
+  ) {
+    followWallClock(at: time)
+    let t = boxSeconds(at: time)
+    switch eids.resolve(eid: eid, atBoxSeconds: t, searching: false) {
+    case .resolved(let id, _): return (.resolved(KeyedIdentity(scheme: .eid, pairing: id.rawValue)), nil)
+    case .replay(let id, _, _): return (.replay(KeyedIdentity(scheme: .eid, pairing: id.rawValue)), nil)
+    case .unknown(.searchNeeded): return (.unknown, t)
+    case .unknown: return (.unknown, nil)
+    }
+  }
+
+  /// Takes `fresh`'s pairings (read from the store) in place: what this one heard from the
+  /// pairings both hold is kept, the table included (`EIDResolver.reconcile(with:)`).
+  public mutating func reconcile(with fresh: KeyAuthenticator) {
+    eids.reconcile(with: fresh.eids)
+    rpas.reconcile(with: fresh.rpas)
+    resolvesAddresses = !rpas.pairingIDs.isEmpty
+  }
+
+  /// A search for `eid`, to run elsewhere (`EIDSearch`).
+  public func search(for eid: UInt64, atBoxSeconds t: Int64, near: Bool) -> EIDSearch {
+    eids.search(for: eid, atBoxSeconds: t, near: near)
+  }
+
+  /// What a search run elsewhere came to, taken at box seconds `t`.
+  public mutating func finish(_ search: EIDSearch, _ progress: EIDSearch.Progress, atBoxSeconds t: Int64) {
+    switch progress {
+    case .found(let id, let window, let offset):
+      _ = eids.found(search, pairing: id, window: window, offset: offset, atBoxSeconds: t)
+    case .notFound:
+      eids.notFound(search, atBoxSeconds: t)
+    case .searching:
+      break
+    }
+  }
+
+  public mutating func authenticate(address: BluetoothAddress, at time: Timestamp) -> AuthenticationResult {
+    let seconds = Int64(max(0, min(time.seconds, 1e15)).rounded(.down))
+    switch rpas.resolve(address: address.uint48, atSeconds: seconds) {
+    case .resolved(let id): return .resolved(KeyedIdentity(scheme: .rpa, pairing: id.rawValue))
+    case .replay(let id, _): return .replay(KeyedIdentity(scheme: .rpa, pairing: id.rawValue))
+    case .unknown: return .unknown
+    }
   }
 
   public mutating func openTLM(serviceData: [UInt8], of identity: KeyedIdentity, at time: Timestamp)
     -> [UInt8]?
   {
     guard identity.scheme == .eid, let frame = try? EncryptedTLM(serviceData: serviceData) else { return nil }
+    followWallClock(at: time)
     return eids.openTLM(
       frame, of: KeyPairingID(rawValue: identity.pairing), atBoxSeconds: boxSeconds(at: time)
     ).map(EncryptedTLM.plainFrame(tlm:))
@@ -61,7 +151,9 @@ extension KeyAuthenticator {
   /// is the scenario's: `beaconClock` is the beacon's clock at time 0.
   public static func forScenario(_ scenario: Scenario) -> KeyAuthenticator? {
     guard !scenario.keyPairings.isEmpty else { return nil }
-    var out = KeyAuthenticator(eidClockTolerance: scenario.configuration.eidClockTolerance, epoch: 0)
+    var out = KeyAuthenticator(
+      eidClockTolerance: scenario.configuration.eidClockTolerance, epoch: 0,
+      rpaMaxAge: scenario.configuration.rpaMaxAge)
     for keyed in scenario.keyPairings {
       guard let key = keyed.pairing.key else { continue }
       switch keyed.scheme {
@@ -96,40 +188,5 @@ extension KeyAuthenticator {
     var out: [Int64: EIDResolver.Tracking] = [:]
     for id in eids.pairingIDs { out[id.rawValue] = eids.tracking(of: id) }
     return out
-  }
-
-  /// Writes the bridge's EID tracking (clock offsets, newest heard windows) to the store (at
-  /// exit, and before the pairings are reloaded); returns it.
-  @discardableResult
-  public static func saveTracking(of bridge: BeaconBridge, to store: Store) async throws(StoreError)
-    -> [Int64: EIDResolver.Tracking]
-  {
-    let kept = (await bridge.authenticator as? KeyAuthenticator)?.tracking ?? [:]
-    for (id, tracking) in kept.sorted(by: { $0.key < $1.key }) {
-      try await store.saveTracking(
-        pairing: id, clockOffset: tracking.clockOffset, heardWindow: tracking.heardWindow)
-    }
-    return kept
-  }
-
-  /// Loads the store's pairings by key into the bridge (at start, and when pairings change):
-  /// the running authenticator's tracking is written back to the store first and carried over,
-  /// so neither a restart nor a new pairing forgets a beacon's clock or reopens a replay.
-  /// `epoch` stays the running one's; the first is the wall clock at the bridge's time 0.
-  public static func refresh(bridge: BeaconBridge, store: Store, eidClockTolerance: Double)
-    async throws(StoreError)
-  {
-    let running = await bridge.authenticator as? KeyAuthenticator
-    let kept = try await saveTracking(of: bridge, to: store)
-    let epoch: Int64
-    if let running {
-      epoch = running.epoch
-    } else {
-      let now = await bridge.now
-      epoch = Int64((Date().timeIntervalSince1970 - now.seconds).rounded(.down))
-    }
-    let fresh = try await store.keyAuthenticator(
-      eidClockTolerance: eidClockTolerance, epoch: epoch, tracking: kept)
-    await bridge.setAuthenticator(fresh.isEmpty ? nil : fresh)
   }
 }

@@ -9,7 +9,8 @@ import Synchronization
 final class FleetDesired: Sendable {
   let store: Store
   let bridge: BeaconBridge
-  let paired: PairedBeacons
+  /// The pairings' and keys' one owner, which loads the applied document's pairings.
+  let book: PairingBook
   let settings: DaemonSettings
   let status: FleetLinkStatus
   let logger: DaemonLogger
@@ -21,14 +22,14 @@ final class FleetDesired: Sendable {
   private let pending = Mutex<FleetDocument?>(nil)
 
   init(
-    store: Store, bridge: BeaconBridge, paired: PairedBeacons, settings: DaemonSettings,
+    store: Store, bridge: BeaconBridge, book: PairingBook, settings: DaemonSettings,
     status: FleetLinkStatus, logger: DaemonLogger, overTLS: Bool,
     midway: @escaping @Sendable () throws(SQLiteError) -> Void
   ) {
     self.overTLS = overTLS
     self.store = store
     self.bridge = bridge
-    self.paired = paired
+    self.book = book
     self.settings = settings
     self.status = status
     self.logger = logger
@@ -137,11 +138,7 @@ final class FleetDesired: Sendable {
       $0.appliedSettings = document.settings
     }
     do throws(StoreError) {
-      let pairings = try await store.pairings()
-      paired.update(pairings)
-      await bridge.setPairings(pairings)
-      try await KeyAuthenticator.refresh(
-        bridge: bridge, store: store, eidClockTolerance: bridge.host.configuration.eidClockTolerance)
+      try await book.refresh()
     } catch {
       return refused(
         FleetRefusal(

@@ -85,6 +85,7 @@ public struct FleetDocument: Hashable, Sendable {
       }
       var seen: [String: Int] = [:]
       var seenKeys: [[UInt8]: Int] = [:]
+      var irkPairings = 0
       for (index, item) in items.enumerated() {
         let path = "pairings[\(index)]"
         // Only key material is refused for the connection; any other field is read, and an
@@ -103,6 +104,10 @@ public struct FleetDocument: Hashable, Sendable {
             }
             seenKeys[keyed.scheme.keyIdentity] = index
             document.keyPairings.append(keyed)
+            if case .irk = keyed.scheme { irkPairings += 1 }
+            if irkPairings > KeyedIdentity.maximumIRKPairings {
+              return refuse("\(path): \(KeyedIdentity.irkCapSentence)")
+            }
             continue
           }
           let pairing = try Scenario.pairing(item, at: path)

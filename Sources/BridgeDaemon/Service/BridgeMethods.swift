@@ -103,7 +103,7 @@ struct BridgeMethods: Sendable {
   }
 
   func pairings() async throws -> MethodResult {
-    .success([.string(JSONValue.array(try await store.pairingsWithSource()).compactText)])
+    .success([.string(JSONValue.array(try await store.pairingsWithSource().map(\.json)).compactText)])
   }
 
   func recentLogs() -> MethodResult {
@@ -174,13 +174,10 @@ struct BridgeMethods: Sendable {
     return .success([.string(refreshed.jsonText)])
   }
 
-  /// After Pair/Unpair: the store is the truth; the selector and the pruning filter follow it.
+  /// After Pair/Unpair: the store is the truth; the selector, the pruning filter and the keys
+  /// follow it (`PairingBook`).
   func reloadPairings() async throws {
-    let all = try await store.pairings()
-    state.setPairings(all)
-    await bridge.setPairings(all)
-    try await KeyAuthenticator.refresh(
-      bridge: bridge, store: store, eidClockTolerance: bridge.host.configuration.eidClockTolerance)
+    try await state.book.refresh()
   }
 
   func tripJSON(_ tripId: String) async -> JSONValue {

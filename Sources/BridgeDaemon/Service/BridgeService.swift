@@ -2,36 +2,62 @@ import BeaconCore
 import DBus
 import FoundationEssentials
 import GZone
+import Synchronization
 
 /// What the bridge and the G-Zone poller announce as D-Bus signals. They are made before the
 /// D-Bus service exists, so they queue here until it runs.
-struct Announcements: Sendable {
+///
+/// The sending task takes them a burst at a time and is woken once per burst, not once per
+/// announcement: a flood of random addresses announces hundreds of thousands of beacons coming
+/// and going, and a wake-up each (an `AsyncStream` element) was a task switch each, whose
+/// libdispatch work items, allocated on one thread and cached freed on another, stayed behind
+/// scattered over the heap after the flood.
+final class Announcements: Sendable {
   enum Item: Sendable {
     case bridge(BridgeEvent)
     case gzone(GZoneEvent)
   }
 
-  let stream: AsyncStream<Item>
-  private let continuation: AsyncStream<Item>.Continuation
+  /// Announcements are signals for listeners, not data: past this many unsent, the oldest go.
+  static let limit = 1024
 
-  init() {
-    // Announcements are signals for listeners, not data: past this many unsent, the oldest go.
-    (stream, continuation) = AsyncStream.makeStream(of: Item.self, bufferingPolicy: .bufferingNewest(1024))
+  private let pending = Mutex<[Item]>([])
+  private let arrived = Doorbell()
+
+  func yield(_ item: Item) {
+    pending.withLock { items in
+      // The oldest are dropped in bulk (amortized O(1)); `next` hands on only the newest `limit`.
+      if items.count == 2 * Self.limit { items.removeFirst(Self.limit) }
+      items.append(item)
+    }
+    arrived.ring()
   }
 
-  func yield(_ item: Item) { continuation.yield(item) }
+  /// The newest `limit` announcements made since the last call, oldest first, once there is
+  /// one; empty when the task is cancelled.
+  func next() async -> ArraySlice<Item> {
+    while !Task.isCancelled {
+      let items = pending.withLock { items -> [Item] in
+        defer { items = [] }
+        return items
+      }
+      if !items.isEmpty { return items.suffix(Self.limit) }
+      await arrived.wait()
+    }
+    return []
+  }
 }
 
 /// What the D-Bus API reads besides the bridge and the store.
 struct BridgeServiceContext: Sendable {
   let scanStatus: ScanStatus
-  let paired: PairedBeacons
+  /// The pairings' and keys' one owner: Pair, Unpair and PairWithKey reload through it.
+  let book: PairingBook
   let gzone: GZonePoller?
   /// The fleet link's state, when `[Fleet]` is configured.
   var fleet: FleetLinkStatus? = nil
 
   var scan: ScanCondition { scanStatus.condition }
-  func setPairings(_ pairings: [Pairing]) { paired.update(pairings) }
 }
 
 /// Serves `org.beaconbridge.Bridge1` for a running bridge, and sends its signals.
@@ -56,10 +82,14 @@ final class BridgeService: Service {
 
   /// Sends the announcements as signals until cancelled.
   func run() async {
-    for await item in announcements.stream {
-      switch item {
-      case .bridge(let event): signal(event)
-      case .gzone(let event): signal(gzone: event)
+    while true {
+      let items = await announcements.next()
+      if items.isEmpty { return }
+      for item in items {
+        switch item {
+        case .bridge(let event): signal(event)
+        case .gzone(let event): signal(gzone: event)
+        }
       }
     }
   }
@@ -71,7 +101,7 @@ final class BridgeService: Service {
       try? connection.emit(
         path: BridgeServiceNames.path, interface: BridgeServiceNames.interface,
         member: BridgeServiceNames.SignalName.activeBeaconChanged,
-        [.string(active?.deviceId ?? "")])
+        [.string(active?.deviceId.rawValue ?? "")])
     case .tripTagged(let tripId, let resolution):
       try? connection.emit(
         path: BridgeServiceNames.path, interface: BridgeServiceNames.interface,
@@ -82,11 +112,11 @@ final class BridgeService: Service {
         ])
     case .beaconHealth(let change):
       var json = ""
-      JSONWriter.writeObject(change.jsonFields, to: &json)
+      JSONWriter.writeObject(change.fields, to: &json)
       try? connection.emit(
         path: BridgeServiceNames.path, interface: BridgeServiceNames.interface,
         member: BridgeServiceNames.SignalName.beaconHealth,
-        [.string(change.deviceId), .string(change.kind.rawValue), .string(json)])
+        [.string(change.deviceId.rawValue), .string(change.kind.rawValue), .string(json)])
     default:
       break
     }
@@ -126,7 +156,7 @@ final class BridgeService: Service {
         case .invalidConfiguration, .journal: "Failed"
         }
       return Self.error(name, error.description)
-    } catch let error as StoreError where error.code == .fleetOwnsPairings {
+    } catch let error as StoreError where error.code == .fleetOwnsPairings || error.code == .full {
       return Self.error("Refused", error.description)
     } catch {
       return Self.error("Failed", "\(error)")

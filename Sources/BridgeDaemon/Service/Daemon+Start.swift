@@ -51,18 +51,10 @@ extension Daemon {
     }
   }
 
-  /// Arms the bridge: the pairings and the keys from the store, then `BeaconBridge.start`, which
+  /// Arms the bridge: the pairings and the keys from the store (`PairingBook`), then `BeaconBridge.start`, which
   /// checks the configuration and restores the outbox.
-  func arm(
-    _ bridge: BeaconBridge, store: Store, paired: PairedBeacons, host: DaemonHost, logger: DaemonLogger
-  ) async -> Bool {
-    do {
-      let pairings = try await store.pairings()
-      paired.update(pairings)
-      await bridge.setPairings(pairings)
-      try await KeyAuthenticator.refresh(
-        bridge: bridge, store: store, eidClockTolerance: host.configuration.eidClockTolerance)
-    } catch {
+  func arm(_ bridge: BeaconBridge, book: PairingBook, logger: DaemonLogger) async -> Bool {
+    do { try await book.refresh() } catch {
       logger.log(.error, "\(error.description); not starting")
       return false
     }

@@ -5,7 +5,7 @@ extension Daemon {
   /// controller's scan state) and the EID beacons' clocks kept. The exit status: 0 after a
   /// signal, 1 when a service stopped on its own.
   func stop(
-    after reason: ServiceGroup.Stop, scanStatus: ScanStatus, bridge: BeaconBridge, store: Store,
+    after reason: ServiceGroup.Stop, scanStatus: ScanStatus, book: PairingBook,
     logger: DaemonLogger, notifier: SystemdNotifier
   ) async -> Int32 {
     var outcome: Int32 = 0
@@ -21,7 +21,7 @@ extension Daemon {
     // Put the radio back before exiting.
     if let source = scanStatus.source { await source.finished(within: Self.stopBudget.radio) }
     // The EID beacons' clocks as last heard, so the next start resumes them and refuses a replay.
-    do throws(StoreError) { try await KeyAuthenticator.saveTracking(of: bridge, to: store) } catch {
+    do throws(StoreError) { try await book.saveTracking() } catch {
       logger.log(.warning, "cannot keep the EID beacons' clocks: \(error.description)")
     }
     logger.log(.info, "stopped")

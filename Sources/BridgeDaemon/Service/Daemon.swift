@@ -92,14 +92,16 @@ public struct Daemon: Sendable {
       logger: logger, statusChanged: statusChanged, paired: paired, announcements: announcements,
       gzone: gzone, fleetInbox: fleetInbox)
     let bridge = BeaconBridge(host: host, journal: store) { events.deliver($0) }
+    // The pairings' and keys' one owner; the keys' searches run in EIDSearchService.
+    let book = await PairingBook.starting(store: store, bridge: bridge, paired: paired)
     let posting = await bridge.startPosting()
     defer { posting.cancel() }
-    guard await arm(bridge, store: store, paired: paired, host: host, logger: logger) else { return 1 }
+    guard await arm(bridge, book: book, logger: logger) else { return 1 }
     guard
       let (bus, api) = await serveAPI(
         bridge: bridge, store: store,
         context: BridgeServiceContext(
-          scanStatus: scanStatus, paired: paired, gzone: gzone, fleet: fleet?.status),
+          scanStatus: scanStatus, book: book, gzone: gzone, fleet: fleet?.status),
         logger: logger, announcements: announcements)
     else { return 1 }
     defer { bus.close() }
@@ -119,14 +121,15 @@ public struct Daemon: Sendable {
         settings: settings, paired: paired, bridge: bridge, status: scanStatus, changed: statusChanged,
         logger: logger),
       DeadlineService(bridge: bridge), PostingService(posting: posting),
-      TrackingSaver(bridge: bridge, store: store, logger: logger),
-      PairingWatcher(store: store, bridge: bridge, paired: paired, logger: logger),
+      EIDSearchService(keys: book.keys),
+      TrackingSaver(book: book, logger: logger),
+      PairingWatcher(book: book, logger: logger),
       StatusReporter(bridge: bridge, scan: scanStatus, notifier: notifier, changed: statusChanged), gzone,
     ]
     if let fleet {
       services.append(
         fleet.link(
-          options: config.fleet, store: store, bridge: bridge, paired: paired, settings: settings,
+          options: config.fleet, store: store, bridge: bridge, book: book, settings: settings,
           logger: logger, inbox: fleetInbox, hooks: hooks))
     }
     if let interval = notifier.watchdogInterval {
@@ -134,7 +137,7 @@ public struct Daemon: Sendable {
     }
     let reload = DaemonReload(
       daemon: self, notifier: notifier, logger: logger, settings: settings, uploads: uploads, store: store,
-      bridge: bridge, host: host, fleetLink: FleetLinkIdentity(config))
+      bridge: bridge, host: host, book: book, fleetLink: FleetLinkIdentity(config))
     // A stop takes at most 5 s (systemd's TimeoutStopSec is far above): the services get 3 s
     // (the fleet's offline message 2 s of it), the radio 1 s, then the EID clocks are written.
     let group = ServiceGroup(
@@ -149,7 +152,7 @@ public struct Daemon: Sendable {
       )
     }
     return await stop(
-      after: reason, scanStatus: scanStatus, bridge: bridge, store: store, logger: logger,
+      after: reason, scanStatus: scanStatus, book: book, logger: logger,
       notifier: notifier)
   }
 }

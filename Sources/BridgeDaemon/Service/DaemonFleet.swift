@@ -33,12 +33,12 @@ struct DaemonFleet: Sendable {
   /// The fleet link's service, which hands each desired document and trip end to a
   /// `FleetDesired` over the daemon's store, bridge and settings.
   func link(
-    options: FleetOptions, store: Store, bridge: BeaconBridge, paired: PairedBeacons,
+    options: FleetOptions, store: Store, bridge: BeaconBridge, book: PairingBook,
     settings: DaemonSettings,
     logger: DaemonLogger, inbox: FleetInbox, hooks: DaemonTestHooks
   ) -> FleetLink {
     let desired = FleetDesired(
-      store: store, bridge: bridge, paired: paired, settings: settings, status: status, logger: logger,
+      store: store, bridge: bridge, book: book, settings: settings, status: status, logger: logger,
       overTLS: broker.tls, midway: { hooks.fleetApplyMidway() })
     return FleetLink(
       settings: broker, topics: FleetTopics(options, boxId: boxId), version: Daemon.version,

@@ -7,12 +7,11 @@ final class DaemonSettings: Sendable {
   /// whole before they get here).
   private let value: Mutex<(file: DaemonConfiguration, remote: [FleetSetting])>
   init(_ config: DaemonConfiguration) { value = Mutex((config, [])) }
+  /// The file's configuration, for the parts the fleet does not set (the scan's backend, the
+  /// upload's sink, G-Zone), and the bridge configuration the daemon runs (`bridge(file:remote:)`):
+  /// `daemon.bridge` is the file's alone, and only `bridge` carries the fleet's settings.
   var current: (daemon: DaemonConfiguration, bridge: BridgeConfiguration) {
-    value.withLock { state in
-      var config = state.file
-      for setting in state.remote { try? config.bridge.set(setting.key, to: setting.value) }
-      return (config, Self.bridge(file: state.file, remote: state.remote))
-    }
+    value.withLock { state in (state.file, Self.bridge(file: state.file, remote: state.remote)) }
   }
   /// The configuration file's values, without the fleet's.
   var file: DaemonConfiguration { value.withLock { $0.file } }

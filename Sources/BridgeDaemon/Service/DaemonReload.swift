@@ -11,6 +11,7 @@ struct DaemonReload: Sendable {
   let store: Store
   let bridge: BeaconBridge
   let host: DaemonHost
+  let book: PairingBook
   /// The fleet link as the daemon started it, which a reload does not restart.
   let fleetLink: FleetLinkIdentity
 
@@ -35,8 +36,7 @@ struct DaemonReload: Sendable {
       try await bridge.reload()
       // The keys' resolver takes the new [ActiveBeacon] eidClockTolerance; the beacons'
       // clocks and heard windows carry over.
-      try await KeyAuthenticator.refresh(
-        bridge: bridge, store: store, eidClockTolerance: host.configuration.eidClockTolerance)
+      try await book.refresh()
       if FleetLinkIdentity(fresh) != fleetLink {
         logger.log(
           .warning,

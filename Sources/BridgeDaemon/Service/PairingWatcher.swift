@@ -5,10 +5,9 @@ import BeaconCore
 /// (inotify) and at most once per `interval`. Where inotify cannot watch the directory, it checks
 /// every `interval` instead (and says so).
 struct PairingWatcher: Service {
-  let store: Store
-  let bridge: BeaconBridge
-  let paired: PairedBeacons
+  let book: PairingBook
   let logger: DaemonLogger
+  var store: Store { book.store }
   var interval: Duration = .seconds(2)
 
   func run() async throws {
@@ -29,16 +28,13 @@ struct PairingWatcher: Service {
       try await Task.sleep(for: interval)
       guard let now = try? await store.dataVersion(), now != version else { continue }
       version = now
-      if let pairings = try? await store.pairings(), pairings != (await bridge.status.pairings) {
-        paired.update(pairings)
-        await bridge.setPairings(pairings)
+      if let pairings = try? await store.pairings(), pairings != (await book.bridge.status.pairings) {
         do {
-          try await KeyAuthenticator.refresh(
-            bridge: bridge, store: store, eidClockTolerance: bridge.host.configuration.eidClockTolerance)
+          try await book.refresh()
+          logger.log(.notice, "pairings changed: \(pairings.count) pairing(s)")
         } catch {
-          logger.log(.error, "cannot read the pairings by key: \(error.description)")
+          logger.log(.error, "cannot read the pairings: \(error.description)")
         }
-        logger.log(.notice, "pairings changed: \(pairings.count) pairing(s)")
       }
     }
   }

@@ -18,14 +18,7 @@ extension OutboxSummary {
 }
 
 extension Pairing {
-  /// A pairing by key shows how it is proven and its number (`pairing`), never its key.
-  public var json: JSONValue {
-    var fields: [String: JSONValue] = [
-      "uuid": key == nil ? .string(uuid.uuidString) : .null, "major": major.map { .int(Int64($0)) } ?? .null,
-      "minor": minor.map { .int(Int64($0)) } ?? .null, "deviceId": .string(deviceId),
-      "label": label.map { .string($0) } ?? .null, "authentication": .string(authentication.rawValue),
-    ]
-    if let key { fields["pairing"] = .int(key.pairing) }
-    return .object(fields)
-  }
+  /// `ReportedPairing`'s object: a pairing by key shows how it is proven and its number
+  /// (`pairing`), never its key.
+  public var json: JSONValue { ReportedPairing(self).json }
 }

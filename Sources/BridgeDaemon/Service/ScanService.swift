@@ -1,4 +1,5 @@
 import BeaconCore
+import BlueZ
 import Synchronization
 
 /// What the daemon's scanning is doing, for `STATUS=`, `status` and `doctor`.
@@ -8,7 +9,7 @@ public enum ScanCondition: Sendable, Hashable {
   /// Advertisements can arrive through this backend.
   case scanning(backend: String)
   /// The source runs but waits for something outside it: an adapter, power, bluetoothd.
-  case waiting(backend: String, reason: String)
+  case waiting(backend: String, reason: ScanWait)
   /// The source cannot run; it is tried again after the backoff.
   case failing(reason: String, retryInSeconds: Int)
 
@@ -39,7 +40,7 @@ public enum ScanCondition: Sendable, Hashable {
 /// cannot work never logs once a second.
 struct ScanService<C: Clock>: Service where C.Duration == Duration {
   /// Makes a source; it calls the given closure with what it waits for, or nil once it scans.
-  var makeSource: @Sendable (_ onWaiting: @escaping @Sendable (String?) -> Void) -> any AdvertisementSource
+  var makeSource: @Sendable (_ onWaiting: @escaping @Sendable (ScanWait?) -> Void) -> any AdvertisementSource
   /// Starts a source and feeds it to the bridge until it ends, calling the given closure once it
   /// runs (`BeaconBridge.consume(source:started:)`).
   var consume:
@@ -94,11 +95,11 @@ struct ScanService<C: Clock>: Service where C.Duration == Duration {
   private final class Attempt: Sendable {
     private struct State {
       var backend: String?
-      var waiting: String?
+      var waiting: ScanWait?
     }
     private let state = Mutex(State())
 
-    func waiting(_ reason: String?, report: (ScanCondition) -> Void) {
+    func waiting(_ reason: ScanWait?, report: (ScanCondition) -> Void) {
       let condition = state.withLock { s -> ScanCondition? in
         s.waiting = reason
         return s.backend.map { Self.condition(backend: $0, waiting: reason) }
@@ -114,7 +115,7 @@ struct ScanService<C: Clock>: Service where C.Duration == Duration {
       report(Self.condition(backend: backend, waiting: waiting))
     }
 
-    private static func condition(backend: String, waiting: String?) -> ScanCondition {
+    private static func condition(backend: String, waiting: ScanWait?) -> ScanCondition {
       waiting.map { .waiting(backend: backend, reason: $0) } ?? .scanning(backend: backend)
     }
   }

@@ -13,7 +13,7 @@ extension ScanBackend {
   public func makeSource(
     adapter: HCIDeviceID?, keep: @escaping @Sendable (BluetoothAddress) -> Bool,
     waitForHardware: Bool = false,
-    onWaiting: @escaping @Sendable (String?) -> Void = { _ in },
+    onWaiting: @escaping @Sendable (ScanWait?) -> Void = { _ in },
     log: @escaping @Sendable (String) -> Void
   ) -> any AdvertisementSource {
     switch self {

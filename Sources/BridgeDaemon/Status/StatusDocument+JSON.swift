@@ -1,12 +1,13 @@
 import BeaconCore
+import BlueZ
 
-// The keys of the daemon's `Status` (docs/dbus-api.md, "Output fields"), each spelled once: as a
-// case of its object's `Key`, used by that object's `json` (what the daemon sends) and by its
-// `init(json:path:)` (what `status`, `doctor` and `pair --nearest` read). A key a reader does not
-// know is left alone; one it needs and does not find is a `StatusDocumentError`.
-
-private typealias Reader = StatusFieldReader
-private typealias Writer = StatusFieldWriter
+// The keys of the daemon's `Status` (docs/dbus-api.md, "Output fields") that are the status's
+// own, each spelled once: as a case of its object's `Key`, used by that object's `json` (what the
+// daemon sends) and by its `init(json:path:)` (what `status`, `doctor` and `pair --nearest`
+// read). A beacon's identity, calibration and health, a beacon in range and the active beacon
+// are BeaconCore's reported types (`ReportedIdentity`, `ReportedCalibration`, `ReportedHealth`,
+// `ReportedBeacon`, `ReportedSnapshot`), which write and read their own keys. A key a reader does
+// not know is left alone; one it needs and does not find is a `StatusDocumentError`.
 
 extension StatusDocument {
   enum Key: String {
@@ -17,21 +18,21 @@ extension StatusDocument {
 
   /// The JSON the daemon sends; `compactText` writes it with the keys sorted.
   public var json: JSONValue {
-    var w = Writer<Key>()
-    w[.armed] = .bool(armed)
-    w[.scanning] = .of(scanning)
-    w[.scan] = scan.json
-    w[.beaconsInRange] = .array(beaconsInRange.map(\.json))
-    w[.activeBeacon] = activeBeacon?.json ?? .null
-    w[.trips] = .array(trips.map(\.json))
-    w[.outboundBatches] = .of(outboundBatches)
-    w[.pairings] = .of(pairings)
-    w[.pairedBeacons] = .array(pairedBeacons.map(\.json))
-    w[.ignoredFrames] = .object(ignoredFrames.mapValues { .int(Int64($0)) })
-    w[.upload] = upload.json
-    w[.authentication] = authentication.json
-    w[.droppedAdvertisements] = .of(droppedAdvertisements)
-    w[.manufacturerDataOverLimit] = .of(manufacturerDataOverLimit)
+    var w = FieldWriter<Key>()
+    w.add(.armed, .bool(armed))
+    w.add(.scanning, .of(scanning))
+    w.add(.scan, scan.json)
+    w.add(.beaconsInRange, .array(beaconsInRange.map(\.json)))
+    w.add(.activeBeacon, activeBeacon?.statusJSON ?? .null)
+    w.add(.trips, .array(trips.map(\.json)))
+    w.add(.outboundBatches, .of(outboundBatches))
+    w.add(.pairings, .of(pairings))
+    w.add(.pairedBeacons, .array(pairedBeacons.map(\.json)))
+    w.add(.ignoredFrames, .object(ignoredFrames.mapValues { .int(Int64($0)) }))
+    w.add(.upload, upload.json)
+    w.add(.authentication, authentication.json)
+    w.add(.droppedAdvertisements, .of(droppedAdvertisements))
+    w.add(.manufacturerDataOverLimit, .of(manufacturerDataOverLimit))
     w.omittable(.outbox, outbox?.json)
     w.omittable(.fleet, fleet?.json)
     w.omittable(.fleetSetAside, fleetSetAside.map { .int($0) })
@@ -40,9 +41,13 @@ extension StatusDocument {
 
   /// Reads a `Status` reply.
   public init(json: JSONValue) throws(StatusDocumentError) {
-    let r = try Reader<Key>(json, path: "")
+    do { try self.init(fields: json) } catch { throw StatusDocumentError(error) }
+  }
+
+  init(fields json: JSONValue) throws(FieldError) {
+    let r = try FieldReader<Key>(json, path: "")
     armed = try r.bool(.armed)
-    scanning = try r.optional(.scanning, StatusValue.string)
+    scanning = try r.optional(.scanning, FieldValue.string)
     scan = try r.required(.scan, Scan.init(json:path:))
     beaconsInRange = try r.array(.beaconsInRange, BeaconInRange.init(json:path:))
     activeBeacon = try r.optional(.activeBeacon, ActiveBeacon.init(json:path:))
@@ -50,8 +55,8 @@ extension StatusDocument {
     outboundBatches = try r.int(.outboundBatches)
     pairings = try r.int(.pairings)
     pairedBeacons = try r.array(.pairedBeacons, PairedBeacon.init(json:path:))
-    ignoredFrames = try r.required(.ignoredFrames) { (v, p) throws(StatusDocumentError) in
-      try StatusValue.map(v, p, StatusValue.int)
+    ignoredFrames = try r.required(.ignoredFrames) { (v, p) throws(FieldError) in
+      try FieldValue.map(v, p, FieldValue.int)
     }
     upload = try r.required(.upload, Upload.init(json:path:))
     authentication = try r.required(.authentication, Authentication.init(json:path:))
@@ -59,164 +64,32 @@ extension StatusDocument {
     manufacturerDataOverLimit = try r.int(.manufacturerDataOverLimit)
     outbox = try r.optional(.outbox, omittable: true, Outbox.init(json:path:))
     fleet = try r.optional(.fleet, omittable: true, Fleet.init(json:path:))
-    fleetSetAside = try r.optional(.fleetSetAside, omittable: true, StatusValue.int64)
+    fleetSetAside = try r.optional(.fleetSetAside, omittable: true, FieldValue.int64)
   }
 }
 
 extension StatusDocument.Scan {
-  enum Key: String { case state, backend, detail, retryInSeconds }
+  enum Key: String { case state, backend, detail, reason, retryInSeconds }
 
   public var json: JSONValue {
-    var w = Writer<Key>()
-    w[.state] = .string(state.rawValue)
+    var w = FieldWriter<Key>()
+    w.add(.state, .string(state.rawValue))
     w.omittable(.backend, backend.map { .string($0) })
     w.omittable(.detail, detail.map { .string($0) })
+    w.omittable(.reason, reason.map { .string($0.rawValue) })
     w.omittable(.retryInSeconds, retryInSeconds.map { .int(Int64($0)) })
     return w.json
   }
 
-  init(json: JSONValue, path: String) throws(StatusDocumentError) {
-    let r = try Reader<Key>(json, path: path)
-    state = try r.required(.state, StatusValue.word)
-    backend = try r.optional(.backend, omittable: true, StatusValue.string)
-    detail = try r.optional(.detail, omittable: true, StatusValue.string)
-    retryInSeconds = try r.optional(.retryInSeconds, omittable: true, StatusValue.int)
-  }
-}
-
-extension StatusDocument.Identity {
-  enum Key: String { case kind, uuid, major, minor, namespace, instance, pairing, authentication }
-
-  var json: JSONValue {
-    var w = Writer<Key>()
-    w[.kind] = .string(kind)
-    w[.uuid] = .of(uuid)
-    w[.major] = .of(major)
-    w[.minor] = .of(minor)
-    w.omittable(.namespace, namespace.map { .string($0) })
-    w.omittable(.instance, instance.map { .string($0) })
-    w.omittable(.pairing, pairing.map { .int($0) })
-    w[.authentication] = .string(authentication)
-    return w.json
-  }
-
-  init(json: JSONValue, path: String) throws(StatusDocumentError) {
-    let r = try Reader<Key>(json, path: path)
-    kind = try r.string(.kind)
-    uuid = try r.optional(.uuid, StatusValue.string)
-    major = try r.optional(.major, StatusValue.int)
-    minor = try r.optional(.minor, StatusValue.int)
-    namespace = try r.optional(.namespace, omittable: true, StatusValue.string)
-    instance = try r.optional(.instance, omittable: true, StatusValue.string)
-    pairing = try r.optional(.pairing, omittable: true, StatusValue.int64)
-    authentication = try r.string(.authentication)
-  }
-}
-
-extension StatusDocument.Calibration {
-  enum Key: String { case measuredPower, txPower }
-
-  var json: JSONValue {
-    var w = Writer<Key>()
-    w[.measuredPower] = .of(measuredPower)
-    w[.txPower] = .of(txPower)
-    return w.json
-  }
-
-  init(json: JSONValue, path: String) throws(StatusDocumentError) {
-    let r = try Reader<Key>(json, path: path)
-    measuredPower = try r.optional(.measuredPower, StatusValue.int)
-    txPower = try r.optional(.txPower, StatusValue.int)
-  }
-}
-
-extension StatusDocument.Health {
-  enum Key: String {
-    case batteryMv, temperatureC, advertisingCount, uptimeSeconds, telemetryAgeSeconds, url, reboots
-    case batteryLow, silent, possibleClone, cloneAddresses
-  }
-
-  var json: JSONValue {
-    var w = Writer<Key>()
-    w[.batteryMv] = .of(batteryMillivolts)
-    w[.temperatureC] = .of(temperature)
-    w[.advertisingCount] = .of(advertisingCount)
-    w[.uptimeSeconds] = .of(uptimeSeconds)
-    w[.telemetryAgeSeconds] = .of(telemetryAgeSeconds)
-    w[.url] = .of(url)
-    w[.reboots] = .of(reboots)
-    w[.batteryLow] = .bool(batteryLow)
-    w[.silent] = .bool(silent)
-    w[.possibleClone] = .bool(possibleClone)
-    w[.cloneAddresses] = .array(cloneAddresses.map { .string($0) })
-    return w.json
-  }
-
-  init(json: JSONValue, path: String) throws(StatusDocumentError) {
-    let r = try Reader<Key>(json, path: path)
-    batteryMillivolts = try r.optional(.batteryMv, StatusValue.int)
-    temperature = try r.optional(.temperatureC, StatusValue.double)
-    advertisingCount = try r.optional(.advertisingCount, StatusValue.int)
-    uptimeSeconds = try r.optional(.uptimeSeconds, StatusValue.double)
-    telemetryAgeSeconds = try r.optional(.telemetryAgeSeconds, StatusValue.double)
-    url = try r.optional(.url, StatusValue.string)
-    reboots = try r.int(.reboots)
-    batteryLow = try r.bool(.batteryLow)
-    silent = try r.bool(.silent)
-    possibleClone = try r.bool(.possibleClone)
-    cloneAddresses = try r.array(.cloneAddresses, StatusValue.string)
-  }
-}
-
-extension StatusDocument.BeaconInRange {
-  enum Key: String { case address, sightings, proximity, rssi, smoothedRssi, distance }
-
-  var json: JSONValue {
-    var w = Writer<Key>()
-    w[.address] = .string(address)
-    w[.sightings] = .of(sightings)
-    w[.proximity] = .string(proximity)
-    w.merge(identity.json)
-    w.merge(calibration.json)
-    w.merge(health.json)
-    w.omittable(.rssi, rssi.map { .int(Int64($0)) })
-    w.omittable(.smoothedRssi, smoothedRSSI.map { .double($0) })
-    w.omittable(.distance, distance.map { .double($0) })
-    return w.json
-  }
-
-  init(json: JSONValue, path: String) throws(StatusDocumentError) {
-    let r = try Reader<Key>(json, path: path)
-    address = try r.string(.address)
-    sightings = try r.int(.sightings)
-    proximity = try r.string(.proximity)
-    identity = try .init(json: json, path: path)
-    calibration = try .init(json: json, path: path)
-    health = try .init(json: json, path: path)
-    rssi = try r.optional(.rssi, omittable: true, StatusValue.int)
-    smoothedRSSI = try r.optional(.smoothedRssi, omittable: true, StatusValue.double)
-    distance = try r.optional(.distance, omittable: true, StatusValue.double)
-  }
-}
-
-extension StatusDocument.ActiveBeacon {
-  enum Key: String { case deviceId, label, smoothedRssi }
-
-  var json: JSONValue {
-    var w = Writer<Key>()
-    w[.deviceId] = .string(deviceId)
-    w[.label] = .of(label)
-    w.merge(identity.json)
-    w.omittable(.smoothedRssi, smoothedRSSI.map { .double($0) })
-    return w.json
-  }
-
-  init(json: JSONValue, path: String) throws(StatusDocumentError) {
-    let r = try Reader<Key>(json, path: path)
-    deviceId = try r.string(.deviceId)
-    label = try r.optional(.label, StatusValue.string)
-    identity = try .init(json: json, path: path)
-    smoothedRSSI = try r.optional(.smoothedRssi, omittable: true, StatusValue.double)
+  init(json: JSONValue, path: String) throws(FieldError) {
+    let r = try FieldReader<Key>(json, path: path)
+    state = try r.required(.state, FieldValue.word)
+    backend = try r.optional(.backend, omittable: true, FieldValue.string)
+    detail = try r.optional(.detail, omittable: true, FieldValue.string)
+    // A word this version does not know (a newer daemon's) is left unread, as its key would be.
+    reason = try r.optional(.reason, omittable: true, FieldValue.string).flatMap(
+      ScanWait.Reason.init(rawValue:))
+    retryInSeconds = try r.optional(.retryInSeconds, omittable: true, FieldValue.int)
   }
 }
 
@@ -226,31 +99,31 @@ extension StatusDocument.PairedBeacon {
   }
 
   var json: JSONValue {
-    var w = Writer<Key>()
-    w[.deviceId] = .string(deviceId)
-    w[.label] = .of(label)
-    w[.inRange] = .bool(inRange)
-    w[.lastSeenAgoSeconds] = .of(lastSeenAgoSeconds)
-    w[.rssi] = .of(rssi)
-    w[.smoothedRssi] = .of(smoothedRSSI)
-    w[.packetLoss] = .of(packetLoss)
-    w[.lastRebootAgoSeconds] = .of(lastRebootAgoSeconds)
-    w.merge(identity.json)
-    w.merge(calibration.json)
-    w.merge(health.json)
+    var w = FieldWriter<Key>()
+    w.add(.deviceId, .string(deviceId))
+    w.add(.label, .of(label))
+    w.add(.inRange, .bool(inRange))
+    w.add(.lastSeenAgoSeconds, .of(lastSeenAgoSeconds))
+    w.add(.rssi, .of(rssi))
+    w.add(.smoothedRssi, .of(smoothedRSSI))
+    w.add(.packetLoss, .of(packetLoss))
+    w.add(.lastRebootAgoSeconds, .of(lastRebootAgoSeconds))
+    w.merge(identity.fields)
+    w.merge(calibration.fields)
+    w.merge(health.fields(withAge: true))
     return w.json
   }
 
-  init(json: JSONValue, path: String) throws(StatusDocumentError) {
-    let r = try Reader<Key>(json, path: path)
+  init(json: JSONValue, path: String) throws(FieldError) {
+    let r = try FieldReader<Key>(json, path: path)
     deviceId = try r.string(.deviceId)
-    label = try r.optional(.label, StatusValue.string)
+    label = try r.optional(.label, FieldValue.string)
     inRange = try r.bool(.inRange)
-    lastSeenAgoSeconds = try r.optional(.lastSeenAgoSeconds, StatusValue.double)
-    rssi = try r.optional(.rssi, StatusValue.int)
-    smoothedRSSI = try r.optional(.smoothedRssi, StatusValue.double)
-    packetLoss = try r.optional(.packetLoss, StatusValue.double)
-    lastRebootAgoSeconds = try r.optional(.lastRebootAgoSeconds, StatusValue.double)
+    lastSeenAgoSeconds = try r.optional(.lastSeenAgoSeconds, FieldValue.double)
+    rssi = try r.optional(.rssi, FieldValue.int)
+    smoothedRSSI = try r.optional(.smoothedRssi, FieldValue.double)
+    packetLoss = try r.optional(.packetLoss, FieldValue.double)
+    lastRebootAgoSeconds = try r.optional(.lastRebootAgoSeconds, FieldValue.double)
     identity = try .init(json: json, path: path)
     calibration = try .init(json: json, path: path)
     health = try .init(json: json, path: path)
@@ -261,24 +134,24 @@ extension StatusDocument.Trip {
   enum Key: String { case tripId, ended, deviceId, resolution, authentication, heldBatches, waitingForEnd }
 
   public var json: JSONValue {
-    var w = Writer<Key>()
-    w[.tripId] = .string(tripId)
-    w[.ended] = .bool(ended)
-    w[.deviceId] = .of(deviceId)
-    w[.resolution] = .string(resolution)
-    w[.authentication] = .of(authentication)
-    w[.heldBatches] = .of(heldBatches)
-    w[.waitingForEnd] = .of(waitingForEnd)
+    var w = FieldWriter<Key>()
+    w.add(.tripId, .string(tripId))
+    w.add(.ended, .bool(ended))
+    w.add(.deviceId, .of(deviceId))
+    w.add(.resolution, .string(resolution))
+    w.add(.authentication, .of(authentication))
+    w.add(.heldBatches, .of(heldBatches))
+    w.add(.waitingForEnd, .of(waitingForEnd))
     return w.json
   }
 
-  init(json: JSONValue, path: String) throws(StatusDocumentError) {
-    let r = try Reader<Key>(json, path: path)
+  init(json: JSONValue, path: String) throws(FieldError) {
+    let r = try FieldReader<Key>(json, path: path)
     tripId = try r.string(.tripId)
     ended = try r.bool(.ended)
-    deviceId = try r.optional(.deviceId, StatusValue.string)
+    deviceId = try r.optional(.deviceId, FieldValue.string)
     resolution = try r.string(.resolution)
-    authentication = try r.optional(.authentication, StatusValue.string)
+    authentication = try r.optional(.authentication, FieldValue.string)
     heldBatches = try r.int(.heldBatches)
     waitingForEnd = try r.int(.waitingForEnd)
   }
@@ -288,22 +161,22 @@ extension StatusDocument.Outbox {
   enum Key: String { case undelivered, deadLetters, unresolvedTrips, limit, oldestAgeSeconds }
 
   public var json: JSONValue {
-    var w = Writer<Key>()
-    w[.undelivered] = .of(undelivered)
-    w[.deadLetters] = .of(deadLetters)
-    w[.unresolvedTrips] = .of(unresolvedTrips)
-    w[.limit] = .of(limit)
-    w[.oldestAgeSeconds] = .of(oldestAgeSeconds)
+    var w = FieldWriter<Key>()
+    w.add(.undelivered, .of(undelivered))
+    w.add(.deadLetters, .of(deadLetters))
+    w.add(.unresolvedTrips, .of(unresolvedTrips))
+    w.add(.limit, .of(limit))
+    w.add(.oldestAgeSeconds, .of(oldestAgeSeconds))
     return w.json
   }
 
-  init(json: JSONValue, path: String) throws(StatusDocumentError) {
-    let r = try Reader<Key>(json, path: path)
+  init(json: JSONValue, path: String) throws(FieldError) {
+    let r = try FieldReader<Key>(json, path: path)
     undelivered = try r.int(.undelivered)
     deadLetters = try r.int(.deadLetters)
     unresolvedTrips = try r.int(.unresolvedTrips)
     limit = try r.int(.limit)
-    oldestAgeSeconds = try r.optional(.oldestAgeSeconds, StatusValue.double)
+    oldestAgeSeconds = try r.optional(.oldestAgeSeconds, FieldValue.double)
   }
 }
 
@@ -314,47 +187,51 @@ extension StatusDocument.Upload {
   }
 
   var json: JSONValue {
-    var w = Writer<Key>()
-    w[.state] = .string(state.rawValue)
-    w[.delivered] = .of(delivered)
-    w[.deadLettered] = .of(deadLettered)
-    w[.consecutiveFailures] = .of(consecutiveFailures)
-    w[.lastError] = .of(lastError)
-    w[.lastDeliveredAgoSeconds] = .of(lastDeliveredAgoSeconds)
-    w[.lastFailedAgoSeconds] = .of(lastFailedAgoSeconds)
-    w[.retryInSeconds] = .of(retryInSeconds)
+    var w = FieldWriter<Key>()
+    w.add(.state, .string(state.rawValue))
+    w.add(.delivered, .of(delivered))
+    w.add(.deadLettered, .of(deadLettered))
+    w.add(.consecutiveFailures, .of(consecutiveFailures))
+    w.add(.lastError, .of(lastError))
+    w.add(.lastDeliveredAgoSeconds, .of(lastDeliveredAgoSeconds))
+    w.add(.lastFailedAgoSeconds, .of(lastFailedAgoSeconds))
+    w.add(.retryInSeconds, .of(retryInSeconds))
     return w.json
   }
 
-  init(json: JSONValue, path: String) throws(StatusDocumentError) {
-    let r = try Reader<Key>(json, path: path)
-    state = try r.required(.state, StatusValue.word)
+  init(json: JSONValue, path: String) throws(FieldError) {
+    let r = try FieldReader<Key>(json, path: path)
+    state = try r.required(.state, FieldValue.word)
     delivered = try r.int(.delivered)
     deadLettered = try r.int(.deadLettered)
     consecutiveFailures = try r.int(.consecutiveFailures)
-    lastError = try r.optional(.lastError, StatusValue.string)
-    lastDeliveredAgoSeconds = try r.optional(.lastDeliveredAgoSeconds, StatusValue.double)
-    lastFailedAgoSeconds = try r.optional(.lastFailedAgoSeconds, StatusValue.double)
-    retryInSeconds = try r.optional(.retryInSeconds, StatusValue.double)
+    lastError = try r.optional(.lastError, FieldValue.string)
+    lastDeliveredAgoSeconds = try r.optional(.lastDeliveredAgoSeconds, FieldValue.double)
+    lastFailedAgoSeconds = try r.optional(.lastFailedAgoSeconds, FieldValue.double)
+    retryInSeconds = try r.optional(.retryInSeconds, FieldValue.double)
   }
 }
 
 extension StatusDocument.Authentication {
-  enum Key: String { case plainPairings, keyPairings, eidReplaysRefused }
+  enum Key: String { case plainPairings, keyPairings, irkPairings, eidReplaysRefused, rpaReplaysRefused }
 
   var json: JSONValue {
-    var w = Writer<Key>()
-    w[.plainPairings] = .of(plainPairings)
-    w[.keyPairings] = .of(keyPairings)
-    w[.eidReplaysRefused] = .of(eidReplaysRefused)
+    var w = FieldWriter<Key>()
+    w.add(.plainPairings, .of(plainPairings))
+    w.add(.keyPairings, .of(keyPairings))
+    w.add(.irkPairings, .of(irkPairings))
+    w.add(.eidReplaysRefused, .of(eidReplaysRefused))
+    w.add(.rpaReplaysRefused, .of(rpaReplaysRefused))
     return w.json
   }
 
-  init(json: JSONValue, path: String) throws(StatusDocumentError) {
-    let r = try Reader<Key>(json, path: path)
+  init(json: JSONValue, path: String) throws(FieldError) {
+    let r = try FieldReader<Key>(json, path: path)
     plainPairings = try r.int(.plainPairings)
     keyPairings = try r.int(.keyPairings)
+    irkPairings = try r.int(.irkPairings)
     eidReplaysRefused = try r.int(.eidReplaysRefused)
+    rpaReplaysRefused = try r.int(.rpaReplaysRefused)
   }
 }
 
@@ -364,29 +241,29 @@ extension StatusDocument.Fleet {
   }
 
   var json: JSONValue {
-    var w = Writer<Key>()
-    w[.broker] = .string(broker)
-    w[.boxId] = .string(boxId)
-    w[.connected] = .bool(connected)
-    w[.lastDesiredVersion] = .of(lastDesiredVersion)
-    w[.appliedVersion] = .of(appliedVersion)
-    w[.appliedSettings] = .object(appliedSettings.mapValues { .object($0.mapValues { .string($0) }) })
-    w[.lastProblem] = .of(lastProblem)
+    var w = FieldWriter<Key>()
+    w.add(.broker, .string(broker))
+    w.add(.boxId, .string(boxId))
+    w.add(.connected, .bool(connected))
+    w.add(.lastDesiredVersion, .of(lastDesiredVersion))
+    w.add(.appliedVersion, .of(appliedVersion))
+    w.add(.appliedSettings, .object(appliedSettings.mapValues { .object($0.mapValues { .string($0) }) }))
+    w.add(.lastProblem, .of(lastProblem))
     return w.json
   }
 
-  init(json: JSONValue, path: String) throws(StatusDocumentError) {
-    let r = try Reader<Key>(json, path: path)
+  init(json: JSONValue, path: String) throws(FieldError) {
+    let r = try FieldReader<Key>(json, path: path)
     broker = try r.string(.broker)
     boxId = try r.string(.boxId)
     connected = try r.bool(.connected)
-    lastDesiredVersion = try r.optional(.lastDesiredVersion, StatusValue.int64)
-    appliedVersion = try r.optional(.appliedVersion, StatusValue.int64)
-    appliedSettings = try r.required(.appliedSettings) { (v, p) throws(StatusDocumentError) in
-      try StatusValue.map(v, p) { (section, q) throws(StatusDocumentError) in
-        try StatusValue.map(section, q, StatusValue.string)
+    lastDesiredVersion = try r.optional(.lastDesiredVersion, FieldValue.int64)
+    appliedVersion = try r.optional(.appliedVersion, FieldValue.int64)
+    appliedSettings = try r.required(.appliedSettings) { (v, p) throws(FieldError) in
+      try FieldValue.map(v, p) { (section, q) throws(FieldError) in
+        try FieldValue.map(section, q, FieldValue.string)
       }
     }
-    lastProblem = try r.optional(.lastProblem, StatusValue.string)
+    lastProblem = try r.optional(.lastProblem, FieldValue.string)
   }
 }

@@ -1,9 +1,11 @@
 import BeaconCore
+import BlueZ
 
 /// The daemon's D-Bus `Status` as one typed value (docs/dbus-api.md, "Output fields"): the
 /// contract between the daemon, which builds it (`StatusDocument+Build.swift`) and sends its
 /// `json`, and `status`, `doctor` and `pair --nearest`, which decode it with `init(json:)`.
-/// Every key is spelled once, in StatusDocument+JSON.swift. The health verdicts in it
+/// Every key is spelled once: the status's own in StatusDocument+JSON.swift, a beacon's in
+/// BeaconCore's reported types (`Output/`). The health verdicts in it
 /// (`Health.batteryLow` with its hysteresis, `silent`, `possibleClone`) are `BeaconHealth`'s,
 /// made in the daemon; what they and the other figures mean for the box is judged once, in
 /// `StatusVerdicts`.
@@ -14,70 +16,19 @@ public struct StatusDocument: Sendable, Equatable {
     public var state: State
     public var backend: String?
     public var detail: String?
+    /// What a waiting scan waits for, as a word `doctor` switches on (`detail` says it); absent
+    /// from an older daemon's reply.
+    public var reason: ScanWait.Reason?
     public var retryInSeconds: Int?
   }
 
-  /// A beacon's identity: `kind`, an iBeacon's or AltBeacon's `uuid`, `major` and `minor`, an
-  /// Eddystone-UID's `namespace` and `instance`, a pairing by key's number (`pairing`), and how
-  /// it was proven (`authentication`).
-  public struct Identity: Sendable, Equatable {
-    public var kind: String
-    public var uuid: String?
-    public var major: Int?
-    public var minor: Int?
-    public var namespace: String?
-    public var instance: String?
-    public var pairing: Int64?
-    public var authentication: String
-
-    /// `UUID major/minor`, or nil without a UUID.
-    public var text: String? { uuid.map { "\($0) \(major ?? 0)/\(minor ?? 0)" } }
-  }
-
-  /// The frame's own calibration: dBm at 1 m (iBeacon, AltBeacon) or at 0 m (Eddystone).
-  public struct Calibration: Sendable, Equatable {
-    public var measuredPower: Int?
-    public var txPower: Int?
-  }
-
-  /// What a beacon said about itself (TLM, URL) and the daemon's verdicts on it.
-  public struct Health: Sendable, Equatable {
-    public var batteryMillivolts: Int?
-    public var temperature: Double?
-    public var advertisingCount: Int?
-    public var uptimeSeconds: Double?
-    public var telemetryAgeSeconds: Double?
-    public var url: String?
-    public var reboots: Int
-    /// Below `lowBatteryMillivolts`, and not yet back above it by the hysteresis.
-    public var batteryLow: Bool
-    /// A paired beacon not seen for `silentAfter`.
-    public var silent: Bool
-    /// Its plain identity heard from two addresses at once, repeatedly; `cloneAddresses` are
-    /// those addresses.
-    public var possibleClone: Bool
-    public var cloneAddresses: [String]
-  }
-
-  public struct BeaconInRange: Sendable, Equatable {
-    public var address: String
-    public var sightings: Int
-    public var proximity: String
-    public var identity: Identity
-    public var calibration: Calibration
-    public var health: Health
-    /// Absent rather than null when unknown (an in-range beacon always has a reading).
-    public var rssi: Int?
-    public var smoothedRSSI: Double?
-    public var distance: Double?
-  }
-
-  public struct ActiveBeacon: Sendable, Equatable {
-    public var deviceId: String
-    public var label: String?
-    public var identity: Identity
-    public var smoothedRSSI: Double?
-  }
+  /// A beacon's identity, its calibration and its health, a beacon in range and the active
+  /// beacon: BeaconCore's reported types, which every other output writes too.
+  public typealias Identity = ReportedIdentity
+  public typealias Calibration = ReportedCalibration
+  public typealias Health = ReportedHealth
+  public typealias BeaconInRange = ReportedBeacon
+  public typealias ActiveBeacon = ReportedSnapshot
 
   public struct PairedBeacon: Sendable, Equatable {
     public var deviceId: String
@@ -136,6 +87,10 @@ public struct StatusDocument: Sendable, Equatable {
     public var plainPairings: Int
     public var keyPairings: Int
     public var eidReplaysRefused: Int
+    /// Replayed resolvable private addresses refused since the start.
+    public var rpaReplaysRefused: Int = 0
+    /// Pairings by IRK: a random address matches one by chance with probability N / 2^24.
+    public var irkPairings: Int = 0
   }
 
   /// The fleet link (`[Fleet]`, docs/fleet.md).

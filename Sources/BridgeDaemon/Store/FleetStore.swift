@@ -71,7 +71,7 @@ extension Store {
           """)
         try database.query(
           "INSERT INTO fleet_set_aside (id, version, since) VALUES (1, ?, ?)",
-          [.integer(version), .real(Date().timeIntervalSince1970)])
+          [.integer(version), .real(wallClock())])
         return version
       }
     } catch {
@@ -100,7 +100,7 @@ extension Store {
     do {
       if owns {
         try database.query(
-          "INSERT OR IGNORE INTO fleet_link (id, since) VALUES (1, ?)", [.real(Date().timeIntervalSince1970)])
+          "INSERT OR IGNORE INTO fleet_link (id, since) VALUES (1, ?)", [.real(wallClock())])
       } else {
         try database.query("DELETE FROM fleet_link")
       }
@@ -157,14 +157,10 @@ extension Store {
 
   /// Every pairing as `pairs --json` shows it, with its `source`: `fleet` (the desired
   /// document's) or `local` (paired on the box).
-  public func pairingsWithSource() throws(StoreError) -> [JSONValue] {
+  public func pairingsWithSource() throws(StoreError) -> [ReportedPairing] {
     let all = try pairings()
     let owned = try fleetOwns(all)
-    return zip(all, owned).map { pairing, fleet in
-      var fields = pairing.json.objectValue ?? [:]
-      fields["source"] = .string(fleet ? "fleet" : "local")
-      return .object(fields)
-    }
+    return zip(all, owned).map { pairing, fleet in ReportedPairing(pairing, source: fleet ? .fleet : .local) }
   }
 
   /// Replaces every pairing, by identity and by key, with the document's and records its
@@ -176,9 +172,11 @@ extension Store {
   /// `midway` runs inside the transaction, after every pairing is written (a test's kill point,
   /// or its failure).
   public func applyFleet(
-    _ document: FleetDocument, boxSeconds: Int64 = Int64(Date().timeIntervalSince1970.rounded(.down)),
+    _ document: FleetDocument, boxSeconds: Int64? = nil,
     midway: @Sendable () throws(SQLiteError) -> Void = {}
   ) throws(StoreError) {
+    let now = wallClock()
+    let boxSeconds = boxSeconds ?? Int64(now.rounded(.down))
     do {
       let settings = String(decoding: try JSONEncoder().encode(document.settings), as: UTF8.self)
       let digest = document.contentDigest
@@ -194,7 +192,7 @@ extension Store {
           try database.query(
             "INSERT INTO pairings (uuid, major, minor, device_id, label, created_at) VALUES (?, ?, ?, ?, ?, ?)",
             identity + [
-              .text(pairing.deviceId), SQLiteValue(pairing.label), .real(Date().timeIntervalSince1970),
+              .text(pairing.deviceId.rawValue), SQLiteValue(pairing.label), .real(now),
             ])
           try database.query("INSERT INTO fleet_pairings (uuid, major, minor) VALUES (?, ?, ?)", identity)
         }
@@ -204,7 +202,7 @@ extension Store {
         try midway()
         try database.query(
           "INSERT OR REPLACE INTO fleet_applied (id, version, settings, applied_at, digest) VALUES (1, ?, ?, ?, ?)",
-          [.integer(document.version), .text(settings), .real(Date().timeIntervalSince1970), .text(digest)])
+          [.integer(document.version), .text(settings), .real(now), .text(digest)])
       }
     } catch let error as SQLiteError {
       throw StoreError(error, path: path)
@@ -242,7 +240,8 @@ extension Store {
         UPDATE key_pairings SET device_id = ?, label = ?
         WHERE scheme = ? AND rotation_exponent IS ? AND id NOT IN (SELECT id FROM fleet_key_pairings)
           AND secret = ?
-        """, [.text(pairing.deviceId), SQLiteValue(pairing.label), .text(scheme.rawValue), exponent],
+        """,
+        [.text(pairing.deviceId.rawValue), SQLiteValue(pairing.label), .text(scheme.rawValue), exponent],
         secret: secret)
       if database.changes > 0 {
         try database.execute(
@@ -257,8 +256,9 @@ extension Store {
             created_at, secret) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
           """,
           [
-            .text(scheme.rawValue), .text(pairing.deviceId), SQLiteValue(pairing.label), exponent, offset,
-            .real(Date().timeIntervalSince1970),
+            .text(scheme.rawValue), .text(pairing.deviceId.rawValue), SQLiteValue(pairing.label), exponent,
+            offset,
+            .real(wallClock()),
           ], secret: secret)
         try database.query("INSERT INTO fleet_key_pairings (id) VALUES (last_insert_rowid())")
       }

@@ -31,7 +31,7 @@ extension Store {
     do {
       try database.query(
         "INSERT OR REPLACE INTO gzone_last_load (id, load, loaded_at) VALUES (1, ?, ?)",
-        [.text(load.json.compactText), .real(Date().timeIntervalSince1970)])
+        [.text(load.json.compactText), .real(wallClock())])
     } catch {
       throw StoreError(error, path: path)
     }

@@ -92,6 +92,23 @@ extension Store {
     guard key.count == 32, key.allSatisfy({ PairingKeyFile.isLowerHexDigit($0) }) else {
       throw StoreError(.io, "a key must be 32 hex digits")
     }
+    if scheme == .rpa {
+      // Counted without this key's own row, which a pairing of the same key replaces.
+      let others: Int64
+      do throws(SQLiteError) {
+        others = try key.withUnsafeBytes { (secret) -> Result<Int64, SQLiteError> in
+          Result { () throws(SQLiteError) -> Int64 in
+            try database.integer(
+              "SELECT COUNT(*) FROM key_pairings WHERE scheme = 'rpa' AND secret != ?", secret: secret)
+          }
+        }.get()
+      } catch {
+        throw StoreError(error, path: path)
+      }
+      if others >= KeyedIdentity.maximumIRKPairings {
+        throw StoreError(.full, KeyedIdentity.irkCapSentence)
+      }
+    }
     do throws(SQLiteError) {
       // withUnsafeBytes rethrows untyped: the typed error comes out through a Result.
       let id = try key.withUnsafeBytes { (secret) -> Result<Int64, SQLiteError> in
@@ -108,7 +125,7 @@ extension Store {
               [
                 .text(scheme.rawValue), .text(deviceId.rawValue), SQLiteValue(label),
                 SQLiteValue(rotationExponent.map(Int.init)), clockOffset.map { .integer($0) } ?? .null,
-                .real(Date().timeIntervalSince1970),
+                .real(wallClock()),
               ], secret: secret)
             return try database.query("SELECT last_insert_rowid()").first?.first?.integer ?? 0
           }
@@ -138,9 +155,11 @@ extension Store {
   /// `epoch` is the box's seconds at the pipeline's time 0; `tracking` holds pairings' newer
   /// tracking than the store's (the running authenticator's), by pairing number.
   public func keyAuthenticator(
-    eidClockTolerance: Double, epoch: Int64, tracking: [Int64: EIDResolver.Tracking] = [:]
+    eidClockTolerance: Double, epoch: Int64, tracking: [Int64: EIDResolver.Tracking] = [:],
+    rpaMaxAge: Double = BridgeConfiguration().rpaMaxAge
   ) throws(StoreError) -> KeyAuthenticator {
-    var authenticator = KeyAuthenticator(eidClockTolerance: eidClockTolerance, epoch: epoch)
+    var authenticator = KeyAuthenticator(
+      eidClockTolerance: eidClockTolerance, epoch: epoch, rpaMaxAge: rpaMaxAge)
     do {
       try database.query(
         """

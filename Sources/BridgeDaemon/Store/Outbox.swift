@@ -117,7 +117,7 @@ extension Store: QueueJournal {
     try write { () throws(SQLiteError) in
       try database.query(
         "INSERT OR IGNORE INTO trips (trip_id, started_at) VALUES (?, ?)",
-        [.text(tripId), .real(Self.wallClock)])
+        [.text(tripId), .real(wallClock())])
     }
   }
 
@@ -138,7 +138,7 @@ extension Store: QueueJournal {
     try write { () throws(SQLiteError) in
       try database.query(
         "INSERT INTO queue (trip_id, sequence, events, received_at) VALUES (?, ?, ?, ?)",
-        [.text(batch.tripId), .integer(Int64(batch.sequence)), .text(events), .real(Self.wallClock)])
+        [.text(batch.tripId), .integer(Int64(batch.sequence)), .text(events), .real(wallClock())])
       try database.query(
         "UPDATE trips SET next_sequence = max(next_sequence, ?) WHERE trip_id = ?",
         [.integer(Int64(batch.sequence + 1)), .text(batch.tripId)])
@@ -195,7 +195,7 @@ extension Store: QueueJournal {
       // The tagging decisions support sees (the last 200).
       try database.query(
         "INSERT INTO decisions (trip_id, resolution, decided_at) VALUES (?, ?, ?)",
-        [.text(tripId), .text(resolution.journalJSON.compactText), .real(Self.wallClock)])
+        [.text(tripId), .text(resolution.journalJSON.compactText), .real(wallClock())])
       try database.query("DELETE FROM decisions WHERE id <= (SELECT max(id) FROM decisions) - 200")
     }
   }
@@ -241,7 +241,7 @@ extension Store: QueueJournal {
         INSERT OR REPLACE INTO dead_letters (trip_id, sequence, events, resolution, reason, failed_at)
         SELECT b.trip_id, b.sequence, b.events, t.resolution, ?, ? FROM queue b
         LEFT JOIN trips t ON t.trip_id = b.trip_id WHERE b.trip_id = ? AND b.sequence = ?
-        """, [.text(reason), .real(Self.wallClock), .text(tripId), .integer(Int64(sequence))])
+        """, [.text(reason), .real(wallClock()), .text(tripId), .integer(Int64(sequence))])
       try database.query(
         "DELETE FROM queue WHERE trip_id = ? AND sequence = ?", [.text(tripId), .integer(Int64(sequence))])
       dequeued(database.changes)
@@ -252,7 +252,7 @@ extension Store: QueueJournal {
     try write { () throws(SQLiteError) in
       try database.query(
         "UPDATE trips SET ended_at = ? WHERE trip_id = ? AND ended_at IS NULL",
-        [.real(Self.wallClock), .text(tripId)])
+        [.real(wallClock()), .text(tripId)])
     }
   }
 
@@ -282,7 +282,7 @@ extension Store: QueueJournal {
         ).first?.first?.integer ?? 0
       let dead = try database.query("SELECT count(*) FROM dead_letters").first?.first?.integer ?? 0
       var oldest: Double?
-      if case .real(let t)? = oldestRow?[0] { oldest = max(0, Self.wallClock - t) }
+      if case .real(let t)? = oldestRow?[0] { oldest = max(0, wallClock() - t) }
       return OutboxSummary(
         trips: Int(trips), undelivered: Int(undelivered), unresolvedTrips: Int(unresolved),
         deadLetters: Int(dead), limit: outboxLimit, oldestAge: oldest)
@@ -329,7 +329,7 @@ extension Store: QueueJournal {
     try write { () throws(SQLiteError) in
       try database.query(
         "UPDATE dead_letters SET reason = ?, failed_at = ? WHERE trip_id = ? AND sequence = ?",
-        [.text(reason), .real(Self.wallClock), .text(tripId), .integer(Int64(sequence))])
+        [.text(reason), .real(wallClock()), .text(tripId), .integer(Int64(sequence))])
     }
   }
 
@@ -351,8 +351,6 @@ extension Store: QueueJournal {
     }
     return result
   }
-
-  static var wallClock: Double { Date().timeIntervalSince1970 }
 
   private func write(_ body: () throws(SQLiteError) -> Void) throws(StoreError) {
     do { try database.transaction(body) } catch { throw StoreError(error, path: path) }

@@ -48,7 +48,7 @@ extension Store {
           [
             .text(pairing.uuid.uuidString), SQLiteValue(pairing.major.map(Int.init)),
             SQLiteValue(pairing.minor.map(Int.init)),
-            .text(pairing.deviceId), SQLiteValue(pairing.label), .real(Date().timeIntervalSince1970),
+            .text(pairing.deviceId.rawValue), SQLiteValue(pairing.label), .real(wallClock()),
           ])
       }
     } catch {

@@ -35,4 +35,17 @@ extension SQLiteDatabase {
       }
     }
   }
+
+  /// The first column of the first row of a query whose one parameter is a secret, bound as
+  /// `execute(_:_:secret:)` binds it; 0 for no row.
+  func integer(_ sql: String, secret: UnsafeRawBufferPointer) throws(SQLiteError) -> Int64 {
+    try withStatement(sql) { (statement) throws(SQLiteError) -> Int64 in
+      let rc = sqlite3_bind_text(
+        statement, 1, secret.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(secret.count),
+        csqlite_transient())
+      guard rc == SQLITE_OK else { throw error(rc, sql) }
+      guard try step(statement, sql) else { return 0 }
+      return sqlite3_column_int64(statement, 0)
+    }
+  }
 }

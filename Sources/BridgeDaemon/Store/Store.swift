@@ -1,4 +1,5 @@
 import CSQLite
+import FoundationEssentials
 
 /// The daemon's state: pairings (PairingStore.swift), trips, their outbox and dead letters
 /// (Outbox.swift), G-Zone (GZoneStore.swift), and the fleet's applied document (FleetStore.swift); the schema is StoreSchema.swift's. One SQLite
@@ -21,15 +22,26 @@ public actor Store {
   /// taking a batch costs no count of the queue.
   var queueCount: Int?
 
+  /// The wall clock the store stamps its rows with (when a pairing, a batch, a dead letter or a
+  /// fleet document was written, and the outbox's oldest age), in seconds since 1970: read
+  /// through this alone, so that a test can give the store a fixed time.
+  nonisolated let wallClock: @Sendable () -> Double
+
+  /// The system's wall clock, which every store reads unless it is given another.
+  public static let systemWallClock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
+
   public func setOutboxLimit(_ limit: Int) { outboxLimit = max(1, limit) }
 
   /// Opens the store in `directory`, creating both when missing.
-  public init(directory: String) throws(StoreError) {
+  public init(directory: String, wallClock: @escaping @Sendable () -> Double = Store.systemWallClock)
+    throws(StoreError)
+  {
     do { try StateDirectory.prepare(directory) } catch {
       throw StoreError(.cannotCreateDirectory, error.description)
     }
     let path = StateDirectory.path(directory, Self.fileName)
     self.path = path
+    self.wallClock = wallClock
     database = try Self.open(path: path)
   }
 
@@ -41,6 +53,7 @@ public actor Store {
   public init(readingOnly directory: String) throws(StoreError) {
     let path = StateDirectory.path(directory, Self.fileName)
     self.path = path
+    wallClock = Self.systemWallClock
     database = try Self.openReadOnly(path: path, directory: directory)
   }
 

@@ -11,6 +11,8 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     case io
     /// `[Fleet]` is configured: the desired document owns the pairings.
     case fleetOwnsPairings
+    /// The store holds as many pairings of a kind as it may (`KeyedIdentity.maximumIRKPairings`).
+    case full
   }
 
   public var code: Code

@@ -24,29 +24,22 @@ public struct UploadPayload: Sendable, Equatable {
   /// The MQTT message: the object with `idempotencyKey` in it.
   public var mqttBody: [UInt8] {
     guard case .object(var fields) = object else { return httpBody }
-    fields["idempotencyKey"] = .string(idempotencyKey)
+    fields[Key.idempotencyKey.rawValue] = .string(idempotencyKey)
     return Array(JSONValue.object(fields).compactText.utf8)
   }
 
-  /// The object for a batch (docs/upload.md, "The request").
+  enum Key: String { case tripId, deviceId, sequence, resolution, beacon, events, idempotencyKey }
+
+  /// The object for a batch (docs/upload.md, "The request"); its `beacon` is the snapshot that
+  /// resolved the trip (`ReportedSnapshot`), null without one.
   static func object(for batch: TaggedTripBatch) -> JSONValue {
-    var beacon: JSONValue = .null
-    if let s = batch.beacon {
-      var fields: [String: JSONValue] = ["proximity": .string(s.proximity.rawValue)]
-      for (key, value) in s.id.jsonFields { fields[key] = value }
-      if let label = s.label { fields["label"] = .string(label) }
-      if let rssi = s.lastRSSI { fields["rssi"] = .int(Int64(rssi)) }
-      if let smoothed = s.smoothedRSSI { fields["smoothedRssi"] = .double((smoothed * 10).rounded() / 10) }
-      if let distance = s.distance { fields["distance"] = .double((distance * 100).rounded() / 100) }
-      beacon = .object(fields)
-    }
-    return .object([
-      "tripId": .string(batch.tripId),
-      "deviceId": .string(batch.deviceId),
-      "sequence": .int(Int64(batch.sequence)),
-      "resolution": .string(batch.resolution.reason),
-      "beacon": beacon,
-      "events": .array(batch.events.map(\.json)),
-    ])
+    var w = FieldWriter<Key>()
+    w.add(.tripId, .string(batch.tripId))
+    w.add(.deviceId, .string(batch.deviceId))
+    w.add(.sequence, .of(batch.sequence))
+    w.add(.resolution, .string(batch.resolution.reason))
+    w.add(.beacon, batch.beacon.map { ReportedSnapshot($0).uploadJSON } ?? .null)
+    w.add(.events, .array(batch.events.map(\.json)))
+    return w.json
   }
 }

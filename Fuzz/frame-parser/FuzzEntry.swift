@@ -1,5 +1,5 @@
-// libFuzzer harness for the frame parsers, linked by ../run.sh against a BeaconCore module of the
-// sources under Frames/ and Support/.
+// libFuzzer harness for the frame parsers, linked by Fuzz/run.sh against the BeaconCore module; its
+// seeds (Fuzz/frame-parser/corpus) are advertisements from Tests/BeaconCoreTests' vectors.
 @testable import BeaconCore
 //
 // Beyond "no crash, no out-of-bounds read" (ASan), it checks the properties the unit tests check:
