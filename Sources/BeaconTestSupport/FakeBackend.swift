@@ -21,7 +21,9 @@ public final class FakeBackend: @unchecked Sendable {
 
   /// - Parameter arguments: extra flags (`--script`, `--fail-rate`, `--drop-rate`, `--delay`, `--token`,
   ///   `--hang`, `--tls-cert`, `--tls-key`, `--tls-client-ca`).
-  public init(_ arguments: [String] = [], file: String = #filePath) throws {
+  ///
+  /// Waits for the server's port on a thread of its own (`onOwnThread`), not on the caller's.
+  public init(_ arguments: [String] = [], file: String = #filePath) async throws {
     var root = URL(fileURLWithPath: file)
     while !FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path) {
       root.deleteLastPathComponent()
@@ -31,20 +33,24 @@ public final class FakeBackend: @unchecked Sendable {
     logPath =
       FileManager.default.temporaryDirectory.appendingPathComponent("backend-\(UUID().uuidString).jsonl").path
     _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-    process = Process()
+    let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
     process.arguments = [script, "--log", logPath] + arguments
     let output = Pipe()
     process.standardOutput = output
     try process.run()
+    self.process = process
     // The first line is "PORT n".
-    var line = Data()
-    while true {
-      let byte = output.fileHandleForReading.readData(ofLength: 1)
-      if byte.isEmpty || byte == Data("\n".utf8) { break }
-      line.append(byte)
+    let reading = output.fileHandleForReading
+    let text = try await onOwnThread {
+      var line = Data()
+      while true {
+        let byte = reading.readData(ofLength: 1)
+        if byte.isEmpty || byte == Data("\n".utf8) { break }
+        line.append(byte)
+      }
+      return String(decoding: line, as: UTF8.self)
     }
-    let text = String(decoding: line, as: UTF8.self)
     guard text.hasPrefix("PORT "), let port = Int(text.dropFirst(5)) else {
       process.terminate()
       throw CocoaError(

@@ -60,8 +60,8 @@ public final class MQTTWatcher: @unchecked Sendable {
 extension MosquittoBroker {
   /// Publishes `payload` with `mosquitto_pub` (MQTT 5, QoS 1), retained when asked, and returns
   /// once the broker acknowledged it.
-  public func publish(_ topic: String, _ payload: String, retain: Bool = true) throws {
-    let run = try runProcess(
+  public func publish(_ topic: String, _ payload: String, retain: Bool = true) async throws {
+    let run = try await runProcess(
       "/usr/bin/mosquitto_pub",
       ["-h", "127.0.0.1", "-p", String(port), "-V", "5", "-q", "1", "-t", topic, "-m", payload]
         + (retain ? ["-r"] : []))
@@ -73,8 +73,8 @@ extension MosquittoBroker {
 
   /// Publishes the file at `path` as one retained message (`mosquitto_pub -f`): for payloads
   /// beyond a command line's length.
-  public func publish(_ topic: String, file path: String) throws {
-    let run = try runProcess(
+  public func publish(_ topic: String, file path: String) async throws {
+    let run = try await runProcess(
       "/usr/bin/mosquitto_pub",
       ["-h", "127.0.0.1", "-p", String(port), "-V", "5", "-q", "1", "-t", topic, "-f", path, "-r"])
     guard run.status == 0 else {
@@ -84,8 +84,8 @@ extension MosquittoBroker {
   }
 
   /// The message retained on `topic` now, read by a fresh subscriber; nil when none is.
-  public func retained(_ topic: String) throws -> JSONValue? {
-    let run = try runProcess(
+  public func retained(_ topic: String) async throws -> JSONValue? {
+    let run = try await runProcess(
       "/usr/bin/mosquitto_sub",
       [
         "-h", "127.0.0.1", "-p", String(port), "-V", "5", "-t", topic, "-C", "1", "-W", "3",

@@ -38,7 +38,8 @@ public final class MosquittoBroker: @unchecked Sendable {
     var extra = extra
     if let user {
       let passwd = dir + "/passwd"
-      let tool = try runProcess("/usr/bin/mosquitto_passwd", ["-b", "-c", passwd, user.name, user.password])
+      let tool = try runProcessBlocking(
+        "/usr/bin/mosquitto_passwd", ["-b", "-c", passwd, user.name, user.password])
       guard tool.status == 0 else {
         throw CocoaError(
           .fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "mosquitto_passwd failed: \(tool.stderr)"])

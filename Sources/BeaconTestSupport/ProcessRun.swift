@@ -14,8 +14,21 @@ public struct ProcessRun: Sendable {
 /// - `stdin`: written, then closed; nil gives the program /dev/null.
 ///
 /// Both streams are read at the same time, so a program that fills its stderr pipe while the test
-/// reads stdout cannot deadlock.
+/// reads stdout cannot deadlock. The waiting happens on a thread of its own (`onOwnThread`), not
+/// on the caller's: a test that runs the binary holds none of the cooperative pool's threads
+/// while it runs, however slow the program (the arm64 binary under qemu takes seconds to start).
 public func runProcess(
+  _ executable: String, _ arguments: [String], environment: [String: String] = [:], removing: [String] = [],
+  stdin: String? = nil
+) async throws -> ProcessRun {
+  try await onOwnThread {
+    try runProcessBlocking(executable, arguments, environment: environment, removing: removing, stdin: stdin)
+  }
+}
+
+/// `runProcess` for test support that cannot await (a synchronous initialiser, a `defer`): the
+/// same run, the calling thread blocked until the program ends. A test awaits `runProcess`.
+public func runProcessBlocking(
   _ executable: String, _ arguments: [String], environment: [String: String] = [:], removing: [String] = [],
   stdin: String? = nil
 ) throws -> ProcessRun {
@@ -45,6 +58,35 @@ public func runProcess(
   let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
   process.waitUntilExit()
   return ProcessRun(status: process.terminationStatus, stdout: stdout, stderr: stderrText.wait())
+}
+
+/// Runs `body`, a wait that blocks (for a child process, or a pipe read to its end), on a thread
+/// of its own and awaits its result.
+///
+/// Swift Testing runs every test, synchronous ones included, on the cooperative pool, which has
+/// as many threads as the machine has CPUs (two on the build machine). A test that blocks one of
+/// them while a child runs starves every other test of it: under qemu, where each start of the
+/// arm64 CLI takes seconds, the suites that start it many times held both threads for minutes and
+/// the async tests behind them missed their waits.
+public func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+  try await withCheckedThrowingContinuation { continuation in
+    Thread { continuation.resume(with: Result { try body() }) }.start()
+  }
+}
+
+extension Process {
+  /// Waits until the program has ended, on a thread of its own (`onOwnThread`): the caller's
+  /// thread stays free for other tests.
+  public func exited() async {
+    let process = UncheckedProcess(process: self)
+    _ = try? await onOwnThread { process.process.waitUntilExit() }
+  }
+}
+
+/// A started `Process` handed to the thread that waits for it; only `waitUntilExit` is called
+/// there.
+private struct UncheckedProcess: @unchecked Sendable {
+  let process: Process
 }
 
 /// stderr's text, handed from the reader thread.

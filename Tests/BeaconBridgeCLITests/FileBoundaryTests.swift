@@ -22,14 +22,14 @@ struct FileBoundaryTests {
 
   /// Runs the binary with no system bus (nothing of the host's BlueZ or daemon is reached).
   /// `user` runs it as another user through setpriv(1).
-  func run(_ arguments: [String], user: String? = nil) throws -> ProcessRun {
+  func run(_ arguments: [String], user: String? = nil) async throws -> ProcessRun {
     try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the binary first")
     let environment = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bb-no-bus"]
     guard let user else {
-      return try runProcess(
+      return try await runProcess(
         Self.binary, arguments, environment: environment, removing: ["BEACONBRIDGE_STATE_DIR"])
     }
-    return try runProcess(
+    return try await runProcess(
       "/usr/bin/setpriv", ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", Self.binary] + arguments,
       environment: environment, removing: ["BEACONBRIDGE_STATE_DIR"])
   }
@@ -51,14 +51,14 @@ struct FileBoundaryTests {
 
   // MARK: secrets
 
-  @Test func doctorTextJSONAndTheBundleHoldNoSecret() throws {
+  @Test func doctorTextJSONAndTheBundleHoldNoSecret() async throws {
     let dir = try scratchDirectory("secrets")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let config = try secretConfiguration(in: dir)
     let state = dir + "/state"
-    try makeStore(state)
-    let text = try run(["doctor", "--config", config, "--state-dir", state])
-    let json = try run(["doctor", "--json", "--config", config, "--state-dir", state])
+    try await makeStore(state)
+    let text = try await run(["doctor", "--config", config, "--state-dir", state])
+    let json = try await run(["doctor", "--json", "--config", config, "--state-dir", state])
     let parsed = try JSONValue.parse(Data(json.stdout.utf8))
     let url = parsed["checks"]?.arrayValue?.first { $0["name"]?.stringValue == "backend URL" }
     #expect(
@@ -68,16 +68,12 @@ struct FileBoundaryTests {
       text.stdout.contains("https://<redacted>@127.0.0.1:9/trips?token=<redacted>&sig=<redacted>&page=1"))
 
     let bundle = dir + "/bundle.tar.gz"
-    let diagnose = try run(["diagnose", "--export", bundle, "--config", config, "--state-dir", state])
+    let diagnose = try await run(["diagnose", "--export", bundle, "--config", config, "--state-dir", state])
     #expect(diagnose.status == 0, "\(diagnose.stderr)")
     let unpacked = dir + "/unpacked"
     try FileManager.default.createDirectory(atPath: unpacked, withIntermediateDirectories: true)
-    let tar = Process()
-    tar.executableURL = URL(fileURLWithPath: "/bin/tar")
-    tar.arguments = ["-xzf", bundle, "-C", unpacked]
-    try tar.run()
-    tar.waitUntilExit()
-    #expect(tar.terminationStatus == 0)
+    let tar = try await runProcess("/bin/tar", ["-xzf", bundle, "-C", unpacked])
+    #expect(tar.status == 0, "\(tar.stderr)")
     var files: [String: String] = [:]
     let enumerator = FileManager.default.enumerator(atPath: unpacked)
     while let name = enumerator?.nextObject() as? String {
@@ -103,11 +99,11 @@ struct FileBoundaryTests {
     (0o644 as mode_t, "critical", "can be read by every user (mode 0644)"),
     (0o666 as mode_t, "critical", "can be written by every user (mode 0666)"),
   ])
-  func doctorJudgesTheTokenFile(mode: mode_t, status: String, phrase: String) throws {
+  func doctorJudgesTheTokenFile(mode: mode_t, status: String, phrase: String) async throws {
     let dir = try scratchDirectory("token")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let config = try secretConfiguration(in: dir, tokenMode: mode)
-    let result = try run(["doctor", "--json", "--config", config, "--state-dir", dir + "/state"])
+    let result = try await run(["doctor", "--json", "--config", config, "--state-dir", dir + "/state"])
     let check = try JSONValue.parse(Data(result.stdout.utf8))["checks"]?.arrayValue?.first {
       $0["name"]?.stringValue == "token file"
     }
@@ -123,17 +119,17 @@ struct FileBoundaryTests {
 
   // MARK: diagnose --export
 
-  func export(_ path: String, in dir: String) throws -> ProcessRun {
-    try makeStore(dir + "/state")
-    return try run([
+  func export(_ path: String, in dir: String) async throws -> ProcessRun {
+    try await makeStore(dir + "/state")
+    return try await run([
       "diagnose", "--export", path, "--config", dir + "/none.conf", "--state-dir", dir + "/state",
     ])
   }
 
   /// A store with one pairing, as `pair` writes it without a daemon: `diagnose` and `doctor`
   /// only read, and find "not found" where there is none.
-  func makeStore(_ state: String) throws {
-    let pair = try run([
+  func makeStore(_ state: String) async throws {
+    let pair = try await run([
       "pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--device-id", "U1", "--state-dir", state,
     ])
     try #require(pair.status == 0, "\(pair.stderr)")
@@ -145,13 +141,13 @@ struct FileBoundaryTests {
     }
   }
 
-  @Test func exportRefusesASymlinkAndLeavesItsTarget() throws {
+  @Test func exportRefusesASymlinkAndLeavesItsTarget() async throws {
     let dir = try scratchDirectory("export")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let victim = dir + "/victim.txt"
     try "keep me\n".write(toFile: victim, atomically: true, encoding: .utf8)
     try FileManager.default.createSymbolicLink(atPath: dir + "/b.tar.gz", withDestinationPath: victim)
-    let result = try export(dir + "/b.tar.gz", in: dir)
+    let result = try await export(dir + "/b.tar.gz", in: dir)
     #expect(result.status == 1)
     #expect(
       result.stderr.contains("\(dir)/b.tar.gz") && result.stderr.contains("symbolic link"), "\(result.stderr)"
@@ -162,52 +158,42 @@ struct FileBoundaryTests {
     #expect(try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".tmp") }.isEmpty)
   }
 
-  @Test func exportReplacesAnOldBundleWhole() throws {
+  @Test func exportReplacesAnOldBundleWhole() async throws {
     let dir = try scratchDirectory("export")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     try "old".write(toFile: dir + "/b.tar.gz", atomically: true, encoding: .utf8)
-    let result = try export(dir + "/b.tar.gz", in: dir)
+    let result = try await export(dir + "/b.tar.gz", in: dir)
     #expect(result.status == 0, "\(result.stderr)")
     let bytes = try Data(contentsOf: URL(fileURLWithPath: dir + "/b.tar.gz"))
     #expect(bytes.prefix(2) == Data([0x1F, 0x8B]), "not a gzip file")
     #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["b.tar.gz", "state"])
   }
 
-  @Test func exportIntoAMissingDirectoryIsASentence() throws {
+  @Test func exportIntoAMissingDirectoryIsASentence() async throws {
     let dir = try scratchDirectory("export")
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let result = try export(dir + "/nope/b.tar.gz", in: dir)
+    let result = try await export(dir + "/nope/b.tar.gz", in: dir)
     #expect(result.status == 1)
     #expect(result.stderr.contains("the directory \(dir)/nope does not exist"), "\(result.stderr)")
     expectPlainWords(result)
   }
 
   /// A full disk (a 64 KiB tmpfs, filled): no file, no temporary file, a sentence.
-  @Test func exportOnAFullDiskLeavesNothing() throws {
+  @Test func exportOnAFullDiskLeavesNothing() async throws {
     try #require(geteuid() == 0, "mounting a tmpfs needs root")
     let dir = try scratchDirectory("full")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let mountPoint = dir + "/small"
     try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-    let mount = Process()
-    mount.executableURL = URL(fileURLWithPath: "/bin/mount")
-    mount.arguments = ["-t", "tmpfs", "-o", "size=64k", "tmpfs", mountPoint]
-    try mount.run()
-    mount.waitUntilExit()
-    try #require(mount.terminationStatus == 0, "mount -t tmpfs failed")
-    defer {
-      let umount = Process()
-      umount.executableURL = URL(fileURLWithPath: "/bin/umount")
-      umount.arguments = [mountPoint]
-      try? umount.run()
-      umount.waitUntilExit()
-    }
+    let mount = try await runProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", mountPoint])
+    try #require(mount.status == 0, "mount -t tmpfs failed: \(mount.stderr)")
+    defer { _ = try? runProcessBlocking("/bin/umount", [mountPoint]) }
     // Fill it: the filler's write stops at ENOSPC.
     let filler = open(mountPoint + "/filler", O_WRONLY | O_CREAT, 0o600)
     let block = [UInt8](repeating: 0, count: 4096)
     while block.withUnsafeBytes({ write(filler, $0.baseAddress, $0.count) }) > 0 {}
     close(filler)
-    let result = try export(mountPoint + "/b.tar.gz", in: dir)
+    let result = try await export(mountPoint + "/b.tar.gz", in: dir)
     #expect(result.status == 1)
     #expect(result.stderr.contains("the disk holding \(mountPoint) is full"), "\(result.stderr)")
     expectPlainWords(result)
@@ -237,7 +223,7 @@ struct FileBoundaryTests {
 
   // MARK: the state directory
 
-  @Test func stateDirectoryErrorsNameTheirCause() throws {
+  @Test func stateDirectoryErrorsNameTheirCause() async throws {
     let dir = try scratchDirectory("state")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     try "x".write(toFile: dir + "/file", atomically: true, encoding: .utf8)
@@ -246,11 +232,11 @@ struct FileBoundaryTests {
       (dir + "/file/sub", "its parent \(dir)/file is a file, not a directory"),
     ]
     for (path, phrase) in cases {
-      let result = try run(["pairs", "--state-dir", path])
+      let result = try await run(["pairs", "--state-dir", path])
       #expect(result.status == 1)
       #expect(result.stderr.contains(phrase), "\(result.stderr)")
       #expect(!result.stderr.contains("Run as root"), "\(result.stderr)")
-      let doctor = try run(["doctor", "--json", "--config", dir + "/none.conf", "--state-dir", path])
+      let doctor = try await run(["doctor", "--json", "--config", dir + "/none.conf", "--state-dir", path])
       let check = try JSONValue.parse(Data(doctor.stdout.utf8))["checks"]?.arrayValue?.first {
         $0["name"]?.stringValue == "state directory"
       }
@@ -262,45 +248,35 @@ struct FileBoundaryTests {
   @Test(arguments: [
     ["pairs", "--state-dir", ""], ["doctor", "--state-dir", ""], ["pair", "--state-dir", ""],
   ])
-  func anEmptyStateDirectoryIsAUsageError(_ argv: [String]) throws {
-    let result = try run(argv)
+  func anEmptyStateDirectoryIsAUsageError(_ argv: [String]) async throws {
+    let result = try await run(argv)
     #expect(result.status == 64)
     #expect(result.stderr.contains("--state-dir needs a value, not an empty string"), "\(result.stderr)")
   }
 
-  @Test func readOnlyAndPermissionDeniedStateDirectories() throws {
+  @Test func readOnlyAndPermissionDeniedStateDirectories() async throws {
     try #require(geteuid() == 0, "mounting and switching users need root")
     let dir = try scratchDirectory("state")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     #expect(chmod(dir, 0o755) == 0)
     let readOnly = dir + "/ro"
     try FileManager.default.createDirectory(atPath: readOnly, withIntermediateDirectories: true)
-    let mount = Process()
-    mount.executableURL = URL(fileURLWithPath: "/bin/mount")
-    mount.arguments = ["-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", readOnly]
-    try mount.run()
-    mount.waitUntilExit()
-    try #require(mount.terminationStatus == 0, "mount -t tmpfs -o ro failed")
-    defer {
-      let umount = Process()
-      umount.executableURL = URL(fileURLWithPath: "/bin/umount")
-      umount.arguments = [readOnly]
-      try? umount.run()
-      umount.waitUntilExit()
-    }
+    let mount = try await runProcess("/bin/mount", ["-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", readOnly])
+    try #require(mount.status == 0, "mount -t tmpfs -o ro failed: \(mount.stderr)")
+    defer { _ = try? runProcessBlocking("/bin/umount", [readOnly]) }
     // `pair` writes the store: the directory must be writable. (`pairs` only reads: it says the
     // store is not found.)
     let pair = ["pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--device-id", "U1", "--state-dir"]
-    let ro = try run(pair + [readOnly])
+    let ro = try await run(pair + [readOnly])
     #expect(ro.status == 1)
     #expect(ro.stderr.contains("is on a read-only file system"), "\(ro.stderr)")
-    let roSub = try run(pair + [readOnly + "/sub"])
+    let roSub = try await run(pair + [readOnly + "/sub"])
     #expect(roSub.stderr.contains("is on a read-only file system"), "\(roSub.stderr)")
-    let reading = try run(["pairs", "--state-dir", readOnly])
+    let reading = try await run(["pairs", "--state-dir", readOnly])
     #expect(reading.status == 1)
     #expect(reading.stderr.contains("\(readOnly)/beaconbridge.sqlite was not found"), "\(reading.stderr)")
     // Root's 0755 directory, for nobody (uid 65534): permission denied, with the fix.
-    let denied = try run(pair + [dir], user: "65534")
+    let denied = try await run(pair + [dir], user: "65534")
     #expect(denied.status == 1)
     #expect(
       denied.stderr.contains("is not writable by nobody")

@@ -11,7 +11,7 @@ import Testing
 /// The CLI's input and output boundaries, through the real binary as a process: what a careless
 /// or hostile caller does to stdin, stdout and file arguments gives a plain error and exit 1
 /// (or 64 for a usage error), never a trap, a hang, unbounded memory or a lying exit 0.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.serialized, .timeLimit(.minutes(5)))
 struct IOBoundaryTests {
   static let root: URL = {
     var url = URL(fileURLWithPath: #filePath)
@@ -47,10 +47,12 @@ struct IOBoundaryTests {
   /// Spawns the binary with the given standard streams (posix_spawn file actions: Foundation's
   /// Process cannot close a descriptor) and waits at most `timeout` seconds. Past that it kills
   /// the binary, records the hang at the caller's line and throws: a hang is this suite's failure.
+  /// The wait polls with `waitUntil`, which holds no thread between polls (`onOwnThread` says why
+  /// that matters).
   static func run(
     _ arguments: [String], stdin: Stdin = .path("/dev/null"), stdout: Stdout = .capture, timeout: Double = 60,
     sourceLocation: SourceLocation = #_sourceLocation
-  ) throws -> Run {
+  ) async throws -> Run {
     struct NotBuilt: Error, CustomStringConvertible {
       var description: String { "\(IOBoundaryTests.binary) is missing: run 'swift build' first" }
     }
@@ -99,7 +101,7 @@ struct IOBoundaryTests {
     guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EINVAL) }
     var status: Int32 = 0
     do {
-      try waitUntilBlocking(
+      try await waitUntil(
         "beaconbridge \(arguments.joined(separator: " ")) to exit", timeout: .seconds(timeout),
         poll: .milliseconds(5), sourceLocation: sourceLocation
       ) { waitpid(pid, &status, WNOHANG) != 0 }
@@ -137,14 +139,14 @@ struct IOBoundaryTests {
     (["replay", "-"], "cannot read standard input: it is closed"),
     (["trip", "events", "--trip-id", "t1", "-"], "cannot read standard input: it is closed"),
   ])
-  func closedStdin(arguments: [String], words: String) throws {
-    let run = try Self.run(arguments, stdin: .closed)
+  func closedStdin(arguments: [String], words: String) async throws {
+    let run = try await Self.run(arguments, stdin: .closed)
     Self.expectClean(run, saying: words, arguments.joined(separator: " "))
   }
 
   @Test(arguments: [["simulate", "-"], ["replay", "-"], ["trip", "events", "--trip-id", "t1", "-"]])
-  func directoryStdin(arguments: [String]) throws {
-    let run = try Self.run(arguments, stdin: .path("/"))
+  func directoryStdin(arguments: [String]) async throws {
+    let run = try await Self.run(arguments, stdin: .path("/"))
     Self.expectClean(
       run, saying: "cannot read standard input: it is a directory", arguments.joined(separator: " "))
   }
@@ -163,21 +165,22 @@ struct IOBoundaryTests {
     ),
     (["simulate", "/dev/zero"], "cannot read /dev/zero: it is a character device, not a regular file"),
   ])
-  func badFiles(arguments: [String], words: String) throws {
-    Self.expectClean(try Self.run(arguments), saying: words, arguments.joined(separator: " "))
+  func badFiles(arguments: [String], words: String) async throws {
+    let run = try await Self.run(arguments)
+    Self.expectClean(run, saying: words, arguments.joined(separator: " "))
   }
 
   /// /dev/zero: replay refuses it after the 16-byte header, simulate after its 16 MiB cap; both
   /// at once, not after gigabytes.
-  @Test func endlessInputIsCapped() throws {
-    let replay = try Self.run(["replay", "-"], stdin: .path("/dev/zero"), timeout: 30)
+  @Test func endlessInputIsCapped() async throws {
+    let replay = try await Self.run(["replay", "-"], stdin: .path("/dev/zero"), timeout: 30)
     Self.expectClean(replay, saying: "not a btsnoop capture", "replay - < /dev/zero")
     // Refused after 16 bytes; it took 20 s to grow past 5 GB before. A loose bound for a busy
     // machine: the point is that it ends.
     #expect(replay.seconds < 30)
-    let simulate = try Self.run(["simulate", "-"], stdin: .path("/dev/zero"), timeout: 30)
+    let simulate = try await Self.run(["simulate", "-"], stdin: .path("/dev/zero"), timeout: 30)
     Self.expectClean(simulate, saying: "it is larger than the 16 MiB limit", "simulate - < /dev/zero")
-    let events = try Self.run(
+    let events = try await Self.run(
       ["trip", "events", "--trip-id", "t1", "-"], stdin: .path("/dev/zero"), timeout: 30)
     Self.expectClean(events, saying: "it is larger than the 16 MiB limit", "trip events - < /dev/zero")
     // A btsnoop header, then zeros forever: the capture cap.
@@ -190,7 +193,7 @@ struct IOBoundaryTests {
     let handle = try FileHandle(forWritingTo: path)
     try handle.truncate(atOffset: 32 << 20 + 1)
     try handle.close()
-    let capture = try Self.run(["replay", path.path], timeout: 30)
+    let capture = try await Self.run(["replay", path.path], timeout: 30)
     Self.expectClean(capture, saying: "it is larger than the 32 MiB limit", "replay of a 32 MiB + 1 file")
   }
 
@@ -213,13 +216,13 @@ struct IOBoundaryTests {
     ["simulate"], ["replay"], ["trip", "events", "--trip-id", "t1"], ["run", "--config"],
     ["doctor", "--json", "--config"],
   ])
-  func aFIFOIsRefusedAtOnce(command: [String]) throws {
+  func aFIFOIsRefusedAtOnce(command: [String]) async throws {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent(
       "bb-io-fifo-\(UUID().uuidString)"
     ).path
     #expect(mkfifo(path, 0o600) == 0)
     defer { unlink(path) }
-    let run = try Self.run(command + [path], timeout: 30)
+    let run = try await Self.run(command + [path], timeout: 30)
     #expect(run.signal == nil && run.status != 0, "\(command): status \(run.status)")
     #expect(
       (run.stderr + run.stdout).contains("\(path): cannot read it: it is a FIFO, not a regular file")
@@ -227,13 +230,13 @@ struct IOBoundaryTests {
       "\(command): stderr: \(run.stderr) stdout: \(run.stdout)")
   }
 
-  @Test func anUnreadableFileIsPermissionDenied() throws {
+  @Test func anUnreadableFileIsPermissionDenied() async throws {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("bb-io-0-\(UUID().uuidString)")
       .path
     _ = FileManager.default.createFile(
       atPath: path, contents: Data("{\"events\":[]}".utf8), attributes: [.posixPermissions: 0])
     defer { try? FileManager.default.removeItem(atPath: path) }
-    let run = try Self.run(["simulate", path])
+    let run = try await Self.run(["simulate", path])
     if geteuid() == 0 {
       // Root reads a mode-0 file; what matters is that it is read, not refused with a wrong word.
       #expect(run.status == 0, "stderr: \(run.stderr)")
@@ -250,22 +253,23 @@ struct IOBoundaryTests {
     ),
     ("{\"duration\":1e19,\"events\":[]}", "duration must be a number of seconds from 0 to 1000000000"),
   ])
-  func farFutureScenarioTimes(text: String, words: String) throws {
-    Self.expectClean(try Self.run(["simulate", "-"], stdin: .bytes(Array(text.utf8))), saying: words, text)
+  func farFutureScenarioTimes(text: String, words: String) async throws {
+    let run = try await Self.run(["simulate", "-"], stdin: .bytes(Array(text.utf8)))
+    Self.expectClean(run, saying: words, text)
   }
 
   /// The latest time allowed plays, deadlines after it included.
-  @Test func theLatestScenarioTimePlays() throws {
+  @Test func theLatestScenarioTimePlays() async throws {
     let text = """
       {"events":[{"at":0,"tripStart":{"tripId":"t"}},{"at":1000000000,"tripEnd":{"tripId":"t"}}]}
       """
-    let run = try Self.run(["simulate", "-"], stdin: .bytes(Array(text.utf8)))
+    let run = try await Self.run(["simulate", "-"], stdin: .bytes(Array(text.utf8)))
     #expect(run.status == 0, "stderr: \(run.stderr)")
     #expect(run.stdout.contains("\"tripEnded\""))
   }
 
   /// A btsnoop record 2⁶² µs after the first (the extreme timestamp that trapped the clock).
-  @Test func anExtremeCaptureTimestamp() throws {
+  @Test func anExtremeCaptureTimestamp() async throws {
     var bytes = Array("btsnoop".utf8) + [0]
     bytes += [0, 0, 0, 1, 0, 0, 0x03, 0xEA]  // version 1, datalink 1002 (H4)
     func record(_ timestamp: UInt64) {
@@ -278,7 +282,7 @@ struct IOBoundaryTests {
     }
     record(0x00dc_ddb3_0f2f_8000)
     record(0x00dc_ddb3_0f2f_8000 + (1 << 62))
-    let run = try Self.run(["replay", "-"], stdin: .bytes(bytes))
+    let run = try await Self.run(["replay", "-"], stdin: .bytes(bytes))
     Self.expectClean(run, saying: "record 2: its timestamp is more than 1000000000 s", "extreme timestamp")
   }
 
@@ -313,7 +317,7 @@ struct IOBoundaryTests {
   // MARK: 2. Output is honest
 
   @Test(arguments: [Stdout.devFull, .closedPipe, .closed])
-  func aFailedWriteEndsTheCommand(stdout: Stdout) throws {
+  func aFailedWriteEndsTheCommand(stdout: Stdout) async throws {
     let words =
       switch stdout {
       case .devFull: "cannot write to standard output: the disk is full"
@@ -323,7 +327,7 @@ struct IOBoundaryTests {
     for arguments in [
       ["simulate", Self.longScenario], ["--version"], ["demo", "--speed", "10000", "--json"],
     ] {
-      let run = try Self.run(arguments, stdout: stdout, timeout: 30)
+      let run = try await Self.run(arguments, stdout: stdout, timeout: 30)
       Self.expectClean(run, saying: words, "\(arguments.joined(separator: " ")) with stdout \(stdout)")
       // One line: it stopped at the first failed write (it wrote on for 30 s before).
       #expect(run.seconds < 30)
@@ -332,7 +336,7 @@ struct IOBoundaryTests {
   }
 
   /// G-Zone numbers at the edge of Double: the derived progress overflowed to "inf" before.
-  @Test func gzoneJSONIsAlwaysJSON() throws {
+  @Test func gzoneJSONIsAlwaysJSON() async throws {
     let fixtures = Self.root.appendingPathComponent("Tests/Fixtures/gzone/load1")
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
       "bb-io-gz-\(UUID().uuidString)")
@@ -342,7 +346,7 @@ struct IOBoundaryTests {
       to: folder.appendingPathComponent("player.json"))
     try Data(#"[{"levelName":"Edge","levelPointStart":-1.7e308,"levelPointEnd":1.7e308}]"#.utf8).write(
       to: folder.appendingPathComponent("experience-levels.json"))
-    let run = try Self.run(["gzone", "status", folder.path, "--json"])
+    let run = try await Self.run(["gzone", "status", folder.path, "--json"])
     #expect(run.status == 0, "stderr: \(run.stderr)")
     #expect(!run.stdout.contains("inf") && !run.stdout.contains("nan"), "\(run.stdout)")
     let json = try JSONValue.parse(Data(run.stdout.utf8))
@@ -371,8 +375,8 @@ struct IOBoundaryTests {
     ["trip", "events", "--trip-id", "t1", ""],
     ["gzone", "status", ""],
   ])
-  func emptyPaths(arguments: [String]) throws {
-    let run = try Self.run(arguments)
+  func emptyPaths(arguments: [String]) async throws {
+    let run = try await Self.run(arguments)
     Self.expectClean(run, status: 64, saying: "empty string", arguments.debugDescription)
   }
 }

@@ -16,45 +16,49 @@ struct ReadOnlyCommandsTests {
     .deletingLastPathComponent().appendingPathComponent("HCITests/Fixtures/vm-ibeacons.btsnoop").path
 
   @discardableResult
-  func command(_ path: String, _ arguments: [String]) throws -> Int32 {
-    try runProcess(path, arguments).status
+  func command(_ path: String, _ arguments: [String]) async throws -> Int32 {
+    try await runProcess(path, arguments).status
   }
 
   /// A store with a pairing, bind-mounted read-only; `body` gets the mount point.
-  func withReadOnlyState(_ body: (_ mounted: String, _ dir: String) throws -> Void) throws {
+  func withReadOnlyState(_ body: (_ mounted: String, _ dir: String) async throws -> Void) async throws {
     try #require(geteuid() == 0, "a bind mount needs root")
     let dir = try scratchDirectory("ro-cmd")
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    try files.makeStore(dir + "/state")
+    try await files.makeStore(dir + "/state")
     let mounted = dir + "/mounted"
     try FileManager.default.createDirectory(atPath: mounted, withIntermediateDirectories: true)
-    try #require(try command("/bin/mount", ["--bind", dir + "/state", mounted]) == 0, "mount --bind failed")
-    defer { _ = try? command("/bin/umount", [mounted]) }
-    try #require(try command("/bin/mount", ["-o", "remount,bind,ro", mounted]) == 0, "remount ro failed")
+    let bound = try await command("/bin/mount", ["--bind", dir + "/state", mounted])
+    try #require(bound == 0, "mount --bind failed")
+    defer { _ = try? runProcessBlocking("/bin/umount", [mounted]) }
+    let remounted = try await command("/bin/mount", ["-o", "remount,bind,ro", mounted])
+    try #require(remounted == 0, "remount ro failed")
     #expect(!FileManager.default.createFile(atPath: mounted + "/probe", contents: Data()), "not read-only")
-    try body(mounted, dir)
+    try await body(mounted, dir)
   }
 
-  @Test func pairsReadsAReadOnlyStateDirectory() throws {
-    try withReadOnlyState { mounted, _ in
-      let listed = try files.run(["pairs", "--json", "--state-dir", mounted])
+  @Test func pairsReadsAReadOnlyStateDirectory() async throws {
+    try await withReadOnlyState { mounted, _ in
+      let listed = try await files.run(["pairs", "--json", "--state-dir", mounted])
       #expect(listed.status == 0, "\(listed.stderr)")
       #expect(listed.stdout.contains("\"deviceId\":\"U1\""), "\(listed.stdout)")
     }
   }
 
-  @Test func replayReadsAReadOnlyStateDirectory() throws {
-    try withReadOnlyState { mounted, _ in
-      let replay = try files.run(["replay", Self.capture, "--json", "--state-dir", mounted])
+  @Test func replayReadsAReadOnlyStateDirectory() async throws {
+    try await withReadOnlyState { mounted, _ in
+      let replay = try await files.run(["replay", Self.capture, "--json", "--state-dir", mounted])
       #expect(replay.status == 0, "\(replay.stderr)")
     }
   }
 
   /// The store is healthy and read: a warning says the daemon could not write there, nothing is
   /// critical about the store.
-  @Test func doctorReadsAReadOnlyStateDirectory() throws {
-    try withReadOnlyState { mounted, dir in
-      let doctor = try files.run(["doctor", "--json", "--config", dir + "/none.conf", "--state-dir", mounted])
+  @Test func doctorReadsAReadOnlyStateDirectory() async throws {
+    try await withReadOnlyState { mounted, dir in
+      let doctor = try await files.run([
+        "doctor", "--json", "--config", dir + "/none.conf", "--state-dir", mounted,
+      ])
       let report = try JSONSerialization.jsonObject(with: Data(doctor.stdout.utf8)) as? [String: Any]
       let checks = report?["checks"] as? [[String: Any]] ?? []
       func check(_ name: String) -> [String: Any]? { checks.first { $0["name"] as? String == name } }
@@ -64,26 +68,28 @@ struct ReadOnlyCommandsTests {
     }
   }
 
-  @Test func diagnoseBundlesAReadOnlyStateDirectory() throws {
-    try withReadOnlyState { mounted, dir in
+  @Test func diagnoseBundlesAReadOnlyStateDirectory() async throws {
+    try await withReadOnlyState { mounted, dir in
       let bundle = dir + "/b.tar.gz"
-      let result = try files.run([
+      let result = try await files.run([
         "diagnose", "--lines", "1", "--export", bundle, "--config", dir + "/none.conf", "--state-dir",
         mounted,
       ])
       #expect(result.status == 0, "\(result.stderr)")
-      let manifest = try unpacked(bundle, in: dir)["MANIFEST.txt"] ?? ""
+      let manifest = try await unpacked(bundle, in: dir)["MANIFEST.txt"] ?? ""
       #expect(manifest.contains("pairings.json") && manifest.contains("outbox.json"), "\(manifest)")
-      #expect(try unpacked(bundle, in: dir)["pairings.json"]?.contains("U1") == true)
+      let pairings = try await unpacked(bundle, in: dir)["pairings.json"]
+      #expect(pairings?.contains("U1") == true)
     }
   }
 
   /// The bundle's files by name.
-  func unpacked(_ bundle: String, in dir: String) throws -> [String: String] {
+  func unpacked(_ bundle: String, in dir: String) async throws -> [String: String] {
     let out = dir + "/unpacked-\(UUID().uuidString)"
     try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: out) }
-    #expect(try runProcess("/bin/tar", ["-xzf", bundle, "-C", out]).status == 0)
+    let tar = try await runProcess("/bin/tar", ["-xzf", bundle, "-C", out])
+    #expect(tar.status == 0, "\(tar.stderr)")
     let folder = try #require(try FileManager.default.contentsOfDirectory(atPath: out).first)
     var texts: [String: String] = [:]
     for name in try FileManager.default.contentsOfDirectory(atPath: out + "/" + folder) {
@@ -95,7 +101,7 @@ struct ReadOnlyCommandsTests {
   /// A state directory or store that is not there is a finding in the bundle, never a reason to
   /// write none; and diagnose creates neither.
   @Test(arguments: ["missing-dir", "empty-dir"])
-  func diagnoseWritesItsBundleWhenTheStateIsMissing(shape: String) throws {
+  func diagnoseWritesItsBundleWhenTheStateIsMissing(shape: String) async throws {
     let dir = try scratchDirectory("diag-missing")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let state = dir + "/state"
@@ -103,12 +109,12 @@ struct ReadOnlyCommandsTests {
       try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
     }
     let bundle = dir + "/b.tar.gz"
-    let result = try files.run([
+    let result = try await files.run([
       "diagnose", "--lines", "1", "--export", bundle, "--config", dir + "/none.conf", "--state-dir", state,
     ])
     #expect(result.status == 0, "\(result.stderr)")
     #expect(result.stdout.contains("Wrote \(bundle)"))
-    let texts = try unpacked(bundle, in: dir)
+    let texts = try await unpacked(bundle, in: dir)
     let manifest = texts["MANIFEST.txt"] ?? ""
     let finding =
       shape == "missing-dir" ? "\(state) was not found" : "\(state)/beaconbridge.sqlite was not found"
@@ -122,10 +128,10 @@ struct ReadOnlyCommandsTests {
   }
 
   /// A configuration that run and doctor refuse is not "defaults apply" in the bundle.
-  @Test func diagnoseSaysARefusedConfigurationIsRefused() throws {
+  @Test func diagnoseSaysARefusedConfigurationIsRefused() async throws {
     let dir = try scratchDirectory("diag-conf")
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    try files.makeStore(dir + "/state")
+    try await files.makeStore(dir + "/state")
     let bad = dir + "/bad.conf"
     try "[Presence]\nexitTimeout = soon\n".write(toFile: bad, atomically: true, encoding: .utf8)
     let unreadable = dir + "/fifo.conf"
@@ -136,11 +142,11 @@ struct ReadOnlyCommandsTests {
       (dir + "/absent.conf", "run and doctor refuse it"),
     ] {
       let bundle = dir + "/b.tar.gz"
-      let result = try files.run([
+      let result = try await files.run([
         "diagnose", "--lines", "1", "--export", bundle, "--config", config, "--state-dir", dir + "/state",
       ])
       #expect(result.status == 0, "\(result.stderr)")
-      let manifest = try unpacked(bundle, in: dir)["MANIFEST.txt"] ?? ""
+      let manifest = try await unpacked(bundle, in: dir)["MANIFEST.txt"] ?? ""
       #expect(manifest.contains(phrase), "\(config): \(manifest)")
       #expect(!manifest.contains("defaults apply"), "\(manifest)")
     }

@@ -6,7 +6,7 @@ import Testing
 
 /// Presence's and trips' deadlines live in heaps: each answer must be the one a scan
 /// of every beacon or trip gives, and the heap must stay bounded however the tables churn.
-@Suite struct DeadlineHeapTests {
+@Suite(.offThePool) struct DeadlineHeapTests {
   @Test func popsInDeadlineOrderThenPushOrder() {
     var heap = DeadlineHeap<Int>()
     var generator = SeededGenerator(seed: 7)

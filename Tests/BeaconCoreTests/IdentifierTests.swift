@@ -1,11 +1,12 @@
 import BeaconCore
+import BeaconTestSupport
 import Foundation
 import Testing
 
 /// The rules of each identifier type, as tables: what is accepted, what is refused and with which
 /// words. Every door (CLI, D-Bus, configuration, scenario, upload) builds these types, so these
 /// rules are the doors' rules.
-@Suite struct IdentifierTests {
+@Suite(.offThePool) struct IdentifierTests {
   static let longest = String(repeating: "a", count: 128)
 
   @Test(arguments: ["t1", "trip-2026-12-01T08:15:00Z", "A_b.c~d!#$%", longest, "0"])

@@ -8,7 +8,7 @@ import Testing
 /// (`BeaconFrameParser.soleIBeacon`) against the general path (`parse`, then every
 /// frame), on varied advertisements: well-formed and malformed iBeacons, several manufacturer
 /// data entries, AltBeacon, Eddystone service data, empty ones.
-@Suite struct PipelineFastPathTests {
+@Suite(.offThePool) struct PipelineFastPathTests {
   static let identities =
     [Fixtures.vanBeacon, Fixtures.otherVanBeacon, Fixtures.strangerBeacon]
     + (0..<20).map { BeaconIdentity(uuid: Fixtures.other, major: 3, minor: UInt16($0)) }

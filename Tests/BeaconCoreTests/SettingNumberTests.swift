@@ -1,10 +1,11 @@
 import BeaconCore
+import BeaconTestSupport
 import Foundation
 import Testing
 
 /// The one number rule for settings: the configuration file and a scenario's `config` both go
 /// through `BridgeConfiguration.set`, so one table covers both.
-@Suite struct SettingNumberTests {
+@Suite(.offThePool) struct SettingNumberTests {
   @Test(arguments: [
     ("exitTimeout", "10", 10.0), ("exitTimeout", "0.5", 0.5), ("exitTimeout", "+3", 3),
     ("exitMissProbability", "1e-07", 1e-7), ("exitMissProbability", "1E-3", 1e-3),

@@ -1,4 +1,5 @@
 import BeaconCore
+import BeaconTestSupport
 import DBusTestSupport
 import Foundation
 import Testing
@@ -9,7 +10,7 @@ import Testing
 /// The fast Device1 PropertiesChanged decoder against the generic path, through a real
 /// dbus-daemon: whatever it decodes must mirror exactly as the generic `DBusValue` path would,
 /// and whatever it cannot read exactly must be declined (and then arrive whole as a `Signal`).
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.offThePool, .timeLimit(.minutes(2)))
 struct DeviceUpdateTests {
   static let path: ObjectPath = "/org/bluez/hci0/dev_C0_FF_EE_00_00_01"
   static let iBeacon: [UInt8] = [0x02, 0x15] + Array(repeating: 0xAB, count: 16) + [0, 1, 0, 7, 0xC5]

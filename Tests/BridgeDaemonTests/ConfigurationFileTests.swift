@@ -4,7 +4,7 @@ import BridgeDaemon
 import Foundation
 import Testing
 
-@Suite struct ConfigurationFileTests {
+@Suite(.offThePool) struct ConfigurationFileTests {
   @Test func emptyFileMeansTheDefaults() throws {
     let config = try DaemonConfiguration.parse("", file: "empty.conf")
     #expect(config == DaemonConfiguration())

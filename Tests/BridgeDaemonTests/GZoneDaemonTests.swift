@@ -82,7 +82,7 @@ import Testing
   }
 
   @Test func theHTTPSourceLoadsInParallelWithTheToken() async throws {
-    let backend = try FakeBackend([
+    let backend = try await FakeBackend([
       "--serve-dir", Self.fixtures.appendingPathComponent("load1").path, "--get-barrier", "4", "--token",
       "g-secret",
     ])
@@ -104,7 +104,7 @@ import Testing
   }
 
   @Test func oneFailingRequestFailsTheWholeLoad() async throws {
-    let backend = try FakeBackend([
+    let backend = try await FakeBackend([
       "--serve-dir", Self.fixtures.appendingPathComponent("load1").path, "--fail-path", "game-rounds",
     ])
     let config = Self.configuration(base: backend.base)
@@ -116,7 +116,7 @@ import Testing
   }
 
   @Test func aWrongTokenIsAnHTTPError() async throws {
-    let backend = try FakeBackend([
+    let backend = try await FakeBackend([
       "--serve-dir", Self.fixtures.appendingPathComponent("load1").path, "--token", "right",
     ])
     let token = try tokenFile("wrong")
@@ -132,7 +132,7 @@ import Testing
   /// The token-file rule holds for G-Zone too: a world-readable token is not sent, no request
   /// is made, and the error names the file and the fix.
   @Test func aWorldReadableTokenIsNotSent() async throws {
-    let backend = try FakeBackend(["--serve-dir", Self.fixtures.appendingPathComponent("load1").path])
+    let backend = try await FakeBackend(["--serve-dir", Self.fixtures.appendingPathComponent("load1").path])
     let token = try tokenFile("g-secret")
     defer { try? FileManager.default.removeItem(atPath: token) }
     #expect(chmod(token, 0o644) == 0)
@@ -151,7 +151,9 @@ import Testing
 
   /// Errors name the URL without its credentials or secret parameters.
   @Test func errorsNameTheURLRedacted() async throws {
-    let backend = try FakeBackend(["--serve-dir", Self.fixtures.appendingPathComponent("bad-json").path])
+    let backend = try await FakeBackend([
+      "--serve-dir", Self.fixtures.appendingPathComponent("bad-json").path,
+    ])
     var config = Self.configuration(base: backend.base)
     let withSecrets = backend.base.replacingOccurrences(of: "://", with: "://gz:gz-pass-9@")
     config.urls[.player] = "\(withSecrets)/players/{unitId}/player.json?sig=g-sig-1"
@@ -165,7 +167,9 @@ import Testing
   }
 
   @Test func aMalformedPayloadOverHTTPNamesItsURL() async throws {
-    let backend = try FakeBackend(["--serve-dir", Self.fixtures.appendingPathComponent("bad-json").path])
+    let backend = try await FakeBackend([
+      "--serve-dir", Self.fixtures.appendingPathComponent("bad-json").path,
+    ])
     await #expect {
       try await HTTPGZoneSource(configuration: Self.configuration(base: backend.base)).load()
     } throws: { error in

@@ -35,7 +35,7 @@ import Testing
   }
 
   @Test func aServerThatAcceptsAndNeverAnswersTimesOut() async throws {
-    let backend = try FakeBackend(["--script", "hang", "--hang", "60"])
+    let backend = try await FakeBackend(["--script", "hang", "--hang", "60"])
     let (failure, took) = await failure(HTTPUploader(url: backend.url, tokenFile: nil, timeout: 2))
     let reason = try #require(failure?.reason)
     #expect(reason.hasPrefix("no reply within 2.0 s"), "\(reason)")
@@ -45,7 +45,7 @@ import Testing
   }
 
   @Test func aServerThatClosesMidReplyFailsAtOnce() async throws {
-    let backend = try FakeBackend(["--script", "partial"])
+    let backend = try await FakeBackend(["--script", "partial"])
     let (failure, took) = await failure(HTTPUploader(url: backend.url, tokenFile: nil, timeout: 60))
     let reason = try #require(failure?.reason)
     #expect(reason.hasPrefix("network error: ") && reason.contains("90 bytes remaining"), "\(reason)")
@@ -53,7 +53,7 @@ import Testing
   }
 
   @Test func aSlowBodyEndsAtTheDeadline() async throws {
-    let backend = try FakeBackend(["--script", "slow"])
+    let backend = try await FakeBackend(["--script", "slow"])
     let (failure, took) = await failure(HTTPUploader(url: backend.url, tokenFile: nil, timeout: 3))
     let reason = try #require(failure?.reason)
     #expect(reason.hasPrefix("no reply within 3.0 s"), "\(reason)")
@@ -61,7 +61,7 @@ import Testing
   }
 
   @Test func aServerThatClosesWithoutAReplyFailsAtOnce() async throws {
-    let backend = try FakeBackend(["--script", "drop"])
+    let backend = try await FakeBackend(["--script", "drop"])
     let (failure, took) = await failure(HTTPUploader(url: backend.url, tokenFile: nil, timeout: 60))
     #expect(try #require(failure?.reason).hasPrefix("network error: "))
     #expect(took < .seconds(30), "gave up after \(took), not at once")
@@ -69,7 +69,7 @@ import Testing
 
   @Test(arguments: [("503:9", 9.0), ("503:0", 0.0), ("503", nil as Double?)])
   func a503CarriesItsRetryAfter(step: String, retryAfter: Double?) async throws {
-    let backend = try FakeBackend(["--script", step])
+    let backend = try await FakeBackend(["--script", step])
     let (failure, _) = await failure(HTTPUploader(url: backend.url, tokenFile: nil, timeout: 5))
     #expect(try #require(failure).reason == "HTTP 503")
     #expect(failure?.retryAfter == retryAfter)
@@ -77,7 +77,7 @@ import Testing
 
   /// Cancelling the uploading task aborts the transfer at once, hung server or not.
   @Test func cancellingAbortsTheTransfer() async throws {
-    let backend = try FakeBackend(["--script", "hang", "--hang", "60"])
+    let backend = try await FakeBackend(["--script", "hang", "--hang", "60"])
     let uploader = HTTPUploader(url: backend.url, tokenFile: nil, timeout: 60)
     let start = ContinuousClock.now
     let task = Task { try await uploader.post(batch(0)) }
@@ -107,7 +107,7 @@ import Testing
   }
 
   @Test func everyBatchCarriesAContentDigestTheServerChecks() async throws {
-    let backend = try FakeBackend()
+    let backend = try await FakeBackend()
     try await HTTPUploader(url: backend.url, tokenFile: nil, timeout: 30).post(batch(3))
     let received = try #require(backend.received().first)
     #expect(received.status == "200")
@@ -118,7 +118,7 @@ import Testing
   /// delivery.
   @Test(arguments: [["Content-Digest: sha-256=:AAAA:"], []])
   func aBodyWithABadDigestIsRefused(digestHeader: [String]) async throws {
-    let backend = try FakeBackend()
+    let backend = try await FakeBackend()
     let request = HTTPRequest(
       method: .post, url: backend.url.absoluteString,
       headers: ["Content-Type: application/json", "Idempotency-Key: x#0"] + digestHeader,
@@ -131,7 +131,7 @@ import Testing
   /// A body that ends short of its Content-Length (a client killed mid-send) is no request: the
   /// server never answers it and never records it as delivered.
   @Test func aBodyShortOfItsContentLengthIsNotADelivery() async throws {
-    let backend = try FakeBackend()
+    let backend = try await FakeBackend()
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     #expect(fd >= 0)
     defer { close(fd) }
@@ -166,7 +166,7 @@ import Testing
   @Test func serverTLSWithTheTestCA() async throws {
     let pki = try TestPKI()
     defer { try? FileManager.default.removeItem(atPath: pki.dir) }
-    let backend = try FakeBackend(["--tls-cert", pki.serverCert, "--tls-key", pki.serverKey])
+    let backend = try await FakeBackend(["--tls-cert", pki.serverCert, "--tls-key", pki.serverKey])
     #expect(backend.url.scheme == "https")
     try await HTTPUploader(url: backend.url, tokenFile: nil, timeout: 30, tls: TLSFiles(caFile: pki.ca)).post(
       batch(1))
@@ -181,7 +181,7 @@ import Testing
   @Test func mutualTLSNeedsTheClientCertificate() async throws {
     let pki = try TestPKI()
     defer { try? FileManager.default.removeItem(atPath: pki.dir) }
-    let backend = try FakeBackend([
+    let backend = try await FakeBackend([
       "--tls-cert", pki.serverCert, "--tls-key", pki.serverKey, "--tls-client-ca", pki.ca,
     ])
     let mutual = TLSFiles(caFile: pki.ca, certFile: pki.clientCert, keyFile: pki.clientKey)

@@ -30,7 +30,7 @@ import Testing
   }
 
   @Test func aReplyComesBackWhole() async throws {
-    let backend = try FakeBackend(["--script", "503:9,200"])
+    let backend = try await FakeBackend(["--script", "503:9,200"])
     guard case .success(let refused) = await post(backend, timeout: 10) else {
       Issue.record("no reply")
       return
@@ -46,7 +46,7 @@ import Testing
   }
 
   @Test func aHungServerTimesOutAsInProcess() async throws {
-    let backend = try FakeBackend(["--script", "hang", "--hang", "60"])
+    let backend = try await FakeBackend(["--script", "hang", "--hang", "60"])
     let start = ContinuousClock.now
     guard case .failure(let error) = await post(backend, timeout: 2) else {
       Issue.record("a reply from a hung server")
@@ -57,7 +57,7 @@ import Testing
   }
 
   @Test func aReplyCutShortIsLibcurlsError() async throws {
-    let backend = try FakeBackend(["--script", "partial"])
+    let backend = try await FakeBackend(["--script", "partial"])
     guard case .failure(let error) = await post(backend, timeout: 60) else {
       Issue.record("a cut reply taken whole")
       return
@@ -66,7 +66,7 @@ import Testing
   }
 
   @Test func cancellingKillsTheChild() async throws {
-    let backend = try FakeBackend(["--script", "hang", "--hang", "60"])
+    let backend = try await FakeBackend(["--script", "hang", "--hang", "60"])
     let start = ContinuousClock.now
     let task = Task { await post(backend, timeout: 60) }
     // Cancelled once the server holds the request: the child is running its transfer.
@@ -84,7 +84,7 @@ import Testing
   /// though it is spawned from a pool thread (whose mask blocks SIGTERM) of a daemon that holds
   /// SIGTERM for its SignalStream.
   @Test func theChildEndsOnSIGTERM() async throws {
-    let backend = try FakeBackend(["--script", "hang", "--hang", "60"])
+    let backend = try await FakeBackend(["--script", "hang", "--hang", "60"])
     let body = Array(#"{"tripId":"t","sequence":0,"events":[]}"#.utf8)
     let request = HTTPRequest(
       method: .post, url: backend.url.absoluteString, headers: [ContentDigest.header(for: body)], body: body,
@@ -111,7 +111,7 @@ import Testing
   }
 
   @Test func aMissingExecutableIsAnError() async throws {
-    let backend = try FakeBackend([])
+    let backend = try await FakeBackend([])
     guard case .failure(let error) = await post(backend, timeout: 5, executable: "/nonexistent/beaconbridged")
     else {
       Issue.record("a reply without a child")
@@ -124,8 +124,8 @@ import Testing
   /// Run by hand (stdin a terminal's EOF, or anything that is not a request), the child says
   /// what it is on one line and sends nothing.
   @Test(arguments: ["", "POST http://example/ HTTP/1.1\n"])
-  func theChildRefusesInputThatIsNotARequest(input: String) throws {
-    let run = try runProcess(Self.daemon, ["--http-transfer"], stdin: input)
+  func theChildRefusesInputThatIsNotARequest(input: String) async throws {
+    let run = try await runProcess(Self.daemon, ["--http-transfer"], stdin: input)
     #expect(run.status == 64)
     #expect(run.stdout.isEmpty)
     #expect(

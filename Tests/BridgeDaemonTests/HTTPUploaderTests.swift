@@ -31,7 +31,7 @@ import Testing
       .path
     try writeTokenFile("s3cret\n", to: token)
     defer { try? FileManager.default.removeItem(atPath: token) }
-    let backend = try FakeBackend(["--token", "s3cret"])
+    let backend = try await FakeBackend(["--token", "s3cret"])
     try await HTTPUploader(url: backend.url, tokenFile: token).post(batch(4))
     let received = try #require(backend.received().first)
     #expect(received.status == "200")
@@ -60,7 +60,7 @@ import Testing
     let token = try writeTokenFile(text, to: scratchPath("token"))
     defer { try? FileManager.default.removeItem(atPath: token) }
     #expect(chmod(token, mode) == 0)
-    let backend = try FakeBackend(["--token", "s3cret"])
+    let backend = try await FakeBackend(["--token", "s3cret"])
     do {
       try await HTTPUploader(url: backend.url, tokenFile: token).post(batch(1))
       Issue.record("posted with a refused token file")
@@ -75,7 +75,7 @@ import Testing
   @Test func tokenDirectoryRefusesTheUpload() async throws {
     let token = try scratchDirectory("token-dir")
     defer { try? FileManager.default.removeItem(atPath: token) }
-    let backend = try FakeBackend([])
+    let backend = try await FakeBackend([])
     await #expect(throws: RetryablePostFailure.self) {
       try await HTTPUploader(url: backend.url, tokenFile: token).post(batch(1))
     }
@@ -87,7 +87,7 @@ import Testing
     ("422", false),
   ])
   func classifiesStatuses(status: String, retryable: Bool) async throws {
-    let backend = try FakeBackend(["--script", status])
+    let backend = try await FakeBackend(["--script", status])
     do {
       try await HTTPUploader(url: backend.url, tokenFile: nil).post(batch(0))
       Issue.record("HTTP \(status) counted as delivered")
@@ -99,7 +99,7 @@ import Testing
   }
 
   @Test func honoursRetryAfter() async throws {
-    let backend = try FakeBackend(["--script", "429:7"])
+    let backend = try await FakeBackend(["--script", "429:7"])
     do {
       try await HTTPUploader(url: backend.url, tokenFile: nil).post(batch(0))
     } catch let failure as RetryablePostFailure {
@@ -108,7 +108,7 @@ import Testing
   }
 
   @Test func droppedConnectionAndDeadServerAreRetryable() async throws {
-    let backend = try FakeBackend(["--script", "drop"])
+    let backend = try await FakeBackend(["--script", "drop"])
     await #expect(throws: RetryablePostFailure.self) {
       try await HTTPUploader(url: backend.url, tokenFile: nil, timeout: 5).post(batch(0))
     }
@@ -124,7 +124,7 @@ import Testing
   /// makes it a dead letter with the reason, and the backend never sees it.
   @Test(arguments: ["t\r\n1", "t\nIdempotency-Key: forged", "", "trip 1", "t\u{0}"])
   func aBatchWithoutAKeyIsNotSent(trip: String) async throws {
-    let backend = try FakeBackend()
+    let backend = try await FakeBackend()
     let uploader = HTTPUploader(url: backend.url, tokenFile: nil, timeout: 5)
     do {
       try await uploader.post(batch(2, trip: trip))
@@ -159,7 +159,7 @@ import Testing
           tripId: bad, sequence: 0, events: [Fixtures.event("braking", at: 1)], receivedAt: .zero))
       try await old.recordResolution(bad, .assigned(deviceId: "UNIT-1"), beaconMode: false)
     }
-    let backend = try FakeBackend()
+    let backend = try await FakeBackend()
     let store = try Store(directory: dir)
     let host = Host(uploader: HTTPUploader(url: backend.url, tokenFile: nil, timeout: 5))
     let bridge = BeaconBridge(host: host, journal: store)
@@ -191,7 +191,7 @@ import Testing
       func log(_ record: LogRecord) {}
       func postTripEventBatch(_ batch: TaggedTripBatch) async throws { try await uploader.post(batch) }
     }
-    let backend = try FakeBackend(["--fail-rate", "0.3", "--drop-rate", "0.1", "--seed", "3"])
+    let backend = try await FakeBackend(["--fail-rate", "0.3", "--drop-rate", "0.1", "--seed", "3"])
     let bridge = BeaconBridge(
       host: Host(uploader: HTTPUploader(url: backend.url, tokenFile: nil, timeout: 5)))
     try await bridge.start()

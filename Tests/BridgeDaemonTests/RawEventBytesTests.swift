@@ -20,27 +20,27 @@ import Testing
 
   /// Python's `json` module, an independent reader, as the oracle that the body is JSON and that
   /// its events are the events sent.
-  func pythonEvents(_ body: String) throws -> String {
+  func pythonEvents(_ body: String) async throws -> String {
     let script = """
       import json, sys
       body = json.loads(sys.stdin.read())
       sys.stdout.write(json.dumps(body["events"], sort_keys=True))
       """
-    let run = try runProcess("/usr/bin/python3", ["-c", script], stdin: body)
+    let run = try await runProcess("/usr/bin/python3", ["-c", script], stdin: body)
     #expect(run.status == 0, "\(run.stderr)")
     return run.stdout
   }
 
-  @Test func theUploadBodyCarriesEachEventAsItCame() throws {
+  @Test func theUploadBodyCarriesEachEventAsItCame() async throws {
     let input = "[" + Self.texts.joined(separator: ",\n  ") + "]"
     let events = try TripEvent.batch(fromJSON: Array(input.utf8))
     let body = String(decoding: try UploadPayload(tagged(events)).httpBody, as: UTF8.self)
     #expect(body.contains(#""events":["# + Self.texts.joined(separator: ",") + "]"), "\(body)")
-    let oracle = try runProcess(
+    let oracle = try await runProcess(
       "/usr/bin/python3",
       ["-c", "import json,sys; sys.stdout.write(json.dumps(json.loads(sys.stdin.read()), sort_keys=True))"],
       stdin: input)
-    #expect(try pythonEvents(body) == oracle.stdout)
+    #expect(try await pythonEvents(body) == oracle.stdout)
     #expect(!body.contains("1.8446744073709552e+19"))
   }
 

@@ -18,13 +18,8 @@ import Testing
   }
 
   @discardableResult
-  func command(_ path: String, _ arguments: [String]) throws -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    try process.run()
-    process.waitUntilExit()
-    return process.terminationStatus
+  func command(_ path: String, _ arguments: [String]) async throws -> Int32 {
+    try await runProcess(path, arguments).status
   }
 
   /// `source` bind-mounted read-only at a new mount point; `body` runs with it, and it is
@@ -35,9 +30,11 @@ import Testing
     let mountPoint = scratchPath("ro-mount")
     try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: mountPoint) }
-    try #require(try command("/bin/mount", ["--bind", source, mountPoint]) == 0, "mount --bind failed")
-    defer { _ = try? command("/bin/umount", [mountPoint]) }
-    try #require(try command("/bin/mount", ["-o", "remount,bind,ro", mountPoint]) == 0, "remount ro failed")
+    let bound = try await command("/bin/mount", ["--bind", source, mountPoint])
+    try #require(bound == 0, "mount --bind failed")
+    defer { _ = try? runProcessBlocking("/bin/umount", [mountPoint]) }
+    let remounted = try await command("/bin/mount", ["-o", "remount,bind,ro", mountPoint])
+    try #require(remounted == 0, "remount ro failed")
     // The mount is read-only indeed: this process (root) cannot create a file in it.
     #expect(!FileManager.default.createFile(atPath: mountPoint + "/probe", contents: Data()))
     return try await body(mountPoint)

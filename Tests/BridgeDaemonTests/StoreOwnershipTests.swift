@@ -13,8 +13,8 @@ import Testing
 /// stores made before the id open and get it.
 @Suite struct StoreOwnershipTests {
   /// Runs Python's sqlite3 on the store file (another program's database, or an old store).
-  func python(_ script: String, _ file: String) throws {
-    let run = try runProcess(
+  func python(_ script: String, _ file: String) async throws {
+    let run = try await runProcess(
       "/usr/bin/python3",
       [
         "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); " + script + "; c.commit(); c.close()",
@@ -24,8 +24,8 @@ import Testing
   }
 
   /// `PRAGMA application_id` as another reader sees it (the write-ahead log included).
-  func applicationID(_ file: String) throws -> UInt32 {
-    let text = try runProcess(
+  func applicationID(_ file: String) async throws -> UInt32 {
+    let text = try await runProcess(
       "/usr/bin/python3",
       [
         "-c",
@@ -65,11 +65,11 @@ import Testing
   ]
 
   @Test(arguments: 0..<foreign.count)
-  func foreignDatabaseIsRefusedAndUnchanged(_ index: Int) throws {
+  func foreignDatabaseIsRefusedAndUnchanged(_ index: Int) async throws {
     let (script, why) = Self.foreign[index]
     let (dir, file) = try setUp()
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    try python(script, file)
+    try await python(script, file)
     let before = try Data(contentsOf: URL(fileURLWithPath: file))
     let listing = try FileManager.default.contentsOfDirectory(atPath: dir)
     let modified = try FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date
@@ -118,11 +118,11 @@ import Testing
     #expect(try Data(contentsOf: URL(fileURLWithPath: file + "-wal")) == log)
   }
 
-  @Test func newStoreCarriesTheID() throws {
+  @Test func newStoreCarriesTheID() async throws {
     let (dir, file) = try setUp()
     defer { try? FileManager.default.removeItem(atPath: dir) }
     _ = try Store(directory: dir)
-    #expect(try applicationID(file) == 0x4242_4252)
+    #expect(try await applicationID(file) == 0x4242_4252)
     #expect(UInt32(bitPattern: Store.applicationID) == 0x4242_4252)
   }
 
@@ -133,7 +133,7 @@ import Testing
     let (dir, file) = try setUp()
     defer { try? FileManager.default.removeItem(atPath: dir) }
     if versionOne {
-      try python(
+      try await python(
         """
         c.execute('CREATE TABLE pairings (uuid TEXT NOT NULL, major INTEGER, minor INTEGER, device_id TEXT NOT NULL, label TEXT, created_at REAL NOT NULL, PRIMARY KEY (uuid, major, minor))'); c.execute("INSERT INTO pairings VALUES ('\(Fixtures.fleet.uuidString)', 1, 7, 'UNIT-0042', 'van 7', 0)"); c.execute('PRAGMA user_version=1')
         """, file)
@@ -142,12 +142,12 @@ import Testing
         let store = try Store(directory: dir)
         try await store.pair(Fixtures.vanPairing)
       }
-      try python("c.execute('PRAGMA application_id=0')", file)
+      try await python("c.execute('PRAGMA application_id=0')", file)
     }
-    #expect(try applicationID(file) == 0)
+    #expect(try await applicationID(file) == 0)
     let store = try Store(directory: dir)
     #expect(try await store.pairings().map(\.deviceId) == ["UNIT-0042"])
-    #expect(try applicationID(file) == 0x4242_4252)
+    #expect(try await applicationID(file) == 0x4242_4252)
     #expect(try await store.check() == "ok")
   }
 
@@ -159,10 +159,10 @@ import Testing
     if zeroBytes {
       #expect(FileManager.default.createFile(atPath: file, contents: Data()))
     } else {
-      try python("c.execute('CREATE TABLE t (x)'); c.execute('DROP TABLE t')", file)
+      try await python("c.execute('CREATE TABLE t (x)'); c.execute('DROP TABLE t')", file)
     }
     let store = try Store(directory: dir)
     try await store.pair(Fixtures.vanPairing)
-    #expect(try applicationID(file) == 0x4242_4252)
+    #expect(try await applicationID(file) == 0x4242_4252)
   }
 }

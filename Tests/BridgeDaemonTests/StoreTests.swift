@@ -71,22 +71,20 @@ import Testing
     try await store.pair(Fixtures.vanPairing)
     let file = (dir as NSString).appendingPathComponent(Store.fileName)
     let uuid = Fixtures.fleet.uuidString
-    let sqlite = Process()
-    sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    sqlite.arguments = [
-      "-c",
-      """
-      import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); u=sys.argv[2]
-      c.execute("INSERT INTO pairings (uuid, major, minor, device_id, label, created_at) VALUES (?, 70000, 1, 'BIG', NULL, 0)", (u,))
-      c.execute("INSERT INTO pairings (uuid, major, minor, device_id, label, created_at) VALUES (?, 2, -7, 'NEG', NULL, 0)", (u,))
-      c.execute("INSERT INTO pairings (uuid, major, minor, device_id, label, created_at) VALUES (?, 3, 3, ?, NULL, 0)", (u, "A\\nB"))
-      c.commit()
-      """,
-      file, uuid,
-    ]
-    try sqlite.run()
-    sqlite.waitUntilExit()
-    #expect(sqlite.terminationStatus == 0)
+    let sqlite = try await runProcess(
+      "/usr/bin/python3",
+      [
+        "-c",
+        """
+        import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); u=sys.argv[2]
+        c.execute("INSERT INTO pairings (uuid, major, minor, device_id, label, created_at) VALUES (?, 70000, 1, 'BIG', NULL, 0)", (u,))
+        c.execute("INSERT INTO pairings (uuid, major, minor, device_id, label, created_at) VALUES (?, 2, -7, 'NEG', NULL, 0)", (u,))
+        c.execute("INSERT INTO pairings (uuid, major, minor, device_id, label, created_at) VALUES (?, 3, 3, ?, NULL, 0)", (u, "A\\nB"))
+        c.commit()
+        """,
+        file, uuid,
+      ])
+    #expect(sqlite.status == 0, "\(sqlite.stderr)")
     #expect(try await store.pairings() == [Fixtures.vanPairing])
   }
 
@@ -95,16 +93,14 @@ import Testing
     defer { try? FileManager.default.removeItem(atPath: dir) }
     _ = try Store(directory: dir)
     let file = (dir as NSString).appendingPathComponent(Store.fileName)
-    let sqlite = Process()
-    sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    sqlite.arguments = [
-      "-c",
-      "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version=99'); c.commit()",
-      file,
-    ]
-    try sqlite.run()
-    sqlite.waitUntilExit()
-    #expect(sqlite.terminationStatus == 0)
+    let sqlite = try await runProcess(
+      "/usr/bin/python3",
+      [
+        "-c",
+        "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version=99'); c.commit()",
+        file,
+      ])
+    #expect(sqlite.status == 0, "\(sqlite.stderr)")
     #expect {
       _ = try Store(directory: dir)
     } throws: { error in
@@ -141,7 +137,7 @@ import Testing
       #expect(error.description.contains("locked by another process"))
     }
     kill(holder.processIdentifier, SIGKILL)
-    holder.waitUntilExit()
+    await holder.exited()
     #expect(try await store.pairings() == [Fixtures.vanPairing])
     #expect(FileManager.default.fileExists(atPath: file))
   }

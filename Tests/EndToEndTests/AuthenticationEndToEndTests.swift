@@ -46,7 +46,7 @@ struct AuthenticationEndToEndTests {
     let cli = DaemonEndToEndTests()
     let bus = fixture.bus.address
     var outputs = ""
-    let paired = try cli.cli(
+    let paired = try await cli.cli(
       [
         "pair", "--eid-key-file", keyFile, "--rotation-exponent", String(k), "--beacon-clock", String(clock),
         "--device-id", "UNIT-E1", "--label", "driver tag", "--state-dir", dir,
@@ -74,15 +74,15 @@ struct AuthenticationEndToEndTests {
       key: "s", value: "v",
       [.init(.string(ServiceUUID.eddystone.description), .variant(.bytes([0x30, 0xEB] + eid)))])
     let device = try await fixture.addDevice("hci0", "C0:FF:EE:00:0E:01")
-    let status: @Sendable () throws -> (JSONValue?, String) = {
-      let result = try cli.cli(["status", "--json"], bus: bus, dir: dir)
+    let status: @Sendable () async throws -> (JSONValue?, String) = {
+      let result = try await cli.cli(["status", "--json"], bus: bus, dir: dir)
       return (try? JSONValue.parse(Data(result.stdout.utf8)), result.stdout + result.stderr)
     }
     try await waitUntil("daemon log:\n\(log())") {
       try await fixture.advertise(device, ["ServiceData": serviceData, "RSSI": .int16(-60)])
-      return try status().0?["activeBeacon"]?["authentication"]?.stringValue == "eid"
+      return try await status().0?["activeBeacon"]?["authentication"]?.stringValue == "eid"
     }
-    let started = try cli.cli(["trip", "start", "--trip-id", "t1", "--json"], bus: bus, dir: dir)
+    let started = try await cli.cli(["trip", "start", "--trip-id", "t1", "--json"], bus: bus, dir: dir)
     #expect(started.status == 0, "\(started.stderr)")
     let trip = try JSONValue.parse(Data(started.stdout.utf8))
     #expect(trip["deviceId"]?.stringValue == "UNIT-E1", "\(started.stdout)")
@@ -91,18 +91,18 @@ struct AuthenticationEndToEndTests {
     let signal = try #require(tagged.withLock { $0.first })
     #expect(signal.map(\.string) == ["t1", "UNIT-E1", "activeAtStart", "eid"], "\(signal)")
     #expect(log().contains("trip t1 tagged UNIT-E1 (activeAtStart, authentication eid)"), "\(log())")
-    let (json, text) = try status()
+    let (json, text) = try await status()
     #expect(json?["pairedBeacons"]?.arrayValue?.first?["authentication"]?.stringValue == "eid")
     outputs += started.stdout + text
 
     // A pairing by key through the running daemon (PairWithKey).
-    let byBus = try cli.cli(
+    let byBus = try await cli.cli(
       ["pair", "--irk-file", irkFile, "--device-id", "UNIT-R1", "--json"], bus: bus, dir: dir)
     #expect(byBus.status == 0, "\(byBus.stderr)")
     #expect(try JSONValue.parse(Data(byBus.stdout.utf8))["authentication"]?.stringValue == "rpa")
-    let pairs = try cli.cli(["pairs", "--json"], bus: bus, dir: dir)
+    let pairs = try await cli.cli(["pairs", "--json"], bus: bus, dir: dir)
     #expect(pairs.stdout.contains("UNIT-R1") && pairs.stdout.contains("UNIT-E1"), "\(pairs.stdout)")
-    let doctor = try cli.cli(
+    let doctor = try await cli.cli(
       ["doctor", "--json", "--config", config, "--state-dir", dir], bus: bus, dir: dir)
     outputs +=
       byBus.stdout + byBus.stderr + pairs.stdout + pairs.stderr + doctor.stdout + doctor.stderr + log()

@@ -31,7 +31,7 @@ struct BacklogMemoryTests {
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
     // Nothing listens there: the upload never succeeds.
-    let port = try FakeBackend().port
+    let port = try await FakeBackend().port
     let config = dir + "/beaconbridge.conf"
     func configure(_ sending: String) throws {
       try """
@@ -52,15 +52,15 @@ struct BacklogMemoryTests {
     try configure("postTrip")
     let test = DaemonEndToEndTests()
     let bus = fixture.bus.address
-    @Sendable func undelivered() -> Int64? {
-      guard let text = try? test.cli(["status", "--json"], bus: bus, dir: dir).stdout,
+    @Sendable func undelivered() async -> Int64? {
+      guard let text = try? await test.cli(["status", "--json"], bus: bus, dir: dir).stdout,
         let status = try? JSONValue.parse(Data(text.utf8))
       else { return nil }
       return status["outbox"]?["undelivered"]?.intValue
     }
     func start() async throws -> Process {
       let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: bus)
-      try await waitUntil("the daemon answers status", timeout: .seconds(30)) { undelivered() != nil }
+      try await waitUntil("the daemon answers status", timeout: .seconds(30)) { await undelivered() != nil }
       return daemon
     }
     func stop(_ daemon: Process) async {
@@ -73,11 +73,11 @@ struct BacklogMemoryTests {
     var daemon = try await start()
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
     await stop(daemon)
-    try seed(store: dir + "/beaconbridge.sqlite", trip: "warm up", batches: 1)
+    try await seed(store: dir + "/beaconbridge.sqlite", trip: "warm up", batches: 1)
     daemon = try await start()
     try configure("realtime")
     kill(daemon.processIdentifier, SIGHUP)
-    try await waitUntil("the one batch has drained", timeout: .seconds(30)) { undelivered() == 0 }
+    try await waitUntil("the one batch has drained", timeout: .seconds(30)) { await undelivered() == 0 }
     let none = try residentKB(daemon)
     print(
       "backlog: with none, anonymous \(try residentKB(daemon, "RssAnon")) KB, file \(try residentKB(daemon, "RssFile")) KB"
@@ -85,17 +85,17 @@ struct BacklogMemoryTests {
     await stop(daemon)
     try configure("postTrip")
 
-    try seed(store: dir + "/beaconbridge.sqlite", trip: "old trip", batches: Self.batches)
+    try await seed(store: dir + "/beaconbridge.sqlite", trip: "old trip", batches: Self.batches)
     daemon = try await start()
     try await waitUntil("the backlog is counted", timeout: .seconds(30)) {
-      undelivered() == Int64(Self.batches)
+      await undelivered() == Int64(Self.batches)
     }
     let waiting = try residentKB(daemon)
     await stop(daemon)
 
     daemon = try await start()
     try await waitUntil("the backlog is counted", timeout: .seconds(30)) {
-      undelivered() == Int64(Self.batches)
+      await undelivered() == Int64(Self.batches)
     }
     let restarted = try residentKB(daemon)
 
@@ -103,7 +103,7 @@ struct BacklogMemoryTests {
     let drainStart = ContinuousClock.now
     kill(daemon.processIdentifier, SIGHUP)
     try await waitUntil("the backlog has drained", timeout: .seconds(400), poll: .seconds(1)) {
-      undelivered() == 0
+      await undelivered() == 0
     }
     let drained = try residentKB(daemon)
     print(
@@ -121,7 +121,7 @@ struct BacklogMemoryTests {
   }
 
   /// Writes `batches` undelivered batches of an open trip, waiting for its end, as one transaction.
-  func seed(store: String, trip: String, batches: Int) throws {
+  func seed(store: String, trip: String, batches: Int) async throws {
     let script = """
       import sqlite3, sys, time
       db = sqlite3.connect(sys.argv[1], isolation_level=None)
@@ -135,7 +135,7 @@ struct BacklogMemoryTests {
                      ((trip, i, '[{"type":"braking","n":%d,"pad":"%s"}]' % (i, "x" * 40), now) for i in range(n)))
       db.execute("COMMIT")
       """
-    let run = try runProcess("/usr/bin/python3", ["-c", script, store, trip, String(batches)])
+    let run = try await runProcess("/usr/bin/python3", ["-c", script, store, trip, String(batches)])
     #expect(run.status == 0, "\(run.stderr)")
   }
 }

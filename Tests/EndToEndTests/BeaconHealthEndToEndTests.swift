@@ -40,7 +40,7 @@ struct BeaconHealthEndToEndTests {
       toFile: config, atomically: true, encoding: .utf8)
     let cli = DaemonEndToEndTests()
     let bus = fixture.bus.address
-    let paired = try cli.cli(
+    let paired = try await cli.cli(
       [
         "pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--major", "1", "--minor", "7",
         "--device-id", "UNIT-0042", "--label", "van 7", "--state-dir", dir,
@@ -72,12 +72,12 @@ struct BeaconHealthEndToEndTests {
     }
     try await fixture.advertise(
       device, ["ServiceData": Self.tlm(mv: 3000, count: 1000, uptimeTenths: 36_000)])
-    let status: @Sendable () throws -> JSONValue? = {
-      let result = try cli.cli(["status", "--json"], bus: bus, dir: dir)
+    let status: @Sendable () async throws -> JSONValue? = {
+      let result = try await cli.cli(["status", "--json"], bus: bus, dir: dir)
       guard result.status == 0 else { return nil }
       return try JSONValue.parse(Data(result.stdout.utf8))["pairedBeacons"]?.arrayValue?.first
     }
-    try await waitUntil("daemon log:\n\(log())") { try status()?["batteryMv"]?.intValue == 3000 }
+    try await waitUntil("daemon log:\n\(log())") { try await status()?["batteryMv"]?.intValue == 3000 }
     #expect(signals.withLock { $0.isEmpty })
 
     // The battery drops under the threshold: one BeaconHealth batteryLow.
@@ -97,7 +97,7 @@ struct BeaconHealthEndToEndTests {
     try await waitUntil("daemon log:\n\(log())") { signals.withLock { $0.count } >= 2 }
     #expect(signals.withLock { $0.map { $0.dropFirst().first?.string } } == ["batteryLow", "rebooted"])
 
-    let entry = try #require(try status())
+    let entry = try #require(try await status())
     #expect(entry["deviceId"]?.stringValue == "UNIT-0042")
     #expect(entry["inRange"] == .bool(true))
     #expect(entry["batteryMv"]?.intValue == 2410)
@@ -111,7 +111,7 @@ struct BeaconHealthEndToEndTests {
     print("status --json pairedBeacons[0]: \(entry.compactText)")
     #expect(log().contains("paired beacon UNIT-0042"), "daemon log:\n\(log())")
 
-    let doctor = try cli.cli(
+    let doctor = try await cli.cli(
       ["doctor", "--json", "--config", config, "--state-dir", dir], bus: bus, dir: dir)
     let report = try JSONValue.parse(Data(doctor.stdout.utf8))
     let checks = report["checks"]?.arrayValue ?? []

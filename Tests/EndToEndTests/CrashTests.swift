@@ -35,7 +35,7 @@ struct CrashTests {
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
     // The backend fails a fifth of requests and drops a tenth, so batches wait in the outbox.
-    let backend = try FakeBackend(["--fail-rate", "0.2", "--drop-rate", "0.1", "--seed", "11"])
+    let backend = try await FakeBackend(["--fail-rate", "0.2", "--drop-rate", "0.1", "--seed", "11"])
     let broker = sink == "mqtt" ? try MosquittoBroker() : nil
     try broker?.subscribe()
     let deliveries: @Sendable () -> [Delivery] = {
@@ -75,7 +75,7 @@ struct CrashTests {
     }
     func waitReady() async throws {
       try await waitUntil("the daemon answers status", timeout: .seconds(20)) {
-        (try? test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir).status) == 0
+        (try? await test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir).status) == 0
       }
     }
 
@@ -86,8 +86,8 @@ struct CrashTests {
     var daemon = try startDaemon()
     try await waitReady()
     var started = false
-    @Sendable func undelivered() -> Int64? {
-      (try? test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir))
+    @Sendable func undelivered() async -> Int64? {
+      (try? await test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir))
         .flatMap { try? JSONValue.parse(Data($0.stdout.utf8))["outbox"]?["undelivered"]?.intValue }
     }
     for point in 0..<killPoints {
@@ -96,7 +96,7 @@ struct CrashTests {
         // two kill points later; meanwhile batches wait in the outbox.
         let so = acknowledged.count
         try await waitUntil("the condition at this line", timeout: .seconds(60)) {
-          undelivered() == 0 && Set(deliveries().map(\.key)).count >= so
+          await undelivered() == 0 && Set(deliveries().map(\.key)).count >= so
         }
         broker.kill()
       }
@@ -111,14 +111,15 @@ struct CrashTests {
       }
       for _ in 0..<burst {
         if !started {
-          let start = try test.cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir)
+          let start = try await test.cli(
+            ["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir)
           if start.status == 0 || start.stderr.contains("already started") { started = true } else { break }
         }
         let n = next
         next += 1
         attempted.insert(n)
         let events = #"[{"type":"braking","n":\#(n)}]"#
-        let sent = try test.cli(
+        let sent = try await test.cli(
           ["trip", "events", "--trip-id", "t1", "-"], bus: fixture.bus.address, dir: dir, stdin: events)
         if sent.status == 0 { acknowledged.insert(n) } else { break }
       }
@@ -130,7 +131,7 @@ struct CrashTests {
     // Let the outbox drain, then stop cleanly.
     let acknowledgedCount = acknowledged.count
     try await waitUntil("the outbox drained", timeout: .seconds(90)) {
-      Set(deliveries().map(\.key)).count >= acknowledgedCount && undelivered() == 0
+      await undelivered() == 0 && Set(deliveries().map(\.key)).count >= acknowledgedCount
     }
     kill(daemon.processIdentifier, SIGTERM)
     #expect(await waitForExit(daemon), "daemon did not exit in time")

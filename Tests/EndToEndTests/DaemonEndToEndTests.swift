@@ -75,8 +75,8 @@ final class NotifySocket: @unchecked Sendable {
 /// Tier 3 (docs/DESIGN.md, Tests): the daemon end to end on a private bus with the dbusmock BlueZ.
 @Suite(.tags(.process), .timeLimit(.minutes(5)))
 struct DaemonEndToEndTests {
-  func cli(_ arguments: [String], bus: String, dir: String, stdin: String? = nil) throws -> ProcessRun {
-    try runProcess(
+  func cli(_ arguments: [String], bus: String, dir: String, stdin: String? = nil) async throws -> ProcessRun {
+    try await runProcess(
       ScanCommandTests.binary, arguments,
       environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus, "BEACONBRIDGE_STATE_DIR": dir], stdin: stdin ?? "")
   }
@@ -84,7 +84,7 @@ struct DaemonEndToEndTests {
   @Test func statusWithoutADaemonSaysSo() async throws {
     let bus = try PrivateBus.start()
     defer { bus.stop() }
-    let result = try cli(["status"], bus: bus.address, dir: "/tmp")
+    let result = try await cli(["status"], bus: bus.address, dir: "/tmp")
     #expect(result.status == 1)
     #expect(result.stderr.contains("daemon is not running"), "\(result.stderr)")
   }
@@ -96,7 +96,7 @@ struct DaemonEndToEndTests {
     let notify = try NotifySocket()
     let dir = try scratchDirectory("daemon")
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let backend = try FakeBackend(["--script", "503"])
+    let backend = try await FakeBackend(["--script", "503"])
     let config = dir + "/beaconbridge.conf"
     let upload = "[Upload]\nURL = \(backend.url.absoluteString)\npostRetryInitial = 0.2\n"
     try "[ActiveBeacon]\ndwellSeconds = 0.5\n\(upload)".write(
@@ -130,13 +130,13 @@ struct DaemonEndToEndTests {
       "UNIT-0042",
       "--state-dir", dir,
     ]
-    let offline = try cli(pairArguments, bus: "unix:path=/nonexistent/bus", dir: dir)
+    let offline = try await cli(pairArguments, bus: "unix:path=/nonexistent/bus", dir: dir)
     #expect(offline.status == 1)
     #expect(
       offline.stderr.contains("is in use by beaconbridge run (PID \(daemon.processIdentifier))"),
       "\(offline.stderr)")
     // Through the daemon: its Pair method writes the store and the bridge follows it.
-    let pair = try cli(pairArguments, bus: fixture.bus.address, dir: dir)
+    let pair = try await cli(pairArguments, bus: fixture.bus.address, dir: dir)
     #expect(pair.status == 0, "\(pair.stderr)")
     let device = try await fixture.addDevice("hci0", beaconAddress.description)
     for _ in 0..<3 {
@@ -150,19 +150,19 @@ struct DaemonEndToEndTests {
     }
 
     // The D-Bus API through the CLI: status, then a trip tagged and uploaded.
-    let status = try cli(["status", "--json"], bus: fixture.bus.address, dir: dir)
+    let status = try await cli(["status", "--json"], bus: fixture.bus.address, dir: dir)
     #expect(status.status == 0, "\(status.stderr)")
     let state = try JSONValue.parse(Data(status.stdout.utf8))
     #expect(state["activeBeacon"]?["deviceId"]?.stringValue == "UNIT-0042")
     #expect(state["scanning"]?.stringValue?.hasPrefix("bluez") == true)
-    let started = try cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir)
+    let started = try await cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir)
     #expect(started.status == 0, "\(started.stderr)")
     #expect(try JSONValue.parse(Data(started.stdout.utf8))["deviceId"]?.stringValue == "UNIT-0042")
     let events = #"[{"type":"braking","at":12.5,"g":0.41},{"type":"somethingNew","x":[1,2]}]"#
-    let sent = try cli(
+    let sent = try await cli(
       ["trip", "events", "--trip-id", "t1", "-"], bus: fixture.bus.address, dir: dir, stdin: events)
     #expect(sent.status == 0, "\(sent.stderr)")
-    let bad = try cli(
+    let bad = try await cli(
       ["trip", "events", "--trip-id", "nope", "-"], bus: fixture.bus.address, dir: dir, stdin: events)
     #expect(bad.status == 1)
     #expect(bad.stderr.contains("no trip nope"), "\(bad.stderr)")
@@ -173,9 +173,10 @@ struct DaemonEndToEndTests {
     #expect(delivered.body["events"]?.arrayValue?.count == 2)
     #expect(delivered.body["events"]?.arrayValue?.first?["g"] == .double(0.41))
     #expect(delivered.key == "t1#0")
-    #expect(try cli(["trip", "end", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir).status == 0)
+    #expect(
+      try await cli(["trip", "end", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir).status == 0)
     // pair, pairs and unpair through the daemon's API when it runs.
-    let paired = try cli(
+    let paired = try await cli(
       [
         "pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--major", "1", "--minor", "9",
         "--device-id",
@@ -183,13 +184,13 @@ struct DaemonEndToEndTests {
       ], bus: fixture.bus.address, dir: dir)
     #expect(paired.status == 0, "\(paired.stderr)")
     let listed = try JSONValue.parse(
-      Data(try cli(["pairs", "--json"], bus: fixture.bus.address, dir: dir).stdout.utf8))
+      Data(try await cli(["pairs", "--json"], bus: fixture.bus.address, dir: dir).stdout.utf8))
     #expect(
       listed.arrayValue?.compactMap { $0["deviceId"]?.stringValue }.sorted() == ["UNIT-0042", "UNIT-0099"])
-    let unpaired = try cli(
+    let unpaired = try await cli(
       ["unpair", "--device-id", "UNIT-0099", "--json"], bus: fixture.bus.address, dir: dir)
     #expect(try JSONValue.parse(Data(unpaired.stdout.utf8))["removed"]?.intValue == 1)
-    let doctor = try cli(
+    let doctor = try await cli(
       ["doctor", "--json", "--config", config, "--state-dir", dir], bus: fixture.bus.address, dir: dir)
     let health = try JSONValue.parse(Data(doctor.stdout.utf8))
     let checks = health["checks"]?.arrayValue ?? []

@@ -125,7 +125,7 @@ struct DaemonExecutableTests {
     let log = (try? String(contentsOfFile: root + "/daemon.log", encoding: .utf8)) ?? ""
     #expect(process.terminationStatus == 1)
     #expect(log.contains(place) && log.contains("not starting"), "\(log)")
-    let doctor = try runProcess(
+    let doctor = try await runProcess(
       root + "/usr/bin/beaconbridge", ["doctor", "--json", "--config", config, "--state-dir", state],
       environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
     #expect(doctor.status == 1, "\(doctor.stderr)")
@@ -154,7 +154,7 @@ struct DaemonExecutableTests {
     let root = URL(fileURLWithPath: scratch).resolvingSymlinksInPath().path
     let bus = try PrivateBus.start()
     defer { bus.stop() }
-    let backend = try FakeBackend()
+    let backend = try await FakeBackend()
     let state = root + "/state"
     try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
     let config = try fallbackConfiguration(in: root, upload: "URL = \(backend.url.absoluteString)")
@@ -164,15 +164,16 @@ struct DaemonExecutableTests {
     defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
     let cli = DaemonEndToEndTests()
     try await waitUntil("the condition at this line", timeout: .seconds(20)) {
-      (try? cli.cli(["status"], bus: bus.address, dir: state).status) == 0
+      (try? await cli.cli(["status"], bus: bus.address, dir: state).status) == 0
     }
     // The new version: not a daemon at all, so a child spawned from the path would fail.
     let daemon = root + "/usr/lib/beaconbridge/beaconbridged"
     try "#!/bin/sh\nexit 3\n".write(toFile: daemon + ".dpkg-new", atomically: false, encoding: .utf8)
     #expect(chmod(daemon + ".dpkg-new", 0o755) == 0)
     #expect(rename(daemon + ".dpkg-new", daemon) == 0)
-    #expect(try cli.cli(["trip", "start", "--trip-id", "u1"], bus: bus.address, dir: state).status == 0)
-    let sent = try cli.cli(
+    #expect(
+      try await cli.cli(["trip", "start", "--trip-id", "u1"], bus: bus.address, dir: state).status == 0)
+    let sent = try await cli.cli(
       ["trip", "events", "--trip-id", "u1", "-"], bus: bus.address, dir: state, stdin: #"[{"type":"a"}]"#)
     #expect(sent.status == 0, "\(sent.stderr)")
     try await waitUntil(
@@ -184,8 +185,8 @@ struct DaemonExecutableTests {
     #expect(await waitForExit(process))
   }
 
-  @Test func theDaemonExecutableAnswersHelpAndPointsAtRun() throws {
-    let help = try runProcess(Self.buildFolder + "/beaconbridged", ["--help"])
+  @Test func theDaemonExecutableAnswersHelpAndPointsAtRun() async throws {
+    let help = try await runProcess(Self.buildFolder + "/beaconbridged", ["--help"])
     #expect(help.status == 0)
     #expect(help.stdout.hasPrefix("usage: beaconbridged [--config PATH] [--state-dir DIR]"), "\(help.stdout)")
     #expect(help.stdout.contains("beaconbridge run --help"))
@@ -197,8 +198,8 @@ struct DaemonExecutableTests {
     (["--config"], "beaconbridged: --config needs a value; usage: beaconbridged"),
     (["--state-dir", ""], "beaconbridged: --state-dir needs a value; usage: beaconbridged"),
   ])
-  func theDaemonExecutableRefusesWhatRunDoesNotPass(arguments: [String], message: String) throws {
-    let refused = try runProcess(Self.buildFolder + "/beaconbridged", arguments)
+  func theDaemonExecutableRefusesWhatRunDoesNotPass(arguments: [String], message: String) async throws {
+    let refused = try await runProcess(Self.buildFolder + "/beaconbridged", arguments)
     #expect(refused.status == 64)
     #expect(refused.stderr.hasPrefix(message), "\(refused.stderr)")
     #expect(refused.stderr.split(separator: "\n").count == 1)

@@ -109,7 +109,7 @@ struct DaemonWithoutHardwareTests {
     defer { bus.stop() }
     let dir = try scratchDirectory("nobluez")
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let backend = try FakeBackend([])
+    let backend = try await FakeBackend([])
     let config = dir + "/beaconbridge.conf"
     try """
     [Trips]
@@ -130,7 +130,7 @@ struct DaemonWithoutHardwareTests {
     try await waitUntil("STATUS=\(daemon.status ?? "none"); daemon log:\n\(daemon.log)") {
       daemon.status?.contains(expected) == true
     }
-    let status = try cli.cli(["status", "--json"], bus: bus.address, dir: dir)
+    let status = try await cli.cli(["status", "--json"], bus: bus.address, dir: dir)
     #expect(status.status == 0, "\(status.stderr)")
     let state = try JSONValue.parse(Data(status.stdout.utf8))
     #expect(state["scanning"] == .null)
@@ -138,8 +138,8 @@ struct DaemonWithoutHardwareTests {
 
     // A trip with no beacon: its late window (1 s) ends with no source running, and the fallback
     // tags and uploads it before the trip ends.
-    #expect(try cli.cli(["trip", "start", "--trip-id", "t1"], bus: bus.address, dir: dir).status == 0)
-    let sent = try cli.cli(
+    #expect(try await cli.cli(["trip", "start", "--trip-id", "t1"], bus: bus.address, dir: dir).status == 0)
+    let sent = try await cli.cli(
       ["trip", "events", "--trip-id", "t1", "-"], bus: bus.address, dir: dir, stdin: #"[{"type":"braking"}]"#)
     #expect(sent.status == 0, "\(sent.stderr)")
     try await waitUntil("daemon log:\n\(daemon.log)", timeout: .seconds(20)) {
@@ -164,7 +164,7 @@ struct DaemonWithoutHardwareTests {
     try await waitUntil("STATUS=\(daemon.status ?? "none"); daemon log:\n\(daemon.log)") {
       daemon.status?.contains("waiting for an adapter") == true
     }
-    let doctor = try cli.cli(
+    let doctor = try await cli.cli(
       ["doctor", "--json", "--config", config, "--state-dir", dir], bus: fixture.bus.address, dir: dir)
     let checks = try JSONValue.parse(Data(doctor.stdout.utf8))["checks"]?.arrayValue ?? []
     let scanning = try #require(checks.first { $0["name"]?.stringValue == "scanning" }, "\(doctor.stdout)")

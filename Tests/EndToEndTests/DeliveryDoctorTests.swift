@@ -15,15 +15,15 @@ import Testing
 struct DeliveryDoctorTests {
   let test = DaemonEndToEndTests()
 
-  func doctorCheck(_ config: String, dir: String, bus: String) throws -> JSONValue? {
-    let doctor = try test.cli(
+  func doctorCheck(_ config: String, dir: String, bus: String) async throws -> JSONValue? {
+    let doctor = try await test.cli(
       ["doctor", "--json", "--config", config, "--state-dir", dir], bus: bus, dir: dir)
     let checks = (try? JSONValue.parse(Data(doctor.stdout.utf8)))?["checks"]?.arrayValue ?? []
     return checks.first { $0["name"]?.stringValue == "delivery" }
   }
 
-  func upload(bus: String, dir: String) throws -> JSONValue? {
-    let status = try test.cli(["status", "--json"], bus: bus, dir: dir)
+  func upload(bus: String, dir: String) async throws -> JSONValue? {
+    let status = try await test.cli(["status", "--json"], bus: bus, dir: dir)
     return (try? JSONValue.parse(Data(status.stdout.utf8)))?["upload"]
   }
 
@@ -39,14 +39,15 @@ struct DeliveryDoctorTests {
         """)
     let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: bus, log: dir + "/daemon.log")
     try await waitUntil("the condition at this line", timeout: .seconds(20)) {
-      (try? test.cli(["status"], bus: bus, dir: dir).status) == 0
+      (try? await test.cli(["status"], bus: bus, dir: dir).status) == 0
     }
-    let nothingYet = try #require(try doctorCheck(config, dir: dir, bus: bus))
+    let nothingYet = try #require(try await doctorCheck(config, dir: dir, bus: bus))
     #expect(nothingYet["status"]?.stringValue == "ok")
     #expect(nothingYet["detail"]?.stringValue?.contains("nothing posted") == true, "\(nothingYet)")
-    #expect(try test.cli(["trip", "start", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
+    #expect(try await test.cli(["trip", "start", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
     for batch in [#"[{"type":"a"}]"#, #"[{"type":"b"}]"#] {
-      let sent = try test.cli(["trip", "events", "--trip-id", "t1", "-"], bus: bus, dir: dir, stdin: batch)
+      let sent = try await test.cli(
+        ["trip", "events", "--trip-id", "t1", "-"], bus: bus, dir: dir, stdin: batch)
       #expect(sent.status == 0, "\(sent.stderr)")
     }
     return (daemon, config)
@@ -55,9 +56,9 @@ struct DeliveryDoctorTests {
   /// Waits until doctor's "delivery" check is critical (three failures in a row) and returns it.
   func criticalDelivery(_ config: String, dir: String, bus: String) async throws -> JSONValue? {
     try await waitUntil("doctor's delivery check critical") {
-      try doctorCheck(config, dir: dir, bus: bus)?["status"]?.stringValue == "critical"
+      try await doctorCheck(config, dir: dir, bus: bus)?["status"]?.stringValue == "critical"
     }
-    return try doctorCheck(config, dir: dir, bus: bus)
+    return try await doctorCheck(config, dir: dir, bus: bus)
   }
 
   @Test func aRefusingBrokerIsNamedByDoctorAndNothingIsLost() async throws {
@@ -86,30 +87,33 @@ struct DeliveryDoctorTests {
     #expect(detail.contains("refused the connection"), "\(detail)")
     #expect(detail.contains("Not authorized") || detail.contains("Bad user name or password"), "\(detail)")
     #expect(check["recommendation"]?.stringValue?.contains("PasswordFile") == true)
-    let failing = try #require(try upload(bus: bus, dir: dir))
+    let failing = try #require(try await upload(bus: bus, dir: dir))
     #expect(failing["state"]?.stringValue == "failing")
     #expect((failing["consecutiveFailures"]?.intValue ?? 0) >= 3)
     #expect(failing["delivered"]?.intValue == 0)
     #expect(broker.messages().isEmpty)
-    let text = try test.cli(["status"], bus: bus, dir: dir).stdout
+    let text = try await test.cli(["status"], bus: bus, dir: dir).stdout
     #expect(text.contains("Upload:        failing ("), "\(text)")
     #expect(text.contains("refused the connection"), "\(text)")
 
     // The right password: the client reconnects by itself and both batches go, in order.
     _ = try writeTokenFile("right-pass\n", to: password)
-    try await waitUntil(
-      "upload: \(String(describing: (try? upload(bus: bus, dir: dir)) ?? nil))", timeout: .seconds(60)
-    ) {
-      broker.messages().count >= 2
+    do {
+      try await waitUntil("both batches delivered", timeout: .seconds(60)) {
+        broker.messages().count >= 2
+      }
+    } catch {
+      Issue.record("upload: \(String(describing: (try? await upload(bus: bus, dir: dir)) ?? nil))")
+      throw error
     }
     #expect(
       broker.messages().compactMap { $0.payload["idempotencyKey"]?.stringValue } == ["t1#0", "t1#1"])
     try await waitUntil("the condition at this line", timeout: .seconds(10)) {
-      try doctorCheck(config, dir: dir, bus: bus)?["status"] == .string("ok")
+      try await doctorCheck(config, dir: dir, bus: bus)?["status"] == .string("ok")
     }
-    let ok = try #require(try doctorCheck(config, dir: dir, bus: bus))
+    let ok = try #require(try await doctorCheck(config, dir: dir, bus: bus))
     #expect(ok["detail"]?.stringValue?.hasPrefix("2 batch(es) delivered to the MQTT broker") == true, "\(ok)")
-    let delivering = try #require(try upload(bus: bus, dir: dir))
+    let delivering = try #require(try await upload(bus: bus, dir: dir))
     #expect(delivering["state"]?.stringValue == "delivering")
     #expect(delivering["lastError"] == .null)
     kill(daemon.processIdentifier, SIGTERM)
@@ -136,20 +140,23 @@ struct DeliveryDoctorTests {
     #expect(detail.contains("nothing is lost"), "\(detail)")
     #expect(check["recommendation"]?.stringValue?.contains("[Upload] URL") == true)
 
-    let backend = try FakeBackend(["--port", "\(port)"])
-    try await waitUntil(
-      "upload: \(String(describing: (try? upload(bus: bus, dir: dir)) ?? nil))", timeout: .seconds(30)
-    ) {
-      backend.received().filter { $0.status == "200" }.count >= 2
+    let backend = try await FakeBackend(["--port", "\(port)"])
+    do {
+      try await waitUntil("both batches delivered", timeout: .seconds(30)) {
+        backend.received().filter { $0.status == "200" }.count >= 2
+      }
+    } catch {
+      Issue.record("upload: \(String(describing: (try? await upload(bus: bus, dir: dir)) ?? nil))")
+      throw error
     }
     #expect(backend.received().filter { $0.status == "200" }.compactMap(\.key) == ["t1#0", "t1#1"])
     try await waitUntil("the condition at this line", timeout: .seconds(10)) {
-      try doctorCheck(config, dir: dir, bus: bus)?["status"] == .string("ok")
+      try await doctorCheck(config, dir: dir, bus: bus)?["status"] == .string("ok")
     }
-    let delivering = try #require(try upload(bus: bus, dir: dir))
+    let delivering = try #require(try await upload(bus: bus, dir: dir))
     #expect(delivering["state"]?.stringValue == "delivering")
     #expect(delivering["delivered"]?.intValue == 2)
-    let text = try test.cli(["status"], bus: bus, dir: dir).stdout
+    let text = try await test.cli(["status"], bus: bus, dir: dir).stdout
     #expect(text.contains("Upload:        delivering, 2 batch(es) sent"), "\(text)")
     kill(daemon.processIdentifier, SIGTERM)
     #expect(await waitForExit(daemon), "daemon did not exit in time")

@@ -20,17 +20,19 @@ struct DiagnoseTests {
     var listing: [String]
   }
 
-  func diagnose(bus: String, dir: String, config: String) throws -> (status: Int32, bundle: Bundle) {
+  func diagnose(bus: String, dir: String, config: String) async throws -> (status: Int32, bundle: Bundle) {
     let output = dir + "/bundle.tar.gz"
-    let result = try DaemonEndToEndTests().cli(
+    let result = try await DaemonEndToEndTests().cli(
       ["diagnose", "--export", output, "--config", config, "--state-dir", dir], bus: bus, dir: dir)
     // List with the standard tar, then unpack.
-    func run(_ arguments: [String]) throws -> String { try runProcess("/bin/tar", arguments).stdout }
-    let listing = try run(["-tzf", output]).split(separator: "\n").map(String.init)
+    func run(_ arguments: [String]) async throws -> String {
+      try await runProcess("/bin/tar", arguments).stdout
+    }
+    let listing = try await run(["-tzf", output]).split(separator: "\n").map(String.init)
     let unpacked = dir + "/unpacked"
     try? FileManager.default.removeItem(atPath: unpacked)
     try FileManager.default.createDirectory(atPath: unpacked, withIntermediateDirectories: true)
-    _ = try run(["-xzf", output, "-C", unpacked])
+    _ = try await run(["-xzf", output, "-C", unpacked])
     var files: [String: String] = [:]
     let folder = try #require(try FileManager.default.contentsOfDirectory(atPath: unpacked).first)
     for name in try FileManager.default.contentsOfDirectory(atPath: unpacked + "/" + folder) {
@@ -74,7 +76,7 @@ struct DiagnoseTests {
     defer { bus.stop() }
     let (dir, config) = try prepare()
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let (status, bundle) = try diagnose(bus: bus.address, dir: dir, config: config)
+    let (status, bundle) = try await diagnose(bus: bus.address, dir: dir, config: config)
     // The daemon never ran here: the store is "not found", a finding named in the bundle (its
     // MANIFEST.txt and doctor's checks), which is written all the same (exit 0); and diagnose,
     // which only reads, does not make one.
@@ -104,25 +106,26 @@ struct DiagnoseTests {
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
     let test = DaemonEndToEndTests()
     try await waitUntil("the condition at this line", timeout: .seconds(20)) {
-      (try? test.cli(["status"], bus: fixture.bus.address, dir: dir).status) == 0
+      (try? await test.cli(["status"], bus: fixture.bus.address, dir: dir).status) == 0
     }
     // A trip with a batch that fails to upload (nothing listens on port 9): a decision, a log line.
-    let started = try test.cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir)
+    let started = try await test.cli(
+      ["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir)
     #expect(started.status == 0, "\(started.stderr)")
     // With lateWindow 0 the trip takes the fallback on the next tick: a tagging decision.
     try await waitUntil("the condition at this line") {
       let status = try JSONValue.parse(
-        Data(try test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir).stdout.utf8))
+        Data(try await test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir).stdout.utf8))
       return status["trips"]?.arrayValue?.first?["deviceId"]?.stringValue == "DEPOT-1"
     }
     // The daemon logs the failed G-Zone load (nothing listens on port 9) with its URL, redacted;
     // wait until that line is in the bundle.
-    var (status, bundle) = try diagnose(bus: fixture.bus.address, dir: dir, config: config)
+    var (status, bundle) = try await diagnose(bus: fixture.bus.address, dir: dir, config: config)
     // Whichever of the four requests fails first is named.
     let gzoneLine = try Regex(
       #"G-Zone load failed: https://<redacted>@127\.0\.0\.1:9/[a-z]+\?sig=<redacted>"#)
     try await waitUntil("the G-Zone failure in logs.txt", poll: .milliseconds(500)) {
-      (status, bundle) = try diagnose(bus: fixture.bus.address, dir: dir, config: config)
+      (status, bundle) = try await diagnose(bus: fixture.bus.address, dir: dir, config: config)
       return bundle.files["logs.txt"]?.contains(gzoneLine) == true
     }
     #expect(status == 0)

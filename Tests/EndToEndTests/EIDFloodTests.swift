@@ -37,7 +37,7 @@ struct EIDFloodTests {
         .joined()
       try (key + "\n").write(toFile: keyFile, atomically: true, encoding: .utf8)
       #expect(chmod(keyFile, 0o600) == 0)
-      let paired = try cli.cli(
+      let paired = try await cli.cli(
         [
           "pair", "--eid-key-file", keyFile, "--rotation-exponent", "0", "--beacon-clock", "1000",
           "--device-id", "UNIT-\(n)", "--state-dir", dir,

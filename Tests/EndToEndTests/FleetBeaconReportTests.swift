@@ -23,7 +23,7 @@ struct FleetBeaconReportTests {
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let config = try FleetPresenceTests.configuration(
       in: dir, broker: broker, boxId: "van-5", extra: "[ActiveBeacon]\ndwellSeconds = 0.5\n")
-    try broker.publish(
+    try await broker.publish(
       "fleet/van-5/config/desired",
       FleetDesiredTests.document(1, [(7, "UNIT-0042")]))
     let report = try MQTTWatcher(broker, topic: "fleet/van-5/beacons")
@@ -67,7 +67,7 @@ struct FleetBeaconReportTests {
     #expect(entry["lastSeenAt"]?.stringValue?.hasSuffix("Z") == true)
     // Retained: a backend that subscribes now gets the latest report.
     #expect(
-      try broker.retained("fleet/van-5/beacons")?["beacons"]?.arrayValue?.first?["batteryMv"]?.intValue
+      try await broker.retained("fleet/van-5/beacons")?["beacons"]?.arrayValue?.first?["batteryMv"]?.intValue
         == 2900)
     kill(daemon.processIdentifier, SIGTERM)
     #expect(await waitForExit(daemon))

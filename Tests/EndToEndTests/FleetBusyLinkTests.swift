@@ -44,7 +44,7 @@ struct FleetBusyLinkTests {
         "\($0.payload["state"]?.stringValue ?? "?")@\($0.payload["version"]?.intValue.map(String.init) ?? "-")"
       }
     }
-    try broker.publish(desired, FleetDesiredTests.document(1, [(7, "UNIT-0042")]))
+    try await broker.publish(desired, FleetDesiredTests.document(1, [(7, "UNIT-0042")]))
     let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: bus, log: dir + "/daemon.log")
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
     let log: @Sendable () -> String = {
@@ -54,8 +54,8 @@ struct FleetBusyLinkTests {
       answers == ["applied@1"]
     }
     let cli = DaemonEndToEndTests()
-    #expect(try cli.cli(["trip", "start", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
-    try broker.publish(desired, FleetDesiredTests.document(2, [(8, "UNIT-0043")]))
+    #expect(try await cli.cli(["trip", "start", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
+    try await broker.publish(desired, FleetDesiredTests.document(2, [(8, "UNIT-0043")]))
     try await waitUntil("v2 pending: \(answers)") { answers == ["applied@1", "pending@2"] }
 
     // A street: the paired beacon's sightings and a hundred telemetry frames, each one news.
@@ -77,20 +77,20 @@ struct FleetBusyLinkTests {
     try await waitUntil("a beacon report in flight; proxy:\n\(proxy.log.suffix(20))") {
       proxy.published("fleet/busy/beacons") >= 1
     }
-    try broker.publish(desired, FleetDesiredTests.document(3, [(9, "UNIT-0044")]))
+    try await broker.publish(desired, FleetDesiredTests.document(3, [(9, "UNIT-0044")]))
     try await flood(10..<60)
     try await waitUntil("v3 answered pending: \(answers)\n\(log())", timeout: .seconds(30)) {
       answers.last == "pending@3"
     }
     try await flood(60..<80)
-    #expect(try cli.cli(["trip", "end", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
+    #expect(try await cli.cli(["trip", "end", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
     try await flood(80..<100)
 
     try await waitUntil("v3 applied at the trip's end: \(answers)\n\(log())", timeout: .seconds(60)) {
       answers.last == "applied@3"
     }
     #expect(answers == ["applied@1", "pending@2", "pending@3", "applied@3"])
-    let pairs = try cli.cli(["pairs"], bus: bus, dir: dir)
+    let pairs = try await cli.cli(["pairs"], bus: bus, dir: dir)
     #expect(pairs.stdout.contains("UNIT-0044") && !pairs.stdout.contains("UNIT-0043"), "\(pairs.stdout)")
     print(
       "fleet busy link: \(proxy.log.filter { $0 == "puback delayed" }.count) PUBACKs delayed 1 s, \(proxy.published("fleet/busy/beacons")) beacon reports, answers \(answers)"

@@ -54,7 +54,7 @@ struct FleetDesiredTests {
         config: config, stateDirectory: dir, bus: bus.address, extra: environment)
       self.daemon = daemon
       try await waitUntil("the daemon serves its API; log:\n\(daemon.log)", timeout: .seconds(20)) {
-        (try? DaemonEndToEndTests().cli(["status"], bus: bus.address, dir: dir).status) == 0
+        (try? await DaemonEndToEndTests().cli(["status"], bus: bus.address, dir: dir).status) == 0
       }
     }
 
@@ -66,8 +66,8 @@ struct FleetDesiredTests {
     }
 
     /// The `fleet` object of `status --json`.
-    func fleetStatus() throws -> JSONValue? {
-      let run = try DaemonEndToEndTests().cli(["status", "--json"], bus: bus.address, dir: dir)
+    func fleetStatus() async throws -> JSONValue? {
+      let run = try await DaemonEndToEndTests().cli(["status", "--json"], bus: bus.address, dir: dir)
       return try JSONValue.parse(Data(run.stdout.utf8))["fleet"]
     }
 
@@ -76,11 +76,11 @@ struct FleetDesiredTests {
 
     /// `pair --eid-key-file` with an example key (through the daemon when it runs, else into the
     /// store).
-    func pairByKey() throws -> ProcessRun {
+    func pairByKey() async throws -> ProcessRun {
       let keyFile = dir + "/eid.key"
       try "000102030405060708090a0b0c0d0e0f\n".write(toFile: keyFile, atomically: true, encoding: .utf8)
       chmod(keyFile, 0o600)
-      return try DaemonEndToEndTests().cli(
+      return try await DaemonEndToEndTests().cli(
         [
           "pair", "--eid-key-file", keyFile, "--rotation-exponent", "10", "--beacon-clock", "65280",
           "--device-id", "UNIT-E1",
@@ -88,8 +88,8 @@ struct FleetDesiredTests {
     }
 
     /// `pairs --json` (through the daemon when it runs, else from the store): device ID and source.
-    func pairs() throws -> [String] {
-      let run = try DaemonEndToEndTests().cli(["pairs", "--json"], bus: bus.address, dir: dir)
+    func pairs() async throws -> [String] {
+      let run = try await DaemonEndToEndTests().cli(["pairs", "--json"], bus: bus.address, dir: dir)
       let list = try JSONValue.parse(Data(run.stdout.utf8)).arrayValue ?? []
       return list.map { "\($0["deviceId"]?.stringValue ?? "?")/\($0["source"]?.stringValue ?? "?")" }
     }
@@ -99,69 +99,69 @@ struct FleetDesiredTests {
     let box = try Box("box1")
     try await box.start()
     let desired = "fleet/box1/config/desired"
-    try box.broker.publish(
+    try await box.broker.publish(
       desired, Self.document(1, [(7, "VAN-7")], settings: #"{"Presence":{"exitTimeout":45}}"#))
     try await waitUntil("v1 applied: \(box.answers)\n\(box.daemon!.log)") { box.answers == ["applied@1"] }
-    #expect(try box.pairs() == ["VAN-7/fleet"])
+    #expect(try await box.pairs() == ["VAN-7/fleet"])
     #expect(
       box.daemon!.log.contains("desired version 1 applied: 1 pairing(s), 1 setting(s)"), "\(box.daemon!.log)")
 
     // The desired document owns the pairings: pair and unpair refuse, saying so.
-    let pair = try cli.cli(
+    let pair = try await cli.cli(
       ["pair", "--uuid", Self.uuid, "--major", "1", "--minor", "9", "--device-id", "VAN-9"],
       bus: box.bus.address,
       dir: box.dir)
     #expect(pair.status == 1)
     #expect(pair.stderr.contains("this box is paired by its fleet"), "\(pair.stderr)")
-    let unpair = try cli.cli(["unpair", "--device-id", "VAN-7"], bus: box.bus.address, dir: box.dir)
+    let unpair = try await cli.cli(["unpair", "--device-id", "VAN-7"], bus: box.bus.address, dir: box.dir)
     #expect(unpair.status == 1)
     #expect(unpair.stderr.contains("this box is paired by its fleet"), "\(unpair.stderr)")
     // And pairing by key, through the daemon's PairWithKey, with the same sentence.
-    let byKey = try box.pairByKey()
+    let byKey = try await box.pairByKey()
     #expect(byKey.status == 1)
     #expect(byKey.stderr.contains("this box is paired by its fleet"), "\(byKey.stderr)")
-    #expect(try box.pairs() == ["VAN-7/fleet"])
+    #expect(try await box.pairs() == ["VAN-7/fleet"])
     let settings: JSONValue = .object(["Presence": .object(["exitTimeout": .string("45")])])
-    #expect(try box.fleetStatus()?["appliedSettings"] == settings)
+    #expect(try await box.fleetStatus()?["appliedSettings"] == settings)
 
     // v2 has one good pairing and one bad one: refused whole, with the rule it broke.
     let bad =
       #"{"version":2,"pairings":[{"uuid":"\#(Self.uuid)","major":1,"minor":8,"deviceId":"VAN-8"},{"uuid":"\#(Self.uuid)","major":70000,"minor":1,"deviceId":"VAN-X"}]}"#
-    try box.broker.publish(desired, bad)
+    try await box.broker.publish(desired, bad)
     try await waitUntil("v2 refused: \(box.answers)") { box.answers == ["applied@1", "refused@2"] }
     let reason = box.lastReason
     #expect(reason.contains("pairings[1]") && reason.contains("70000"), "\(reason)")
     // Nothing changed: v1's pairings, settings and version.
-    #expect(try box.pairs() == ["VAN-7/fleet"])
-    let afterRefusal = try #require(try box.fleetStatus())
+    #expect(try await box.pairs() == ["VAN-7/fleet"])
+    let afterRefusal = try #require(try await box.fleetStatus())
     #expect(
       afterRefusal["appliedVersion"]?.intValue == 1 && afterRefusal["lastDesiredVersion"]?.intValue == 2)
     #expect(afterRefusal["appliedSettings"] == settings)
     // A setting that may not be set remotely: refused.
-    try box.broker.publish(
+    try await box.broker.publish(
       desired, Self.document(3, [(8, "VAN-8")], settings: #"{"Upload":{"postRetryMax":5}}"#))
     try await waitUntil("v3 refused: \(box.answers)") { box.answers.last == "refused@3" }
     #expect(
       box.reported.messages.last?.payload["reason"]?.stringValue?.contains("cannot be set remotely") == true)
     // An older version than the applied one: refused.
-    try box.broker.publish(desired, Self.document(4, [(8, "VAN-8")]))
+    try await box.broker.publish(desired, Self.document(4, [(8, "VAN-8")]))
     try await waitUntil("v4 applied: \(box.answers)") { box.answers.last == "applied@4" }
     // Another document with the applied version: refused, as any version not above it.
-    try box.broker.publish(desired, Self.document(4, [(9, "VAN-9")]))
+    try await box.broker.publish(desired, Self.document(4, [(9, "VAN-9")]))
     try await waitUntil("another v4 refused: \(box.answers)") { box.answers.last == "refused@4" }
     #expect(box.lastReason == "version 4 is not above the applied version 4")
-    #expect(try box.pairs() == ["VAN-8/fleet"])
+    #expect(try await box.pairs() == ["VAN-8/fleet"])
     // The applied document delivered again (a retained message at a reconnect): answered again.
-    try box.broker.publish(desired, Self.document(4, [(8, "VAN-8")]))
+    try await box.broker.publish(desired, Self.document(4, [(8, "VAN-8")]))
     try await waitUntil("v4 answered again: \(box.answers)") { box.answers.last == "applied@4" }
-    try box.broker.publish(desired, Self.document(3, [(9, "VAN-9")]))
+    try await box.broker.publish(desired, Self.document(3, [(9, "VAN-9")]))
     try await waitUntil("v3 refused as stale: \(box.answers)") { box.answers.last == "refused@3" }
     #expect(
       box.reported.messages.last?.payload["reason"]?.stringValue
         == "version 3 is not above the applied version 4")
-    #expect(try box.pairs() == ["VAN-8/fleet"])
+    #expect(try await box.pairs() == ["VAN-8/fleet"])
     // Key material over mqtt:// (no TLS): refused.
-    try box.broker.publish(
+    try await box.broker.publish(
       desired,
       #"{"version":5,"pairings":[{"uuid":"\#(Self.uuid)","deviceId":"VAN-9","irk":"00112233445566778899aabbccddeeff"}]}"#
     )
@@ -173,11 +173,11 @@ struct FleetDesiredTests {
     let big = box.dir + "/big.json"
     try (#"{"version":9,"pairings":[],"pad":""# + String(repeating: "x", count: 3 << 20) + #""}"#).write(
       toFile: big, atomically: true, encoding: .utf8)
-    try box.broker.publish(desired, file: big)
+    try await box.broker.publish(desired, file: big)
     try await waitUntil("the big document refused: \(box.answers)") { box.answers.last == "refused@-" }
     #expect(
       box.reported.messages.last?.payload["reason"]?.stringValue == "the document is over 2097152 bytes")
-    #expect(try box.pairs() == ["VAN-8/fleet"])
+    #expect(try await box.pairs() == ["VAN-8/fleet"])
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
   }
 
@@ -188,13 +188,13 @@ struct FleetDesiredTests {
     let box = try Box("box-exact")
     try await box.start()
     let desired = "fleet/box-exact/config/desired"
-    try box.broker.publish(
+    try await box.broker.publish(
       desired, Self.document(1, [(7, "VAN-7")], settings: #"{"Presence":{"exitMissProbability":1.5e-6}}"#))
     try await waitUntil("v1 applied: \(box.answers)\n\(box.daemon!.log)") { box.answers == ["applied@1"] }
     #expect(
-      try box.fleetStatus()?["appliedSettings"]
+      try await box.fleetStatus()?["appliedSettings"]
         == .object(["Presence": .object(["exitMissProbability": .string("1.5e-6")])]))
-    try box.broker.publish(
+    try await box.broker.publish(
       desired,
       #"{"version":2,"pairings":[{"uuid":"\#(Self.uuid)","major":1,"mnior":7,"deviceId":"VAN-8"}]}"#)
     try await waitUntil("v2 refused: \(box.answers)") { box.answers.last == "refused@2" }
@@ -202,11 +202,11 @@ struct FleetDesiredTests {
       box.lastReason
         == "pairings[0] has an unknown key \"mnior\" (a pairing has uuid, major, minor, deviceId, label)",
       "\(box.lastReason)")
-    try box.broker.publish(desired, #"{"version":3,"version":4,"pairings":[]}"#)
+    try await box.broker.publish(desired, #"{"version":3,"version":4,"pairings":[]}"#)
     try await waitUntil("the repeated key refused: \(box.answers)") { box.answers.last == "refused@-" }
     #expect(box.lastReason.contains("the key \"version\" appears twice in one object"), "\(box.lastReason)")
-    #expect(try box.pairs() == ["VAN-7/fleet"])
-    try box.broker.publish(
+    #expect(try await box.pairs() == ["VAN-7/fleet"])
+    try await box.broker.publish(
       desired, Self.document(5, [(7, "VAN-7")], settings: #"{"Presence":{"exitMissProbability":1e-7}}"#))
     try await waitUntil("v5 applied: \(box.answers)") { box.answers.last == "applied@5" }
   }
@@ -215,25 +215,26 @@ struct FleetDesiredTests {
     let box = try Box("box2")
     try await box.start()
     #expect(
-      try cli.cli(["trip", "start", "--trip-id", "t1"], bus: box.bus.address, dir: box.dir).status == 0)
+      try await cli.cli(["trip", "start", "--trip-id", "t1"], bus: box.bus.address, dir: box.dir).status == 0)
     let desired = "fleet/box2/config/desired"
-    try box.broker.publish(desired, Self.document(3, [(7, "VAN-7")]))
+    try await box.broker.publish(desired, Self.document(3, [(7, "VAN-7")]))
     try await waitUntil("v3 pending: \(box.answers)") { box.answers == ["pending@3"] }
     #expect(box.lastReason == "a trip is in progress")
-    #expect(try box.pairs() == [])
+    #expect(try await box.pairs() == [])
     // An older document does not replace the one waiting; the same one again is answered again.
-    try box.broker.publish(desired, Self.document(2, [(8, "VAN-8")]))
+    try await box.broker.publish(desired, Self.document(2, [(8, "VAN-8")]))
     try await waitUntil("v2 refused: \(box.answers)") { box.answers.last == "refused@2" }
     #expect(box.lastReason == "version 2 is not above the pending version 3")
-    try box.broker.publish(desired, Self.document(3, [(9, "VAN-9")]))
+    try await box.broker.publish(desired, Self.document(3, [(9, "VAN-9")]))
     try await waitUntil("another v3 refused: \(box.answers)") { box.answers.last == "refused@3" }
     #expect(box.lastReason == "version 3 is not above the pending version 3")
-    try box.broker.publish(desired, Self.document(3, [(7, "VAN-7")]))
+    try await box.broker.publish(desired, Self.document(3, [(7, "VAN-7")]))
     try await waitUntil("v3 pending again: \(box.answers)") { box.answers.last == "pending@3" }
-    #expect(try cli.cli(["trip", "end", "--trip-id", "t1"], bus: box.bus.address, dir: box.dir).status == 0)
+    #expect(
+      try await cli.cli(["trip", "end", "--trip-id", "t1"], bus: box.bus.address, dir: box.dir).status == 0)
     try await waitUntil("v3 applied at the trip's end: \(box.answers)") { box.answers.last == "applied@3" }
     #expect(box.answers == ["pending@3", "refused@2", "refused@3", "pending@3", "applied@3"])
-    #expect(try box.pairs() == ["VAN-7/fleet"])
+    #expect(try await box.pairs() == ["VAN-7/fleet"])
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
   }
 
@@ -247,9 +248,9 @@ struct FleetDesiredTests {
     try await box.start()
     let desired = "fleet/box5/config/desired"
     #expect(
-      try cli.cli(["trip", "start", "--trip-id", "t1"], bus: box.bus.address, dir: box.dir).status == 0)
+      try await cli.cli(["trip", "start", "--trip-id", "t1"], bus: box.bus.address, dir: box.dir).status == 0)
     // Above the default exitTimeoutMax (60), within the file's.
-    try box.broker.publish(
+    try await box.broker.publish(
       desired, Self.document(1, [(7, "VAN-7")], settings: #"{"Presence":{"exitTimeout":300}}"#))
     try await waitUntil("v1 pending: \(box.answers)\n\(box.daemon!.log)") { box.answers == ["pending@1"] }
     _ = try FleetPresenceTests.configuration(
@@ -258,20 +259,21 @@ struct FleetDesiredTests {
     try await waitUntil("the file reloaded: \(box.daemon!.log)") {
       box.daemon!.log.contains("configuration reloaded from")
     }
-    #expect(try cli.cli(["trip", "end", "--trip-id", "t1"], bus: box.bus.address, dir: box.dir).status == 0)
+    #expect(
+      try await cli.cli(["trip", "end", "--trip-id", "t1"], bus: box.bus.address, dir: box.dir).status == 0)
     try await waitUntil("v1 refused at the trip's end: \(box.answers)") { box.answers.last == "refused@1" }
     #expect(
       box.lastReason
         == "its settings do not apply: invalid configuration: exitTimeoutMax must be at least exitTimeout",
       "\(box.lastReason)")
-    #expect(try box.pairs() == [])
-    let fleet = try #require(try box.fleetStatus())
+    #expect(try await box.pairs() == [])
+    let fleet = try #require(try await box.fleetStatus())
     #expect(fleet["appliedVersion"] == .null && fleet["appliedSettings"] == .object([:]))
     // Within the new file: applied.
-    try box.broker.publish(
+    try await box.broker.publish(
       desired, Self.document(2, [(7, "VAN-7")], settings: #"{"Presence":{"exitTimeout":100}}"#))
     try await waitUntil("v2 applied: \(box.answers)") { box.answers.last == "applied@2" }
-    #expect(try box.pairs() == ["VAN-7/fleet"])
+    #expect(try await box.pairs() == ["VAN-7/fleet"])
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
   }
 
@@ -299,19 +301,19 @@ struct FleetDesiredTests {
     _ = try FleetPresenceTests.configuration(in: box.dir, broker: box.broker, boxId: "box6-renamed")
     try await reload(2)
     #expect(box.daemon!.log.contains(warning + " in \(box.config)"), "\(box.daemon!.log)")
-    #expect(try box.fleetStatus()?["boxId"] == .string("box6"))
+    #expect(try await box.fleetStatus()?["boxId"] == .string("box6"))
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
   }
 
   @Test func aDocumentPublishedWhileStoppedIsAppliedAtStartAndTheVersionSurvives() async throws {
     let box = try Box("box3")
     let status = try MQTTWatcher(box.broker, topic: "fleet/box3/status")
-    try box.broker.publish("fleet/box3/config/desired", Self.document(5, [(7, "VAN-7"), (8, "VAN-8")]))
+    try await box.broker.publish("fleet/box3/config/desired", Self.document(5, [(7, "VAN-7"), (8, "VAN-8")]))
     try await box.start()
     try await waitUntil("v5 applied at start: \(box.answers)\n\(box.daemon!.log)") {
       box.answers == ["applied@5"]
     }
-    #expect(try box.pairs() == ["VAN-7/fleet", "VAN-8/fleet"])
+    #expect(try await box.pairs() == ["VAN-7/fleet", "VAN-8/fleet"])
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
     // Restarted: the birth says version 5, and the retained document is answered, not re-applied.
     try await box.start()
@@ -331,33 +333,33 @@ struct FleetDesiredTests {
     let box = try Box("box4")
     try await box.start()
     let desired = "fleet/box4/config/desired"
-    try box.broker.publish(desired, Self.document(1, [(7, "VAN-7")]))
+    try await box.broker.publish(desired, Self.document(1, [(7, "VAN-7")]))
     try await waitUntil("v1 applied: \(box.answers)") { box.answers == ["applied@1"] }
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
 
     try await box.start(environment: ["BEACONBRIDGE_TEST_FLEET_KILL_MIDWAY": "1"])
     let killed = box.daemon!
-    try box.broker.publish(desired, Self.document(2, [(8, "VAN-8"), (9, "VAN-9")]))
+    try await box.broker.publish(desired, Self.document(2, [(8, "VAN-8"), (9, "VAN-9")]))
     try await waitUntil("the daemon killed inside the transaction") { !killed.process.isRunning }
     #expect(
       killed.process.terminationReason == .uncaughtSignal && killed.process.terminationStatus == SIGKILL)
     // Read from the store itself (no daemon): the old pairings, whole.
-    #expect(try box.pairs() == ["VAN-7/fleet"])
+    #expect(try await box.pairs() == ["VAN-7/fleet"])
     // Straight into the store, pair refuses too: the store knows the fleet owns its pairings.
-    let pair = try cli.cli(
+    let pair = try await cli.cli(
       ["pair", "--uuid", Self.uuid, "--major", "1", "--minor", "9", "--device-id", "VAN-9"],
       bus: box.bus.address,
       dir: box.dir)
     #expect(pair.status == 1)
     #expect(pair.stderr.contains("this box is paired by its fleet"), "\(pair.stderr)")
-    let byKey = try box.pairByKey()
+    let byKey = try await box.pairByKey()
     #expect(byKey.status == 1)
     #expect(byKey.stderr.contains("this box is paired by its fleet"), "\(byKey.stderr)")
-    #expect(try box.pairs() == ["VAN-7/fleet"])
+    #expect(try await box.pairs() == ["VAN-7/fleet"])
 
     try await box.start()
     try await waitUntil("v2 applied at the restart: \(box.answers)") { box.answers.last == "applied@2" }
-    #expect(try box.pairs() == ["VAN-8/fleet", "VAN-9/fleet"])
+    #expect(try await box.pairs() == ["VAN-8/fleet", "VAN-9/fleet"])
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
   }
 
@@ -367,42 +369,47 @@ struct FleetDesiredTests {
     let box = try Box("box6")
     try await box.start()
     let desired = "fleet/box6/config/desired"
-    try box.broker.publish(desired, Self.document(2, [(7, "VAN-7")]))
+    try await box.broker.publish(desired, Self.document(2, [(7, "VAN-7")]))
     try await waitUntil("v2 applied: \(box.answers)") { box.answers == ["applied@2"] }
-    try box.broker.publish(desired, Self.document(1, [(8, "VAN-8")]))
+    try await box.broker.publish(desired, Self.document(1, [(8, "VAN-8")]))
     try await waitUntil("v1 refused: \(box.answers)") { box.answers == ["applied@2", "refused@1"] }
 
     let json = try JSONValue.parse(
-      Data(try cli.cli(["status", "--json"], bus: box.bus.address, dir: box.dir).stdout.utf8))
+      Data(try await cli.cli(["status", "--json"], bus: box.bus.address, dir: box.dir).stdout.utf8))
     let fleet = try #require(json["fleet"], "\(json.compactText)")
     #expect(fleet["boxId"]?.stringValue == "box6")
     #expect(fleet["broker"]?.stringValue == "127.0.0.1:\(box.broker.port)")
     #expect(fleet["connected"] == .bool(true))
     #expect(fleet["lastDesiredVersion"]?.intValue == 1)
     #expect(fleet["appliedVersion"]?.intValue == 2)
-    let text = try cli.cli(["status"], bus: box.bus.address, dir: box.dir).stdout
+    let text = try await cli.cli(["status"], bus: box.bus.address, dir: box.dir).stdout
     #expect(
       text.contains(
         "Fleet:         box box6 at 127.0.0.1:\(box.broker.port), connected; desired version seen 1, applied 2"
       ),
       "\(text)")
-    func fleetCheck() throws -> JSONValue? {
-      let doctor = try cli.cli(
+    func fleetCheck() async throws -> JSONValue? {
+      let doctor = try await cli.cli(
         ["doctor", "--json", "--config", box.config, "--state-dir", box.dir], bus: box.bus.address,
         dir: box.dir)
       let checks = try JSONValue.parse(Data(doctor.stdout.utf8))["checks"]?.arrayValue ?? []
       return checks.first { $0["name"]?.stringValue == "fleet link" }
     }
-    let ok = try #require(try fleetCheck())
+    let ok = try #require(try await fleetCheck())
     #expect(ok["status"]?.stringValue == "ok", "\(ok.compactText)")
     #expect(
       ok["detail"]?.stringValue?.contains("desired version seen: 1, applied: 2") == true, "\(ok.compactText)")
 
     box.broker.kill()
-    try await waitUntil("doctor warns of the lost broker: \(String(describing: try? fleetCheck()))") {
-      try fleetCheck()?["status"]?.stringValue == "warning"
+    do {
+      try await waitUntil("doctor warns of the lost broker") {
+        try await fleetCheck()?["status"]?.stringValue == "warning"
+      }
+    } catch {
+      Issue.record("doctor's fleet check: \(String(describing: try? await fleetCheck()))")
+      throw error
     }
-    #expect(try fleetCheck()?["detail"]?.stringValue?.contains("not connected to 127.0.0.1") == true)
+    #expect(try await fleetCheck()?["detail"]?.stringValue?.contains("not connected to 127.0.0.1") == true)
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
   }
 
@@ -414,13 +421,13 @@ struct FleetDesiredTests {
     let desired = "fleet/box7/config/desired"
     let size = 1500
     func pairs(_ version: Int) -> Set<String> { Set((0..<size).map { "V\(version)-\($0)/fleet" }) }
-    func publish(_ version: Int) throws {
+    func publish(_ version: Int) async throws {
       let file = box.dir + "/doc.json"
       try Self.document(version, (0..<size).map { ($0, "V\(version)-\($0)") }).write(
         toFile: file, atomically: true, encoding: .utf8)
-      try box.broker.publish(desired, file: file)
+      try await box.broker.publish(desired, file: file)
     }
-    try publish(1)
+    try await publish(1)
     var applied = 1
     for round in 2...6 {
       try await box.start()
@@ -428,11 +435,11 @@ struct FleetDesiredTests {
         box.answers.last == "applied@\(applied)"
       }
       let daemon = box.daemon!
-      try publish(round)
+      try await publish(round)
       try await Task.sleep(for: .milliseconds(Int.random(in: 0...60)))
       kill(daemon.process.processIdentifier, SIGKILL)
       await waitForExit(daemon.process)
-      let now = Set(try box.pairs())
+      let now = Set(try await box.pairs())
       #expect(
         now == pairs(applied) || now == pairs(round),
         "round \(round): \(now.count) pairings, mixed or partial")
@@ -442,7 +449,7 @@ struct FleetDesiredTests {
     }
     try await box.start()
     try await waitUntil("v6 applied: \(box.answers)") { box.answers.last == "applied@6" }
-    #expect(Set(try box.pairs()) == pairs(6))
+    #expect(Set(try await box.pairs()) == pairs(6))
     #expect(await box.daemon!.stop(), "\(box.daemon!.log)")
   }
 }

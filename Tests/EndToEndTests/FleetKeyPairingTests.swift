@@ -76,21 +76,21 @@ struct FleetKeyPairingTests {
     let cli = DaemonEndToEndTests()
     let bus = fixture.bus.address
     var outputs = ""
-    func pairs() throws -> [JSONValue] {
-      let run = try cli.cli(["pairs", "--json"], bus: bus, dir: dir)
+    func pairs() async throws -> [JSONValue] {
+      let run = try await cli.cli(["pairs", "--json"], bus: bus, dir: dir)
       outputs += run.stdout + run.stderr
       return try JSONValue.parse(Data(run.stdout.utf8)).arrayValue ?? []
     }
-    func status() throws -> JSONValue? {
-      let run = try cli.cli(["status", "--json"], bus: bus, dir: dir)
+    func status() async throws -> JSONValue? {
+      let run = try await cli.cli(["status", "--json"], bus: bus, dir: dir)
       outputs += run.stdout + run.stderr
       return try? JSONValue.parse(Data(run.stdout.utf8))
     }
 
     let desired = "fleet/van-9/config/desired"
-    try broker.publish(desired, document(1, label: "driver tag", withIRK: true))
+    try await broker.publish(desired, document(1, label: "driver tag", withIRK: true))
     try await waitUntil("v1 applied: \(answers())\n\(log())\n\(broker.log)") { answers() == ["applied@1"] }
-    let first = try pairs()
+    let first = try await pairs()
     #expect(
       first.map { "\($0["deviceId"]?.stringValue ?? "?")/\($0["source"]?.stringValue ?? "?")" } == [
         "UNIT-E1/fleet", "UNIT-R1/fleet",
@@ -106,19 +106,19 @@ struct FleetKeyPairingTests {
     let device = try await fixture.addDevice("hci0", "C0:FF:EE:00:0E:02")
     try await waitUntil("the EID beacon resolved; log:\n\(log())") {
       try await fixture.advertise(device, ["ServiceData": serviceData, "RSSI": .int16(-60)])
-      let active = try status()?["activeBeacon"]
+      let active = try await status()?["activeBeacon"]
       return active?["authentication"]?.stringValue == "eid" && active?["deviceId"]?.stringValue == "UNIT-E1"
     }
 
     // v2 keeps the EID key (a new label) and drops the IRK: the same pairing, the IRK gone.
-    try broker.publish(desired, document(2, label: "cab", withIRK: false))
+    try await broker.publish(desired, document(2, label: "cab", withIRK: false))
     try await waitUntil("v2 applied: \(answers())\n\(log())") { answers().last == "applied@2" }
-    let second = try pairs()
+    let second = try await pairs()
     #expect(second.map { $0["deviceId"]?.stringValue } == ["UNIT-E1"])
     #expect(second.first?["pairing"]?.intValue == number)
     #expect(second.first?["label"]?.stringValue == "cab")
     // The same document again, as at a reconnect: answered, not applied twice.
-    try broker.publish(desired, document(2, label: "cab", withIRK: false))
+    try await broker.publish(desired, document(2, label: "cab", withIRK: false))
     try await waitUntil("v2 answered again: \(answers())") {
       answers() == ["applied@1", "applied@2", "applied@2"]
     }

@@ -62,7 +62,7 @@ struct FleetPresenceTests {
     let since = try #require(birth.payload["since"]?.stringValue)
     #expect(since.hasPrefix("20") && since.hasSuffix("Z"), "\(since)")
     // Retained: a backend that subscribes later still sees the box online.
-    #expect(try broker.retained("fleet/van-1/status")?["state"]?.stringValue == "online")
+    #expect(try await broker.retained("fleet/van-1/status")?["state"]?.stringValue == "online")
     // Its session has the last will.
     #expect(broker.log.contains("as van-1-fleet (p5, c0, k\(Self.keepAlive)"), "\(broker.log)")
 
@@ -72,7 +72,7 @@ struct FleetPresenceTests {
     }
     // The DISCONNECT reached the broker before the socket closed: the will was discarded, and
     // the retained message a backend reads now is the clean one.
-    let retained = try #require(try broker.retained("fleet/van-1/status"))
+    let retained = try #require(try await broker.retained("fleet/van-1/status"))
     #expect(retained["state"]?.stringValue == "offline" && retained["clean"] == .bool(true), "\(retained)")
     #expect(states(watcher) == ["online", "offline-clean"])
   }
@@ -95,7 +95,7 @@ struct FleetPresenceTests {
     let took = ContinuousClock.now - killed
     print("fleet: the last will reached a subscriber \(took) after kill -9")
     #expect(took < .milliseconds(Self.keepAlive * 1500), "the will came \(took) after the kill")
-    #expect(try broker.retained("fleet/van-2/status")?["clean"] == .bool(false))
+    #expect(try await broker.retained("fleet/van-2/status")?["clean"] == .bool(false))
   }
 
   /// A box whose connection goes silent (frozen with SIGSTOP: the socket stays open, no

@@ -57,7 +57,7 @@ struct GZoneEndToEndTests {
     try FileManager.default.createDirectory(atPath: dir + "/home", withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
     try serve("load1", into: served)
-    let backend = try FakeBackend(["--serve-dir", served, "--token", "gz"])
+    let backend = try await FakeBackend(["--serve-dir", served, "--token", "gz"])
     try writeTokenFile("gz\n", to: dir + "/token")
     let config = dir + "/beaconbridge.conf"
     try """
@@ -90,7 +90,7 @@ struct GZoneEndToEndTests {
     defer { reader.cancel() }
 
     try serve("load2", into: served)
-    let refreshed = try cli.cli(["gzone", "refresh", "--json"], bus: bus, dir: dir)
+    let refreshed = try await cli.cli(["gzone", "refresh", "--json"], bus: bus, dir: dir)
     #expect(refreshed.status == 0, "\(refreshed.stderr)\ndaemon log:\n\(log())")
     let lines = try refreshed.stdout.split(separator: "\n").map { try JSONValue.parse(Data($0.utf8)) }
     let types = lines.compactMap { $0["type"]?.stringValue }
@@ -102,7 +102,7 @@ struct GZoneEndToEndTests {
     #expect(first.first?.string == types.first)
     #expect(try JSONValue.parse(Data((first.last?.string ?? "").utf8))["type"]?.stringValue == types.first)
     #expect(log().contains("G-Zone levelUp: {\"type\":\"levelUp\""))
-    let again = try cli.cli(["gzone", "refresh"], bus: bus, dir: dir)
+    let again = try await cli.cli(["gzone", "refresh"], bus: bus, dir: dir)
     #expect(again.stdout == "No changes.\n", "\(again.stderr)")
     // Three loads over HTTP and no URL cache on disk (URLSession.shared, used before libcurl, kept one in ~/.cache).
     let home = try FileManager.default.contentsOfDirectory(atPath: dir + "/home")
@@ -123,8 +123,8 @@ struct GZoneEndToEndTests {
     try "[General]\nbackend = bluez\n".write(toFile: config, atomically: true, encoding: .utf8)
     let (plain, plainLog) = try startDaemon(config: config, dir: dir, bus: bus)
     defer { if plain.isRunning { kill(plain.processIdentifier, SIGKILL) } }
-    try await waitUntil("\(plainLog())") { (try? cli.cli(["status"], bus: bus, dir: dir))?.status == 0 }
-    let unconfigured = try cli.cli(["gzone", "refresh"], bus: bus, dir: dir)
+    try await waitUntil("\(plainLog())") { (try? await cli.cli(["status"], bus: bus, dir: dir))?.status == 0 }
+    let unconfigured = try await cli.cli(["gzone", "refresh"], bus: bus, dir: dir)
     #expect(unconfigured.status == 1)
     #expect(unconfigured.stderr.contains("no G-Zone configured"), "\(unconfigured.stderr)")
     await stop(plain)

@@ -19,7 +19,7 @@ struct HangingBackendTests {
     let fixture = try await BlueZFixture.start()
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
-    let backend = try FakeBackend(["--always", fault, "--hang", "120"])
+    let backend = try await FakeBackend(["--always", fault, "--hang", "120"])
     let dir = try scratchDirectory("hanging-\(sending)-\(fault)")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let config = dir + "/beaconbridge.conf"
@@ -35,17 +35,17 @@ struct HangingBackendTests {
     """.write(toFile: config, atomically: true, encoding: .utf8)
     let test = DaemonEndToEndTests()
     let bus = fixture.bus.address
-    @Sendable func resolution(_ trip: String) -> String? {
-      guard let text = try? test.cli(["status", "--json"], bus: bus, dir: dir).stdout,
+    @Sendable func resolution(_ trip: String) async -> String? {
+      guard let text = try? await test.cli(["status", "--json"], bus: bus, dir: dir).stdout,
         let status = try? JSONValue.parse(Data(text.utf8))
       else { return nil }
       return status["trips"]?.arrayValue?.first { $0["tripId"]?.stringValue == trip }?["resolution"]?
         .stringValue
     }
     /// Runs one trip call and says how long it took to answer.
-    func timed(_ arguments: [String], stdin: String? = nil) throws -> Double {
+    func timed(_ arguments: [String], stdin: String? = nil) async throws -> Double {
       let start = ContinuousClock.now
-      let result = try test.cli(arguments, bus: bus, dir: dir, stdin: stdin)
+      let result = try await test.cli(arguments, bus: bus, dir: dir, stdin: stdin)
       #expect(result.status == 0, "\(arguments): \(result.stderr)")
       return (ContinuousClock.now - start).seconds
     }
@@ -53,19 +53,21 @@ struct HangingBackendTests {
     let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: bus)
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
     try await waitUntil("the daemon answers status", timeout: .seconds(20)) {
-      (try? test.cli(["status"], bus: bus, dir: dir).status) == 0
+      (try? await test.cli(["status"], bus: bus, dir: dir).status) == 0
     }
     var answers: [(String, Double)] = []
-    answers.append(("TripStart t1", try timed(["trip", "start", "--trip-id", "t1"])))
+    answers.append(("TripStart t1", try await timed(["trip", "start", "--trip-id", "t1"])))
     answers.append(
       (
         "TripEvents t1 (held)",
-        try timed(["trip", "events", "--trip-id", "t1", "-"], stdin: #"[{"type":"braking","n":0}]"#)
+        try await timed(["trip", "events", "--trip-id", "t1", "-"], stdin: #"[{"type":"braking","n":0}]"#)
       ))
     // No beacon: held once its late window ends, then tagged by hand, which queues its batches.
-    try await waitUntil("trip t1 is unresolved", timeout: .seconds(10)) { resolution("t1") == "unresolved" }
+    try await waitUntil("trip t1 is unresolved", timeout: .seconds(10)) {
+      await resolution("t1") == "unresolved"
+    }
     answers.append(
-      ("TripAssign t1", try timed(["trip", "assign", "--trip-id", "t1", "--device-id", "VAN-1"])))
+      ("TripAssign t1", try await timed(["trip", "assign", "--trip-id", "t1", "--device-id", "VAN-1"])))
     if sending == "realtime" {
       // The first post is in flight, and hangs.
       try await waitUntil("the backend has the first post", timeout: .seconds(10)) {
@@ -76,10 +78,11 @@ struct HangingBackendTests {
       answers.append(
         (
           "TripEvents t1 #\(n)",
-          try timed(["trip", "events", "--trip-id", "t1", "-"], stdin: #"[{"type":"braking","n":\#(n)}]"#)
+          try await timed(
+            ["trip", "events", "--trip-id", "t1", "-"], stdin: #"[{"type":"braking","n":\#(n)}]"#)
         ))
     }
-    answers.append(("TripEnd t1", try timed(["trip", "end", "--trip-id", "t1"])))
+    answers.append(("TripEnd t1", try await timed(["trip", "end", "--trip-id", "t1"])))
     if sending == "postTrip" {
       try await waitUntil("the backend has the first post", timeout: .seconds(10)) {
         !backend.received().isEmpty
@@ -87,15 +90,17 @@ struct HangingBackendTests {
     }
     // With a post hanging: a new trip starts at once, and its late window ends on time.
     let started = ContinuousClock.now
-    answers.append(("TripStart t2", try timed(["trip", "start", "--trip-id", "t2"])))
+    answers.append(("TripStart t2", try await timed(["trip", "start", "--trip-id", "t2"])))
     answers.append(
       (
         "TripEvents t2",
-        try timed(["trip", "events", "--trip-id", "t2", "-"], stdin: #"[{"type":"braking","n":0}]"#)
+        try await timed(["trip", "events", "--trip-id", "t2", "-"], stdin: #"[{"type":"braking","n":0}]"#)
       ))
-    try await waitUntil("trip t2 is unresolved", timeout: .seconds(10)) { resolution("t2") == "unresolved" }
+    try await waitUntil("trip t2 is unresolved", timeout: .seconds(10)) {
+      await resolution("t2") == "unresolved"
+    }
     let lateWindowEnded = (ContinuousClock.now - started).seconds
-    answers.append(("TripEnd t2", try timed(["trip", "end", "--trip-id", "t2"])))
+    answers.append(("TripEnd t2", try await timed(["trip", "end", "--trip-id", "t2"])))
     for (call, seconds) in answers {
       #expect(seconds < 1, "\(call) took \(seconds) s with a backend that does \(fault)")
     }

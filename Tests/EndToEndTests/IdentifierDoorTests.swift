@@ -14,8 +14,8 @@ struct IdentifierDoorTests {
   static let uuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"
 
   /// Runs the binary with no bus behind it: these must fail while parsing, before any call.
-  func run(_ arguments: [String]) throws -> ProcessRun {
-    try runProcess(
+  func run(_ arguments: [String]) async throws -> ProcessRun {
+    try await runProcess(
       ScanCommandTests.binary, arguments,
       environment: [
         "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus",
@@ -67,8 +67,8 @@ struct IdentifierDoorTests {
       #"--pair: minor "70000" must be a whole number from 0 to 65535"#
     ),
   ])
-  func cliRefusesWithUsage(argv: [String], message: String) throws {
-    let result = try run(argv)
+  func cliRefusesWithUsage(argv: [String], message: String) async throws {
+    let result = try await run(argv)
     #expect(result.status == 64, "\(result.stderr)")
     #expect(result.stdout.isEmpty)
     #expect(result.stderr.hasPrefix("beaconbridge: " + message), "\(result.stderr)")

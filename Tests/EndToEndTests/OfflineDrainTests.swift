@@ -20,7 +20,7 @@ struct OfflineDrainTests {
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
     // Learn a free port, then leave it closed: the backend is down.
-    let port = try FakeBackend().port
+    let port = try await FakeBackend().port
     let dir = try scratchDirectory("drain")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     // A token of this test's own: a stray post from another test's daemon to a reused port is
@@ -40,23 +40,24 @@ struct OfflineDrainTests {
     let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: fixture.bus.address)
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
     try await waitUntil("the condition at this line", timeout: .seconds(20)) {
-      (try? test.cli(["status"], bus: fixture.bus.address, dir: dir).status) == 0
+      (try? await test.cli(["status"], bus: fixture.bus.address, dir: dir).status) == 0
     }
     #expect(
-      try test.cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir).status == 0)
+      try await test.cli(["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir).status == 0
+    )
     let count = 100
     for n in 0..<count {
-      let sent = try test.cli(
+      let sent = try await test.cli(
         ["trip", "events", "--trip-id", "t1", "-"], bus: fixture.bus.address, dir: dir,
         stdin: #"[{"type":"braking","n":\#(n)}]"#)
       #expect(sent.status == 0)
     }
     // Down the whole time: nothing delivered, everything waiting.
     let waiting = try JSONValue.parse(
-      Data(try test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir).stdout.utf8))
+      Data(try await test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir).stdout.utf8))
     #expect(waiting["outbox"]?["undelivered"]?.intValue == Int64(count))
 
-    let backend = try FakeBackend(["--port", String(port), "--token", token])
+    let backend = try await FakeBackend(["--port", String(port), "--token", token])
     let back = ContinuousClock.now
     try await waitUntil("the condition at this line", timeout: .seconds(120)) {
       backend.received().filter { $0.status == "200" }.count >= count

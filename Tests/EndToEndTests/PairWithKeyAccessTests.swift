@@ -25,13 +25,13 @@ struct PairWithKeyAccessTests {
     try "".write(toFile: config, atomically: true, encoding: .utf8)
     let daemon = try MonitoredDaemon(config: config, stateDirectory: dir, bus: bus.address)
     try await waitUntil("the daemon serves its API; log:\n\(daemon.log)", timeout: .seconds(20)) {
-      (try? DaemonEndToEndTests().cli(["status"], bus: bus.address, dir: dir).status) == 0
+      (try? await DaemonEndToEndTests().cli(["status"], bus: bus.address, dir: dir).status) == 0
     }
     let key = dir + "/irk.key"
     try "00112233445566778899aabbccddeeff\n".write(toFile: key, atomically: true, encoding: .utf8)
     let nobody = try #require(getpwnam("nobody"))
     #expect(chown(key, nobody.pointee.pw_uid, nobody.pointee.pw_gid) == 0 && chmod(key, 0o600) == 0)
-    let run = try runProcess(
+    let run = try await runProcess(
       "/usr/bin/setpriv",
       [
         "--reuid=\(nobody.pointee.pw_uid)", "--regid=\(nobody.pointee.pw_gid)", "--clear-groups",

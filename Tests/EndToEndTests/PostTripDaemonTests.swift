@@ -18,7 +18,7 @@ struct PostTripDaemonTests {
     let fixture = try await BlueZFixture.start()
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
-    let backend = try FakeBackend()
+    let backend = try await FakeBackend()
     let dir = try scratchDirectory("post-trip")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let config = dir + "/beaconbridge.conf"
@@ -36,8 +36,8 @@ struct PostTripDaemonTests {
     """.write(toFile: config, atomically: true, encoding: .utf8)
     let test = DaemonEndToEndTests()
     let bus = fixture.bus.address
-    @Sendable func status() throws -> JSONValue {
-      try JSONValue.parse(Data(try test.cli(["status", "--json"], bus: bus, dir: dir).stdout.utf8))
+    @Sendable func status() async throws -> JSONValue {
+      try JSONValue.parse(Data(try await test.cli(["status", "--json"], bus: bus, dir: dir).stdout.utf8))
     }
     @Sendable func waiting(_ status: JSONValue) -> Int64? {
       status["trips"]?.arrayValue?.first { $0["tripId"]?.stringValue == "t1" }?["waitingForEnd"]?.intValue
@@ -46,22 +46,23 @@ struct PostTripDaemonTests {
     var daemon = try launchDaemon(config: config, stateDirectory: dir, bus: bus)
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
     try await waitUntil("the condition at this line", timeout: .seconds(20)) {
-      (try? test.cli(["status"], bus: bus, dir: dir).status) == 0
+      (try? await test.cli(["status"], bus: bus, dir: dir).status) == 0
     }
-    #expect(try test.cli(["trip", "start", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
+    #expect(try await test.cli(["trip", "start", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
     for n in 0..<5 {
-      let sent = try test.cli(
+      let sent = try await test.cli(
         ["trip", "events", "--trip-id", "t1", "-"], bus: bus, dir: dir,
         stdin: #"[{"type":"braking","n":\#(n)}]"#)
       #expect(sent.status == 0)
     }
     // Tagged (the fallback, at once) and committed, but waiting: the backend has seen nothing.
     try await waitUntil("the condition at this line", timeout: .seconds(20)) {
-      (try? status()).flatMap(waiting) == 5
+      (try? await status()).flatMap(waiting) == 5
     }
-    let before = try status()
+    let before = try await status()
     #expect(before["outbox"]?["undelivered"]?.intValue == 5)
-    #expect(try test.cli(["status"], bus: bus, dir: dir).stdout.contains("5 waiting for the trip's end"))
+    #expect(
+      try await test.cli(["status"], bus: bus, dir: dir).stdout.contains("5 waiting for the trip's end"))
     #expect(backend.received().isEmpty)
     // libcurl (and its TLS libraries) are never loaded into the daemon: each request runs in a
     // child process (docs/PERFORMANCE.md, "Where the daemon's memory goes").
@@ -72,14 +73,14 @@ struct PostTripDaemonTests {
     #expect(await waitForExit(daemon))
     daemon = try launchDaemon(config: config, stateDirectory: dir, bus: bus)
     try await waitUntil("the condition at this line", timeout: .seconds(20)) {
-      (try? status()).flatMap(waiting) == 5
+      (try? await status()).flatMap(waiting) == 5
     }
     #expect(backend.received().isEmpty)
-    let more = try test.cli(
+    let more = try await test.cli(
       ["trip", "events", "--trip-id", "t1", "-"], bus: bus, dir: dir, stdin: #"[{"type":"braking","n":5}]"#)
     #expect(more.status == 0)
 
-    #expect(try test.cli(["trip", "end", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
+    #expect(try await test.cli(["trip", "end", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
     try await waitUntil("the condition at this line", timeout: .seconds(30)) {
       backend.received().filter { $0.status == "200" }.count >= 6
     }

@@ -36,10 +36,11 @@ struct PowerCutTests {
   }
 
   /// Builds the preload library into `dir`.
-  static func buildCutlog(in dir: String) throws -> String {
+  static func buildCutlog(in dir: String) async throws -> String {
     let library = dir + "/cutlog.so"
     let source = root.appendingPathComponent("Tests/PowerCut/cutlog.c").path
-    let built = try runProcess("/usr/bin/cc", ["-O2", "-shared", "-fPIC", "-o", library, source, "-ldl"])
+    let built = try await runProcess(
+      "/usr/bin/cc", ["-O2", "-shared", "-fPIC", "-o", library, source, "-ldl"])
     #expect(built.status == 0, "cc: \(built.stderr)")
     return library
   }
@@ -50,13 +51,13 @@ struct PowerCutTests {
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")
     // The backend fails a third of posts, so batches wait in the outbox across cuts.
-    let backend = try FakeBackend(["--fail-rate", "0.3", "--seed", "5"])
+    let backend = try await FakeBackend(["--fail-rate", "0.3", "--seed", "5"])
     let work = try scratchDirectory("powercut")
     defer { try? FileManager.default.removeItem(atPath: work) }
     let dir = work + "/state"
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
     chmod(dir, 0o700)
-    let library = try Self.buildCutlog(in: work)
+    let library = try await Self.buildCutlog(in: work)
     let config = try fallbackConfiguration(
       in: work,
       upload: """
@@ -70,8 +71,8 @@ struct PowerCutTests {
     let log = work + "/cut.log"
     /// The CLI with the same preload: `pair` writes the store itself when the daemon is down,
     /// and those writes are on the same disk.
-    func cli(_ arguments: [String]) throws -> ProcessRun {
-      try runProcess(
+    func cli(_ arguments: [String]) async throws -> ProcessRun {
+      try await runProcess(
         ScanCommandTests.binary, arguments,
         environment: [
           "DBUS_SYSTEM_BUS_ADDRESS": fixture.bus.address, "BEACONBRIDGE_STATE_DIR": dir,
@@ -79,8 +80,8 @@ struct PowerCutTests {
           "CUTLOG_DIR": dir, "CUTLOG_FILE": log,
         ])
     }
-    func status() -> JSONValue? {
-      (try? test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir)).flatMap {
+    func status() async -> JSONValue? {
+      (try? await test.cli(["status", "--json"], bus: fixture.bus.address, dir: dir)).flatMap {
         $0.status == 0 ? try? JSONValue.parse(Data($0.stdout.utf8)) : nil
       }
     }
@@ -112,7 +113,7 @@ struct PowerCutTests {
         // A cut while the daemon opens its store.
         try await Task.sleep(for: .milliseconds(Int.random(in: 0...300, using: &generator)))
       } else {
-        try await waitUntil("the daemon answers status", timeout: .seconds(30)) { status() != nil }
+        try await waitUntil("the daemon answers status", timeout: .seconds(30)) { await status() != nil }
         let killAfter = Double.random(in: 0.0...0.4, using: &generator)
         let killer = Task {
           try? await Task.sleep(for: .seconds(killAfter))
@@ -122,7 +123,7 @@ struct PowerCutTests {
         switch Int.random(in: 0..<6, using: &generator) {
         case 0, 1:
           let device = "PC-\(cut)"
-          let paired = try cli([
+          let paired = try await cli([
             "pair", "--uuid", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "--major", "9", "--minor", String(cut),
             "--device-id", device,
           ])
@@ -135,7 +136,7 @@ struct PowerCutTests {
           try ("a" + String(repeating: "0", count: 31 - digits.count) + digits + "\n").write(
             toFile: keyFile, atomically: true, encoding: .utf8)
           chmod(keyFile, 0o600)
-          let paired = try cli([
+          let paired = try await cli([
             "pair", "--eid-key-file", keyFile, "--rotation-exponent", "10", "--beacon-clock", String(cut),
             "--device-id", device,
           ])
@@ -144,7 +145,7 @@ struct PowerCutTests {
         }
         for _ in 0..<Int.random(in: 1...4, using: &generator) {
           if !started {
-            let start = try test.cli(
+            let start = try await test.cli(
               ["trip", "start", "--trip-id", "t1"], bus: fixture.bus.address, dir: dir)
             guard start.status == 0 || start.stderr.contains("already started") else { break }
             started = true
@@ -154,7 +155,7 @@ struct PowerCutTests {
           attempted.insert(n)
           // Padding makes the write-ahead log pass its checkpoint size now and then.
           let events = #"[{"type":"braking","n":\#(n),"pad":"\#(String(repeating: "x", count: 1_500))"}]"#
-          let sent = try test.cli(
+          let sent = try await test.cli(
             ["trip", "events", "--trip-id", "t1", "-"], bus: fixture.bus.address, dir: dir, stdin: events)
           guard sent.status == 0 else { break }
           acknowledged.insert(n)
@@ -174,7 +175,7 @@ struct PowerCutTests {
       ]
       for n in acknowledged.sorted() { arguments += ["--find", Self.marker(n)] }
       for device in pairings { arguments += ["--find", "'\(device)'"] }
-      let rebuilt = try runProcess("/usr/bin/python3", arguments)
+      let rebuilt = try await runProcess("/usr/bin/python3", arguments)
       try #require(rebuilt.status == 0, "replay.py: \(rebuilt.stderr)")
       let result = try JSONDecoder().decode(CutResult.self, from: Data(rebuilt.stdout.utf8))
       totals = (totals.unsynced + result.unsynced, totals.kept + result.kept, totals.torn + result.torn)
@@ -201,9 +202,9 @@ struct PowerCutTests {
     let daemon = try launchDaemon(config: config, stateDirectory: dir, bus: fixture.bus.address)
     let count = acknowledged.count
     try await waitUntil("the outbox drained", timeout: .seconds(120)) {
-      status()?["outbox"]?["undelivered"]?.intValue == 0 && Set(delivered()).count >= count
+      await status()?["outbox"]?["undelivered"]?.intValue == 0 && Set(delivered()).count >= count
     }
-    let pairs = try test.cli(["pairs", "--json"], bus: fixture.bus.address, dir: dir)
+    let pairs = try await test.cli(["pairs", "--json"], bus: fixture.bus.address, dir: dir)
     for device in pairings { #expect(pairs.stdout.contains("\"\(device)\""), "pairing \(device) was lost") }
     kill(daemon.processIdentifier, SIGTERM)
     #expect(await waitForExit(daemon), "daemon did not exit in time")

@@ -62,8 +62,8 @@ struct ProvisionEndToEndTests {
     let cli = DaemonEndToEndTests()
     let bus = fixture.bus.address
     var outputs = ""
-    func provision(_ address: String, _ key: String, json: Bool = true) throws -> ProcessRun {
-      let result = try cli.cli(
+    func provision(_ address: String, _ key: String, json: Bool = true) async throws -> ProcessRun {
+      let result = try await cli.cli(
         [
           "provision", "--address", address, "--lock-key-file", key, "--rotation-exponent", "10",
           "--device-id", "UNIT-P1", "--label", "van 7", "--state-dir", dir, "--wait", "1",
@@ -71,40 +71,40 @@ struct ProvisionEndToEndTests {
       outputs += result.stdout + result.stderr
       return result
     }
-    func pairs() throws -> String {
-      let result = try cli.cli(["pairs", "--json", "--state-dir", dir], bus: bus, dir: dir)
+    func pairs() async throws -> String {
+      let result = try await cli.cli(["pairs", "--json", "--state-dir", dir], bus: bus, dir: dir)
       outputs += result.stdout + result.stderr
       return result.stdout
     }
 
     // A wrong lock key: refused at the unlock, nothing paired, the beacon still locked.
     let good = try await peripheral(fixture, "C0:FF:EE:00:0E:02")
-    let wrong = try provision("C0:FF:EE:00:0E:02", wrongFile)
+    let wrong = try await provision("C0:FF:EE:00:0E:02", wrongFile)
     #expect(wrong.status == 1)
     #expect(
       wrong.stderr.contains("provision: unlocking: the beacon refused the unlock token"), "\(wrong.stderr)")
     #expect(wrong.stderr.contains("the lock key is wrong"), "\(wrong.stderr)")
     #expect(try await testBeacon(fixture, good, "Locked").bool == true)
-    #expect(!(try pairs()).contains("UNIT-P1"))
+    #expect(!(try await pairs()).contains("UNIT-P1"))
 
     // A beacon that answers the registration with an error: nothing paired, relocked.
     let refusing = try await peripheral(fixture, "C0:FF:EE:00:0E:03", fault: "register")
-    let refused = try provision("C0:FF:EE:00:0E:03", lockFile)
+    let refused = try await provision("C0:FF:EE:00:0E:03", lockFile)
     #expect(refused.status == 1)
     #expect(
       refused.stderr.contains("provision: writing the EID registration: the beacon refused the registration"),
       "\(refused.stderr)")
     #expect(try await testBeacon(fixture, refusing, "Locked").bool == true)
-    #expect(!(try pairs()).contains("UNIT-P1"))
+    #expect(!(try await pairs()).contains("UNIT-P1"))
 
     // No such device (not heard within --wait): nothing paired.
-    let missing = try provision("C0:FF:EE:00:0E:09", lockFile)
+    let missing = try await provision("C0:FF:EE:00:0E:09", lockFile)
     #expect(missing.status == 1)
     #expect(
       missing.stderr.contains("provision: connecting: no device C0:FF:EE:00:0E:09"), "\(missing.stderr)")
 
     // The good run.
-    let done = try provision("C0:FF:EE:00:0E:02", lockFile)
+    let done = try await provision("C0:FF:EE:00:0E:02", lockFile)
     #expect(done.status == 0, "\(done.stderr)")
     let reply = try JSONValue.parse(Data(done.stdout.utf8))
     #expect(reply["address"]?.stringValue == "C0:FF:EE:00:0E:02", "\(done.stdout)")
@@ -114,7 +114,7 @@ struct ProvisionEndToEndTests {
     #expect(try await testBeacon(fixture, good, "Locked").bool == true, "relocked")
     let identityKey = try #require(try await testBeacon(fixture, good, "IdentityKey").string)
     #expect(identityKey.count == 32)
-    #expect(try pairs().contains("UNIT-P1"))
+    #expect(try await pairs().contains("UNIT-P1"))
 
     // The daemon hears the beacon's EID (as the peripheral computes it now) and tags a trip.
     let config = dir + "/beaconbridge.conf"
@@ -125,8 +125,8 @@ struct ProvisionEndToEndTests {
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
     let log: @Sendable () -> String = { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
     try await waitUntil("daemon log:\n\(log())") { log().contains("ready: serving") }
-    let status: @Sendable () throws -> JSONValue? = {
-      let result = try cli.cli(["status", "--json"], bus: bus, dir: dir)
+    let status: @Sendable () async throws -> JSONValue? = {
+      let result = try await cli.cli(["status", "--json"], bus: bus, dir: dir)
       return try? JSONValue.parse(Data(result.stdout.utf8))
     }
     try await waitUntil("daemon log:\n\(log())") {
@@ -134,9 +134,9 @@ struct ProvisionEndToEndTests {
       let serviceData: DBusValue = .dictionary(
         key: "s", value: "v", [.init(.string(ServiceUUID.eddystone.description), .variant(frame))])
       try await fixture.advertise(good, ["ServiceData": serviceData, "RSSI": .int16(-60)])
-      return try status()?["activeBeacon"]?["authentication"]?.stringValue == "eid"
+      return try await status()?["activeBeacon"]?["authentication"]?.stringValue == "eid"
     }
-    let started = try cli.cli(["trip", "start", "--trip-id", "t1", "--json"], bus: bus, dir: dir)
+    let started = try await cli.cli(["trip", "start", "--trip-id", "t1", "--json"], bus: bus, dir: dir)
     #expect(started.status == 0, "\(started.stderr)")
     let trip = try JSONValue.parse(Data(started.stdout.utf8))
     #expect(trip["deviceId"]?.stringValue == "UNIT-P1", "\(started.stdout)")

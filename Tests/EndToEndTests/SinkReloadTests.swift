@@ -62,9 +62,9 @@ struct SinkReloadTests {
     // The old sink stopped at the reload, before any new post: its client left the first broker.
     try await waitUntil("\(first.log)", timeout: .seconds(20)) { left(first, "reload-first") }
 
-    #expect(try test.cli(["trip", "end", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
-    #expect(try test.cli(["trip", "start", "--trip-id", "t2"], bus: bus, dir: dir).status == 0)
-    let sent = try test.cli(
+    #expect(try await test.cli(["trip", "end", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
+    #expect(try await test.cli(["trip", "start", "--trip-id", "t2"], bus: bus, dir: dir).status == 0)
+    let sent = try await test.cli(
       ["trip", "events", "--trip-id", "t2", "-"], bus: bus, dir: dir, stdin: #"[{"type":"c"}]"#)
     #expect(sent.status == 0, "\(sent.stderr)")
     try await waitUntil("\(second.log)\n\(log())", timeout: .seconds(30)) { keys(second) == ["t2#0"] }

@@ -72,7 +72,7 @@ struct StopTimingTests {
     try await waitUntil("the birth message through the proxy; log:\n\(daemon.log)", timeout: .seconds(20)) {
       proxy.published("fleet/stop-box/status") == 1
     }
-    #expect(try test.cli(["trip", "start", "--trip-id", "t1"], bus: bus.address, dir: dir).status == 0)
+    #expect(try await test.cli(["trip", "start", "--trip-id", "t1"], bus: bus.address, dir: dir).status == 0)
     let events = try sendEvents(trip: "t1", bus: bus.address, dir: dir)
     defer { if events.isRunning { kill(events.processIdentifier, SIGKILL) } }
     try await waitUntil(
@@ -99,12 +99,12 @@ struct StopTimingTests {
     // subscriber (which dedups by key) has it once.
     _ = try Self.configuration(in: dir, port: broker.port)
     let restarted = try MonitoredDaemon(config: config, stateDirectory: dir, bus: bus.address)
-    @Sendable func undelivered() -> Int64? {
-      (try? test.cli(["status", "--json"], bus: bus.address, dir: dir))
+    @Sendable func undelivered() async -> Int64? {
+      (try? await test.cli(["status", "--json"], bus: bus.address, dir: dir))
         .flatMap { try? JSONValue.parse(Data($0.stdout.utf8))["outbox"]?["undelivered"]?.intValue }
     }
     try await waitUntil("the batch sent again; log:\n\(restarted.log)", timeout: .seconds(30)) {
-      keys(broker).count == 2 && undelivered() == 0
+      await undelivered() == 0 && keys(broker).count == 2
     }
     #expect(Set(keys(broker)) == ["t1#0"], "\(keys(broker))")
     #expect(await restarted.stop(), "\(restarted.log)")
@@ -132,7 +132,7 @@ struct StopTimingTests {
     #expect(exited)
     #expect(took < .seconds(5), "the stop took \(took); log:\n\(daemon.log)")
     #expect(!daemon.log.contains("not acknowledged"), "\(daemon.log)")
-    let retained = try #require(try broker.retained("fleet/stop-box/status"))
+    let retained = try #require(try await broker.retained("fleet/stop-box/status"))
     #expect(retained["state"]?.stringValue == "offline" && retained["clean"] == .bool(true), "\(retained)")
   }
 
@@ -142,15 +142,15 @@ struct StopTimingTests {
   @Test func aStopDuringAPostToABackendThatHangsTakesUnderFiveSeconds() async throws {
     let bus = try PrivateBus.start()
     defer { bus.stop() }
-    let backend = try FakeBackend(["--script", "hang", "--hang", "120"])
+    let backend = try await FakeBackend(["--script", "hang", "--hang", "120"])
     let dir = try scratchDirectory("stop-http")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let config = try fallbackConfiguration(in: dir, upload: "URL = \(backend.url.absoluteString)")
     let daemon = try MonitoredDaemon(config: config, stateDirectory: dir, bus: bus.address)
     try await waitUntil("the daemon serves its API; log:\n\(daemon.log)", timeout: .seconds(20)) {
-      (try? test.cli(["status"], bus: bus.address, dir: dir).status) == 0
+      (try? await test.cli(["status"], bus: bus.address, dir: dir).status) == 0
     }
-    #expect(try test.cli(["trip", "start", "--trip-id", "t1"], bus: bus.address, dir: dir).status == 0)
+    #expect(try await test.cli(["trip", "start", "--trip-id", "t1"], bus: bus.address, dir: dir).status == 0)
     let events = try sendEvents(trip: "t1", bus: bus.address, dir: dir)
     defer { if events.isRunning { kill(events.processIdentifier, SIGKILL) } }
     try await waitUntil("the backend holds the post") { backend.received().contains { $0.status == "hang" } }

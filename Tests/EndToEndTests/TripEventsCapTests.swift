@@ -74,7 +74,7 @@ struct TripEventsCapTests {
       #expect(error.name.rawValue == "org.beaconbridge.Error.Trip", "\(error)")
       #expect(error.message.contains(sentence), "\(error)")
     }
-    let cli = try runProcess(
+    let cli = try await runProcess(
       ScanCommandTests.binary, ["trip", "start", "--trip-id", "cap-2"],
       environment: ["DBUS_SYSTEM_BUS_ADDRESS": fixture.bus.address, "BEACONBRIDGE_STATE_DIR": dir], stdin: "")
     #expect(cli.status == 1, "\(cli.stdout) \(cli.stderr)")
