@@ -109,7 +109,7 @@ let package = Package(
     // Eddystone-EID, the encrypted TLM and resolvable private addresses: the key owner, the
     // computations over nettle, and the resolvers (docs/authentication.md). No I/O, no clock.
     .target(name: "BeaconCrypto", dependencies: ["CNettle"]),
-    .testTarget(name: "BeaconCryptoTests", dependencies: ["BeaconCrypto"]),
+    .testTarget(name: "BeaconCryptoTests", dependencies: ["BeaconCrypto", "BeaconTestSupport"]),
     // libhogweed, nettle's public-key half (Debian nettle-dev): X25519 and HKDF-SHA256 for the
     // EID key exchange. Only EIDProvisioning imports it, so the daemon does not link it.
     .systemLibrary(name: "CHogweed", pkgConfig: "hogweed", providers: [.apt(["nettle-dev"])]),
@@ -117,7 +117,8 @@ let package = Package(
     // exchange, the service's replies and the protocol as a state machine over an abstract GATT
     // transport (docs/authentication.md, "Provisioning"). No I/O; the CLI brings the transport.
     .target(name: "EIDProvisioning", dependencies: ["BeaconCrypto", "CHogweed"]),
-    .testTarget(name: "EIDProvisioningTests", dependencies: ["EIDProvisioning", "BeaconCrypto"]),
+    .testTarget(
+      name: "EIDProvisioningTests", dependencies: ["EIDProvisioning", "BeaconCrypto", "BeaconTestSupport"]),
     // `make bench`: BeaconCore throughput and trip-start latency, release-built. Not run by tests.
     .executableTarget(
       name: "BeaconBench", dependencies: ["BeaconCore", "BeaconCrypto", "BridgeDaemon"],

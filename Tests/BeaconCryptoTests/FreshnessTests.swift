@@ -1,4 +1,5 @@
 import BeaconCrypto
+import BeaconTestSupport
 import Foundation
 import Testing
 

@@ -1,12 +1,13 @@
 import BeaconCrypto
+import BeaconTestSupport
 import EIDProvisioning
 import Testing
 
 @Suite struct KeyExchangeTests {
-  static let vectors = KeyExchangeVectors.shared
+  static let vectors = OracleVectors.shared
 
   @Test(arguments: vectors.x25519)
-  func x25519MatchesRFC7748AndTheOracle(_ v: KeyExchangeVectors.X25519Vector) throws {
+  func x25519MatchesRFC7748AndTheOracle(_ v: OracleVectors.X25519Vector) throws {
     let alice = try #require(X25519PrivateKey(bytes: bytes(v.alicePrivate)))
     let bob = try #require(X25519PrivateKey(bytes: bytes(v.bobPrivate)))
     #expect(hex(alice.publicKey.bytes) == v.alicePublic, "\(v.why)")
@@ -16,7 +17,7 @@ import Testing
   }
 
   @Test(arguments: vectors.hkdfSHA256)
-  func hkdfMatchesRFC5869(_ v: KeyExchangeVectors.HKDFVector) {
+  func hkdfMatchesRFC5869(_ v: OracleVectors.HKDFVector) {
     #expect(hex(HKDFSHA256.extract(salt: bytes(v.salt), ikm: bytes(v.ikm))) == v.prk, "\(v.why)")
     #expect(
       hex(HKDFSHA256.derive(salt: bytes(v.salt), ikm: bytes(v.ikm), info: bytes(v.info), length: v.length))
@@ -24,7 +25,7 @@ import Testing
   }
 
   @Test(arguments: vectors.eidKeyExchange)
-  func theIdentityKeyMatchesTheOracleFromBothSides(_ v: KeyExchangeVectors.Exchange) throws {
+  func theIdentityKeyMatchesTheOracleFromBothSides(_ v: OracleVectors.Exchange) throws {
     let resolver = try #require(X25519PrivateKey(bytes: bytes(v.resolverPrivate)))
     #expect(hex(resolver.publicKey.bytes) == v.resolverPublic)
     let beaconPublic = try #require(X25519PublicKey(bytes: bytes(v.beaconPublic)))
