@@ -233,10 +233,15 @@ extension PairCommand {
       return reported?.pairing.key == nil ? pairing : reported?.pairing
     } catch  where error.notRunning {
       let offset = beaconClock.map { Int64($0) - Int64(Date().timeIntervalSince1970.rounded(.down)) }
+      // The tolerance the daemon will start with: the configuration file's (a file that does not
+      // read stops the daemon's start anyway, which checks the same limit again).
+      let tolerance =
+        (try? DaemonConfiguration.load(path: nil))?.bridge.eidClockTolerance
+        ?? BridgeConfiguration().eidClockTolerance
       let result = await store.write(console) {
         try await $0.pairByKey(
           scheme: scheme, key: digits, rotationExponent: rotationExponent, clockOffset: offset,
-          deviceId: deviceId, label: label)
+          deviceId: deviceId, label: label, eidClockTolerance: tolerance)
       }
       return result?.pairing
     } catch {

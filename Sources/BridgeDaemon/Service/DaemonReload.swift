@@ -28,6 +28,12 @@ struct DaemonReload: Sendable {
           .invalidConfiguration,
           "invalid configuration with the fleet's settings over it: " + problems.joined(separator: "; "))
       }
+      // The new tolerance with the store's EID pairings: a cold search past the limit is
+      // refused before anything uses it.
+      let tolerance = DaemonSettings.bridge(file: fresh, remote: settings.remote).eidClockTolerance
+      if let refusal = try await store.coldSearchRefusal(eidClockTolerance: tolerance) {
+        throw BridgeError(.invalidConfiguration, refusal)
+      }
       settings.update(fresh)
       // A changed [Upload] or [MQTT] gets its new sink now, and the old one (its broker
       // connection) stops here, not at the next post.
