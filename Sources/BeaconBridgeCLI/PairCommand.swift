@@ -249,7 +249,8 @@ extension PairCommand {
   /// The tolerance a daemon starts with: the configuration file's (a file that does not read
   /// stops the daemon's start anyway, which checks the cold search's limit again).
   static var configuredEIDClockTolerance: Double {
-    (try? DaemonConfiguration.load(path: nil))?.bridge.eidClockTolerance ?? BridgeConfiguration().eidClockTolerance
+    (try? DaemonConfiguration.load(path: nil))?.bridge.eidClockTolerance
+      ?? BridgeConfiguration().eidClockTolerance
   }
 
   /// The refusal (`ColdSearchLimit`) of one more EID pairing at `k` beside the store's, asked

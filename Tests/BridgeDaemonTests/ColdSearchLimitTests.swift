@@ -30,19 +30,23 @@ import Testing
     #expect(EIDResolver.searchOperations(tolerance: tolerance, rotationExponent: exponent) == operations)
     #expect(EIDResolver.searchOperations(tolerance: tolerance, rotationExponents: [exponent]) == operations)
     #expect(
-      ColdSearchLimit.worstOperations(eidClockTolerance: Double(tolerance), rotationExponents: [k]) == operations)
+      ColdSearchLimit.worstOperations(eidClockTolerance: Double(tolerance), rotationExponents: [k])
+        == operations)
   }
 
   /// The sum over pairings, and the seconds at the budget.
   @Test func theWorstSearchIsTheSumOverThePairings() {
     // 172,810 + 178 + 15 = 173,003 operations: 0.865015 s.
-    #expect(ColdSearchLimit.worstOperations(eidClockTolerance: 86_400, rotationExponents: [0, 10, 15]) == 173_003)
-    #expect(ColdSearchLimit.worstSeconds(eidClockTolerance: 86_400, rotationExponents: [0, 10, 15]) == 0.865015)
+    #expect(
+      ColdSearchLimit.worstOperations(eidClockTolerance: 86_400, rotationExponents: [0, 10, 15]) == 173_003)
+    #expect(
+      ColdSearchLimit.worstSeconds(eidClockTolerance: 86_400, rotationExponents: [0, 10, 15]) == 0.865015)
     // No EID pairing: nothing to search.
     #expect(ColdSearchLimit.worstOperations(eidClockTolerance: 604_800, rotationExponents: []) == 0)
     // The caps: 10,000 × 1,209,642 = 12,096,420,000 operations, 60,482.1 s (16.8 hours).
     let caps = Self.exponents([0: 10_000])
-    #expect(ColdSearchLimit.worstOperations(eidClockTolerance: 604_800, rotationExponents: caps) == 12_096_420_000)
+    #expect(
+      ColdSearchLimit.worstOperations(eidClockTolerance: 604_800, rotationExponents: caps) == 12_096_420_000)
     #expect(ColdSearchLimit.worstSeconds(eidClockTolerance: 604_800, rotationExponents: caps) == 60_482.1)
     // The tolerance as the resolver takes it: whole seconds, 0 to a week.
     #expect(ColdSearchLimit.worstOperations(eidClockTolerance: 86_400.9, rotationExponents: [0]) == 172_810)
@@ -67,7 +71,8 @@ import Testing
       (604_800, [0: 99, 15: 1], true),
     ] as [(Double, [UInt8: Int], Bool)])
   func theLimitLetsThroughOrRefuses(tolerance: Double, counts: [UInt8: Int], fits: Bool) {
-    let refusal = ColdSearchLimit.refusal(eidClockTolerance: tolerance, rotationExponents: Self.exponents(counts))
+    let refusal = ColdSearchLimit.refusal(
+      eidClockTolerance: tolerance, rotationExponents: Self.exponents(counts))
     #expect((refusal == nil) == fits, "\(refusal ?? "fits")")
   }
 
@@ -82,8 +87,10 @@ import Testing
         == "[ActiveBeacon] eidClockTolerance = 86400 s with 700 Eddystone-EID pairing(s), 695 of them fast-rotating (K below 10), makes one cold search take up to 10 min 1 s at the search budget of 200000 AES operations a second, over the limit of 10 min (docs/authentication.md); lower eidClockTolerance, or pair fewer fast-rotating beacons or give them a larger rotation exponent K"
     )
     // The caps: 60,482.1 s, shown as 16 h 48 min.
-    let caps = ColdSearchLimit.refusal(eidClockTolerance: 604_800, rotationExponents: Self.exponents([0: 10_000]))
-    #expect(caps?.contains("604800 s with 10000 Eddystone-EID pairing(s), 10000 of them fast-rotating") == true)
+    let caps = ColdSearchLimit.refusal(
+      eidClockTolerance: 604_800, rotationExponents: Self.exponents([0: 10_000]))
+    #expect(
+      caps?.contains("604800 s with 10000 Eddystone-EID pairing(s), 10000 of them fast-rotating") == true)
     #expect(caps?.contains("take up to 16 h 48 min at the search budget") == true, "\(caps ?? "")")
   }
 
@@ -100,20 +107,23 @@ import Testing
     let week: Double = 604_800
     for n in 0..<99 {
       _ = try await store.pairByKey(
-        scheme: .eid, key: Self.digits(n), rotationExponent: 0, clockOffset: 0, deviceId: DeviceID("UNIT-\(n)"),
+        scheme: .eid, key: Self.digits(n), rotationExponent: 0, clockOffset: 0,
+        deviceId: DeviceID("UNIT-\(n)"),
         label: nil, eidClockTolerance: week)
     }
     let before = try await store.keyPairings()
     do {
       _ = try await store.pairByKey(
-        scheme: .eid, key: Self.digits(500), rotationExponent: 0, clockOffset: 0, deviceId: DeviceID("UNIT-X"),
+        scheme: .eid, key: Self.digits(500), rotationExponent: 0, clockOffset: 0,
+        deviceId: DeviceID("UNIT-X"),
         label: nil, eidClockTolerance: week)
       Issue.record("the 100th pairing at K = 0 and a week was stored")
     } catch {
       #expect(error.code == .coldSearch)
       #expect(
         error.description
-          == ColdSearchLimit.refusal(eidClockTolerance: week, rotationExponents: Array(repeating: 0, count: 100)))
+          == ColdSearchLimit.refusal(
+            eidClockTolerance: week, rotationExponents: Array(repeating: 0, count: 100)))
     }
     #expect(try await store.keyPairings() == before)
     // The same key again replaces its row: still 99.
@@ -125,7 +135,8 @@ import Testing
       scheme: .eid, key: Self.digits(600), rotationExponent: 15, clockOffset: 0, deviceId: DeviceID("UNIT-S"),
       label: nil, eidClockTolerance: week)
     _ = try await store.pairByKey(
-      scheme: .rpa, key: Self.digits(700), rotationExponent: nil, clockOffset: nil, deviceId: DeviceID("UNIT-R"),
+      scheme: .rpa, key: Self.digits(700), rotationExponent: nil, clockOffset: nil,
+      deviceId: DeviceID("UNIT-R"),
       label: nil, eidClockTolerance: week)
     #expect(try await store.keyPairings().count == 101)
     // The store's refusal for the daemon's start and reload: the day fits, the week plus one
@@ -157,14 +168,16 @@ import Testing
       Issue.record("99 pairings at K = 0 and a week refused")
       return
     }
-    guard case .failure(let refusal) = FleetDocument.parse(Self.document(pairings: 100, settings: week)) else {
+    guard case .failure(let refusal) = FleetDocument.parse(Self.document(pairings: 100, settings: week))
+    else {
       Issue.record("100 pairings at K = 0 and a week accepted")
       return
     }
     #expect(refusal.version == 3)
     #expect(
       refusal.reason
-        == ColdSearchLimit.refusal(eidClockTolerance: 604_800, rotationExponents: Array(repeating: 0, count: 100)))
+        == ColdSearchLimit.refusal(
+          eidClockTolerance: 604_800, rotationExponents: Array(repeating: 0, count: 100)))
     // The same pairings with the file's week and no setting in the document.
     var file = DaemonConfiguration()
     file.bridge.eidClockTolerance = 604_800

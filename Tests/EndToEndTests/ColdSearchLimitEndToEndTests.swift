@@ -29,7 +29,8 @@ struct ColdSearchLimitEndToEndTests {
       db.commit()
       """
     let run = try await runProcess(
-      "/usr/bin/python3", ["-c", script, dir + "/beaconbridge.sqlite", String(range.lowerBound), String(range.upperBound)])
+      "/usr/bin/python3",
+      ["-c", script, dir + "/beaconbridge.sqlite", String(range.lowerBound), String(range.upperBound)])
     try #require(run.status == 0, "\(run.stderr)")
   }
 
@@ -63,7 +64,8 @@ struct ColdSearchLimitEndToEndTests {
     // The store made by the CLI's first pairing (no daemon runs), then 98 more: 99 at a week fit.
     #expect(try await pairEID(k: 0, n: 0, bus: bus.address, dir: dir).status == 0)
     try await insertEIDPairings(1..<99, dir: dir)
-    let tooMany = "[ActiveBeacon] eidClockTolerance = 604800 s with 100 Eddystone-EID pairing(s), 100 of them fast-rotating"
+    let tooMany =
+      "[ActiveBeacon] eidClockTolerance = 604800 s with 100 Eddystone-EID pairing(s), 100 of them fast-rotating"
 
     // D-Bus PairWithKey: the 100th at K = 0 is refused with the sentence, and the store keeps 99.
     do {

@@ -44,7 +44,8 @@ public enum ColdSearchLimit {
 
   /// The one sentence every door refuses with, or nil when the worst search fits the limit.
   public static func refusal(eidClockTolerance: Double, rotationExponents: [UInt8]) -> String? {
-    let operations = worstOperations(eidClockTolerance: eidClockTolerance, rotationExponents: rotationExponents)
+    let operations = worstOperations(
+      eidClockTolerance: eidClockTolerance, rotationExponents: rotationExponents)
     guard operations > maximumSeconds * operationsPerSecond else { return nil }
     let tolerance = toleranceSeconds(eidClockTolerance)
     let fast = rotationExponents.filter { $0 < fastRotation }.count
