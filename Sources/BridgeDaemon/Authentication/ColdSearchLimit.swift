@@ -69,8 +69,15 @@ extension Store {
   /// The refusal (`ColdSearchLimit.refusal`) of the store's EID pairings searched with
   /// `eidClockTolerance`, or nil: the daemon's start and a SIGHUP reload ask it before they run
   /// with a tolerance.
-  public func coldSearchRefusal(eidClockTolerance: Double) throws(StoreError) -> String? {
+  /// `apply` runs when there is none, within the same call on the store: a reload's new tolerance
+  /// takes effect before any pairing by key is checked (`pairByKey` reads the tolerance in its
+  /// own call), so the two cannot pass each other.
+  public func coldSearchRefusal(
+    eidClockTolerance: Double, apply: @Sendable () -> Void = {}
+  ) throws(StoreError) -> String? {
     let exponents = try keyPairings().compactMap(\.rotationExponent)
-    return ColdSearchLimit.refusal(eidClockTolerance: eidClockTolerance, rotationExponents: exponents)
+    let refusal = ColdSearchLimit.refusal(eidClockTolerance: eidClockTolerance, rotationExponents: exponents)
+    if refusal == nil { apply() }
+    return refusal
   }
 }

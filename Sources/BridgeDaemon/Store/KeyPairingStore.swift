@@ -84,11 +84,13 @@ extension Store {
   /// returns. `key` is the key's 32 hex digits in lower case (`PairingKeyFile.digits`); the caller
   /// wipes them. The error says what is wrong without repeating them. Refused while the fleet
   /// owns the pairings, as `pair` is: the desired document replaces pairings by key too. An EID
-  /// pairing is refused when, with the store's others and `eidClockTolerance` (the daemon's), a
-  /// cold search would take longer than `ColdSearchLimit` allows.
+  /// pairing is refused when, with the store's others and `eidClockTolerance` (the daemon's, read
+  /// within this call, as a reload takes a new one: `coldSearchRefusal(eidClockTolerance:apply:)`),
+  /// a cold search would take longer than `ColdSearchLimit` allows.
   public func pairByKey(
     scheme: KeyedIdentity.Scheme, key: [UInt8], rotationExponent: UInt8?, clockOffset: Int64?,
-    deviceId: DeviceID, label: String?, eidClockTolerance: Double = BridgeConfiguration().eidClockTolerance
+    deviceId: DeviceID, label: String?,
+    eidClockTolerance: @autoclosure @Sendable () -> Double = BridgeConfiguration().eidClockTolerance
   ) throws(StoreError) -> StoredKeyPairing {
     try refuseWhileFleetOwnsPairings()
     guard key.count == 32, key.allSatisfy({ PairingKeyFile.isLowerHexDigit($0) }) else {
@@ -113,7 +115,7 @@ extension Store {
       }
       if let index = others.firstIndex(where: { Int64($0) == replaced }) { others.remove(at: index) }
       if let refusal = ColdSearchLimit.refusal(
-        eidClockTolerance: eidClockTolerance, rotationExponents: others + [rotationExponent])
+        eidClockTolerance: eidClockTolerance(), rotationExponents: others + [rotationExponent])
       {
         throw StoreError(.coldSearch, refusal)
       }
