@@ -40,6 +40,7 @@ import re
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -96,6 +97,19 @@ def make_store(t, env):
                           "--state-dir", state], env, t)
     if status != 0:
         raise RuntimeError(f"could not make a store: {status} {err.strip()}")
+    return state
+
+
+def eid_store(t, env, count):
+    """A real store (made by `pair`) holding `count` EID pairings at K = 0, written straight into
+    its table: with the default day of tolerance, 694 fit the cold search's limit and 695 do not."""
+    state = make_store(t, env)
+    db = sqlite3.connect(os.path.join(state, "beaconbridge.sqlite"))
+    db.executemany("INSERT INTO key_pairings (scheme, device_id, label, rotation_exponent, clock_offset,"
+                   " heard_window, created_at, secret) VALUES ('eid', ?, NULL, 0, 0, NULL, 0, ?)",
+                   [("UNIT-%d" % n, "%032x" % (n + 1)) for n in range(count)])
+    db.commit()
+    db.close()
     return state
 
 
@@ -276,6 +290,20 @@ CASES = [
               "--rotation-exponent", "10", "--device-id", "U", "--state-dir", os.path.join(t, "s")],
         says=r"(provision: connecting: (cannot reach the system bus|bluetoothd did not answer)|run it as root)",
         forbid=["0" * 32], absent=["s"])),
+    # The cold search's limit (docs/authentication.md): the EID pairing that would take one
+    # search past 10 minutes is refused with the sentence, and the store is left as it was.
+    ("an EID pairing past the cold search's limit: pair", lambda t, env: dict(
+        argv=["pair", "--eid-key-file", write(t, "eid.key", "ab" * 16 + "\n"), "--rotation-exponent", "0",
+              "--beacon-clock", "1000", "--device-id", "U", "--state-dir", eid_store(t, env, 694)],
+        says=r"beaconbridge: \[ActiveBeacon\] eidClockTolerance = 86400 s with 695 Eddystone-EID pairing\(s\), 695 of "
+             r"them fast-rotating .* over the limit of 10 min .*; lower eidClockTolerance",
+        forbid=["ab" * 16], allow=["state/beaconbridge.lock"])),
+    ("an EID beacon past the cold search's limit: provision registers nothing", lambda t, env: dict(
+        argv=["provision", "--address", "C0:FF:EE:00:0E:01", "--lock-key-file", write(t, "lock.key", "0" * 32 + "\n"),
+              "--rotation-exponent", "0", "--device-id", "U", "--state-dir", eid_store(t, env, 694)],
+        says=r"(provision: \[ActiveBeacon\] eidClockTolerance = 86400 s with 695 Eddystone-EID pairing\(s\), .*"
+             r"nothing was registered|run it as root)",
+        forbid=["0" * 32])),
     ("the shared-key method without its flag: provision", lambda t, env: dict(
         argv=["provision", "--address", "C0:FF:EE:00:0E:01", "--lock-key-file", "k", "--rotation-exponent", "10",
               "--device-id", "U", "--shared-key-file", "s.key"],

@@ -341,7 +341,8 @@ func countedScaling(_ mode: String, _ size: Int, _ input: [SourceEvent], _ text:
 
 /// A stranger's EID against 10,000 EID pairings at K = 0 with a week of tolerance (the caps):
 /// the near search timed whole, the whole-tolerance search timed for 2 s and its total worked
-/// out from the bound, at the rate measured and at `EIDSearchService`'s pace.
+/// out from the bound, at the rate measured and at `EIDSearchService`'s pace, and whether the
+/// limit on a cold search (`ColdSearchLimit`) refuses that configuration at load.
 if coldSearch {
   let pairings = 10_000
   let tolerance = EIDResolver.Configuration.maximumTolerance
@@ -373,11 +374,17 @@ if coldSearch {
   let rate = Double(far.operations) / seconds(clock.now - started)
   let farOperations =
     Double(pairings) * Double(EIDResolver.searchOperations(tolerance: tolerance, rotationExponent: k))
+  // The caps as a daemon's configuration: past `ColdSearchLimit`, refused at load.
+  let refused =
+    ColdSearchLimit.refusal(
+      eidClockTolerance: Double(tolerance), rotationExponents: Array(repeating: 0, count: pairings)) != nil
   print(
     "{\"pairings\": \(pairings), \"rotationExponent\": 0, \"toleranceSeconds\": \(tolerance), "
       + "\"nearOperations\": \(near.operations), \"nearSeconds\": \(nearSeconds), "
       + "\"operationsPerSecond\": \(Int(rate)), \"farOperations\": \(Int(farOperations)), "
-      + "\"farSecondsAtThatRate\": \(Int(farOperations / rate)), \"farSecondsAtTheServicePace\": \(Int(farOperations / 200_000))}"
+      + "\"farSecondsAtThatRate\": \(Int(farOperations / rate)), "
+      + "\"farSecondsAtTheServicePace\": \(Int(farOperations / Double(ColdSearchLimit.operationsPerSecond))), "
+      + "\"limitSeconds\": \(ColdSearchLimit.maximumSeconds), \"refusedAtLoad\": \(refused)}"
   )
   exit(0)
 }

@@ -233,15 +233,36 @@ extension PairCommand {
       return reported?.pairing.key == nil ? pairing : reported?.pairing
     } catch  where error.notRunning {
       let offset = beaconClock.map { Int64($0) - Int64(Date().timeIntervalSince1970.rounded(.down)) }
+      let tolerance = configuredEIDClockTolerance
       let result = await store.write(console) {
         try await $0.pairByKey(
           scheme: scheme, key: digits, rotationExponent: rotationExponent, clockOffset: offset,
-          deviceId: deviceId, label: label)
+          deviceId: deviceId, label: label, eidClockTolerance: tolerance)
       }
       return result?.pairing
     } catch {
       console.err("beaconbridge: \(error.description)\n")
       return nil
     }
+  }
+
+  /// The tolerance a daemon starts with: the configuration file's (a file that does not read
+  /// stops the daemon's start anyway, which checks the cold search's limit again).
+  static var configuredEIDClockTolerance: Double {
+    (try? DaemonConfiguration.load(path: nil))?.bridge.eidClockTolerance
+      ?? BridgeConfiguration().eidClockTolerance
+  }
+
+  /// The refusal (`ColdSearchLimit`) of one more EID pairing at `k` beside the store's, asked
+  /// before `provision` registers a beacon, so that a pairing the store would refuse leaves no
+  /// beacon registered; the store refuses it again when the pairing is stored. A store that is
+  /// not there yet holds none, and nothing is created.
+  static func coldSearchRefusal(adding k: UInt8, store: StoreOptions) async -> String? {
+    var exponents: [UInt8] = []
+    if let opened = try? Store(readingOnly: store.directory), let stored = try? await opened.keyPairings() {
+      exponents = stored.compactMap(\.rotationExponent)
+    }
+    return ColdSearchLimit.refusal(
+      eidClockTolerance: configuredEIDClockTolerance, rotationExponents: exponents + [k])
   }
 }

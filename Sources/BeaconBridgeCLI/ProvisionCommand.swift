@@ -111,6 +111,10 @@ public struct ProvisionCommand: BridgeCommand {
       )
       return ExitStatus.failure
     }
+    if let refusal = await PairCommand.coldSearchRefusal(adding: rotationExponent, store: store) {
+      console.err("beaconbridge: provision: \(refusal); nothing was registered\n")
+      return ExitStatus.failure
+    }
     // The lock key, by the key-file rule; its digits are wiped once it is a key.
     let lockKey: AES128Key
     do {

@@ -11,6 +11,16 @@ extension EIDResolver {
     return (span >> Int64(k.rawValue)) + 2 + 2 * (span / EddystoneEID.temporaryKeySeconds + 2)
   }
 
+  /// The most AES operations one whole-tolerance search costs over pairings of these rotation
+  /// exponents: the sum of `searchOperations(tolerance:rotationExponent:)` over them, the cost of
+  /// a cold search for an EID none of them sent (docs/authentication.md, "The time a cold search
+  /// may take"). T = 86,400 s, one pairing at K = 0 and one at K = 10: 172,810 + 178.
+  public static func searchOperations(
+    tolerance: Int64, rotationExponents: some Sequence<RotationExponent>
+  ) -> Int64 {
+    rotationExponents.reduce(0) { $0 + searchOperations(tolerance: tolerance, rotationExponent: $1) }
+  }
+
   /// The window of `slot`'s beacon whose EID this is, within the tolerance; nil if none. From the
   /// expected window outward, so a beacon that drifted a little is found first.
   mutating func search(eid: UInt64, slot index: Int, at t: Int64) -> Int64? {

@@ -12,8 +12,9 @@ import Testing
 /// Pairings by key in the fleet's desired document (docs/fleet.md), over TLS: the daemon on the
 /// dbusmock BlueZ, its fleet link on a Mosquitto TLS listener with a test CA. The document's
 /// Eddystone-EID key (the crypto oracle's, Tests/Crypto/vectors.json) resolves the beacon as soon
-/// as it is applied; the next version with the same key keeps its pairing; no output, and not
-/// the daemon's log, holds a key.
+/// as it is applied; the next version with the same key keeps its pairing; one whose EID pairings
+/// and tolerance would take a cold search past its limit is refused and changes nothing; no
+/// output, and not the daemon's log, holds a key.
 @Suite(.tags(.process), .timeLimit(.minutes(3)))
 struct FleetKeyPairingTests {
   @Test func anEIDKeyFromTheDesiredDocumentResolvesTheBeaconAndNoOutputHoldsIt() async throws {
@@ -123,6 +124,27 @@ struct FleetKeyPairingTests {
       answers() == ["applied@1", "applied@2", "applied@2"]
     }
     #expect(log().components(separatedBy: "desired version 2 applied").count == 2, "\(log())")
+
+    // v3: 100 EID pairings at K = 0 and a week of tolerance, one cold search past the limit
+    // (docs/authentication.md): refused whole with the sentence, and v2's pairing and version stay.
+    let many = (0..<100).map { n in
+      #"{"eid":{"identityKey":"\#(String(format: "%032x", n + 1))","rotationExponent":0,"beaconClock":0},"deviceId":"UNIT-K\#(n)"}"#
+    }
+    try await broker.publish(
+      desired,
+      #"{"version":3,"pairings":[\#(many.joined(separator: ","))],"settings":{"ActiveBeacon":{"eidClockTolerance":604800}}}"#
+    )
+    try await waitUntil("v3 refused: \(answers())\n\(log())") { answers().last == "refused@3" }
+    let reason = reported.messages.last?.payload["reason"]?.stringValue ?? ""
+    #expect(
+      reason.hasPrefix(
+        "[ActiveBeacon] eidClockTolerance = 604800 s with 100 Eddystone-EID pairing(s), 100 of them fast-rotating"
+      ),
+      "\(reason)")
+    let third = try await pairs()
+    #expect(third.map { $0["deviceId"]?.stringValue } == ["UNIT-E1"])
+    #expect(third.first?["pairing"]?.intValue == number)
+    #expect(try await status()?["fleet"]?["appliedVersion"]?.intValue == 2)
 
     kill(daemon.processIdentifier, SIGTERM)
     #expect(await waitForExit(daemon))

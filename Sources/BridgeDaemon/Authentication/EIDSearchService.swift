@@ -17,8 +17,9 @@ import Synchronization
 /// stop waits for it.
 public struct EIDSearchService: Service {
   let keys: KeyRing
-  /// 200,000 AES operations a second: about a tenth of one core of a small ARM box.
-  var operationsPerSecond = 200_000
+  /// 200,000 AES operations a second (`ColdSearchLimit.operationsPerSecond`, the budget the
+  /// limit on a cold search is stated at): about a tenth of one core of a small ARM box.
+  var operationsPerSecond = Int(ColdSearchLimit.operationsPerSecond)
   var slice = 2_000
 
   public init(keys: KeyRing) { self.keys = keys }

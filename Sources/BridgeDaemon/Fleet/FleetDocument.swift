@@ -165,8 +165,20 @@ public struct FleetDocument: Hashable, Sendable {
         }
       }
     }
-    if let problem = DaemonSettings.bridge(file: file, remote: document.settings).problems().first {
+    let bridge = DaemonSettings.bridge(file: file, remote: document.settings)
+    if let problem = bridge.problems().first {
       return refuse("settings: \(problem), with the configuration file's values")
+    }
+    // The document's pairings by key replace the store's, so its EID pairings with the
+    // tolerance it runs with are the box's whole cold search.
+    let exponents = document.keyPairings.compactMap { keyed -> UInt8? in
+      if case .eid(_, let k, _) = keyed.scheme { return k }
+      return nil
+    }
+    if let refusal = ColdSearchLimit.refusal(
+      eidClockTolerance: bridge.eidClockTolerance, rotationExponents: exponents)
+    {
+      return refuse(refusal)
     }
     return .success(document)
   }

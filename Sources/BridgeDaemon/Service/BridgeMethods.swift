@@ -122,7 +122,8 @@ struct BridgeMethods: Sendable {
     let offset = request.beaconClock.map { Int64($0) - Int64(Date().timeIntervalSince1970.rounded(.down)) }
     let stored = try await store.pairByKey(
       scheme: request.scheme, key: request.key.bytes, rotationExponent: request.rotationExponent,
-      clockOffset: offset, deviceId: request.deviceId, label: request.label)
+      clockOffset: offset, deviceId: request.deviceId, label: request.label,
+      eidClockTolerance: bridge.host.configuration.eidClockTolerance)
     try await reloadPairings()
     return .success([.string(stored.pairing.json.compactText)])
   }

@@ -156,7 +156,7 @@ final class BridgeService: Service {
         case .invalidConfiguration, .journal: "Failed"
         }
       return Self.error(name, error.description)
-    } catch let error as StoreError where error.code == .fleetOwnsPairings || error.code == .full {
+    } catch let error as StoreError where [.fleetOwnsPairings, .full, .coldSearch].contains(error.code) {
       return Self.error("Refused", error.description)
     } catch {
       return Self.error("Failed", "\(error)")

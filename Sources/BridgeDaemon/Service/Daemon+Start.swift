@@ -53,7 +53,20 @@ extension Daemon {
 
   /// Arms the bridge: the pairings and the keys from the store (`PairingBook`), then `BeaconBridge.start`, which
   /// checks the configuration and restores the outbox.
+  /// A store whose EID pairings, with the configuration's tolerance, make a cold search longer
+  /// than `ColdSearchLimit` allows is refused first.
   func arm(_ bridge: BeaconBridge, book: PairingBook, logger: DaemonLogger) async -> Bool {
+    do {
+      if let refusal = try await book.store.coldSearchRefusal(
+        eidClockTolerance: bridge.host.configuration.eidClockTolerance)
+      {
+        logger.log(.error, "configuration: \(refusal); not starting")
+        return false
+      }
+    } catch {
+      logger.log(.error, "\(error.description); not starting")
+      return false
+    }
     do { try await book.refresh() } catch {
       logger.log(.error, "\(error.description); not starting")
       return false

@@ -28,7 +28,15 @@ struct DaemonReload: Sendable {
           .invalidConfiguration,
           "invalid configuration with the fleet's settings over it: " + problems.joined(separator: "; "))
       }
-      settings.update(fresh)
+      // The new tolerance with the store's EID pairings: a cold search past the limit is
+      // refused before anything uses it; else the new file is taken in the same call on the
+      // store, so a PairWithKey meanwhile is checked against one tolerance or the other.
+      let tolerance = DaemonSettings.bridge(file: fresh, remote: settings.remote).eidClockTolerance
+      if let refusal = try await store.coldSearchRefusal(
+        eidClockTolerance: tolerance, apply: { settings.update(fresh) })
+      {
+        throw BridgeError(.invalidConfiguration, refusal)
+      }
       // A changed [Upload] or [MQTT] gets its new sink now, and the old one (its broker
       // connection) stops here, not at the next post.
       _ = uploads.sink(for: fresh)

@@ -83,14 +83,42 @@ extension Store {
   /// Adds a pairing by key, replacing one with the same scheme and key; committed before it
   /// returns. `key` is the key's 32 hex digits in lower case (`PairingKeyFile.digits`); the caller
   /// wipes them. The error says what is wrong without repeating them. Refused while the fleet
-  /// owns the pairings, as `pair` is: the desired document replaces pairings by key too.
+  /// owns the pairings, as `pair` is: the desired document replaces pairings by key too. An EID
+  /// pairing is refused when, with the store's others and `eidClockTolerance` (the daemon's, read
+  /// within this call, as a reload takes a new one: `coldSearchRefusal(eidClockTolerance:apply:)`),
+  /// a cold search would take longer than `ColdSearchLimit` allows.
   public func pairByKey(
     scheme: KeyedIdentity.Scheme, key: [UInt8], rotationExponent: UInt8?, clockOffset: Int64?,
-    deviceId: DeviceID, label: String?
+    deviceId: DeviceID, label: String?,
+    eidClockTolerance: @autoclosure @Sendable () -> Double = BridgeConfiguration().eidClockTolerance
   ) throws(StoreError) -> StoredKeyPairing {
     try refuseWhileFleetOwnsPairings()
     guard key.count == 32, key.allSatisfy({ PairingKeyFile.isLowerHexDigit($0) }) else {
       throw StoreError(.io, "a key must be 32 hex digits")
+    }
+    if scheme == .eid, let rotationExponent {
+      // The others without this key's own row, which a pairing of the same key replaces.
+      var others = try keyPairings().compactMap(\.rotationExponent)
+      let replaced: Int64
+      do throws(SQLiteError) {
+        replaced = try key.withUnsafeBytes { (secret) -> Result<Int64, SQLiteError> in
+          Result { () throws(SQLiteError) -> Int64 in
+            try database.integer(
+              """
+              SELECT COALESCE((SELECT rotation_exponent FROM key_pairings WHERE scheme = 'eid' AND secret = ?
+                LIMIT 1), -1)
+              """, secret: secret)
+          }
+        }.get()
+      } catch {
+        throw StoreError(error, path: path)
+      }
+      if let index = others.firstIndex(where: { Int64($0) == replaced }) { others.remove(at: index) }
+      if let refusal = ColdSearchLimit.refusal(
+        eidClockTolerance: eidClockTolerance(), rotationExponents: others + [rotationExponent])
+      {
+        throw StoreError(.coldSearch, refusal)
+      }
     }
     if scheme == .rpa {
       // Counted without this key's own row, which a pairing of the same key replaces.

@@ -13,6 +13,9 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     case fleetOwnsPairings
     /// The store holds as many pairings of a kind as it may (`KeyedIdentity.maximumIRKPairings`).
     case full
+    /// An EID pairing or a tolerance whose cold search would take longer than
+    /// `ColdSearchLimit.maximumSeconds`.
+    case coldSearch
   }
 
   public var code: Code
