@@ -128,7 +128,7 @@ struct BridgeMethods: Sendable {
   }
 
   func unpair(_ deviceId: DeviceID) async throws -> MethodResult {
-    let removed = try await store.unpair(deviceId: deviceId.rawValue)
+    let removed = try await store.unpair(deviceId: deviceId)
     try await reloadPairings()
     return .success([.uint32(UInt32(removed))])
   }
