@@ -33,7 +33,8 @@ public struct UnpairCommand: BridgeCommand {
     var removed: Int
     do {
       removed = Int(
-        try await DaemonClient.call(BridgeServiceNames.Method.unpair, [.string(deviceId.rawValue)]).first?.uint32 ?? 0)
+        try await DaemonClient.call(BridgeServiceNames.Method.unpair, [.string(deviceId.rawValue)]).first?
+          .uint32 ?? 0)
     } catch  where error.notRunning {
       guard let count = await store.write(console, { try await $0.unpair(deviceId: deviceId) }) else {
         return ExitStatus.failure
@@ -45,7 +46,8 @@ public struct UnpairCommand: BridgeCommand {
     }
     if json {
       console.out(
-        JSONValue.object(["deviceId": .string(deviceId.rawValue), "removed": .int(Int64(removed))]).compactText + "\n")
+        JSONValue.object(["deviceId": .string(deviceId.rawValue), "removed": .int(Int64(removed))])
+          .compactText + "\n")
     } else if removed > 0 {
       console.out("Unpaired \(deviceId) (\(removed) pairing\(removed == 1 ? "" : "s")).\n")
     }
