@@ -306,9 +306,11 @@ func countedScaling(_ mode: String, _ size: Int, _ input: [SourceEvent], _ text:
     var settings = BridgeConfiguration()
     settings.trips.maxOpenTrips = 100_000
     pipeline = BeaconPipeline(configuration: settings)
+    // Built at the door (`TripID`), as the D-Bus and CLI doors build them.
+    let tripIds = (0..<size).compactMap { try? TripID("trip-\($0)") }
     for i in 0..<size {
       let time = Timestamp(seconds: Double(i) * 0.001)
-      work &+= ((try? pipeline.startTrip("trip-\(i)", at: time)) ?? []).count
+      work &+= ((try? pipeline.startTrip(tripIds[i], at: time)) ?? []).count
       if let due = pipeline.nextDeadline, due <= time { work &+= pipeline.tick(at: time).count }
     }
     // While they stay open: one advertisement and one deadline step per trip.
@@ -318,7 +320,7 @@ func countedScaling(_ mode: String, _ size: Int, _ input: [SourceEvent], _ text:
       if let due = pipeline.nextDeadline, due <= time { work &+= pipeline.tick(at: time).count }
     }
     for i in 0..<size {
-      work &+= ((try? pipeline.endTrip("trip-\(i)", at: Timestamp(seconds: 1e6))) ?? []).count
+      work &+= ((try? pipeline.endTrip(tripIds[i], at: Timestamp(seconds: 1e6))) ?? []).count
     }
   default:
     // One batch: decoded from its text, numbered and taken, and written out as the upload

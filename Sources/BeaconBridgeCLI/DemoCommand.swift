@@ -131,9 +131,10 @@ final class DemoView: Sendable {
     out += "  TRIP  SEQ  DEVICE ID   RESOLUTION     EVENTS\n"
     for batch in posted {
       let types = batch.events.map(\.type).joined(separator: ", ")
-      out += "  \(batch.tripId.padding(toLength: 4))  \(String(batch.sequence).padding(toLength: 3))  "
       out +=
-        "\(batch.deviceId.padding(toLength: 10))  \(batch.resolution.reason.padding(toLength: 13))  \(types)\n"
+        "  \(batch.tripId.rawValue.padding(toLength: 4))  \(String(batch.sequence).padding(toLength: 3))  "
+      out +=
+        "\(batch.deviceId.rawValue.padding(toLength: 10))  \(batch.resolution.reason.padding(toLength: 13))  \(types)\n"
     }
     out +=
       "\n\(posted.count) batches posted, \(posted.reduce(0) { $0 + $1.events.count }) events, none lost.\n"

@@ -147,7 +147,7 @@ public struct DiagnoseCommand: BridgeCommand {
         }
         if let summary = try? await opened.outboxSummary() {
           let dead = (try? await opened.deadLetters()) ?? []
-          let json = summary.json(deadLetters: dead.map { ($0.batch.idempotencyKey, $0.reason) })
+          let json = summary.json(deadLetters: dead.map { ($0.key, $0.reason) })
           entries.append(
             Entry(
               name: "outbox.json", why: "outbox and dead-letter counts, oldest item's age",

@@ -191,9 +191,10 @@ public struct TripCommand: BridgeCommand {
   enum Action: String, Sendable { case start, events, end, assign, retry }
 
   var action: Action
-  var tripId: String
+  /// Nil only for `retry` of every trip.
+  var tripId: TripID?
   var file: String?
-  var deviceId: String?
+  var deviceId: DeviceID?
 
   public init(_ arguments: inout Arguments) throws(UsageError) {
     let word = try arguments.positional("action (start, events, end, assign or retry)")
@@ -201,9 +202,8 @@ public struct TripCommand: BridgeCommand {
       throw UsageError("unknown trip action '\(word)' (start, events, end, assign or retry)")
     }
     self.action = action
-    let tripId = try arguments.option("--trip-id", as: TripID.self)
+    tripId = try arguments.option("--trip-id", as: TripID.self)
     guard tripId != nil || action == .retry else { throw UsageError("trip \(word) needs --trip-id") }
-    self.tripId = tripId?.rawValue ?? ""
     _ = arguments.flag("--json")
     switch action {
     case .events: file = try arguments.positional("events FILE (or - for stdin)")
@@ -211,12 +211,14 @@ public struct TripCommand: BridgeCommand {
       guard let id = try arguments.option("--device-id", as: DeviceID.self) else {
         throw UsageError("trip assign needs --device-id")
       }
-      deviceId = id.rawValue
+      deviceId = id
     default: break
     }
   }
 
   public func run(_ console: any Console) async -> Int32 {
+    // The wire's spelling: `retry` without a trip sends the empty string ("every trip").
+    let tripId = tripId?.rawValue ?? ""
     do {
       switch action {
       case .start:
@@ -233,9 +235,10 @@ public struct TripCommand: BridgeCommand {
         if !(result["failed"]?.arrayValue ?? []).isEmpty { return ExitStatus.failure }
       case .assign:
         _ = try await DaemonClient.call(
-          BridgeServiceNames.Method.tripAssign, [.string(tripId), .string(deviceId ?? "")])
+          BridgeServiceNames.Method.tripAssign, [.string(tripId), .string(deviceId?.rawValue ?? "")])
         console.out(
-          JSONValue.object(["tripId": .string(tripId), "deviceId": .string(deviceId ?? "")]).compactText
+          JSONValue.object(["tripId": .string(tripId), "deviceId": .string(deviceId?.rawValue ?? "")])
+            .compactText
             + "\n")
       case .events:
         let data: Data

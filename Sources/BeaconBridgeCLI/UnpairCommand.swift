@@ -16,7 +16,7 @@ public struct UnpairCommand: BridgeCommand {
       --json           Print {"deviceId": ..., "removed": N}.
     """
 
-  public var deviceId: String
+  public var deviceId: DeviceID
   var store: StoreOptions
   var json: Bool
 
@@ -26,14 +26,15 @@ public struct UnpairCommand: BridgeCommand {
     guard let id = try arguments.option("--device-id", as: DeviceID.self) else {
       throw UsageError("unpair needs --device-id")
     }
-    deviceId = id.rawValue
+    deviceId = id
   }
 
   public func run(_ console: any Console) async -> Int32 {
     var removed: Int
     do {
       removed = Int(
-        try await DaemonClient.call(BridgeServiceNames.Method.unpair, [.string(deviceId)]).first?.uint32 ?? 0)
+        try await DaemonClient.call(BridgeServiceNames.Method.unpair, [.string(deviceId.rawValue)]).first?
+          .uint32 ?? 0)
     } catch  where error.notRunning {
       guard let count = await store.write(console, { try await $0.unpair(deviceId: deviceId) }) else {
         return ExitStatus.failure
@@ -45,7 +46,8 @@ public struct UnpairCommand: BridgeCommand {
     }
     if json {
       console.out(
-        JSONValue.object(["deviceId": .string(deviceId), "removed": .int(Int64(removed))]).compactText + "\n")
+        JSONValue.object(["deviceId": .string(deviceId.rawValue), "removed": .int(Int64(removed))])
+          .compactText + "\n")
     } else if removed > 0 {
       console.out("Unpaired \(deviceId) (\(removed) pairing\(removed == 1 ? "" : "s")).\n")
     }

@@ -17,9 +17,9 @@ public final class MemoryJournal: TripJournal {
   }
 
   private struct State {
-    var trips: [String: Trip] = [:]
-    var order: [String] = []
-    var dead: [(String, Int, String)] = []
+    var trips: [TripID: Trip] = [:]
+    var order: [TripID] = []
+    var dead: [(TripID, Int, String)] = []
     var limit: Int
   }
 
@@ -30,8 +30,8 @@ public final class MemoryJournal: TripJournal {
   }
 
   public var undelivered: Int { state.withLock { $0.trips.values.reduce(0) { $0 + $1.batches.count } } }
-  public var tripIds: [String] { state.withLock { $0.order } }
-  public var deadLetters: [(String, Int, String)] { state.withLock { $0.dead } }
+  public var tripIds: [TripID] { state.withLock { $0.order } }
+  public var deadLetters: [(TripID, Int, String)] { state.withLock { $0.dead } }
 
   public func load() async throws -> [JournaledTrip] {
     state.withLock { s in
@@ -45,7 +45,7 @@ public final class MemoryJournal: TripJournal {
     }
   }
 
-  public func recordTripStarted(_ tripId: String) async throws {
+  public func recordTripStarted(_ tripId: TripID) async throws {
     state.withLock {
       $0.trips[tripId] = Trip()
       $0.order.append(tripId)
@@ -61,7 +61,7 @@ public final class MemoryJournal: TripJournal {
     }
   }
 
-  public func recordResolution(_ tripId: String, _ resolution: TripResolution, beaconMode: Bool) async throws
+  public func recordResolution(_ tripId: TripID, _ resolution: TripResolution, beaconMode: Bool) async throws
   {
     state.withLock {
       $0.trips[tripId]?.resolution = resolution
@@ -69,22 +69,22 @@ public final class MemoryJournal: TripJournal {
     }
   }
 
-  public func recordDelivered(_ tripId: String, sequence: Int) async throws {
+  public func recordDelivered(_ tripId: TripID, sequence: Int) async throws {
     state.withLock { $0.trips[tripId]?.batches.removeAll { $0.sequence == sequence } }
   }
 
-  public func recordDeadLetter(_ tripId: String, sequence: Int, reason: String) async throws {
+  public func recordDeadLetter(_ tripId: TripID, sequence: Int, reason: String) async throws {
     state.withLock {
       $0.trips[tripId]?.batches.removeAll { $0.sequence == sequence }
       $0.dead.append((tripId, sequence, reason))
     }
   }
 
-  public func recordTripEnded(_ tripId: String) async throws {
+  public func recordTripEnded(_ tripId: TripID) async throws {
     state.withLock { $0.trips[tripId]?.ended = true }
   }
 
-  public func recordRetired(_ tripId: String) async throws {
+  public func recordRetired(_ tripId: TripID) async throws {
     state.withLock {
       $0.trips[tripId] = nil
       $0.order.removeAll { $0 == tripId }

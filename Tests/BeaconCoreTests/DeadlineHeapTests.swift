@@ -112,7 +112,7 @@ import Testing
     settings.lateWindow = 60
     var resolver = BeaconTripResolver(settings: settings)
     #expect(resolver.nextDeadline == nil)
-    for i in 0..<10 { try resolver.start("t\(i)", at: Timestamp(seconds: Double(10 - i))) }
+    for i in 0..<10 { try resolver.start(TripID("t\(i)"), at: Timestamp(seconds: Double(10 - i))) }
     #expect(resolver.nextDeadline == Timestamp(seconds: 61))
     _ = try resolver.end("t9", at: Timestamp(seconds: 5))
     #expect(resolver.nextDeadline == Timestamp(seconds: 62))
@@ -126,10 +126,11 @@ import Testing
     resolver.settings.unresolvedPolicy = .fallback
     resolver.settings.fallbackDeviceId = "UNIT-FALLBACK"
     for i in 0..<5000 {
-      try resolver.start("c\(i)", at: Timestamp(seconds: 100 + Double(i)))
-      _ = try resolver.end("c\(i)", at: Timestamp(seconds: 100 + Double(i)))
-      resolver.retire("c\(i)")
-      #expect(resolver.trip("c\(i)") == nil)
+      let trip = try TripID("c\(i)")
+      try resolver.start(trip, at: Timestamp(seconds: 100 + Double(i)))
+      _ = try resolver.end(trip, at: Timestamp(seconds: 100 + Double(i)))
+      resolver.retire(trip)
+      #expect(resolver.trip(trip) == nil)
       #expect(resolver.deadlineHeapCount <= 2 * 7 + 33)
     }
     #expect(resolver.nextDeadline == Timestamp(seconds: 66))

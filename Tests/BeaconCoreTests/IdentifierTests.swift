@@ -151,15 +151,17 @@ import Testing
     #expect(error.description.count < 80)
   }
 
-  /// The Idempotency-Key is built from validated parts or not at all.
+  /// The Idempotency-Key is built from validated parts or not at all: the trip ID is a `TripID`
+  /// (a CR/LF cannot reach a batch), and a negative sequence makes no key.
   @Test func idempotencyKeyNeedsAValidTripID() throws {
-    func batch(_ trip: String) -> TaggedTripBatch {
+    func batch(_ trip: String, _ sequence: Int = 3) throws -> TaggedTripBatch {
       TaggedTripBatch(
-        batch: TripEventBatch(tripId: trip, sequence: 3, events: [], receivedAt: .zero), deviceId: "X",
-        resolution: .assigned(deviceId: "X"))
+        batch: TripEventBatch(tripId: try TripID(trip), sequence: sequence, events: [], receivedAt: .zero),
+        deviceId: "X", resolution: .assigned(deviceId: "X"))
     }
     #expect(try batch("t1").validatedIdempotencyKey() == "t1#3")
-    #expect(throws: IdentifierError.self) { try batch("t\r\nInjected: 1").validatedIdempotencyKey() }
+    #expect(throws: IdentifierError.self) { try batch("t\r\nInjected: 1") }
+    #expect(throws: IdentifierError.self) { try batch("t1", -1).validatedIdempotencyKey() }
   }
 }
 

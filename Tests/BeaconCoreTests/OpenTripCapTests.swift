@@ -93,11 +93,12 @@ import Testing
     var pipeline = BeaconPipeline(configuration: configuration(cap: 2))
     let kept = (0..<5).map { i in
       JournaledTrip(
-        tripId: "t\(i)", resolution: .pending(deadline: .zero), beaconMode: true, ended: false, batches: [],
+        tripId: TripID(stringLiteral: "t\(i)"), resolution: .pending(deadline: .zero), beaconMode: true,
+        ended: false, batches: [],
         nextSequence: 0)
     }
     let steps = pipeline.restore(kept, at: Timestamp(seconds: 100))
-    let ended = steps.compactMap { step -> String? in
+    let ended = steps.compactMap { step -> TripID? in
       if case .event(.tripEnded(let id, _)) = step { return id }
       return nil
     }

@@ -30,7 +30,7 @@ struct VanHost: ScopeHost {
   // The upload layer: throwing keeps the batch queued; the bridge retries it.
   func postTripEventBatch(_ batch: TaggedTripBatch) async throws {
     try await backend.post(
-      deviceId: batch.deviceId, tripId: batch.tripId, key: batch.idempotencyKey,
+      deviceId: batch.deviceId.rawValue, tripId: batch.tripId.rawValue, key: batch.idempotencyKey,
       events: batch.events.map(\.json))
   }
 }

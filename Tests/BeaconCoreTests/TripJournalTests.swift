@@ -158,11 +158,15 @@ import Testing
       .configured(deviceId: "C"), .assigned(deviceId: "A"), .unresolved,
     ]
     for resolution in cases {
-      let back = TripResolution(journalJSON: resolution.journalJSON, now: .zero, lateWindow: 60)
+      let back = try TripResolution(journalJSON: resolution.journalJSON, now: .zero, lateWindow: 60)
       #expect(back == resolution)
     }
     #expect(
-      TripResolution(journalJSON: .object(["reason": .string("fallback")]), now: .zero, lateWindow: 60) == nil
-    )
+      try TripResolution(journalJSON: .object(["reason": .string("fallback")]), now: .zero, lateWindow: 60)
+        == nil)
+    // A device ID another version stored that breaks the rule is refused with its sentence, never
+    // read as another resolution.
+    let bad = JSONValue.object(["reason": .string("assigned"), "deviceId": .string("UNIT\u{1}7")])
+    #expect(throws: IdentifierError.self) { try TripResolution(journalJSON: bad, now: .zero, lateWindow: 60) }
   }
 }

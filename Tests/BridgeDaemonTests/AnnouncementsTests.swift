@@ -7,12 +7,14 @@ import Testing
 /// sender falls behind, and a waiting sender returned when its task is cancelled. A wait that
 /// never returned would hang: the time limit fails it.
 @Suite(.timeLimit(.minutes(1))) struct AnnouncementsTests {
-  static func started(_ n: Int) -> Announcements.Item { .bridge(.tripStarted(tripId: "trip-\(n)")) }
+  static func started(_ n: Int) -> Announcements.Item {
+    .bridge(.tripStarted(tripId: TripID(stringLiteral: "trip-\(n)")))
+  }
 
   static func ids(_ items: ArraySlice<Announcements.Item>) -> [String] {
     items.map { item in
       guard case .bridge(.tripStarted(let id)) = item else { return "?" }
-      return id
+      return id.rawValue
     }
   }
 

@@ -26,7 +26,7 @@ import Testing
   }
   let sinks = Sinks()
 
-  func batch(_ sequence: Int, trip: String = "mq") -> TaggedTripBatch {
+  func batch(_ sequence: Int, trip: TripID = "mq") -> TaggedTripBatch {
     TaggedTripBatch(
       batch: TripEventBatch(
         tripId: trip, sequence: sequence, events: [Fixtures.event("braking", at: 1)], receivedAt: .zero),
@@ -225,7 +225,7 @@ import Testing
       """, file: "m.conf")
     let mqtt = try #require(config.mqttSettings)
     #expect(mqtt.host == "broker.example" && mqtt.port == 8884 && mqtt.tls)
-    #expect(mqtt.topic(for: "UNIT-1") == "fleet/UNIT-1/batches")
+    #expect(try mqtt.topic(for: MQTTTopicLevel("UNIT-1")) == "fleet/UNIT-1/batches")
     #expect(mqtt.clientId == "van-7" && mqtt.username == "bridge" && mqtt.keepAlive == 30)
     #expect(
       mqtt.sessionExpiry == 600 && mqtt.timeout == 7 && mqtt.tlsFiles.caFile == "/etc/beaconbridge/ca.pem")

@@ -135,7 +135,7 @@ import Testing
     #expect(summary.deadLetters == 1)
     #expect(summary.undelivered == 0)
     // The bundle's outbox.json and TripRetry's answer list a dead letter the same way.
-    let dead = try await store.deadLetters().map { ($0.batch.idempotencyKey, $0.reason) }
+    let dead = try await store.deadLetters().map { ($0.key, $0.reason) }
     let letter = JSONValue.object(["key": .string("t1#0"), "reason": .string("HTTP 400")])
     let bundle = summary.json(deadLetters: dead)
     #expect(bundle["deadLetterReasons"] == .array([letter]))

@@ -5,7 +5,7 @@
 extension BeaconBridge {
   /// Whether a trip's batches may be posted now: always in realtime mode; in postTrip mode once
   /// the trip has ended (a trip the resolver no longer knows has ended).
-  func isDue(_ tripId: String) -> Bool {
+  func isDue(_ tripId: TripID) -> Bool {
     pipeline.configuration.trips.sending == .realtime || pipeline.resolver.trip(tripId)?.endedAt != nil
       || pipeline.resolver.trip(tripId) == nil
   }
@@ -43,7 +43,7 @@ extension BeaconBridge {
 
   /// Makes the waiting batches of every trip that is now due (its end, a reload to realtime)
   /// due, after the batches due before them.
-  func releaseWaiting(_ tripIds: [String]? = nil) async {
+  func releaseWaiting(_ tripIds: [TripID]? = nil) async {
     var released = false
     for tripId in tripIds ?? outbound.waitingTrips where outbound.waiting(tripId) > 0 && isDue(tripId) {
       outbound.makeDue(tripId)
@@ -184,7 +184,7 @@ extension BeaconBridge {
     }
   }
 
-  func retire(_ tripId: String) async {
+  func retire(_ tripId: TripID) async {
     guard !pipeline.isRetired(tripId) else { return }
     pipeline.retireIfDone(tripId, outstanding: outbound.queued(tripId) > 0)
     if pipeline.isRetired(tripId) {

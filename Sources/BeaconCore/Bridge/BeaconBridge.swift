@@ -82,6 +82,7 @@ public actor BeaconBridge {
         throw BridgeError(.journal, "cannot read the trip journal: \(error)")
       }
       restored = true
+      for notice in await journal.loadNotices() { log(.warning, notice) }
       let batches = kept.reduce(0) { $0 + $1.batches.count + $1.queued }
       if !kept.isEmpty { log(.notice, "restored \(kept.count) trip(s) and \(batches) undelivered batch(es)") }
       isArmed = true
@@ -206,8 +207,7 @@ public actor BeaconBridge {
   // MARK: Trips
 
   /// Starts a trip and calls the host's beacon hook, which snapshots the active beacon.
-  public func tripStart(_ id: TripID) async throws(BridgeError) {
-    let tripId = id.rawValue
+  public func tripStart(_ tripId: TripID) async throws(BridgeError) {
     try requireArmed()
     let steps: [BeaconPipeline.Step]
     do { steps = try pipeline.startTrip(tripId, at: now) } catch {
@@ -224,7 +224,7 @@ public actor BeaconBridge {
     await perform(pipeline.hookFinished(for: tripId, at: now))
   }
 
-  func snapshotActiveBeacon(for tripId: String) async -> BeaconSnapshot? {
+  func snapshotActiveBeacon(for tripId: TripID) async -> BeaconSnapshot? {
     let (snapshot, steps) = pipeline.snapshotActiveBeacon(for: tripId, at: now)
     await perform(steps)
     if snapshot == nil {
@@ -237,8 +237,7 @@ public actor BeaconBridge {
 
   /// Hands over one batch of trip events. It is tagged and posted when the trip has its device ID,
   /// and held in order until then.
-  public func tripEvents(_ id: TripID, events: [TripEvent]) async throws(BridgeError) {
-    let tripId = id.rawValue
+  public func tripEvents(_ tripId: TripID, events: [TripEvent]) async throws(BridgeError) {
     try requireArmed()
     let batch: TripEventBatch
     do { batch = try pipeline.numberBatch(tripId, events: events, at: now) } catch {
@@ -255,8 +254,7 @@ public actor BeaconBridge {
     await perform(steps)
   }
 
-  public func tripEnd(_ id: TripID) async throws(BridgeError) {
-    let tripId = id.rawValue
+  public func tripEnd(_ tripId: TripID) async throws(BridgeError) {
     try requireArmed()
     let steps: [BeaconPipeline.Step]
     do { steps = try pipeline.endTrip(tripId, at: now) } catch { throw BridgeError(.trip, error.description) }
@@ -266,8 +264,7 @@ public actor BeaconBridge {
   }
 
   /// Tags a held, unresolved trip with a device ID by hand.
-  public func assign(_ id: TripID, deviceId: DeviceID) async throws(BridgeError) {
-    let tripId = id.rawValue
+  public func assign(_ tripId: TripID, deviceId: DeviceID) async throws(BridgeError) {
     try requireArmed()
     let steps: [BeaconPipeline.Step]
     do { steps = try pipeline.assign(tripId, deviceId: deviceId, at: now) } catch {
@@ -306,7 +303,7 @@ public actor BeaconBridge {
   /// task's (`startPosting`); without one, the queue is drained here.
   func perform(_ steps: [BeaconPipeline.Step]) async {
     var posts: [TaggedTripBatch] = []
-    var ended: [String] = []
+    var ended: [TripID] = []
     for step in steps {
       switch step {
       case .event(let event):

@@ -1,13 +1,13 @@
 // The trip calls: start, the beacon hook's snapshot, batches, end, assign, restore and retire.
 // What they return is tagged through `tagged`, beside the pipeline's other steps.
 extension BeaconPipeline {
-  public mutating func startTrip(_ tripId: String, at time: Timestamp) throws(TripError) -> [Step] {
+  public mutating func startTrip(_ tripId: TripID, at time: Timestamp) throws(TripError) -> [Step] {
     try resolver.start(tripId, at: time)
     return [.event(.tripStarted(tripId: tripId))]
   }
 
   /// The beacon hook's snapshot for a trip.
-  public mutating func snapshotActiveBeacon(for tripId: String, at time: Timestamp) -> (
+  public mutating func snapshotActiveBeacon(for tripId: TripID, at time: Timestamp) -> (
     BeaconSnapshot?, [Step]
   ) {
     guard let resolution = resolver.snapshot(tripId, active: selector.active, at: time) else {
@@ -18,13 +18,13 @@ extension BeaconPipeline {
   }
 
   /// The host's hook returned; a trip it took no snapshot for is a smart-mode trip.
-  public mutating func hookFinished(for tripId: String, at time: Timestamp) -> [Step] {
+  public mutating func hookFinished(for tripId: TripID, at time: Timestamp) -> [Step] {
     guard let resolution = resolver.hookFinished(tripId, at: time) else { return [] }
     return tagged(tripId, resolution)
   }
 
   /// Numbers a batch for a running trip, without taking it yet (so it can be journaled first).
-  public func numberBatch(_ tripId: String, events: [TripEvent], at time: Timestamp) throws(TripError)
+  public func numberBatch(_ tripId: TripID, events: [TripEvent], at time: Timestamp) throws(TripError)
     -> TripEventBatch
   {
     guard let trip = resolver.trip(tripId) else {
@@ -74,15 +74,15 @@ extension BeaconPipeline {
   }
 
   /// Drops a trip whose start could not be recorded.
-  public mutating func cancelTrip(_ tripId: String) {
+  public mutating func cancelTrip(_ tripId: TripID) {
     resolver.forget(tripId)
     tagger.forget(tripId)
   }
 
   /// Whether a trip is gone (retired).
-  public func isRetired(_ tripId: String) -> Bool { resolver.trip(tripId) == nil }
+  public func isRetired(_ tripId: TripID) -> Bool { resolver.trip(tripId) == nil }
 
-  public mutating func endTrip(_ tripId: String, at time: Timestamp) throws(TripError) -> [Step] {
+  public mutating func endTrip(_ tripId: TripID, at time: Timestamp) throws(TripError) -> [Step] {
     let (resolution, changed) = try resolver.end(tripId, at: time)
     var steps: [Step] = changed ? tagged(tripId, resolution) : []
     steps.append(.event(.tripEnded(tripId: tripId, resolution)))
@@ -90,7 +90,7 @@ extension BeaconPipeline {
   }
 
   /// Tags a held, unresolved trip by hand (`trip assign`).
-  public mutating func assign(_ tripId: String, deviceId: DeviceID, at time: Timestamp) throws(TripError)
+  public mutating func assign(_ tripId: TripID, deviceId: DeviceID, at time: Timestamp) throws(TripError)
     -> [Step]
   {
     let resolution = try resolver.assign(tripId, deviceId: deviceId)
@@ -98,7 +98,7 @@ extension BeaconPipeline {
   }
 
   /// Forgets an ended trip once nothing of it is held or waiting to be posted.
-  public mutating func retireIfDone(_ tripId: String, outstanding: Bool) {
+  public mutating func retireIfDone(_ tripId: TripID, outstanding: Bool) {
     guard !outstanding, !tagger.hasHeld(tripId) else { return }
     resolver.retire(tripId)
     if resolver.trip(tripId) == nil { tagger.forget(tripId) }

@@ -297,7 +297,7 @@ public struct BeaconPipeline: Sendable {
   }
 
   /// A trip's resolution became known: report it and release its held batches.
-  mutating func tagged(_ tripId: String, _ resolution: TripResolution) -> [Step] {
+  mutating func tagged(_ tripId: TripID, _ resolution: TripResolution) -> [Step] {
     var steps: [Step] = [.event(.tripTagged(tripId: tripId, resolution))]
     steps += tagger.release(tripId, resolution: resolution).map { .post($0) }
     return steps

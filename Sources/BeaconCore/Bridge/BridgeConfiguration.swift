@@ -212,11 +212,8 @@ public struct BridgeConfiguration: Hashable, Sendable {
     if presence.exitTimeoutMax < presence.exitTimeout {
       out.append("exitTimeoutMax must be at least exitTimeout")
     }
-    if trips.unresolvedPolicy == .fallback, (trips.fallbackDeviceId ?? "").isEmpty {
+    if trips.unresolvedPolicy == .fallback, trips.fallbackDeviceId == nil {
       out.append("unresolvedPolicy=fallback needs a fallbackDeviceId")
-    }
-    for (name, id) in [("fallbackDeviceId", trips.fallbackDeviceId), ("deviceId", trips.configuredDeviceId)] {
-      if let id { do { _ = try DeviceID(id) } catch { out.append("\(name): \(error)") } }
     }
     if presence.distance.immediateWithin >= presence.distance.nearWithin {
       out.append("immediateDistance must be below nearDistance")
@@ -271,11 +268,11 @@ public struct BridgeConfiguration: Hashable, Sendable {
 
   /// A device ID setting: empty means unset; anything else must be a valid `DeviceID`.
   private static func deviceID(
-    _ name: String, _ summary: String, _ path: WritableKeyPath<BridgeConfiguration, String?> & Sendable
+    _ name: String, _ summary: String, _ path: WritableKeyPath<BridgeConfiguration, DeviceID?> & Sendable
   ) -> Key {
     Key(
       name: name, summary: summary, number: nil, kind: .text, numberValue: nil,
-      get: { $0[keyPath: path] ?? "" },
+      get: { $0[keyPath: path]?.rawValue ?? "" },
       set: { (config: inout BridgeConfiguration, text: String) throws(ConfigurationError) in
         guard !text.isEmpty else {
           config[keyPath: path] = nil
@@ -285,7 +282,7 @@ public struct BridgeConfiguration: Hashable, Sendable {
         do throws(IdentifierError) { id = try DeviceID(text) } catch {
           throw ConfigurationError("\(name): \(error.description)")
         }
-        config[keyPath: path] = id.rawValue
+        config[keyPath: path] = id
       })
   }
 }

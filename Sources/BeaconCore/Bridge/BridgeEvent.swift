@@ -3,9 +3,9 @@ public enum BridgeEvent: Hashable, Sendable {
   case beaconEntered(TrackedBeacon)
   case beaconExited(TrackedBeacon, ExitReason)
   case activeBeaconChanged(ActiveBeacon?)
-  case tripStarted(tripId: String)
+  case tripStarted(tripId: TripID)
   /// A trip got its device ID, or was found unresolved (`deviceId` nil).
-  case tripTagged(tripId: String, TripResolution)
+  case tripTagged(tripId: TripID, TripResolution)
   /// A batch waits for its trip's device ID.
   case batchHeld(TripEventBatch, reason: String)
   /// `ScopeHost.postTripEventBatch` accepted a batch.
@@ -14,7 +14,7 @@ public enum BridgeEvent: Hashable, Sendable {
   case batchPostFailed(TaggedTripBatch, error: String, retryIn: Double)
   /// The backend refused a batch for good; it moved to the dead letters.
   case batchDeadLettered(TaggedTripBatch, reason: String)
-  case tripEnded(tripId: String, TripResolution)
+  case tripEnded(tripId: TripID, TripResolution)
   /// Malformed input, reported instead of crashing.
   case rejected(address: BluetoothAddress?, FrameRejection)
   /// An Eddystone-TLM frame, linked to the beacon heard from its address (or to none yet).
@@ -94,7 +94,7 @@ extension BridgeEvent {
   /// keys null but `kind` and `label` without one), and the reason.
   static func resolutionFields(_ resolution: TripResolution) -> [(key: String, value: JSONValue)] {
     var w = FieldWriter<Key>()
-    w.add(.deviceId, .of(resolution.deviceId))
+    w.add(.deviceId, .of(resolution.deviceId?.rawValue))
     if let s = resolution.snapshot {
       w.merge(ReportedSnapshot(s).signalFields)
     } else {
@@ -116,36 +116,36 @@ extension BridgeEvent {
     case .activeBeaconChanged(let active):
       w.merge(active.map { ReportedSnapshot($0).eventFields } ?? ReportedSnapshot.noneFields)
     case .tripStarted(let tripId):
-      w.add(.tripId, .string(tripId))
+      w.add(.tripId, .string(tripId.rawValue))
     case .tripTagged(let tripId, let resolution):
-      w.add(.tripId, .string(tripId))
+      w.add(.tripId, .string(tripId.rawValue))
       w.merge(Self.resolutionFields(resolution))
     case .batchHeld(let batch, let reason):
-      w.add(.tripId, .string(batch.tripId))
+      w.add(.tripId, .string(batch.tripId.rawValue))
       w.add(.sequence, .of(batch.sequence))
       w.add(.events, .of(batch.events.count))
       w.add(.reason, .string(reason))
     case .batchPosted(let tagged):
-      w.add(.tripId, .string(tagged.tripId))
-      w.add(.deviceId, .string(tagged.deviceId))
+      w.add(.tripId, .string(tagged.tripId.rawValue))
+      w.add(.deviceId, .string(tagged.deviceId.rawValue))
       w.add(.events, .of(tagged.events.count))
       w.add(.sequence, .of(tagged.sequence))
       w.add(.resolution, .string(tagged.resolution.reason))
       w.add(.eventTypes, .array(tagged.events.map { .string($0.type) }))
     case .batchPostFailed(let tagged, let error, let retryIn):
-      w.add(.tripId, .string(tagged.tripId))
+      w.add(.tripId, .string(tagged.tripId.rawValue))
       w.add(.sequence, .of(tagged.sequence))
       w.add(.error, .string(error))
       w.add(.retryIn, .double(retryIn))
     case .batchDeadLettered(let tagged, let reason):
-      w.add(.tripId, .string(tagged.tripId))
+      w.add(.tripId, .string(tagged.tripId.rawValue))
       w.add(.sequence, .of(tagged.sequence))
-      w.add(.deviceId, .string(tagged.deviceId))
+      w.add(.deviceId, .string(tagged.deviceId.rawValue))
       w.add(.reason, .string(reason))
     case .tripEnded(let tripId, let resolution):
-      w.add(.tripId, .string(tripId))
+      w.add(.tripId, .string(tripId.rawValue))
       w.add(.resolved, .bool(resolution.isFinal))
-      w.add(.deviceId, .of(resolution.deviceId))
+      w.add(.deviceId, .of(resolution.deviceId?.rawValue))
       w.add(.resolution, .string(resolution.reason))
     case .telemetry(let report):
       w.merge(report.id.map { ReportedIdentity($0).fields } ?? ReportedIdentity.nullFields)

@@ -1,7 +1,7 @@
 /// A snapshot of the bridge's state, for `status`.
 public struct BridgeStatus: Hashable, Sendable {
   public struct Trip: Hashable, Sendable {
-    public var tripId: String
+    public var tripId: TripID
     public var startedAt: Timestamp
     public var endedAt: Timestamp?
     public var resolution: TripResolution

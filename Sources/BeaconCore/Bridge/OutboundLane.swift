@@ -10,13 +10,13 @@ struct OutboundLane: Sendable {
   private(set) var total = 0
   /// Batches waiting for their trip's end, over all trips.
   private(set) var waitingTotal = 0
-  private var queuedByTrip: [String: Int] = [:]
-  private var waitingByTrip: [String: Int] = [:]
+  private var queuedByTrip: [TripID: Int] = [:]
+  private var waitingByTrip: [TripID: Int] = [:]
 
   // In memory (no `QueueJournal`).
   private var due: [TaggedTripBatch] = []
   private var dueHead = 0
-  private var waitingBatches: [String: [TaggedTripBatch]] = [:]
+  private var waitingBatches: [TripID: [TaggedTripBatch]] = [:]
 
   // With a `QueueJournal`: the keys read ahead, due next.
   var window: [QueuedBatchKey] = []
@@ -25,10 +25,10 @@ struct OutboundLane: Sendable {
   /// Batches due now (queued, not waiting for a trip's end).
   var dueCount: Int { total - waitingTotal }
 
-  func queued(_ tripId: String) -> Int { queuedByTrip[tripId, default: 0] }
-  func waiting(_ tripId: String) -> Int { waitingByTrip[tripId, default: 0] }
+  func queued(_ tripId: TripID) -> Int { queuedByTrip[tripId, default: 0] }
+  func waiting(_ tripId: TripID) -> Int { waitingByTrip[tripId, default: 0] }
   /// Trips with batches waiting for their end.
-  var waitingTrips: [String] { Array(waitingByTrip.keys) }
+  var waitingTrips: [TripID] { Array(waitingByTrip.keys) }
 
   /// Counts a batch in; in memory, keeps it too (`keep`).
   mutating func enqueue(_ batch: TaggedTripBatch, due isDue: Bool, keep: Bool) {
@@ -38,12 +38,12 @@ struct OutboundLane: Sendable {
   }
 
   /// Counts in what a journal kept queued (`JournaledTrip.queued`, `.waiting`).
-  mutating func restore(_ tripId: String, queued: Int, waiting: Int) {
+  mutating func restore(_ tripId: TripID, queued: Int, waiting: Int) {
     count(tripId, queued: queued, waiting: waiting)
   }
 
   /// A trip's waiting batches become due, after every batch due before them.
-  mutating func makeDue(_ tripId: String) {
+  mutating func makeDue(_ tripId: TripID) {
     guard let n = waitingByTrip.removeValue(forKey: tripId) else { return }
     waitingTotal -= n
     if let batches = waitingBatches.removeValue(forKey: tripId) { due += batches }
@@ -56,7 +56,7 @@ struct OutboundLane: Sendable {
   var nextInWindow: QueuedBatchKey? { windowHead < window.count ? window[windowHead] : nil }
 
   /// The head batch left the queue (delivered or dead-lettered).
-  mutating func removeHead(_ tripId: String, inMemory: Bool) {
+  mutating func removeHead(_ tripId: TripID, inMemory: Bool) {
     if inMemory {
       dueHead += 1
       // The consumed prefix goes once it is half the array: O(1) amortized.
@@ -75,7 +75,7 @@ struct OutboundLane: Sendable {
     windowHead = 0
   }
 
-  private mutating func count(_ tripId: String, queued: Int, waiting: Int) {
+  private mutating func count(_ tripId: TripID, queued: Int, waiting: Int) {
     total += queued
     waitingTotal += waiting
     let q = queuedByTrip[tripId, default: 0] + queued

@@ -27,7 +27,7 @@ extension ScopeHost {
 
 /// Handed to `ScopeHost.onBeaconTripStart`.
 public struct BeaconTripStart: Sendable {
-  public let tripId: String
+  public let tripId: TripID
   let bridge: BeaconBridge
 
   /// Snapshots the active paired beacon for this trip. With none active, the trip waits up to

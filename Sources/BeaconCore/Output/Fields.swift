@@ -136,6 +136,23 @@ public enum FieldValue {
     return b
   }
 
+  /// An identifier, checked by its type's rule (`DeviceID`, `TripID`); one that breaks it is an
+  /// unknown value at its path.
+  public static func identifier<T: ValidatedIdentifier>(_ value: JSONValue, _ path: String) throws(FieldError)
+    -> T
+  {
+    let text = try string(value, path)
+    do { return try T(text) } catch { throw FieldError(path: path, problem: .unknownValue(text)) }
+  }
+
+  public static func deviceID(_ value: JSONValue, _ path: String) throws(FieldError) -> DeviceID {
+    try identifier(value, path)
+  }
+
+  public static func tripID(_ value: JSONValue, _ path: String) throws(FieldError) -> TripID {
+    try identifier(value, path)
+  }
+
   /// An enumeration's raw value.
   public static func word<T: RawRepresentable>(_ value: JSONValue, _ path: String) throws(FieldError) -> T
   where T.RawValue == String {
@@ -174,6 +191,7 @@ extension JSONValue {
   public static func of(_ value: Int64?) -> JSONValue { value.map { .int($0) } ?? .null }
   public static func of(_ value: Double?) -> JSONValue { value.map { .double($0) } ?? .null }
   public static func of(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
+  public static func of(_ value: DeviceID?) -> JSONValue { value.map { .string($0.rawValue) } ?? .null }
   public static func of(_ value: Bool) -> JSONValue { .bool(value) }
 }
 

@@ -46,12 +46,7 @@ public struct ReportedPairing: Sendable, Equatable {
   /// Reads one pairing of a list; every field is checked by the identifier types' rules.
   public init(json: JSONValue, path: String) throws(FieldError) {
     let r = try FieldReader<Key>(json, path: path)
-    let deviceId = try r.required(.deviceId) { (value, path) throws(FieldError) in
-      let text = try FieldValue.string(value, path)
-      do { return try DeviceID(text) } catch {
-        throw FieldError(path: path, problem: .unknownValue(text))
-      }
-    }
+    let deviceId = try r.required(.deviceId, FieldValue.deviceID)
     let label = try r.optional(.label, omittable: true, FieldValue.string)
     source = try r.optional(.source, omittable: true, FieldValue.word)
     let authentication: Authentication =

@@ -5,7 +5,7 @@
 public struct ReportedSnapshot: Sendable, Equatable {
   public enum Key: String { case deviceId, label, rssi, smoothedRssi, distance, proximity }
 
-  public var deviceId: String
+  public var deviceId: DeviceID
   public var label: String?
   public var identity: ReportedIdentity
   public var rssi: Int?
@@ -15,7 +15,7 @@ public struct ReportedSnapshot: Sendable, Equatable {
   public var proximity: String?
 
   public init(
-    deviceId: String, label: String?, identity: ReportedIdentity, rssi: Int? = nil,
+    deviceId: DeviceID, label: String?, identity: ReportedIdentity, rssi: Int? = nil,
     smoothedRSSI: Double? = nil,
     distance: Double? = nil, proximity: String? = nil
   ) {
@@ -30,7 +30,7 @@ public struct ReportedSnapshot: Sendable, Equatable {
 
   public init(_ active: ActiveBeacon) {
     self.init(
-      deviceId: active.deviceId.rawValue, label: active.pairing.label, identity: ReportedIdentity(active.id),
+      deviceId: active.deviceId, label: active.pairing.label, identity: ReportedIdentity(active.id),
       rssi: active.lastRSSI, smoothedRSSI: active.smoothedRSSI, distance: active.distance,
       proximity: active.proximity.rawValue)
   }
@@ -38,7 +38,7 @@ public struct ReportedSnapshot: Sendable, Equatable {
   /// The status's active beacon: only what `statusJSON` writes, so that it reads back equal.
   public init(statusOf active: ActiveBeacon) {
     self.init(
-      deviceId: active.deviceId.rawValue, label: active.pairing.label, identity: ReportedIdentity(active.id),
+      deviceId: active.deviceId, label: active.pairing.label, identity: ReportedIdentity(active.id),
       smoothedRSSI: active.smoothedRSSI)
   }
 
@@ -62,7 +62,7 @@ public struct ReportedSnapshot: Sendable, Equatable {
   /// `activeBeaconChanged`'s fields: the device ID, then `signalFields`.
   public var eventFields: [(key: String, value: JSONValue)] {
     var w = FieldWriter<Key>()
-    w.add(.deviceId, .string(deviceId))
+    w.add(.deviceId, .string(deviceId.rawValue))
     w.merge(signalFields)
     return w.fields
   }
@@ -89,7 +89,7 @@ public struct ReportedSnapshot: Sendable, Equatable {
   /// The status's `activeBeacon`.
   public var statusJSON: JSONValue {
     var w = FieldWriter<Key>()
-    w.add(.deviceId, .string(deviceId))
+    w.add(.deviceId, .string(deviceId.rawValue))
     w.add(.label, .of(label))
     w.merge(identity.fields)
     w.omittable(.smoothedRssi, smoothedRSSI.map { .double($0) })
@@ -99,7 +99,7 @@ public struct ReportedSnapshot: Sendable, Equatable {
   /// Reads the status's `activeBeacon`.
   public init(json: JSONValue, path: String) throws(FieldError) {
     let r = try FieldReader<Key>(json, path: path)
-    deviceId = try r.string(.deviceId)
+    deviceId = try r.required(.deviceId, FieldValue.deviceID)
     label = try r.optional(.label, FieldValue.string)
     identity = try .init(json: json, path: path)
     smoothedRSSI = try r.optional(.smoothedRssi, omittable: true, FieldValue.double)

@@ -10,7 +10,7 @@ public struct BeaconTripResolver: Sendable {
   public var settings: TripSettings
 
   public struct Trip: Hashable, Sendable {
-    public var tripId: String
+    public var tripId: TripID
     public var startedAt: Timestamp
     public var resolution: TripResolution
     public var endedAt: Timestamp?
@@ -18,35 +18,33 @@ public struct BeaconTripResolver: Sendable {
     public var beaconMode: Bool
   }
 
-  private var trips: [String: Trip] = [:]
+  private var trips: [TripID: Trip] = [:]
   /// How many of `trips` are open (not ended), kept as they change rather than counted.
   public private(set) var openTripCount = 0
   /// Pending trips' late-window deadlines, earliest first, so that `nextDeadline` and `expire`
   /// cost O(log n) per trip due rather than a scan of every trip.
-  private var deadlines = DeadlineHeap<String>()
+  private var deadlines = DeadlineHeap<TripID>()
   /// The stamp of each pending trip's element in force in `deadlines`; a trip is here exactly
   /// while it is pending.
-  private var pendingStamps: [String: UInt64] = [:]
+  private var pendingStamps: [TripID: UInt64] = [:]
   /// IDs of trips that ended and were fully handed over, so that a reused ID is refused rather
   /// than restarting its batch sequence. Bounded; the daemon's store keeps the durable record.
-  private var finished: [String] = []
+  private var finished: [TripID] = []
   private static let finishedMemory = 1024
 
   public init(settings: TripSettings = TripSettings()) {
     self.settings = settings
   }
 
-  public func trip(_ id: String) -> Trip? { trips[id] }
+  public func trip(_ id: TripID) -> Trip? { trips[id] }
 
   /// Current and held trips, oldest first.
   public var allTrips: [Trip] {
     trips.values.sorted { ($0.startedAt, $0.tripId) < ($1.startedAt, $1.tripId) }
   }
 
-  public mutating func start(_ tripId: String, at time: Timestamp) throws(TripError) {
-    guard !tripId.isEmpty, tripId.count <= 128 else {
-      throw TripError(.unknownTrip, "a trip ID must be 1 to 128 characters")
-    }
+  /// `tripId` was checked at the door (`TripID`): nothing here checks its text again.
+  public mutating func start(_ tripId: TripID, at time: Timestamp) throws(TripError) {
     if let existing = trips[tripId] {
       throw TripError(
         existing.endedAt == nil ? .alreadyStarted : .alreadyEnded,
@@ -71,7 +69,7 @@ public struct BeaconTripResolver: Sendable {
 
   /// The beacon hook's snapshot (BLEFrameworkProxy.onBeaconTripStart): with an active beacon the
   /// trip resolves at once; otherwise it waits for the late window.
-  public mutating func snapshot(_ tripId: String, active: ActiveBeacon?, at time: Timestamp)
+  public mutating func snapshot(_ tripId: TripID, active: ActiveBeacon?, at time: Timestamp)
     -> TripResolution?
   {
     guard var trip = trips[tripId], case .pending = trip.resolution else { return nil }
@@ -86,7 +84,7 @@ public struct BeaconTripResolver: Sendable {
 
   /// Called after the host's hook returned. A trip whose hook took no snapshot is a smart-mode
   /// trip: it takes the configured device ID, or the unresolved policy.
-  public mutating func hookFinished(_ tripId: String, at time: Timestamp) -> TripResolution? {
+  public mutating func hookFinished(_ tripId: TripID, at time: Timestamp) -> TripResolution? {
     guard var trip = trips[tripId], !trip.beaconMode, case .pending = trip.resolution else { return nil }
     if let configured = settings.configuredDeviceId {
       trip.resolution = .configured(deviceId: configured)
@@ -101,10 +99,10 @@ public struct BeaconTripResolver: Sendable {
   /// A paired beacon became active: every beacon-mode trip still pending within its window
   /// resolves to it.
   public mutating func activeChanged(_ active: ActiveBeacon?, at time: Timestamp) -> [(
-    String, TripResolution
+    TripID, TripResolution
   )] {
     guard let active else { return [] }
-    var changed: [(String, TripResolution)] = []
+    var changed: [(TripID, TripResolution)] = []
     for trip in allTrips where trip.beaconMode {
       guard case .pending(let deadline) = trip.resolution, time <= deadline else { continue }
       let resolution = TripResolution.beacon(BeaconSnapshot(active: active, at: time), late: true)
@@ -116,7 +114,7 @@ public struct BeaconTripResolver: Sendable {
   }
 
   /// Applies the unresolved policy to trips whose late window has passed, oldest first.
-  public mutating func expire(at time: Timestamp) -> [(String, TripResolution)] {
+  public mutating func expire(at time: Timestamp) -> [(TripID, TripResolution)] {
     var due: [Trip] = []
     while let top = deadlines.top, !isInForce(top) || Timestamp(seconds: top.deadline) <= time {
       deadlines.pop()
@@ -124,7 +122,7 @@ public struct BeaconTripResolver: Sendable {
       due.append(trip)
     }
     guard !due.isEmpty else { return [] }
-    var changed: [(String, TripResolution)] = []
+    var changed: [(TripID, TripResolution)] = []
     for trip in due.sorted(by: { ($0.startedAt, $0.tripId) < ($1.startedAt, $1.tripId) }) {
       let resolution = policyResolution()
       trips[trip.tripId]?.resolution = resolution
@@ -135,7 +133,7 @@ public struct BeaconTripResolver: Sendable {
   }
 
   /// Ends a trip. A trip still pending takes the unresolved policy now.
-  public mutating func end(_ tripId: String, at time: Timestamp) throws(TripError) -> (
+  public mutating func end(_ tripId: TripID, at time: Timestamp) throws(TripError) -> (
     resolution: TripResolution, changed: Bool
   ) {
     guard var trip = trips[tripId] else {
@@ -157,17 +155,18 @@ public struct BeaconTripResolver: Sendable {
 
   /// Tags an unresolved trip by hand.
   /// `deviceId` was checked at the door (`DeviceID`): nothing here checks it again.
-  public mutating func assign(_ tripId: String, deviceId: DeviceID) throws(TripError) -> TripResolution {
+  public mutating func assign(_ tripId: TripID, deviceId: DeviceID) throws(TripError) -> TripResolution {
     guard var trip = trips[tripId] else { throw TripError(.unknownTrip, "no held trip \(tripId)") }
     switch trip.resolution {
     case .unresolved, .pending:
-      trip.resolution = .assigned(deviceId: deviceId.rawValue)
+      trip.resolution = .assigned(deviceId: deviceId)
       settled(tripId)
       trips[tripId] = trip
       return trip.resolution
     default:
       throw TripError(
-        .alreadyResolved, "trip \(tripId) is already tagged with \(trip.resolution.deviceId ?? "?")")
+        .alreadyResolved, "trip \(tripId) is already tagged with \(trip.resolution.deviceId?.rawValue ?? "?")"
+      )
     }
   }
 
@@ -188,14 +187,14 @@ public struct BeaconTripResolver: Sendable {
   }
 
   /// Drops a trip that was started but could not be recorded.
-  public mutating func forget(_ tripId: String) {
+  public mutating func forget(_ tripId: TripID) {
     if let old = trips[tripId], old.endedAt == nil { openTripCount -= 1 }
     trips[tripId] = nil
     settled(tripId)
   }
 
   /// Forgets an ended trip whose batches were all handed over.
-  public mutating func retire(_ tripId: String) {
+  public mutating func retire(_ tripId: TripID) {
     guard let trip = trips[tripId], trip.endedAt != nil, trip.resolution.isFinal else { return }
     trips[tripId] = nil
     finished.append(tripId)
@@ -214,10 +213,10 @@ public struct BeaconTripResolver: Sendable {
   var deadlineHeapCount: Int { deadlines.count }
 
   /// Queues a pending trip's late-window deadline, replacing any it had.
-  private mutating func queue(_ tripId: String, _ deadline: Timestamp) {
+  private mutating func queue(_ tripId: TripID, _ deadline: Timestamp) {
     pendingStamps[tripId] = deadlines.push(deadline.seconds, tripId)
     if deadlines.needsRebuild(live: pendingStamps.count) {
-      var fresh: [(deadline: Double, tag: String)] = []
+      var fresh: [(deadline: Double, tag: TripID)] = []
       fresh.reserveCapacity(pendingStamps.count)
       for id in pendingStamps.keys {
         guard let trip = trips[id], case .pending(let due) = trip.resolution else { continue }
@@ -229,10 +228,10 @@ public struct BeaconTripResolver: Sendable {
   }
 
   /// A trip is no longer pending: its deadline is out of force.
-  private mutating func settled(_ tripId: String) { pendingStamps[tripId] = nil }
+  private mutating func settled(_ tripId: TripID) { pendingStamps[tripId] = nil }
 
   @inline(__always)
-  private func isInForce(_ element: DeadlineHeap<String>.Element) -> Bool {
+  private func isInForce(_ element: DeadlineHeap<TripID>.Element) -> Bool {
     pendingStamps[element.tag] == element.stamp
   }
 

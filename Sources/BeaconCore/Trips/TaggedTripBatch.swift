@@ -1,7 +1,7 @@
 /// The beacon a trip was resolved from, as it was at the moment it resolved the trip.
 public struct BeaconSnapshot: Hashable, Sendable {
   public var id: BeaconID
-  public var deviceId: String
+  public var deviceId: DeviceID
   public var label: String?
   public var smoothedRSSI: Double?
   public var lastRSSI: Int?
@@ -11,7 +11,8 @@ public struct BeaconSnapshot: Hashable, Sendable {
   public var takenAt: Timestamp
 
   public init(
-    id: BeaconID, deviceId: String, label: String?, smoothedRSSI: Double?, lastRSSI: Int?, distance: Double?,
+    id: BeaconID, deviceId: DeviceID, label: String?, smoothedRSSI: Double?, lastRSSI: Int?,
+    distance: Double?,
     proximity: Proximity, takenAt: Timestamp
   ) {
     self.id = id
@@ -26,7 +27,7 @@ public struct BeaconSnapshot: Hashable, Sendable {
 
   public init(active: ActiveBeacon, at time: Timestamp) {
     id = active.id
-    deviceId = active.deviceId.rawValue
+    deviceId = active.deviceId
     label = active.pairing.label
     smoothedRSSI = active.smoothedRSSI
     lastRSSI = active.lastRSSI
@@ -43,15 +44,15 @@ public enum TripResolution: Hashable, Sendable {
   /// A beacon snapshot resolved it (at trip start or within the late window).
   case beacon(BeaconSnapshot, late: Bool)
   /// No beacon; `unresolvedPolicy=fallback` supplied the device ID.
-  case fallback(deviceId: String)
+  case fallback(deviceId: DeviceID)
   /// A smart-mode host (no beacon hook) uses its configured device ID.
-  case configured(deviceId: String)
+  case configured(deviceId: DeviceID)
   /// Assigned by hand later (`trip assign`).
-  case assigned(deviceId: String)
+  case assigned(deviceId: DeviceID)
   /// No device ID: batches are held, durable, until assigned.
   case unresolved
 
-  public var deviceId: String? {
+  public var deviceId: DeviceID? {
     switch self {
     case .pending, .unresolved: nil
     case .beacon(let s, _): s.deviceId
@@ -99,14 +100,14 @@ public struct TripEventBatch: Hashable, Sendable {
       "the events are \(count) bytes of JSON, over the 16 MiB (\(maximumJSONBytes) bytes) one batch may have; send them in smaller batches"
   }
 
-  public var tripId: String
+  public var tripId: TripID
   /// Position within the trip, from 0; order is kept within a trip.
   public var sequence: Int
   public var events: [TripEvent]
   /// When the bridge received it.
   public var receivedAt: Timestamp
 
-  public init(tripId: String, sequence: Int, events: [TripEvent], receivedAt: Timestamp) {
+  public init(tripId: TripID, sequence: Int, events: [TripEvent], receivedAt: Timestamp) {
     self.tripId = tripId
     self.sequence = sequence
     self.events = events
@@ -118,16 +119,16 @@ public struct TripEventBatch: Hashable, Sendable {
 /// `ScopeHost.postTripEventBatch`.
 public struct TaggedTripBatch: Hashable, Sendable {
   public var batch: TripEventBatch
-  public var deviceId: String
+  public var deviceId: DeviceID
   public var resolution: TripResolution
 
-  public init(batch: TripEventBatch, deviceId: String, resolution: TripResolution) {
+  public init(batch: TripEventBatch, deviceId: DeviceID, resolution: TripResolution) {
     self.batch = batch
     self.deviceId = deviceId
     self.resolution = resolution
   }
 
-  public var tripId: String { batch.tripId }
+  public var tripId: TripID { batch.tripId }
   public var sequence: Int { batch.sequence }
   public var events: [TripEvent] { batch.events }
   public var beacon: BeaconSnapshot? { resolution.snapshot }
@@ -136,14 +137,13 @@ public struct TaggedTripBatch: Hashable, Sendable {
   /// upload sends `validatedIdempotencyKey()`.
   public var idempotencyKey: String { "\(batch.tripId)#\(batch.sequence)" }
 
-  /// `<tripId>#<sequence>` from validated parts: the trip ID by `TripID`'s rule (visible ASCII, so
-  /// an HTTP header carries it unchanged) and a sequence ≥ 0. A batch read back from an outbox
-  /// written before the rule existed may fail; it must then not be sent.
+  /// `<tripId>#<sequence>` from validated parts: the trip ID is a `TripID` (visible ASCII, so an
+  /// HTTP header carries it unchanged) and the sequence must be 0 or more. A batch whose sequence
+  /// is negative must not be sent.
   public func validatedIdempotencyKey() throws(IdentifierError) -> String {
-    let trip = try TripID(batch.tripId)
     guard batch.sequence >= 0 else {
       throw IdentifierError(field: "batch sequence", value: String(batch.sequence), rule: "must be 0 or more")
     }
-    return "\(trip.rawValue)#\(batch.sequence)"
+    return "\(batch.tripId.rawValue)#\(batch.sequence)"
   }
 }

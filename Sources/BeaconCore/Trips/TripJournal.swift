@@ -12,15 +12,22 @@
 public protocol TripJournal: Sendable {
   /// What a previous run left: trips not yet retired, with their undelivered batches in order.
   func load() async throws -> [JournaledTrip]
-  func recordTripStarted(_ tripId: String) async throws
+  func recordTripStarted(_ tripId: TripID) async throws
   /// Must be durable when it returns. Throwing refuses the batch (for example `JournalFull`).
   func recordBatch(_ batch: TripEventBatch) async throws
-  func recordResolution(_ tripId: String, _ resolution: TripResolution, beaconMode: Bool) async throws
-  func recordDelivered(_ tripId: String, sequence: Int) async throws
-  func recordDeadLetter(_ tripId: String, sequence: Int, reason: String) async throws
-  func recordTripEnded(_ tripId: String) async throws
+  func recordResolution(_ tripId: TripID, _ resolution: TripResolution, beaconMode: Bool) async throws
+  func recordDelivered(_ tripId: TripID, sequence: Int) async throws
+  func recordDeadLetter(_ tripId: TripID, sequence: Int, reason: String) async throws
+  func recordTripEnded(_ tripId: TripID) async throws
   /// The trip ended and everything of it was delivered: its record may go.
-  func recordRetired(_ tripId: String) async throws
+  func recordRetired(_ tripId: TripID) async throws
+  /// What the last `load` kept but could not give back (a row another version wrote whose trip
+  /// ID or device ID breaks its type's rule), one sentence each: the bridge logs them.
+  func loadNotices() async -> [String]
+}
+
+extension TripJournal {
+  public func loadNotices() async -> [String] { [] }
 }
 
 /// A journal that keeps the outbound queue itself (the daemon's store): the bridge then holds no
@@ -32,7 +39,7 @@ public protocol QueueJournal: TripJournal {
   /// Tagged batches enter the queue, in order: due now, or waiting for their trip's end.
   func recordQueued(_ batches: [QueuedBatchKey], due: Bool) async throws
   /// A trip's waiting batches become due.
-  func recordDue(_ tripId: String) async throws
+  func recordDue(_ tripId: TripID) async throws
   /// Up to `limit` due batches, oldest first: read through an index, never a scan of the queue.
   func dueWindow(limit: Int) async throws -> [QueuedBatchKey]
   /// One queued batch, its events as received; nil when it is no longer queued.
@@ -41,9 +48,9 @@ public protocol QueueJournal: TripJournal {
 
 /// A batch in a `QueueJournal`'s queue.
 public struct QueuedBatchKey: Hashable, Sendable {
-  public var tripId: String
+  public var tripId: TripID
   public var sequence: Int
-  public init(tripId: String, sequence: Int) {
+  public init(tripId: TripID, sequence: Int) {
     self.tripId = tripId
     self.sequence = sequence
   }
@@ -51,7 +58,7 @@ public struct QueuedBatchKey: Hashable, Sendable {
 
 /// A trip as the journal kept it.
 public struct JournaledTrip: Hashable, Sendable {
-  public var tripId: String
+  public var tripId: TripID
   /// `.pending` for a trip still waiting for its beacon (its late window restarts on load).
   public var resolution: TripResolution
   public var beaconMode: Bool
@@ -66,7 +73,7 @@ public struct JournaledTrip: Hashable, Sendable {
   public var waiting: Int
 
   public init(
-    tripId: String, resolution: TripResolution, beaconMode: Bool, ended: Bool, batches: [TripEventBatch],
+    tripId: TripID, resolution: TripResolution, beaconMode: Bool, ended: Bool, batches: [TripEventBatch],
     nextSequence: Int, queued: Int = 0, waiting: Int = 0
   ) {
     self.tripId = tripId
@@ -107,10 +114,10 @@ extension TripResolution {
   /// The journal's form of a resolution.
   public var journalJSON: JSONValue {
     var fields: [String: JSONValue] = ["reason": .string(reason)]
-    if let deviceId { fields["deviceId"] = .string(deviceId) }
+    if let deviceId { fields["deviceId"] = .string(deviceId.rawValue) }
     if let s = snapshot {
       var snap: [String: JSONValue] = [
-        "deviceId": .string(s.deviceId), "proximity": .string(s.proximity.rawValue),
+        "deviceId": .string(s.deviceId.rawValue), "proximity": .string(s.proximity.rawValue),
         "takenAt": .double(s.takenAt.seconds),
       ]
       for (key, value) in ReportedIdentity(s.id).fields { snap[key] = value }
@@ -124,10 +131,13 @@ extension TripResolution {
   }
 
   /// Reads the journal's form back; nil when it is not one. A pending trip's window restarts at
-  /// `now`.
-  public init?(journalJSON json: JSONValue, now: Timestamp, lateWindow: Double) {
+  /// `now`. A device ID that breaks `DeviceID`'s rule (one a journal written by another version
+  /// might hold) throws its refusal rather than reading as another resolution.
+  public init?(journalJSON json: JSONValue, now: Timestamp, lateWindow: Double) throws(IdentifierError) {
     guard let reason = json["reason"]?.stringValue else { return nil }
-    let deviceId = json["deviceId"]?.stringValue
+    let deviceId = try json["deviceId"]?.stringValue.map { (text) throws(IdentifierError) in
+      try DeviceID(text)
+    }
     switch reason {
     case "pending": self = .pending(deadline: now + lateWindow)
     case "unresolved": self = .unresolved
@@ -141,7 +151,9 @@ extension TripResolution {
       guard let deviceId else { return nil }
       self = .assigned(deviceId: deviceId)
     case "activeAtStart", "lateArrival":
-      guard let snap = json["snapshot"], let snapshot = BeaconSnapshot(journalJSON: snap) else { return nil }
+      guard let snap = json["snapshot"], let snapshot = try BeaconSnapshot(journalJSON: snap) else {
+        return nil
+      }
       self = .beacon(snapshot, late: reason == "lateArrival")
     default: return nil
     }
@@ -149,10 +161,11 @@ extension TripResolution {
 }
 
 extension BeaconSnapshot {
-  init?(journalJSON json: JSONValue) {
-    guard let deviceId = json["deviceId"]?.stringValue, let kind = json["kind"]?.stringValue else {
+  init?(journalJSON json: JSONValue) throws(IdentifierError) {
+    guard let deviceText = json["deviceId"]?.stringValue, let kind = json["kind"]?.stringValue else {
       return nil
     }
+    let deviceId = try DeviceID(deviceText)
     let id: BeaconID
     switch kind {
     case "iBeacon", "altBeacon":

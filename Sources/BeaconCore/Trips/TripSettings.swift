@@ -20,10 +20,10 @@ public struct TripSettings: Hashable, Sendable {
   /// How long after trip start a late beacon may still resolve the trip (seconds).
   public var lateWindow: Double = 60
   public var unresolvedPolicy: UnresolvedPolicy = .hold
-  public var fallbackDeviceId: String?
+  public var fallbackDeviceId: DeviceID?
   /// The device ID a smart-mode host (no beacon hook) tags its trips with: the vehicle unit serial
   /// number from the account.
-  public var configuredDeviceId: String?
+  public var configuredDeviceId: DeviceID?
   public var sending: TripSending = .realtime
   /// The most trips open (started, not ended) at once. Past it, `trip start` is refused with a
   /// sentence; a journal that restores more ends the oldest (`BeaconPipeline.restore`). Each open

@@ -104,5 +104,5 @@ public struct MQTTSettings: Hashable, Sendable {
   }
 
   /// The topic for a device: `{deviceId}` in the template replaced.
-  func topic(for deviceId: String) -> String { topic.replacing("{deviceId}", with: deviceId) }
+  func topic(for level: MQTTTopicLevel) -> String { topic.replacing("{deviceId}", with: level.text) }
 }

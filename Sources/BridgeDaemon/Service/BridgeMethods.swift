@@ -129,14 +129,14 @@ struct BridgeMethods: Sendable {
   }
 
   func unpair(_ deviceId: DeviceID) async throws -> MethodResult {
-    let removed = try await store.unpair(deviceId: deviceId.rawValue)
+    let removed = try await store.unpair(deviceId: deviceId)
     try await reloadPairings()
     return .success([.uint32(UInt32(removed))])
   }
 
   func tripStart(_ tripId: TripID) async throws -> MethodResult {
     try await bridge.tripStart(tripId)
-    return .success([.string(await tripJSON(tripId.rawValue).compactText)])
+    return .success([.string(await tripJSON(tripId).compactText)])
   }
 
   func tripEvents(_ tripId: TripID, _ events: [TripEvent]) async throws -> MethodResult {
@@ -145,15 +145,15 @@ struct BridgeMethods: Sendable {
   }
 
   func tripEnd(_ tripId: TripID) async throws -> MethodResult {
-    let before = await tripJSON(tripId.rawValue)
+    let before = await tripJSON(tripId)
     try await bridge.tripEnd(tripId)
-    let after = await tripJSON(tripId.rawValue)
+    let after = await tripJSON(tripId)
     return .success([.string((after == .null ? before : after).compactText)])
   }
 
   func tripRetry(_ tripId: TripID?) async throws -> MethodResult {
     // Dead letters go through the bridge's posting lane and upload state, as every post does.
-    let retried = try await store.retryDeadLetters(tripId: tripId?.rawValue) {
+    let retried = try await store.retryDeadLetters(tripId: tripId) {
       try await bridge.retryDeadLetter($0)
     }
     return .success([.string(retried.json.compactText)])
@@ -181,7 +181,7 @@ struct BridgeMethods: Sendable {
     try await state.book.refresh()
   }
 
-  func tripJSON(_ tripId: String) async -> JSONValue {
+  func tripJSON(_ tripId: TripID) async -> JSONValue {
     await bridge.status.trips.first(where: { $0.tripId == tripId }).map { StatusDocument.Trip($0).json }
       ?? .null
   }

@@ -107,7 +107,7 @@ final class BridgeService: Service {
         path: BridgeServiceNames.path, interface: BridgeServiceNames.interface,
         member: BridgeServiceNames.SignalName.tripTagged,
         [
-          .string(tripId), .string(resolution.deviceId ?? ""), .string(resolution.reason),
+          .string(tripId.rawValue), .string(resolution.deviceId?.rawValue ?? ""), .string(resolution.reason),
           .string(resolution.snapshot?.id.authentication.rawValue ?? ""),
         ])
     case .beaconHealth(let change):

@@ -52,7 +52,7 @@ extension StatusDocument.Scan {
 extension StatusDocument.PairedBeacon {
   /// One paired beacon with its health; the fleet's beacon report is cut from it too.
   init(_ paired: PairedBeaconStatus, now: Timestamp) {
-    deviceId = paired.pairing.deviceId.rawValue
+    deviceId = paired.pairing.deviceId
     label = paired.pairing.label
     identity = ReportedIdentity(paired.id)
     calibration = ReportedCalibration(paired.id, powerAt1m: paired.powerAt1m)

@@ -100,7 +100,7 @@ extension StatusDocument.PairedBeacon {
 
   var json: JSONValue {
     var w = FieldWriter<Key>()
-    w.add(.deviceId, .string(deviceId))
+    w.add(.deviceId, .string(deviceId.rawValue))
     w.add(.label, .of(label))
     w.add(.inRange, .bool(inRange))
     w.add(.lastSeenAgoSeconds, .of(lastSeenAgoSeconds))
@@ -116,7 +116,7 @@ extension StatusDocument.PairedBeacon {
 
   init(json: JSONValue, path: String) throws(FieldError) {
     let r = try FieldReader<Key>(json, path: path)
-    deviceId = try r.string(.deviceId)
+    deviceId = try r.required(.deviceId, FieldValue.deviceID)
     label = try r.optional(.label, FieldValue.string)
     inRange = try r.bool(.inRange)
     lastSeenAgoSeconds = try r.optional(.lastSeenAgoSeconds, FieldValue.double)
@@ -135,7 +135,7 @@ extension StatusDocument.Trip {
 
   public var json: JSONValue {
     var w = FieldWriter<Key>()
-    w.add(.tripId, .string(tripId))
+    w.add(.tripId, .string(tripId.rawValue))
     w.add(.ended, .bool(ended))
     w.add(.deviceId, .of(deviceId))
     w.add(.resolution, .string(resolution))
@@ -147,9 +147,9 @@ extension StatusDocument.Trip {
 
   init(json: JSONValue, path: String) throws(FieldError) {
     let r = try FieldReader<Key>(json, path: path)
-    tripId = try r.string(.tripId)
+    tripId = try r.required(.tripId, FieldValue.tripID)
     ended = try r.bool(.ended)
-    deviceId = try r.optional(.deviceId, FieldValue.string)
+    deviceId = try r.optional(.deviceId, FieldValue.deviceID)
     resolution = try r.string(.resolution)
     authentication = try r.optional(.authentication, FieldValue.string)
     heldBatches = try r.int(.heldBatches)

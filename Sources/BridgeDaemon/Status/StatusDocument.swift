@@ -31,7 +31,7 @@ public struct StatusDocument: Sendable, Equatable {
   public typealias ActiveBeacon = ReportedSnapshot
 
   public struct PairedBeacon: Sendable, Equatable {
-    public var deviceId: String
+    public var deviceId: DeviceID
     public var label: String?
     public var identity: Identity
     public var calibration: Calibration
@@ -44,14 +44,14 @@ public struct StatusDocument: Sendable, Equatable {
     public var health: Health
 
     /// `deviceId (label)`, or the device ID alone.
-    public var name: String { label.map { "\(deviceId) (\($0))" } ?? deviceId }
+    public var name: String { label.map { "\(deviceId) (\($0))" } ?? deviceId.rawValue }
   }
 
   /// One trip, as `status` lists it and the trip calls answer.
   public struct Trip: Sendable, Equatable {
-    public var tripId: String
+    public var tripId: TripID
     public var ended: Bool
-    public var deviceId: String?
+    public var deviceId: DeviceID?
     public var resolution: String
     public var authentication: String?
     public var heldBatches: Int

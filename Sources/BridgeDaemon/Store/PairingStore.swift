@@ -57,13 +57,13 @@ extension Store {
   }
 
   /// Removes every pairing of a device ID; returns how many there were.
-  public func unpair(deviceId: String) throws(StoreError) -> Int {
+  public func unpair(deviceId: DeviceID) throws(StoreError) -> Int {
     try refuseWhileFleetOwnsPairings()
     do {
       return try database.transaction { () throws(SQLiteError) -> Int in
-        try database.query("DELETE FROM pairings WHERE device_id = ?", [.text(deviceId)])
+        try database.query("DELETE FROM pairings WHERE device_id = ?", [.text(deviceId.rawValue)])
         let identities = database.changes
-        try database.query("DELETE FROM key_pairings WHERE device_id = ?", [.text(deviceId)])
+        try database.query("DELETE FROM key_pairings WHERE device_id = ?", [.text(deviceId.rawValue)])
         return identities + database.changes
       }
     } catch {

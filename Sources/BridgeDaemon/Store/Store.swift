@@ -21,6 +21,8 @@ public actor Store {
   /// Rows in `queue`, counted once and then kept in step by every write (Outbox.swift), so that
   /// taking a batch costs no count of the queue.
   var queueCount: Int?
+  /// What the last `load` set aside, one sentence each (`loadNotices`).
+  var notices: [String] = []
 
   /// The wall clock the store stamps its rows with (when a pairing, a batch, a dead letter or a
   /// fleet document was written, and the outbox's oldest age), in seconds since 1970: read

@@ -4,7 +4,7 @@ import FoundationEssentials
 /// The HTTP sink (`UploadSink`): posts tagged batches to the backend.
 ///
 /// One POST per batch, JSON, with the batch's idempotency key in `Idempotency-Key` (a batch whose
-/// key cannot be built from a valid trip ID is not sent: a dead letter with the reason) and a bearer
+/// key cannot be built, a negative sequence, is not sent: a dead letter with the reason) and a bearer
 /// token read from `TokenFile` by `TokenFile.read` (re-read on every request, so a rotated token
 /// needs no restart; a file that breaks the token-file rule is refused and nothing is sent).
 /// Each POST carries `Content-Digest` (RFC 9530, sha-256) and goes through libcurl

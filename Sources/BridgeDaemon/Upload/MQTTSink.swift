@@ -29,11 +29,11 @@ public final class MQTTSink: UploadSink {
 
   public func post(_ batch: TaggedTripBatch) async throws {
     let payload = try UploadPayload(batch)
-    let topic = settings.topic(for: batch.deviceId)
-    guard !topic.contains("+"), !topic.contains("#"), !batch.deviceId.contains("/") else {
-      throw PermanentPostFailure(
-        "not sent: the device ID \(batch.deviceId.quotedForMessage) cannot be in a topic")
+    let level: MQTTTopicLevel
+    do { level = try MQTTTopicLevel(batch.deviceId) } catch {
+      throw PermanentPostFailure("not sent: \(error)")
     }
+    let topic = settings.topic(for: level)
     try await connectedClient().publishOrThrow(
       topic: topic, payload: payload.mqttBody, key: payload.idempotencyKey)
   }

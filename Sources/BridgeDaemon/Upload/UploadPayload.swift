@@ -9,8 +9,9 @@ public struct UploadPayload: Sendable, Equatable {
   /// The object every sink sends, without the key.
   public let object: JSONValue
 
-  /// The payload of `batch`. A batch whose key cannot be made from a valid trip ID is never
-  /// sent (it could be applied twice): a `PermanentPostFailure`, which the bridge dead-letters.
+  /// The payload of `batch`. Its trip ID is a `TripID`, so the key's trip part always holds; a
+  /// batch whose sequence is negative has no key and is never sent (it could be applied twice):
+  /// a `PermanentPostFailure`, which the bridge dead-letters.
   public init(_ batch: TaggedTripBatch) throws(PermanentPostFailure) {
     do { idempotencyKey = try batch.validatedIdempotencyKey() } catch {
       throw PermanentPostFailure("not sent: no Idempotency-Key can be made from it: \(error.description)")
@@ -34,8 +35,8 @@ public struct UploadPayload: Sendable, Equatable {
   /// resolved the trip (`ReportedSnapshot`), null without one.
   static func object(for batch: TaggedTripBatch) -> JSONValue {
     var w = FieldWriter<Key>()
-    w.add(.tripId, .string(batch.tripId))
-    w.add(.deviceId, .string(batch.deviceId))
+    w.add(.tripId, .string(batch.tripId.rawValue))
+    w.add(.deviceId, .string(batch.deviceId.rawValue))
     w.add(.sequence, .of(batch.sequence))
     w.add(.resolution, .string(batch.resolution.reason))
     w.add(.beacon, batch.beacon.map { ReportedSnapshot($0).uploadJSON } ?? .null)
