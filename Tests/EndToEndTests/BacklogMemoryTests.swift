@@ -15,9 +15,11 @@ import Testing
 ///
 /// The batches are written into the store while the daemon is stopped (one transaction, as the
 /// daemon would have queued them over days offline), for an open trip in postTrip mode, so they
-/// wait. A SIGHUP to realtime makes them due; their trip ID predates the identifier rule, so each
-/// is dead-lettered without a request (`UploadPayload`): the drain goes through the queue's
-/// window, the post and the journal as a delivery does, without 100,000 HTTP requests.
+/// wait. A SIGHUP to realtime makes them due; their sequence numbers are negative, which no
+/// Idempotency-Key can carry, so each is dead-lettered at its post without a request
+/// (`UploadPayload`): the drain goes through the queue's window, the post and the journal as a
+/// delivery does, without 100,000 HTTP requests. (A trip ID that breaks the identifier rule would
+/// not do: such rows are dead-lettered when the outbox loads, so they never wait.)
 @Suite(.tags(.process), .timeLimit(.minutes(10)))
 struct BacklogMemoryTests {
   static let batches = 100_000
@@ -73,7 +75,7 @@ struct BacklogMemoryTests {
     var daemon = try await start()
     defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
     await stop(daemon)
-    try await seed(store: dir + "/beaconbridge.sqlite", trip: "warm up", batches: 1)
+    try await seed(store: dir + "/beaconbridge.sqlite", trip: "warm-up", batches: 1)
     daemon = try await start()
     try configure("realtime")
     kill(daemon.processIdentifier, SIGHUP)
@@ -85,7 +87,7 @@ struct BacklogMemoryTests {
     await stop(daemon)
     try configure("postTrip")
 
-    try await seed(store: dir + "/beaconbridge.sqlite", trip: "old trip", batches: Self.batches)
+    try await seed(store: dir + "/beaconbridge.sqlite", trip: "old-trip", batches: Self.batches)
     daemon = try await start()
     try await waitUntil("the backlog is counted", timeout: .seconds(30)) {
       await undelivered() == Int64(Self.batches)
@@ -120,7 +122,8 @@ struct BacklogMemoryTests {
     await stop(daemon)
   }
 
-  /// Writes `batches` undelivered batches of an open trip, waiting for its end, as one transaction.
+  /// Writes `batches` undelivered batches of an open trip, waiting for its end, as one transaction,
+  /// numbered -1, -2, … (see above).
   func seed(store: String, trip: String, batches: Int) async throws {
     let script = """
       import sqlite3, sys, time
@@ -132,7 +135,7 @@ struct BacklogMemoryTests {
                  "VALUES (?, ?, '{\\"reason\\":\\"configured\\",\\"deviceId\\":\\"VAN-1\\"}', 0, ?)",
                  (trip, now, n))
       db.executemany("INSERT INTO queue (trip_id, sequence, events, received_at, state) VALUES (?, ?, ?, ?, 1)",
-                     ((trip, i, '[{"type":"braking","n":%d,"pad":"%s"}]' % (i, "x" * 40), now) for i in range(n)))
+                     ((trip, -1 - i, '[{"type":"braking","n":%d,"pad":"%s"}]' % (i, "x" * 40), now) for i in range(n)))
       db.execute("COMMIT")
       """
     let run = try await runProcess("/usr/bin/python3", ["-c", script, store, trip, String(batches)])
