@@ -54,10 +54,13 @@ import Testing
       announcements: announcements,
       gzone: GZonePoller(store: store, settings: { (GZoneConfiguration(), nil) }, log: { _, _ in }, emit: { _ in }),
       fleetInbox: FleetInbox())
-    let beacon = TrackedBeacon(
-      id: .iBeacon(Fixtures.vanBeacon), address: Fixtures.vanAddress, firstSeen: Timestamp(seconds: 0),
-      lastSeen: Timestamp(seconds: 5), sightings: 6, lastRSSI: -61, smoothedRSSI: -60.26, powerAt1m: -59,
-      distance: 1.26, proximity: .near)
+    let ad = Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: -60)
+    var tracker = PresenceTracker()
+    let frame = try #require(try BeaconFrameParser.parseManufacturerData(ad.manufacturerData[0])?.get())
+    guard case .entered(let beacon)? = tracker.observe(frame, from: ad, at: Timestamp(seconds: 5)).first else {
+      Issue.record("the beacon did not enter")
+      return
+    }
     for _ in 0..<100 {
       fanOut.deliver(TimedBridgeEvent(at: Timestamp(seconds: 5), event: .beaconEntered(beacon)))
       fanOut.deliver(TimedBridgeEvent(at: Timestamp(seconds: 9), event: .beaconExited(beacon, .timeout)))
