@@ -52,12 +52,14 @@ import Testing
     let fanOut = BridgeEventFanOut(
       logger: DaemonLogger(environment: [:]), statusChanged: Doorbell(), paired: PairedBeacons(),
       announcements: announcements,
-      gzone: GZonePoller(store: store, settings: { (GZoneConfiguration(), nil) }, log: { _, _ in }, emit: { _ in }),
+      gzone: GZonePoller(
+        store: store, settings: { (GZoneConfiguration(), nil) }, log: { _, _ in }, emit: { _ in }),
       fleetInbox: FleetInbox())
     let ad = Fixtures.iBeacon(Fixtures.vanBeacon, address: Fixtures.vanAddress, rssi: -60)
     var tracker = PresenceTracker()
     let frame = try #require(try BeaconFrameParser.parseManufacturerData(ad.manufacturerData[0])?.get())
-    guard case .entered(let beacon)? = tracker.observe(frame, from: ad, at: Timestamp(seconds: 5)).first else {
+    guard case .entered(let beacon)? = tracker.observe(frame, from: ad, at: Timestamp(seconds: 5)).first
+    else {
       Issue.record("the beacon did not enter")
       return
     }
