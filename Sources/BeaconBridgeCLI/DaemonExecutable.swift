@@ -31,6 +31,21 @@ enum DaemonExecutable {
     return CommandLine.arguments.first ?? name
   }
 
+  /// The daemon's `GLIBC_TUNABLES`, given the caller's: glibc's per-thread caches of freed
+  /// blocks (tcache) turned off, unless the caller sets their size. Each thread's cache keeps up
+  /// to seven freed blocks of each small size wherever they lie; after a flood of random
+  /// addresses they lay all over the heap, each keeping a page resident that `malloc_trim`
+  /// cannot hand back (docs/PERFORMANCE.md, "The memory rows"). A tunable is read only as a
+  /// process starts, so it is set for the exec; the daemon allocates little per advertisement.
+  static func tunables(_ given: String?) -> String {
+    let setting = "glibc.malloc.tcache_count=0"
+    guard let given, !given.isEmpty else { return setting }
+    if given.split(separator: ":").contains(where: { $0.hasPrefix("glibc.malloc.tcache_count=") }) {
+      return given
+    }
+    return given + ":" + setting
+  }
+
   /// Replaces this process with the daemon; returns only on failure, with the message to print.
   static func exec(arguments: [String]) -> String {
     let candidates = candidates(forCLIAt: currentExecutable())
@@ -45,6 +60,7 @@ enum DaemonExecutable {
     sigemptyset(&empty)
     pthread_sigmask(SIG_SETMASK, &empty, nil)
     StandardStreams.unclaim()
+    setenv("GLIBC_TUNABLES", tunables(getenv("GLIBC_TUNABLES").map { String(cString: $0) }), 1)
     let argv = ([path] + arguments).map { strdup($0) } + [nil]
     execv(path, argv)
     let reason = SystemError.words(errno)

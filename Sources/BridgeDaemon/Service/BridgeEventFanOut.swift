@@ -17,7 +17,7 @@ struct BridgeEventFanOut: Sendable {
     BridgeEventLog.log(event.event, to: logger)
     statusChanged.ring()
     if case .beaconEntered(let beacon) = event.event { paired.entered(beacon) }
-    announcements.yield(.bridge(event.event))
+    if BridgeService.announces(event.event) { announcements.yield(.bridge(event.event)) }
     if case .batchPosted = event.event { gzone.tripUploaded() }
     switch event.event {
     case .tripEnded: fleetInbox.yield(.tripEnded)

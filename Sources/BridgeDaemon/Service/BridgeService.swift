@@ -8,10 +8,10 @@ import Synchronization
 /// D-Bus service exists, so they queue here until it runs.
 ///
 /// The sending task takes them a burst at a time and is woken once per burst, not once per
-/// announcement: a flood of random addresses announces hundreds of thousands of beacons coming
-/// and going, and a wake-up each (an `AsyncStream` element) was a task switch each, whose
+/// announcement: a wake-up each (an `AsyncStream` element) was a task switch each, whose
 /// libdispatch work items, allocated on one thread and cached freed on another, stayed behind
-/// scattered over the heap after the flood.
+/// scattered over the heap after a burst. Only the events that are signals are queued
+/// (`BridgeService.announces(_:)`).
 final class Announcements: Sendable {
   enum Item: Sendable {
     case bridge(BridgeEvent)
@@ -94,7 +94,19 @@ final class BridgeService: Service {
     }
   }
 
-  /// Announces an event as a signal.
+  /// Whether `event` is sent as a signal (`signal(_:)`). The others are not queued: a flood of
+  /// random addresses is hundreds of thousands of beacons entering and leaving, none of them a
+  /// signal, and each queued one woke the sending task (a libdispatch work item allocated on the
+  /// reader thread, cached freed on a worker: after the flood about a thousand of them stayed
+  /// scattered over the heap, each keeping a page resident).
+  static func announces(_ event: BridgeEvent) -> Bool {
+    switch event {
+    case .activeBeaconChanged, .tripTagged, .beaconHealth: true
+    default: false
+    }
+  }
+
+  /// Announces an event as a signal (those `announces(_:)` takes).
   private func signal(_ event: BridgeEvent) {
     switch event {
     case .activeBeaconChanged(let active):
