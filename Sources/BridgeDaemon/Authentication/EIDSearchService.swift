@@ -41,7 +41,7 @@ public struct EIDSearchService: Service {
     }
     await withTaskCancellationHandler {
       await finished.wait()
-      // `wait` returns on cancellation too: the thread ends within a slice or a 100 ms wait.
+      // `wait` returns on cancellation too: the thread ends within a slice or a 100 ms pause.
       while !finished.isRung, !stop.isSet { await finished.wait() }
     } onCancel: {
       stop.flag.store(true, ordering: .releasing)
@@ -58,7 +58,9 @@ public struct EIDSearchService: Service {
     var last = clock.now
     while !stop.isSet {
       guard let (taken, queuedAt) = keys.nextSearch() else {
-        _ = keys.queued.wait(timeout: .now() + .milliseconds(100))
+        // Woken by a queued EID or by the stop (`run`'s cancellation handler signals the same
+        // semaphore, and a signal before the wait is kept): an idle box is never woken for it.
+        keys.queued.wait()
         continue
       }
       var search = taken
