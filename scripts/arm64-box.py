@@ -92,6 +92,20 @@ def vm_rss(pid):
     raise Failure(f"no VmRSS for PID {pid}")
 
 
+def file_rss(pid, path):
+    """The resident bytes of pid's mappings of the file at path (/proc/PID/smaps): under qemu, the
+    guest's own executable, without qemu's heap and translated code."""
+    total, inside = 0, False
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            fields = line.split()
+            if "-" in fields[0] and not fields[0].endswith(":"):
+                inside = len(fields) >= 6 and os.path.realpath(fields[5]) == os.path.realpath(path)
+            elif inside and fields[0] == "Rss:":
+                total += int(fields[1]) * 1024
+    return total
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", required=True, help="the arm64 .deb unpacked")
@@ -265,6 +279,7 @@ def main():
         if critical or doctor.returncode not in (0, 2):
             raise Failure(f"doctor exits {doctor.returncode}, {', '.join(critical)} critical: {doctor.stdout}")
         fact("idle_rss_bytes", vm_rss(daemon.pid))
+        fact("idle_daemon_file_rss_bytes", file_rss(daemon.pid, daemon_file))
 
         # 3. A paired beacon, advertised, active; a trip tagged over D-Bus; its batch uploaded.
         cli(["pair", "--uuid", UUID, "--major", "1", "--minor", "7", "--device-id", "UNIT-0042"])
@@ -313,6 +328,7 @@ def main():
             raise Failure(f"the batch's first event changed on the way: {body['events'][0]}")
         cli(["trip", "end", "--trip-id", "t1"])
         fact("trip_rss_bytes", vm_rss(daemon.pid))
+        fact("trip_daemon_file_rss_bytes", file_rss(daemon.pid, daemon_file))
 
         # 4. SIGTERM.
         stopping = time.monotonic()
