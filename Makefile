@@ -291,8 +291,9 @@ test-vm: build ## the real Linux Bluetooth stack in a VM (virtme-ng, btvirt, blu
 # `make deb-arm64` cross-builds the release binaries for arm64 with Debian's own Swift (sid's
 # swiftlang, pinned in scripts/arm64-pins.txt) in an amd64 sid chroot against a trixie arm64 tree
 # (scripts/arm64.sh; both cached in /var/cache/beaconbridge-arm64, keyed by their pins), and
-# packages them as `make deb` does. `make test-arm64` runs the package's demo and the golden
-# outputs under qemu-aarch64, `make test-arm64-unit` the unit tier (scripts/test-arm64.sh).
+# packages them as `make deb` does. `make test-arm64` runs under qemu-aarch64 the package's demo,
+# the golden outputs, its daemon as on a box (private bus, dbusmock's BlueZ, the fake backend) and
+# the unit tier, cross-built (scripts/test-arm64.sh); `make test-arm64-unit` the unit tier alone.
 # binfmt_misc is never registered.
 ARM64 := scripts/arm64.sh
 ARM64_DEB := build/beaconbridge_$(VERSION)_arm64.deb
@@ -313,14 +314,13 @@ deb-arm64: ## cross-build build/beaconbridge_<version>_arm64.deb (Debian's Swift
 	  DEB_INSTALL_ARGS="RELEASE_BIN=$$release/beaconbridge RELEASE_DAEMON=$$release/beaconbridged" \
 	  scripts/build-deb.sh $(VERSION) arm64 $(ARM64_DEB)
 
-test-arm64: build deb-arm64 ## the arm64 .deb's demo and golden outputs under qemu-aarch64
+test-arm64: build deb-arm64 ## under qemu-aarch64: the arm64 .deb's demo, golden outputs and daemon on a box; the unit tier
 	@scripts/install-deps.sh test
 	scripts/test-arm64.sh $(ARM64_DEB) $(BIN)
+	scripts/test-arm64.sh --unit
 
-# Not yet in make test: under qemu every CLI the unit tests start costs seconds, the synchronous
-# suites that start many hold the cooperative pool's threads, and 4 of 712 tests miss their waits
-# (docs/arm64.md, "The unit tier under qemu").
-test-arm64-unit: ## the unit tier, cross-built for arm64, under qemu-aarch64 (not yet in make test)
+# One test at a time (--no-parallel): docs/arm64.md, "The unit tier under qemu".
+test-arm64-unit: ## the unit tier alone, cross-built for arm64, under qemu-aarch64 (in make test-arm64)
 	@scripts/install-deps.sh arm64
 	@scripts/install-deps.sh test
 	scripts/test-arm64.sh --unit

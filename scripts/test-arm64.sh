@@ -2,13 +2,17 @@
 # The arm64 tier (make test-arm64, docs/arm64.md): what `make deb-arm64` built, run under
 # qemu-aarch64 on this amd64 machine.
 #
-#   scripts/test-arm64.sh DEB HOST_BIN          (make test-arm64)
+#   scripts/test-arm64.sh DEB HOST_BIN          (make test-arm64, first)
 #   1. `beaconbridge demo` from the .deb's own files prints what the amd64 HOST_BIN prints;
 #   2. every CLI golden output (Tests/Golden/cli: simulate on each scenario, replay) byte for
 #      byte, from the .deb's beaconbridge (scripts/check-golden.py --runner);
+#   3. the .deb's daemon as on a box (scripts/arm64-box.py): started by its CLI's `run`, on a
+#      private bus with dbusmock's BlueZ, it answers status and doctor, tags a trip and uploads
+#      its batch to Tests/Support/fake_backend.py.
 #
-#   scripts/test-arm64.sh --unit                (make test-arm64-unit; not yet in make test)
-#   3. the unit tier (every suite not tagged .process), cross-built and run under qemu.
+#   scripts/test-arm64.sh --unit                (make test-arm64, then; alone: make test-arm64-unit)
+#   4. the unit tier (every suite not tagged .process), cross-built and run under qemu, one test
+#      at a time (--no-parallel, below).
 #
 # Nothing is skipped: without qemu-aarch64 or the arm64 tree, or with a test that did not run, it
 # fails. binfmt_misc is never used: each arm64 program is started as `qemu-aarch64 -L TREE PROG`,
@@ -54,11 +58,14 @@ echo "test-arm64: demo: the same output on arm64 as on amd64 ($(tail -1 "$out/de
 
 # 2. The golden outputs, from the package's binary.
 scripts/check-golden.py "$bin" --runner "$QEMU -L $TREE"
+
+# 3. The daemon as on a box.
+scripts/arm64-box.py --root "$out/deb" --qemu "$QEMU" --tree "$TREE" --out "$out"
 echo "test-arm64: passed in $((SECONDS - start)) s"
 exit 0
 fi
 
-# 3. The unit tier. -disable-cross-import-overlays: sid's swiftlang has Testing's Foundation
+# 4. The unit tier. -disable-cross-import-overlays: sid's swiftlang has Testing's Foundation
 # overlay module but not its library (lib_Testing_Foundation.so), and no test needs it.
 scripts/arm64.sh swift build -Xswiftc -warnings-as-errors --build-tests \
   -Xswiftc -Xfrontend -Xswiftc -disable-cross-import-overlays
@@ -82,6 +89,17 @@ wrapper "$wrappers/beaconbridge" "$repo/$out/cli/beaconbridge"
 wrapper "$wrappers/beaconbridged" "$products/beaconbridged"
 process=$(scripts/test-tiers.sh process)
 mkdir -p .build/debug
+# What the tier is: every test the runner lists, less the process tier's suites. The run must
+# count as many, so that no test is left out or counted that did not run.
+"$QEMU" -L "$TREE" "$runner" --testing-library swift-testing --list-tests >"$out/unit-list.txt" 2>"$out/unit-list.err" ||
+  fail "the test runner under qemu-aarch64 could not list its tests: $out/unit-list.err"
+listed=$(grep -cvE "$process" "$out/unit-list.txt" || true)
+[ "$listed" -gt 0 ] || fail "the test runner lists no test of the unit tier: $out/unit-list.txt"
+# --no-parallel: one test at a time. Swift Testing (sid's 6.2.3, without a parallel width option)
+# otherwise starts every test of the run at once, and each test's jobs queue behind all the others'
+# on the pool's two threads: under emulation no test ends before the whole run's work is done
+# (216 tests of BeaconCoreTests all ended after 586 to 616 s), so a test's 60 s hang guard runs
+# out while it waits its turn. One at a time, the same tests pass in the same time (615 s; docs/arm64.md).
 # The test runner, and the CLI it runs, spawn an HTTP transfer's child from the beaconbridged
 # beside them, an arm64 file the host cannot exec: BEACONBRIDGE_TRANSFER_EXECUTABLE names the
 # wrapper instead (HTTPTransfers.executable).
@@ -89,7 +107,7 @@ set +e
 unshare --mount --propagation private -- sh -c '
   mount --bind "$1" "$2" && shift 2 && exec "$@"' unshare "$wrappers" "$repo/.build/debug" \
   env BEACONBRIDGE_TRANSFER_EXECUTABLE="$wrappers/beaconbridged" \
-  "$QEMU" -L "$TREE" "$runner" --testing-library swift-testing --skip "$process" \
+  "$QEMU" -L "$TREE" "$runner" --testing-library swift-testing --no-parallel --skip "$process" \
   >"$out/unit.log" 2>&1
 status=$?
 set -e
@@ -98,4 +116,8 @@ grep -E '✘|failed' "$out/unit.log" | tail -40 >&2 || true
 [ -n "$summary" ] || fail "the unit tier under qemu-aarch64 printed no summary (exit $status): $out/unit.log"
 echo "test-arm64: unit tier under qemu-aarch64: $summary"
 [ "$status" = 0 ] && [[ "$summary" == *passed* ]] || fail "the unit tier failed under qemu-aarch64 (exit $status): $out/unit.log"
+ran=$(sed -E 's/.*Test run with ([0-9]+) tests?.*/\1/' <<<"$summary")
+[ "$ran" = "$listed" ] ||
+  fail "the unit tier ran $ran tests, but the runner lists $listed outside the process tier ($out/unit-list.txt)"
+echo "test-arm64: all $listed tests the runner lists outside the process tier ran and passed"
 echo "test-arm64: the unit tier passed in $((SECONDS - start)) s"
