@@ -4,6 +4,7 @@ import BlueZ
 import BlueZTestSupport
 import DBus
 import Foundation
+import Synchronization
 import Testing
 
 /// The consumer's form of the BlueZ source (`AdvertisementSource.run(isolation:)`):
@@ -12,18 +13,23 @@ import Testing
 @Suite(.timeLimit(.minutes(2)))
 struct ConsumerIsolationTests {
   actor Consumer {
-    var started = false
-    var sightings = 0
     var threads: Set<String> = []
+    /// Read by the test without a hop onto the actor: a poll that ran on the actor would hold it
+    /// while the reader's job arrives, and the pool thread that held it would then run the batch.
+    let progress = Mutex((started: false, sightings: 0))
+
+    nonisolated var started: Bool { progress.withLock { $0.started } }
+    nonisolated var sightings: Int { progress.withLock { $0.sightings } }
 
     func consume(_ source: some AdvertisementSource) async throws {
       try await source.run(isolation: self) {
-        started = true
+        progress.withLock { $0.started = true }
       } deliver: { batch in
         // On this actor: the compiler lets the closure touch its state, and the runtime agrees.
         self.assertIsolated()
         threads.insert(ConsumerIsolationTests.threadName)
-        sightings += batch.count { if case .sighting = $0 { true } else { false } }
+        let count = batch.count { if case .sighting = $0 { true } else { false } }
+        progress.withLock { $0.sightings += count }
       }
     }
   }
@@ -41,14 +47,14 @@ struct ConsumerIsolationTests {
     let consumer = Consumer()
     let source = fixture.source()
     let scan = Task { try await consumer.consume(source) }
-    try await waitUntil("the condition at this line") { await consumer.started }
+    try await waitUntil("the consumer started") { consumer.started }
     let device = try await fixture.addDevice("hci0", beaconAddress.description)
     for rssi in [-60, -61, -62] {
       try await fixture.advertise(
         device, ["ManufacturerData": iBeaconManufacturerData(), "RSSI": .int16(Int16(rssi))])
     }
     // InterfacesAdded, then three PropertiesChanged.
-    try await waitUntil("the condition at this line") { await consumer.sightings >= 4 }
+    try await waitUntil("four sightings delivered") { consumer.sightings >= 4 }
     #expect(await consumer.threads == ["dbus-signal-str"])
 
     scan.cancel()
@@ -67,6 +73,6 @@ struct ConsumerIsolationTests {
     try await fixture.addAdapter("hci0")
     let consumer = Consumer()
     await #expect(throws: BlueZError.self) { try await consumer.consume(fixture.source(adapter: "hci7")) }
-    #expect(await consumer.started == false)
+    #expect(consumer.started == false)
   }
 }
