@@ -30,13 +30,15 @@ import Testing
       host.failPosts(1)
       let bridge = BeaconBridge(host: host, clock: TestClock(), journal: try Store(directory: dir))
       let posting = await bridge.startPosting()
-      defer { posting.cancel() }
       try await bridge.start()
       try await bridge.tripStart("t1")
       for n in 0..<3 { try await bridge.tripEvents("t1", events: [Fixtures.event("braking", at: Double(n))]) }
       await bridge.settled()
       #expect(host.posted.isEmpty)
       #expect(await bridge.status.outboundBatches == 3)
+      // The first run ends before the second starts, as a process does.
+      posting.cancel()
+      await posting.value
     }
     let host = RecordingHost(configuration: configuration, beaconMode: false)
     let bridge = BeaconBridge(host: host, clock: TestClock(), journal: try Store(directory: dir))

@@ -118,6 +118,47 @@ import Testing
     #expect(try Data(contentsOf: URL(fileURLWithPath: file + "-wal")) == log)
   }
 
+  /// Our store while another connection has it (here, held exclusively for a moment, as a
+  /// connection holds it while it checkpoints on close), and its id still only in the -wal
+  /// file: the check waits for the file and reads the id through SQLite, so our own store is
+  /// never taken for another program's.
+  @Test func storeHeldForAMomentWithItsIDInTheLogOpens() async throws {
+    let (dir, file) = try setUp()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    do {
+      let store = try Store(directory: dir)
+      try await store.pair(Fixtures.vanPairing)
+    }
+    let holder = Process()
+    holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    holder.arguments = [
+      "-c",
+      """
+      import sqlite3,sys,time
+      c=sqlite3.connect(sys.argv[1], isolation_level=None)
+      c.execute('PRAGMA application_id=0'); c.execute('PRAGMA wal_checkpoint(TRUNCATE)')
+      c.execute('PRAGMA wal_autocheckpoint=0'); c.execute('PRAGMA locking_mode=EXCLUSIVE')
+      c.execute('BEGIN EXCLUSIVE'); c.execute('PRAGMA application_id=\(Store.applicationID)'); c.execute('COMMIT')
+      print('ready', flush=True); time.sleep(0.3); c.close()
+      """,
+      file,
+    ]
+    let out = Pipe()
+    holder.standardOutput = out
+    try holder.run()
+    defer {
+      kill(holder.processIdentifier, SIGKILL)
+      holder.waitUntilExit()
+    }
+    #expect(out.fileHandleForReading.readData(ofLength: 5) == Data("ready".utf8))
+    // The file's own header says 0; the id is in the log.
+    let header = try Data(contentsOf: URL(fileURLWithPath: file)).prefix(72).suffix(4)
+    #expect(Array(header) == [0, 0, 0, 0])
+    let store = try Store(directory: dir)
+    #expect(try await store.pairings().map(\.deviceId) == ["UNIT-0042"])
+    #expect(try await applicationID(file) == 0x4242_4252)
+  }
+
   @Test func newStoreCarriesTheID() async throws {
     let (dir, file) = try setUp()
     defer { try? FileManager.default.removeItem(atPath: dir) }

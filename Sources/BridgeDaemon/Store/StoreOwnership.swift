@@ -81,17 +81,21 @@ enum StoreOwnership: Equatable {
     guard id == 0 else {
       return .foreign("its application_id is 0x\(String(id, radix: 16)), not beaconbridge's")
     }
-    let (version, names) = schema(path: path)
+    let (logged, version, names) = schema(path: path)
     guard let names else { return .foreign("its tables cannot be read") }
+    // A store still open elsewhere keeps its newest header in the write-ahead log until a
+    // checkpoint: the id read through SQLite is the one that counts.
+    if logged == Store.applicationID { return .ours }
     if names.isEmpty && version == 0 { return .emptyDatabase }
     if let expected = tables[version], names == expected { return .oursWithoutID }
     let listed = names.sorted().joined(separator: ", ")
     return .foreign("it has user_version \(version) and tables \(listed.isEmpty ? "(none)" : listed)")
   }
 
-  /// `user_version` and the user tables, read without writing: no lock, no -shm or -wal file is
-  /// created when none exists.
-  static func schema(path: String) -> (Int64, Set<String>?) {
+  /// `application_id`, `user_version` and the user tables, read without writing: no -shm or
+  /// -wal file is created when none exists. A connection that holds the file for a moment (a
+  /// checkpoint as it closes) is waited for, as the store's own connection waits.
+  static func schema(path: String) -> (applicationID: Int32, version: Int64, tables: Set<String>?) {
     var walInfo = stat()
     let hasLog = stat(path + "-wal", &walInfo) == 0 && walInfo.st_size > 0
     let uri = "file:" + percentEncodedPath(path) + (hasLog ? "?mode=ro" : "?immutable=1")
@@ -101,7 +105,8 @@ enum StoreOwnership: Equatable {
       sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nil)
         == SQLITE_OK,
       let db
-    else { return (0, nil) }
+    else { return (0, 0, nil) }
+    sqlite3_busy_timeout(db, 2000)
     func rows(_ sql: String) -> [String]? {
       var statement: OpaquePointer?
       guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else { return nil }
@@ -117,9 +122,10 @@ enum StoreOwnership: Equatable {
     guard
       let names = rows(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"),
-      let version = rows("PRAGMA user_version")?.first.flatMap({ Int64($0) })
-    else { return (0, nil) }
-    return (version, Set(names))
+      let version = rows("PRAGMA user_version")?.first.flatMap({ Int64($0) }),
+      let id = rows("PRAGMA application_id")?.first.flatMap({ Int32($0) })
+    else { return (0, 0, nil) }
+    return (id, version, Set(names))
   }
 
   /// A path as the path of a `file:` URI: `%`, `?` and `#` escaped (sqlite.org/uri.html).
