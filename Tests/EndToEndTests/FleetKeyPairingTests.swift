@@ -43,18 +43,22 @@ struct FleetKeyPairingTests {
     let dir = try scratchDirectory("fleet-keys")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let config = dir + "/beaconbridge.conf"
-    try """
-    [ActiveBeacon]
-    dwellSeconds = 0.5
-    [Upload]
-    CAFile = \(pki.ca)
-    [MQTT]
-    ClientId = van-9
-    KeepAlive = 5
-    [Fleet]
-    BoxId = van-9
-    URL = mqtts://127.0.0.1:\(tlsPort)
-    """.write(toFile: config, atomically: true, encoding: .utf8)
+    func writeConfig(eidClockTolerance: String = "") throws {
+      try """
+      [ActiveBeacon]
+      dwellSeconds = 0.5
+      \(eidClockTolerance.isEmpty ? "" : "eidClockTolerance = " + eidClockTolerance)
+      [Upload]
+      CAFile = \(pki.ca)
+      [MQTT]
+      ClientId = van-9
+      KeepAlive = 5
+      [Fleet]
+      BoxId = van-9
+      URL = mqtts://127.0.0.1:\(tlsPort)
+      """.write(toFile: config, atomically: true, encoding: .utf8)
+    }
+    try writeConfig()
 
     let reported = try MQTTWatcher(broker, topic: "fleet/van-9/config/reported")
     func answers() -> [String] {
@@ -144,6 +148,29 @@ struct FleetKeyPairingTests {
     let third = try await pairs()
     #expect(third.map { $0["deviceId"]?.stringValue } == ["UNIT-E1"])
     #expect(third.first?["pairing"]?.intValue == number)
+    #expect(try await status()?["fleet"]?["appliedVersion"]?.intValue == 2)
+
+    // v4 waits for a trip: 200 EID pairings at K = 0, within the file's day of tolerance. A
+    // reload raises the tolerance to a week, which the store's one EID pairing allows; at the
+    // trip's end v4 is checked again with the week and refused, v2 staying.
+    #expect(try await cli.cli(["trip", "start", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
+    let more = (0..<200).map { n in
+      #"{"eid":{"identityKey":"\#(String(format: "%032x", n + 1))","rotationExponent":0,"beaconClock":0},"deviceId":"UNIT-K\#(n)"}"#
+    }
+    try await broker.publish(desired, #"{"version":4,"pairings":[\#(more.joined(separator: ","))]}"#)
+    try await waitUntil("v4 pending: \(answers())\n\(log())") { answers().last == "pending@4" }
+    try writeConfig(eidClockTolerance: "604800")
+    kill(daemon.processIdentifier, SIGHUP)
+    try await waitUntil("the week reloaded: \(log())") { log().contains("configuration reloaded from") }
+    #expect(try await cli.cli(["trip", "end", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
+    try await waitUntil("v4 refused at the trip's end: \(answers())\n\(log())") { answers().last == "refused@4" }
+    let late = reported.messages.last?.payload["reason"]?.stringValue ?? ""
+    #expect(
+      late.hasPrefix(
+        "[ActiveBeacon] eidClockTolerance = 604800 s with 200 Eddystone-EID pairing(s), 200 of them fast-rotating"
+      ),
+      "\(late)")
+    #expect(try await pairs().map { $0["deviceId"]?.stringValue } == ["UNIT-E1"])
     #expect(try await status()?["fleet"]?["appliedVersion"]?.intValue == 2)
 
     kill(daemon.processIdentifier, SIGTERM)

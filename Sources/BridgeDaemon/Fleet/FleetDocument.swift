@@ -34,6 +34,15 @@ public struct FleetDocument: Hashable, Sendable {
   /// Every pairing the document carries, by identity and by key.
   public var pairingCount: Int { pairings.count + keyPairings.count }
 
+  /// The rotation exponents of its EID pairings: the box's whole cold search once it is
+  /// applied, since the document's pairings by key replace the store's.
+  public var eidRotationExponents: [UInt8] {
+    keyPairings.compactMap { keyed -> UInt8? in
+      if case .eid(_, let k, _) = keyed.scheme { return k }
+      return nil
+    }
+  }
+
   /// The keys a desired document may set: the core's number settings of `[Presence]`,
   /// `[ActiveBeacon]` and `[Trips]`. Each is range-checked as the file's are, and none can cut
   /// the box off (the upload, the broker and the radio stay local).
@@ -169,14 +178,9 @@ public struct FleetDocument: Hashable, Sendable {
     if let problem = bridge.problems().first {
       return refuse("settings: \(problem), with the configuration file's values")
     }
-    // The document's pairings by key replace the store's, so its EID pairings with the
-    // tolerance it runs with are the box's whole cold search.
-    let exponents = document.keyPairings.compactMap { keyed -> UInt8? in
-      if case .eid(_, let k, _) = keyed.scheme { return k }
-      return nil
-    }
+    // Its EID pairings with the tolerance it runs with are the box's whole cold search.
     if let refusal = ColdSearchLimit.refusal(
-      eidClockTolerance: bridge.eidClockTolerance, rotationExponents: exponents)
+      eidClockTolerance: bridge.eidClockTolerance, rotationExponents: document.eidRotationExponents)
     {
       return refuse(refusal)
     }

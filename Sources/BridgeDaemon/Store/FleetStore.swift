@@ -171,10 +171,22 @@ extension Store {
   /// moment the box applies the document, as `pair --beacon-clock` is the clock at pairing).
   /// `midway` runs inside the transaction, after every pairing is written (a test's kill point,
   /// or its failure).
+  ///
+  /// Refused with nothing written when the document's EID pairings with `eidClockTolerance`
+  /// (the daemon's, read within this call as a reload sets it:
+  /// `coldSearchRefusal(eidClockTolerance:apply:)`) make a cold search longer than
+  /// `ColdSearchLimit` allows: a document held for a trip's end was checked against the file as
+  /// it was when the document came, and a reload may have raised the tolerance since.
   public func applyFleet(
     _ document: FleetDocument, boxSeconds: Int64? = nil,
+    eidClockTolerance: @autoclosure @Sendable () -> Double = BridgeConfiguration().eidClockTolerance,
     midway: @Sendable () throws(SQLiteError) -> Void = {}
   ) throws(StoreError) {
+    if let refusal = ColdSearchLimit.refusal(
+      eidClockTolerance: eidClockTolerance(), rotationExponents: document.eidRotationExponents)
+    {
+      throw StoreError(.coldSearch, refusal)
+    }
     let now = wallClock()
     let boxSeconds = boxSeconds ?? Int64(now.rounded(.down))
     do {
