@@ -163,7 +163,9 @@ struct FleetKeyPairingTests {
     kill(daemon.processIdentifier, SIGHUP)
     try await waitUntil("the week reloaded: \(log())") { log().contains("configuration reloaded from") }
     #expect(try await cli.cli(["trip", "end", "--trip-id", "t1"], bus: bus, dir: dir).status == 0)
-    try await waitUntil("v4 refused at the trip's end: \(answers())\n\(log())") { answers().last == "refused@4" }
+    try await waitUntil("v4 refused at the trip's end: \(answers())\n\(log())") {
+      answers().last == "refused@4"
+    }
     let late = reported.messages.last?.payload["reason"]?.stringValue ?? ""
     #expect(
       late.hasPrefix(

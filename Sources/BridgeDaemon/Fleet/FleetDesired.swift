@@ -126,14 +126,17 @@ final class FleetDesired: Sendable {
     do throws(StoreError) {
       try await store.applyFleet(
         document,
-        eidClockTolerance: DaemonSettings.bridge(file: settings.file, remote: document.settings).eidClockTolerance,
+        eidClockTolerance: DaemonSettings.bridge(file: settings.file, remote: document.settings)
+          .eidClockTolerance,
         midway: midway)
     } catch {
       settings.setRemote(previous)
       do throws(BridgeError) { try await bridge.reload() } catch {
         logger.log(.error, "fleet: the previous settings do not reload: \(error.description)")
       }
-      if error.code == .coldSearch { return refused(FleetRefusal(version: document.version, error.description)) }
+      if error.code == .coldSearch {
+        return refused(FleetRefusal(version: document.version, error.description))
+      }
       return refused(
         FleetRefusal(version: document.version, "the store could not apply it: \(error.description)"),
         level: .error)
