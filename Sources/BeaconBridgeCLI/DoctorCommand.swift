@@ -65,11 +65,16 @@ public struct DoctorCommand: BridgeCommand {
     }
 
     var store: Result<(check: String, outbox: OutboxSummary), StoreError>?
+    var eidSearch: (rotationExponents: [UInt8], fleetSettings: [FleetSetting])?
     if problem == nil {
       do {
         let opened = try Store(readingOnly: stateDirectory)
         if case .success(let c) = configuration { await opened.setOutboxLimit(c.outboxMaxBatches) }
         store = .success((try await opened.check(), try await opened.outboxSummary()))
+        if let keyed = try? await opened.keyPairings() {
+          let fleet = (try? await opened.fleetApplied())??.settings ?? []
+          eidSearch = (keyed.compactMap(\.rotationExponent), fleet)
+        }
       } catch {
         store = .failure(error)
       }
@@ -124,6 +129,7 @@ public struct DoctorCommand: BridgeCommand {
     facts.daemonReply = reply
     facts.kernelAdapters = KernelAdapters.names()
     facts.redactor = redactor
+    facts.eidSearch = eidSearch
     facts.configExists = FileManager.default.fileExists(atPath: configPath ?? DaemonConfiguration.defaultPath)
     return facts
   }

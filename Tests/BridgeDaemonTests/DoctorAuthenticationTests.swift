@@ -90,3 +90,48 @@ import Testing
     #expect(check(none, "EID replay") == nil)
   }
 }
+
+/// `doctor` on the worst cold EID search (docs/authentication.md): within the limit, said with its
+/// time; past it (pairings written behind the daemon's back, a store from another box), critical
+/// with the refusal the daemon starts with; the fleet's applied tolerance counts over the file's.
+@Suite struct DoctorColdSearchTests {
+  func check(
+    tolerance: Double, exponents: [UInt8], fleet: [FleetSetting] = []
+  ) -> HealthCheck? {
+    var configuration = DaemonConfiguration()
+    configuration.bridge.eidClockTolerance = tolerance
+    var facts = DoctorTests().facts(config: .success(configuration))
+    facts.eidSearch = (exponents, fleet)
+    return Doctor.evaluate(facts).checks.first { $0.name == "cold EID search" }
+  }
+
+  @Test func withinTheLimitItsTimeIsSaid() {
+    // 694 pairings at K = 0 and a day: 119,930,140 operations, 599.7 s (worked in
+    // ColdSearchLimitTests), shown rounded up.
+    let fits = check(tolerance: 86_400, exponents: Array(repeating: 0, count: 694))
+    #expect(fits?.status == .ok)
+    #expect(
+      fits?.detail
+        == "694 Eddystone-EID pairing(s) with eidClockTolerance = 86400 s: one cold search takes up to 10 min at the search budget, within the limit of 10 min"
+    )
+    #expect(check(tolerance: 86_400, exponents: []) == nil)
+  }
+
+  @Test func pastTheLimitItIsCriticalWithTheRefusal() {
+    let past = check(tolerance: 604_800, exponents: Array(repeating: 0, count: 100))
+    #expect(past?.status == .critical)
+    #expect(
+      past?.detail.hasPrefix(
+        "[ActiveBeacon] eidClockTolerance = 604800 s with 100 Eddystone-EID pairing(s), 100 of them fast-rotating (K below 10), makes one cold search take up to 10 min 5 s"
+      ) == true, "\(past?.detail ?? "")")
+    #expect(past?.detail.hasSuffix("; the daemon refuses to start with it") == true)
+    #expect(past?.recommendation?.contains("eidClockTolerance") == true)
+  }
+
+  @Test func theFleetsAppliedToleranceCountsOverTheFile() {
+    let fleet = [FleetSetting(section: "ActiveBeacon", key: "eidClockTolerance", value: "604800")]
+    #expect(check(tolerance: 86_400, exponents: Array(repeating: 0, count: 100))?.status == .ok)
+    #expect(
+      check(tolerance: 86_400, exponents: Array(repeating: 0, count: 100), fleet: fleet)?.status == .critical)
+  }
+}

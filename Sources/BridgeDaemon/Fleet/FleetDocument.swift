@@ -7,6 +7,12 @@ public struct FleetSetting: Hashable, Sendable, Codable {
   public var section: String
   public var key: String
   public var value: String
+
+  public init(section: String, key: String, value: String) {
+    self.section = section
+    self.key = key
+    self.value = value
+  }
 }
 
 /// The desired document (docs/fleet.md "Desired and reported"):

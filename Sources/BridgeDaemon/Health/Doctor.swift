@@ -194,6 +194,9 @@ public enum Doctor {
     }
     checks += facts.tokenFiles.map(tokenFile)
     if case .success(let result)? = facts.store { checks += outbox(result.outbox) }
+    if let config, let search = facts.eidSearch, let check = coldSearch(search, config: config) {
+      checks.append(check)
+    }
     // Every detail and recommendation goes through the one redaction function.
     var redactor = facts.redactor
     if let config {
@@ -358,6 +361,31 @@ public enum Doctor {
     case .failure(let error):
       HealthCheck(.storage, "store", .critical, error.description, fix: "see the message")
     }
+  }
+
+  /// The worst cold search (`ColdSearchLimit`) of the store's EID pairings with the tolerance the
+  /// daemon runs with (the file's, under the fleet's applied settings): past the limit, the daemon
+  /// refuses to start, so it is critical, with the refusal's own sentence.
+  static func coldSearch(
+    _ search: (rotationExponents: [UInt8], fleetSettings: [FleetSetting]), config: DaemonConfiguration
+  ) -> HealthCheck? {
+    guard !search.rotationExponents.isEmpty else { return nil }
+    let tolerance = DaemonSettings.bridge(file: config, remote: search.fleetSettings).eidClockTolerance
+    if let refusal = ColdSearchLimit.refusal(
+      eidClockTolerance: tolerance, rotationExponents: search.rotationExponents)
+    {
+      return HealthCheck(
+        .configuration, "cold EID search", .critical, refusal + "; the daemon refuses to start with it",
+        fix:
+          "lower [ActiveBeacon] eidClockTolerance, or unpair fast-rotating EID beacons (beaconbridge unpair)")
+    }
+    let seconds = ColdSearchLimit.worstSeconds(
+      eidClockTolerance: tolerance, rotationExponents: search.rotationExponents)
+    let shown = ColdSearchLimit.duration(Int64(seconds.rounded(.up)))
+    return HealthCheck(
+      .configuration, "cold EID search", .ok,
+      "\(search.rotationExponents.count) Eddystone-EID pairing(s) with eidClockTolerance = \(ColdSearchLimit.toleranceSeconds(tolerance)) s: one cold search takes up to \(shown) at the search budget, within the limit of \(ColdSearchLimit.duration(ColdSearchLimit.maximumSeconds))"
+    )
   }
 
   static func freeDisk(_ free: UInt64, in directory: String) -> HealthCheck {

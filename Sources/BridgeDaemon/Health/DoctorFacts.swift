@@ -31,6 +31,9 @@ public struct DoctorFacts: Sendable {
   public var isRoot: Bool
   /// Whether the configuration file exists (a missing default file means the defaults).
   public var configExists = true
+  /// The rotation exponents of the store's EID pairings and the fleet's applied settings, when
+  /// the store was read: with the file's tolerance, the worst cold search the daemon would run.
+  public var eidSearch: (rotationExponents: [UInt8], fleetSettings: [FleetSetting])?
   /// Secrets to keep out of the report beyond those in the configuration's URLs (the gatherer
   /// adds the token files' contents).
   public var redactor = Redactor()
