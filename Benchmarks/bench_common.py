@@ -3,7 +3,8 @@ that feed the D-Bus path, and the two D-Bus paths counted under callgrind (beaco
 DBusPathBench and bleak's consumer).
 
 Imported by run.py (`make bench`), instructions.py (`make bench-check`) and scaling.py
-(`make bench-scaling`); it imports none of them. Standard library only.
+(`make bench-scaling`), and for its bus by scripts/arm64-box.py; it imports none of them.
+Standard library only.
 """
 
 import json

@@ -41,6 +41,9 @@ import time
 
 import dbus
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Benchmarks"))
+from bench_common import Bus  # noqa: E402
+
 # qemu's, not the daemon's: a program started under qemu-aarch64 spends seconds translating its
 # code before it answers (a CLI call about 2 s, the daemon's first start more), on a shared machine
 # more. Measured uses are in the facts (e.g. ready_seconds); this bounds each wait, it is never
@@ -136,30 +139,10 @@ def main():
         wrapper(box + "/usr/lib/beaconbridge/beaconbridged", args.qemu, args.tree, daemon_file)
         cli_prefix = [args.qemu, "-L", args.tree, box + "/usr/bin/beaconbridge"]
 
-        # The system bus: a private dbus-daemon (DBusTestSupport's PrivateBus configuration).
-        socket_path = os.path.join(work, "bus")
-        with open(os.path.join(work, "bus.conf"), "w") as f:
-            f.write(f"""<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path={socket_path}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-    <allow user="*"/>
-  </policy>
-</busconfig>
-""")
-        bus_daemon = subprocess.Popen(
-            ["/usr/bin/dbus-daemon", f"--config-file={work}/bus.conf", "--nofork", "--print-address=1"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        children.append(bus_daemon)
-        address = bus_daemon.stdout.readline().strip()
-        if not address:
-            raise Failure("dbus-daemon printed no address")
+        # The system bus: a private dbus-daemon, the benchmarks' (bench_common.Bus).
+        bus_daemon = Bus(work)
+        children.append(bus_daemon.process)
+        address = bus_daemon.address
         env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=address)
         for key in ("NOTIFY_SOCKET", "JOURNAL_STREAM", "WATCHDOG_USEC", "WATCHDOG_PID"):
             env.pop(key, None)
