@@ -299,7 +299,7 @@ ARM64 := scripts/arm64.sh
 ARM64_DEB := build/beaconbridge_$(VERSION)_arm64.deb
 ARM64_RELEASE_SWIFT := $(ARM64) swift build -c release --static-swift-stdlib \
   -Xswiftc -Xfrontend -Xswiftc -function-sections -Xswiftc -use-ld=lld -Xswiftc -L$(LINK_DIR)
-.PHONY: deb-arm64 test-arm64 test-arm64-unit
+.PHONY: deb-arm64 test-arm64 test-arm64-unit test-arm64-process
 
 deb-arm64: ## cross-build build/beaconbridge_<version>_arm64.deb (Debian's Swift, no Swift runtime on the box)
 	@scripts/install-deps.sh arm64
@@ -324,6 +324,12 @@ test-arm64-unit: ## the unit tier alone, cross-built for arm64, under qemu-aarch
 	@scripts/install-deps.sh arm64
 	@scripts/install-deps.sh test
 	scripts/test-arm64.sh --unit
+
+# Not in make test: docs/arm64.md, "The process tier under qemu", says why.
+test-arm64-process: ## the process tier, cross-built for arm64, under qemu-aarch64 (not in make test)
+	@scripts/install-deps.sh arm64
+	@scripts/install-deps.sh test
+	scripts/test-arm64.sh --process
 
 # --- Benchmarks: `make test` runs none of it -----------------------------------------------------
 # `make bench` installs what it needs (Debian packages; bleak in .build/bench-venv), builds release,

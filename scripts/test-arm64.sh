@@ -14,6 +14,10 @@
 #   4. the unit tier (every suite not tagged .process), cross-built and run under qemu, one test
 #      at a time (--no-parallel, below).
 #
+#   scripts/test-arm64.sh --process             (make test-arm64-process, not in make test)
+#   5. the process tier (the suites tagged .process) the same way: the daemon and the CLI as
+#      processes, under qemu, beside the host's dbus-daemon, Mosquitto and Python.
+#
 # Nothing is skipped: without qemu-aarch64 or the arm64 tree, or with a test that did not run, it
 # fails. binfmt_misc is never used: each arm64 program is started as `qemu-aarch64 -L TREE PROG`,
 # and where a test starts the project's own executables (REPO/.build/debug/beaconbridge and
@@ -22,9 +26,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-usage="usage: scripts/test-arm64.sh DEB HOST_BIN | --unit"
+usage="usage: scripts/test-arm64.sh DEB HOST_BIN | --unit | --process"
 unit=false
-[ "${1:-}" = --unit ] && unit=true
+tier=unit
+case "${1:-}" in
+--unit) unit=true ;;
+--process) unit=true tier=process ;;
+esac
 out=.build/arm64-out
 fail() {
   echo "test-arm64: $*" >&2
@@ -65,7 +73,7 @@ echo "test-arm64: passed in $((SECONDS - start)) s"
 exit 0
 fi
 
-# 4. The unit tier. -disable-cross-import-overlays: sid's swiftlang has Testing's Foundation
+# 4. and 5. The unit or the process tier. -disable-cross-import-overlays: sid's swiftlang has Testing's Foundation
 # overlay module but not its library (lib_Testing_Foundation.so), and no test needs it.
 scripts/arm64.sh swift build -Xswiftc -warnings-as-errors --build-tests \
   -Xswiftc -Xfrontend -Xswiftc -disable-cross-import-overlays
@@ -89,12 +97,21 @@ wrapper "$wrappers/beaconbridge" "$repo/$out/cli/beaconbridge"
 wrapper "$wrappers/beaconbridged" "$products/beaconbridged"
 process=$(scripts/test-tiers.sh process)
 mkdir -p .build/debug
-# What the tier is: every test the runner lists, less the process tier's suites. The run must
-# count as many, so that no test is left out or counted that did not run.
+# What the tier is: every test the runner lists, less the process tier's suites (or only them).
+# The run must count as many, so that no test is left out or counted that did not run.
 "$QEMU" -L "$TREE" "$runner" --testing-library swift-testing --list-tests >"$out/unit-list.txt" 2>"$out/unit-list.err" ||
   fail "the test runner under qemu-aarch64 could not list its tests: $out/unit-list.err"
-listed=$(grep -cvE "$process" "$out/unit-list.txt" || true)
-[ "$listed" -gt 0 ] || fail "the test runner lists no test of the unit tier: $out/unit-list.txt"
+if [ "$tier" = unit ]; then
+  listed=$(grep -cvE "$process" "$out/unit-list.txt" || true)
+  which=(--skip "$process")
+  outside="outside the process tier"
+else
+  listed=$(grep -cE "$process" "$out/unit-list.txt" || true)
+  which=(--filter "$process")
+  outside="in the process tier"
+fi
+[ "$listed" -gt 0 ] || fail "the test runner lists no test of the $tier tier: $out/unit-list.txt"
+log="$out/$tier.log"
 # --no-parallel: one test at a time. Swift Testing (sid's 6.2.3, without a parallel width option)
 # otherwise starts every test of the run at once, and each test's jobs queue behind all the others'
 # on the pool's two threads: under emulation no test ends before the whole run's work is done
@@ -107,17 +124,17 @@ set +e
 unshare --mount --propagation private -- sh -c '
   mount --bind "$1" "$2" && shift 2 && exec "$@"' unshare "$wrappers" "$repo/.build/debug" \
   env BEACONBRIDGE_TRANSFER_EXECUTABLE="$wrappers/beaconbridged" \
-  "$QEMU" -L "$TREE" "$runner" --testing-library swift-testing --no-parallel --skip "$process" \
-  >"$out/unit.log" 2>&1
+  "$QEMU" -L "$TREE" "$runner" --testing-library swift-testing --no-parallel "${which[@]}" \
+  >"$log" 2>&1
 status=$?
 set -e
-summary=$(grep -E 'Test run with [0-9]+ tests? in [0-9]+ suites? (passed|failed)' "$out/unit.log" | tail -1 || true)
-grep -E '✘|failed' "$out/unit.log" | tail -40 >&2 || true
-[ -n "$summary" ] || fail "the unit tier under qemu-aarch64 printed no summary (exit $status): $out/unit.log"
-echo "test-arm64: unit tier under qemu-aarch64: $summary"
-[ "$status" = 0 ] && [[ "$summary" == *passed* ]] || fail "the unit tier failed under qemu-aarch64 (exit $status): $out/unit.log"
+summary=$(grep -E 'Test run with [0-9]+ tests? in [0-9]+ suites? (passed|failed)' "$log" | tail -1 || true)
+grep -E '✘|failed' "$log" | tail -40 >&2 || true
+[ -n "$summary" ] || fail "the $tier tier under qemu-aarch64 printed no summary (exit $status): $log"
+echo "test-arm64: $tier tier under qemu-aarch64: $summary"
+[ "$status" = 0 ] && [[ "$summary" == *passed* ]] || fail "the $tier tier failed under qemu-aarch64 (exit $status): $log"
 ran=$(sed -E 's/.*Test run with ([0-9]+) tests?.*/\1/' <<<"$summary")
 [ "$ran" = "$listed" ] ||
-  fail "the unit tier ran $ran tests, but the runner lists $listed outside the process tier ($out/unit-list.txt)"
-echo "test-arm64: all $listed tests the runner lists outside the process tier ran and passed"
-echo "test-arm64: the unit tier passed in $((SECONDS - start)) s"
+  fail "the $tier tier ran $ran tests, but the runner lists $listed $outside ($out/unit-list.txt)"
+echo "test-arm64: all $listed tests the runner lists $outside ran and passed"
+echo "test-arm64: the $tier tier passed in $((SECONDS - start)) s"
