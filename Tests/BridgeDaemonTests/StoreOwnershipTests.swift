@@ -38,6 +38,24 @@ import Testing
       "python printed \(text)")
   }
 
+  /// Starts Python's sqlite3 on the store file with `script`, which prints `ready` once it holds
+  /// the database as the test needs; returns once it has. The caller ends it (`end`).
+  func holder(_ script: String, _ file: String) throws -> Process {
+    let holder = Process()
+    holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    holder.arguments = ["-c", script, file]
+    let out = Pipe()
+    holder.standardOutput = out
+    try holder.run()
+    #expect(out.fileHandleForReading.readData(ofLength: 5) == Data("ready".utf8))
+    return holder
+  }
+
+  func end(_ holder: Process) {
+    kill(holder.processIdentifier, SIGKILL)
+    holder.waitUntilExit()
+  }
+
   func setUp() throws -> (dir: String, file: String) {
     let dir = try scratchDirectory("owner")
     return (dir, dir + "/" + Store.fileName)
@@ -91,21 +109,10 @@ import Testing
   @Test func foreignDatabaseInUseWithItsLogIsRefusedAndUnchanged() throws {
     let (dir, file) = try setUp()
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let holder = Process()
-    holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    holder.arguments = [
-      "-c",
+    let holder = try holder(
       "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode=WAL'); c.execute('CREATE TABLE notes (t TEXT)'); c.execute(\"INSERT INTO notes VALUES ('n')\"); c.commit(); print('ready', flush=True); time.sleep(30)",
-      file,
-    ]
-    let out = Pipe()
-    holder.standardOutput = out
-    try holder.run()
-    defer {
-      kill(holder.processIdentifier, SIGKILL)
-      holder.waitUntilExit()
-    }
-    #expect(out.fileHandleForReading.readData(ofLength: 5) == Data("ready".utf8))
+      file)
+    defer { end(holder) }
     let before = try Data(contentsOf: URL(fileURLWithPath: file))
     let log = try Data(contentsOf: URL(fileURLWithPath: file + "-wal"))
     #expect(!log.isEmpty)
@@ -129,10 +136,7 @@ import Testing
       let store = try Store(directory: dir)
       try await store.pair(Fixtures.vanPairing)
     }
-    let holder = Process()
-    holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    holder.arguments = [
-      "-c",
+    let holder = try holder(
       """
       import sqlite3,sys,time
       c=sqlite3.connect(sys.argv[1], isolation_level=None)
@@ -140,17 +144,8 @@ import Testing
       c.execute('PRAGMA wal_autocheckpoint=0'); c.execute('PRAGMA locking_mode=EXCLUSIVE')
       c.execute('BEGIN EXCLUSIVE'); c.execute('PRAGMA application_id=\(Store.applicationID)'); c.execute('COMMIT')
       print('ready', flush=True); time.sleep(0.3); c.close()
-      """,
-      file,
-    ]
-    let out = Pipe()
-    holder.standardOutput = out
-    try holder.run()
-    defer {
-      kill(holder.processIdentifier, SIGKILL)
-      holder.waitUntilExit()
-    }
-    #expect(out.fileHandleForReading.readData(ofLength: 5) == Data("ready".utf8))
+      """, file)
+    defer { end(holder) }
     // The file's own header says 0; the id is in the log.
     let header = try Data(contentsOf: URL(fileURLWithPath: file)).prefix(72).suffix(4)
     #expect(Array(header) == [0, 0, 0, 0])
