@@ -48,7 +48,9 @@ import Testing
     let backend = try await FakeBackend(["--script", "partial"])
     let (failure, took) = await failure(HTTPUploader(url: backend.url, tokenFile: nil, timeout: 60))
     let reason = try #require(failure?.reason)
-    #expect(reason.hasPrefix("network error: ") && reason.contains("90 bytes remaining"), "\(reason)")
+    // libcurl's own words, which its versions change (bookworm's "90 bytes remaining to read",
+    // trixie's "end of response with 90 bytes missing").
+    #expect(reason.hasPrefix("network error: ") && reason.contains("90 bytes"), "\(reason)")
     #expect(took < .seconds(30), "gave up after \(took), not at once")
   }
 

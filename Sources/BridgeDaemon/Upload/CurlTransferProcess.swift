@@ -143,10 +143,22 @@ enum CurlTransferProcess {
       if cancelled.load(ordering: .sequentiallyConsistent) {
         return .failure(HTTPTransferError(code: CURLE_ABORTED_BY_CALLBACK.rawValue, message: "cancelled"))
       }
-      guard let result = TransferCoding.decodeResult(reply) else {
-        return .failure(Self.error("the HTTP transfer process ended without a reply (wait status \(status))"))
-      }
+      guard let result = TransferCoding.decodeResult(reply) else { return .failure(withoutReply(status)) }
       return result
+    }
+
+    /// Why the child gave no reply, from its wait status. Exit status 127 is a child that could not
+    /// run the program: where the spawn cannot report a failed exec to the parent (qemu-user runs
+    /// the child of a vfork as a fork), the child exits 127 instead, so it is worded as the
+    /// spawn's own failure is.
+    func withoutReply(_ status: Int32) -> HTTPTransferError {
+      let signal = status & 0x7f
+      let code = (status >> 8) & 0xff
+      if signal == 0, code == 127 {
+        return Self.error("cannot run \(executable) \(argument): it exited with status 127 before replying")
+      }
+      let how = signal == 0 ? "it exited with status \(code)" : "it was killed by signal \(signal)"
+      return Self.error("the HTTP transfer process ended without a reply: \(how)")
     }
   }
 
