@@ -287,7 +287,8 @@ def provisioned_trip(title):
     wrong lock key and a refused registration pair nothing; the third run pairs the beacon, and
     the daemon tags a trip with its EID (authentication eid). No output holds the lock key."""
     logs_to_show.update(["s11-wrong.err", "s11-refused.err", "s11-good.err", "s11-peripheral.txt",
-                         "s11-peripheral.log", "s11-daemon.err", "s11-cli.err", "guest.log", "bluetoothd.log"])
+                         "s11-peripheral.log", "s11-daemon.err", "s11-cli.err", "s11-device.txt", "guest.log",
+                         "bluetoothd.log"])
     if read("s11-peripheral.txt") is None:
         return fail(title, "the guest never started the peripheral")
     problems = []
@@ -352,43 +353,56 @@ def beacon_health(title):
               % (b["batteryMv"], b["temperatureC"], b["uptimeSeconds"], b["advertisingCount"], len(telemetry)))
 
 
+failed_logs = set()
+
+
+def scenario(check, *args, **kwargs):
+    """Runs one scenario's check; the logs it names are shown only if it failed."""
+    logs_to_show.clear()
+    count = len(results)
+    check(*args, **kwargs)
+    if any(r[0] == "FAIL" for r in results[count:]):
+        failed_logs.update(logs_to_show)
+    logs_to_show.clear()
+
+
 steps = read("steps.txt")
 if steps is None:
     print("FAIL  the guest never ran Tests/VM/guest.sh (no steps.txt in %s)" % OUT)
-    logs_to_show.update(["vng.log"])
+    failed_logs.update(["vng.log"])
     results.append(("FAIL", "guest", "no output"))
 else:
     for line in steps.splitlines():
         if line.startswith("SETUP-FAIL"):
             results.append(("FAIL", "setup", line[len("SETUP-FAIL "):]))
-            logs_to_show.update(["guest.log", "bluetoothd.log", "btvirt.log", "dmesg.txt"])
+            failed_logs.update(["guest.log", "bluetoothd.log", "btvirt.log", "dmesg.txt"])
     if "done" not in steps.splitlines():
         results.append(("FAIL", "guest", "the guest script did not finish (last step: %s)"
                         % (steps.splitlines() or ["none"])[-1]))
-        logs_to_show.update(["guest.log", "vng.log"])
+        failed_logs.update(["guest.log", "vng.log"])
 
-    scan_scenario("1 scan through BlueZ lists both advertised iBeacons", "s1-bluez", [A, B])
-    tagging_path("2 the tagging path: the daemon runs, pair binds A to VAN-7 (B not), the trip is tagged VAN-7 "
-                 "and its batch reaches the fake backend")
-    scan_scenario("3 bluetoothd killed and restarted mid-scan: the scan resumes and sees a beacon "
-                  "advertised after the restart", "s3-restart", [C], before=[A, B], restarts=1)
-    scan_scenario("4 controllers gone and back (btvirt restarted): the scan resumes and sees a beacon "
-                  "on the new controllers", "s4-controller", [D], restarts=1)
-    scan_scenario("5 bluetoothd stopped: the raw HCI backend sees both iBeacons", "s5-hci", [A, B])
-    replay("6 btmon -w captured the run: replay finds A, B, C and D in it, and A and B in scenario 1's "
-           "short capture (the test fixture's source)", [("capture.btsnoop", [A, B, C, D]), ("s1.btsnoop", [A, B])])
+    scenario(scan_scenario, "1 scan through BlueZ lists both advertised iBeacons", "s1-bluez", [A, B])
+    scenario(tagging_path, "2 the tagging path: the daemon runs, pair binds A to VAN-7 (B not), the trip is tagged VAN-7 "
+             "and its batch reaches the fake backend")
+    scenario(scan_scenario, "3 bluetoothd killed and restarted mid-scan: the scan resumes and sees a beacon "
+             "advertised after the restart", "s3-restart", [C], before=[A, B], restarts=1)
+    scenario(scan_scenario, "4 controllers gone and back (btvirt restarted): the scan resumes and sees a beacon "
+             "on the new controllers", "s4-controller", [D], restarts=1)
+    scenario(scan_scenario, "5 bluetoothd stopped: the raw HCI backend sees both iBeacons", "s5-hci", [A, B])
+    scenario(replay, "6 btmon -w captured the run: replay finds A, B, C and D in it, and A and B in scenario 1's "
+             "short capture (the test fixture's source)", [("capture.btsnoop", [A, B, C, D]), ("s1.btsnoop", [A, B])])
 
-    beacon_health("7 one controller advertises an iBeacon and an Eddystone-TLM: through bluetoothd the daemon "
-                  "joins them by address and status shows the paired beacon's battery")
+    scenario(beacon_health, "7 one controller advertises an iBeacon and an Eddystone-TLM: through bluetoothd the daemon "
+             "joins them by address and status shows the paired beacon's battery")
 
-    eid_trip("8 an Eddystone-EID beacon through bluetoothd tags the trip (authentication eid) beside a paired "
+    scenario(eid_trip, "8 an Eddystone-EID beacon through bluetoothd tags the trip (authentication eid) beside a paired "
              "plain iBeacon that the policy keeps from becoming active, and again after it rotates to its next EID")
-    eid_over_hci("9 the same EID beacon through the raw HCI backend, bluetoothd stopped: scan resolves it by "
-                 "key (authentication eid)")
-    rpa_trip("10 a beacon advertising from the kernel's resolvable private addresses (privacy on, the Core "
+    scenario(eid_over_hci, "9 the same EID beacon through the raw HCI backend, bluetoothd stopped: scan resolves it by "
+             "key (authentication eid)")
+    scenario(rpa_trip, "10 a beacon advertising from the kernel's resolvable private addresses (privacy on, the Core "
              "spec's sample IRK), through bluetoothd: paired by IRK alone, it tags the trip (authentication rpa)")
-    provisioned_trip("11 provision registers an Eddystone-EID beacon (hci1, bluetoothd's GATT server) through the "
-                     "real bluetoothd and pairs it; a trip is tagged with it (authentication eid)")
+    scenario(provisioned_trip, "11 provision registers an Eddystone-EID beacon (hci1, bluetoothd's GATT server) through the "
+             "real bluetoothd and pairs it; a trip is tagged with it (authentication eid)")
 
 for status, title, detail in results:
     print("%-7s %s: %s" % (status, title, detail))
@@ -396,7 +410,7 @@ for status, title, detail in results:
 failed = sum(1 for r in results if r[0] == "FAIL")
 passed = sum(1 for r in results if r[0] == "PASS")
 if failed:
-    for name in sorted(logs_to_show):
+    for name in sorted(failed_logs):
         text = read(name)
         if text is None:
             continue

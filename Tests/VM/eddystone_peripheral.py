@@ -31,6 +31,7 @@ import oracle  # noqa: E402
 
 BLUEZ = "org.bluez"
 OBJECT_MANAGER = "org.freedesktop.DBus.ObjectManager"
+DEVICE = "org.bluez.Device1"
 PROPERTIES = "org.freedesktop.DBus.Properties"
 GATT_MANAGER = "org.bluez.GattManager1"
 ADVERTISING_MANAGER = "org.bluez.LEAdvertisingManager1"
@@ -47,6 +48,7 @@ NAMES = {
     "a3c8750a-8ed3-4bdf-8a39-a01bebede295": "slotData",
 }
 SLOTS = 2
+ADVERTISE_AGAIN_MS = 3000
 
 
 class NotPermitted(dbus.exceptions.DBusException):
@@ -213,6 +215,10 @@ class Advertisement(dbus.service.Object):
                 {u: dbus.Array(list(v), signature="y") for u, v in service_data.items()}, signature="sv")
         dbus.service.Object.__init__(self, bus, path)
 
+    def set_frame(self, frame):
+        self.props["ServiceData"] = dbus.Dictionary({"feaa": dbus.Array(list(frame), signature="y")},
+                                                    signature="sv")
+
     @dbus.service.method(PROPERTIES, in_signature="s", out_signature="a{sv}")
     def GetAll(self, interface):
         return self.props
@@ -251,15 +257,42 @@ def main():
         advertising.RegisterAdvertisement(dbus.ObjectPath(advertisement.path), {}, reply_handler=registered,
                                           error_handler=fail("RegisterAdvertisement"))
 
+    def connected():
+        """Whether a central (the box) is still connected to this adapter."""
+        objects = dbus.Interface(bus.get_object(BLUEZ, "/"), OBJECT_MANAGER).GetManagedObjects()
+        return any(path.startswith(adapter + "/") and bool(interfaces.get(DEVICE, {}).get("Connected", False))
+                   for path, interfaces in objects.items())
+
     def provisioned():
-        # The box disconnects right after relocking: give it a moment, then send EIDs.
+        # The box disconnects after relocking. Like a beacon, go back to advertising (EIDs now)
+        # only once it has: switching while the link is up depends on the controller advertising
+        # during a connection, which a slow run then waits on. Bounded: after 60 s, switch anyway.
+        deadline = time.monotonic() + 60
+
         def switch():
-            frame = beacon.frame()
+            if connected() and time.monotonic() < deadline:
+                return True
+            beacon.note("box disconnected" if not connected() else "box still connected after 60 s")
             advertising.UnregisterAdvertisement(dbus.ObjectPath(state["advertisement"].path))
+            frame = beacon.frame()
             eid = Advertisement(bus, "/bb/advertisement1", "broadcast", ["feaa"], {"feaa": frame})
             advertise(eid, lambda: beacon.note("advertising EID " + frame.hex()))
+            GLib.timeout_add(ADVERTISE_AGAIN_MS, again, eid)
             return False
-        GLib.timeout_add(2000, switch)
+
+        # btvirt's controllers report an advertiser to a scanner when either starts, never again
+        # while both go on, and the kernel drops a report that comes before its discovery is
+        # under way (each restart of the box's scan, about every 10 s, is such a race). A real
+        # beacon is heard at every advertising interval: advertise anew, from the clock as it
+        # is, every few seconds, so that the box hears it while its scan runs.
+        def again(eid):
+            def register():
+                eid.set_frame(beacon.frame())
+                advertise(eid)
+            advertising.UnregisterAdvertisement(dbus.ObjectPath(eid.path), reply_handler=register,
+                                                error_handler=fail("UnregisterAdvertisement"))
+            return True
+        GLib.timeout_add(500, switch)
 
     beacon = Beacon(bytes.fromhex(args.lock_key), bytes.fromhex(args.private), args.refuse_first_registration,
                     args.state, provisioned)

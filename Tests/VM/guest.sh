@@ -470,7 +470,15 @@ CONF
 "$BB" run --config /tmp/bb-s11/beaconbridge.conf --state-dir /tmp/bb-s11 2>"$OUT/s11-daemon.err" &
 DAEMON=$!
 CLI_ERR=$OUT/s11-cli.err
-wait_for 120 active_is "$OUT/s11-status.json" VAN-P && say "s11 VAN-P active"
+if wait_for 120 active_is "$OUT/s11-status.json" VAN-P; then
+  say "s11 VAN-P active"
+else
+  # What the box's bluetoothd holds for the beacon, for the check to show.
+  S11_DEVICE=/org/bluez/hci0/dev_$(echo "$S11_ADDRESS" | tr : _)
+  for property in Connected ServiceData UUIDs RSSI; do
+    echo "$property: $(busctl get-property org.bluez "$S11_DEVICE" org.bluez.Device1 $property 2>&1)"
+  done >"$OUT/s11-device.txt"
+fi
 "$BB" trip start --trip-id vm-p1 >"$OUT/s11-trip.json" 2>>"$OUT/s11-cli.err"
 "$BB" trip end --trip-id vm-p1 >>"$OUT/s11-cli.err" 2>&1
 kill -TERM $DAEMON; wait $DAEMON
