@@ -473,7 +473,8 @@ CLI_ERR=$OUT/s11-cli.err
 if wait_for 120 active_is "$OUT/s11-status.json" VAN-P; then
   say "s11 VAN-P active"
 else
-  # What the box's bluetoothd holds for the beacon, for the check to show.
+  # For the check to show: whether the box's bluetoothd still holds the beacon's connection, and
+  # what it last heard from the beacon's own address (its EIDs come from random addresses).
   S11_DEVICE=/org/bluez/hci0/dev_$(echo "$S11_ADDRESS" | tr : _)
   for property in Connected ServiceData UUIDs RSSI; do
     echo "$property: $(busctl get-property org.bluez "$S11_DEVICE" org.bluez.Device1 $property 2>&1)"
