@@ -358,7 +358,6 @@ failed_logs = set()
 
 def scenario(check, *args, **kwargs):
     """Runs one scenario's check; the logs it names are shown only if it failed."""
-    logs_to_show.clear()
     count = len(results)
     check(*args, **kwargs)
     if any(r[0] == "FAIL" for r in results[count:]):

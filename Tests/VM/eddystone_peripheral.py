@@ -211,13 +211,12 @@ class Advertisement(dbus.service.Object):
         self.path = path
         self.props = {"Type": kind, "ServiceUUIDs": dbus.Array(service_uuids, signature="s")}
         if service_data:
-            self.props["ServiceData"] = dbus.Dictionary(
-                {u: dbus.Array(list(v), signature="y") for u, v in service_data.items()}, signature="sv")
+            self.set_service_data(service_data)
         dbus.service.Object.__init__(self, bus, path)
 
-    def set_frame(self, frame):
-        self.props["ServiceData"] = dbus.Dictionary({"feaa": dbus.Array(list(frame), signature="y")},
-                                                    signature="sv")
+    def set_service_data(self, service_data):
+        self.props["ServiceData"] = dbus.Dictionary(
+            {u: dbus.Array(list(v), signature="y") for u, v in service_data.items()}, signature="sv")
 
     @dbus.service.method(PROPERTIES, in_signature="s", out_signature="a{sv}")
     def GetAll(self, interface):
@@ -270,9 +269,10 @@ def main():
         deadline = time.monotonic() + 60
 
         def switch():
-            if connected() and time.monotonic() < deadline:
+            still = connected()
+            if still and time.monotonic() < deadline:
                 return True
-            beacon.note("box disconnected" if not connected() else "box still connected after 60 s")
+            beacon.note("box still connected after 60 s" if still else "box disconnected")
             advertising.UnregisterAdvertisement(dbus.ObjectPath(state["advertisement"].path))
             frame = beacon.frame()
             eid = Advertisement(bus, "/bb/advertisement1", "broadcast", ["feaa"], {"feaa": frame})
@@ -287,7 +287,7 @@ def main():
         # is, every few seconds, so that the box hears it while its scan runs.
         def again(eid):
             def register():
-                eid.set_frame(beacon.frame())
+                eid.set_service_data({"feaa": beacon.frame()})
                 advertise(eid)
             advertising.UnregisterAdvertisement(dbus.ObjectPath(eid.path), reply_handler=register,
                                                 error_handler=fail("UnregisterAdvertisement"))
