@@ -9,9 +9,12 @@ sectors, in any order, and a sector being written at the cut may be garbled. Cre
 and unlinks since the directory's last sync reach the disk as a prefix of the order they were
 made in. --seed chooses the fate; the same inputs and seed give the same disk.
 
-Prints one JSON line: {"integrity": "ok", "missing": [...], "unsynced": N, "kept": N, "torn": N}
-where `missing` lists each --find text (a batch or pairing the client saw acknowledged) found
-neither in the store's dump nor in --delivered."""
+Prints one JSON line: {"integrity": "ok", "missing": [...], "unsynced": N, "kept": N, "torn": N,
+"fleet": {...}} where `missing` lists each --find text (a batch or pairing the client saw
+acknowledged) found neither in the store's dump nor in --delivered, and `fleet` is what the store
+holds of the fleet's desired document: its version and settings (null when none was applied) and
+the device IDs of the pairings by identity and by key, sorted; `fleet` is null when the store has
+no such tables yet."""
 import argparse
 import json
 import os
@@ -164,6 +167,20 @@ def do_namespace(names, action):
         names.pop(name, None)
 
 
+def fleet(db):
+    try:
+        applied = db.execute("SELECT version, settings FROM fleet_applied WHERE id = 1").fetchone()
+        return {
+            "version": applied[0] if applied else None,
+            "settings": applied[1] if applied else None,
+            "identity": sorted(row[0] for row in db.execute("SELECT device_id FROM pairings")),
+            "keys": sorted(row[0] for row in db.execute("SELECT device_id FROM key_pairings")),
+        }
+    except sqlite3.OperationalError:
+        # A store cut before its schema was all written.
+        return None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base", required=True, help="the directory as it was when the process started")
@@ -201,6 +218,7 @@ def main():
             db = sqlite3.connect(os.path.join(check, args.store))
             result["integrity"] = "; ".join(row[0] for row in db.execute("PRAGMA integrity_check"))
             dump = "\n".join(db.iterdump())
+            result["fleet"] = fleet(db)
             db.close()
         except sqlite3.DatabaseError as error:
             result["integrity"] = f"cannot be read: {error}"
