@@ -135,13 +135,14 @@ struct PowerCutTests {
     /// Runs the daemon `cuts` times, each run cut at a random moment: `step` does what the test
     /// adds to a run (a pairing, a document) while the daemon is up, then a few batches stream
     /// in. After each cut `find` names more texts the store must hold and `check` judges the
-    /// rest; false stops the test.
+    /// rest; false stops the runs. Returns whether every cut passed (a failure is recorded as an
+    /// issue).
     func run(
       cuts: Int,
       step: (_ cut: Int) async throws -> Void,
       find: () -> [String] = { [] },
       check: (_ cut: Int, _ result: CutResult) -> Bool = { _, _ in true }
-    ) async throws {
+    ) async throws -> Bool {
       for cut in 0..<cuts {
         let base = work + "/base"
         try? FileManager.default.removeItem(atPath: base)
@@ -166,15 +167,16 @@ struct PowerCutTests {
         }
         kill(pid, SIGKILL)
         daemon.waitUntilExit()
-        guard let result = try await cutAndCheck(cut, find: find()) else { return }
+        guard let result = try await cutAndCheck(cut, find: find()) else { return false }
         guard check(cut, result) else {
           keep(cut)
-          return
+          return false
         }
         try FileManager.default.removeItem(atPath: dir)
         try FileManager.default.moveItem(atPath: work + "/after", toPath: dir)
         chmod(dir, 0o700)
       }
+      return true
     }
 
     /// One to four batches, through the CLI, each acknowledged or not; the trip started first.
@@ -303,7 +305,7 @@ struct PowerCutTests {
           """)
     }
     var pairings: [String] = []
-    try await bed.run(
+    let passed = try await bed.run(
       cuts: Self.cuts,
       step: { cut in
         // A pairing by identity or by key now and then; the key goes to the store's own table.
@@ -331,6 +333,7 @@ struct PowerCutTests {
         }
       },
       find: { pairings.map { "'\($0)'" } })
+    guard passed else { return }
 
     let daemon = try await bed.drain()
     let pairs = try await bed.test.cli(["pairs", "--json"], bus: bed.bus, dir: bed.dir)
@@ -408,7 +411,9 @@ struct PowerCutTests {
 
     var documents: [Int: Document] = [:]
     var published = 0
-    func publish() async throws {
+    /// Publishes the next version; `beacon` says whether it pairs the EID beacon (at random when
+    /// nil).
+    func publish(beacon: Bool? = nil) async throws {
       let version = published + 1
       var identity: [String] = []
       var pairings: [String] = []
@@ -419,7 +424,7 @@ struct PowerCutTests {
         )
       }
       var keys: [String] = []
-      if Bool.random(using: &bed.generator) {
+      if beacon ?? Bool.random(using: &bed.generator) {
         keys.append("UNIT-E1")
         pairings.append(
           #"{"eid":{"identityKey":"\#(vector.identityKey)","rotationExponent":\#(vector.rotationExponent),"beaconClock":\#(vector.beaconClock)},"deviceId":"UNIT-E1"}"#
@@ -454,7 +459,7 @@ struct PowerCutTests {
     /// The version the store held after each cut, and the last one answered `applied` before it.
     var held: [Int] = []
     var answeredBefore: [Int] = []
-    try await bed.run(
+    let passed = try await bed.run(
       cuts: Self.cuts,
       step: { _ in
         try? await bed.fixture.advertise(beacon, ["ServiceData": serviceData, "RSSI": .int16(-60)])
@@ -503,8 +508,9 @@ struct PowerCutTests {
         )
         return whole
       })
+    guard passed else { return }
 
-    // Power stays on: the trip ends, the last document is applied, and the outbox drains.
+    // Power stays on: the trip ends, a last version is applied, and the outbox drains.
     if bed.started || bed.ending != nil {
       let daemon = try launchDaemon(config: bed.config, stateDirectory: bed.dir, bus: bed.bus)
       try await waitUntil("the daemon answers status", timeout: .seconds(30)) { await bed.status() != nil }
@@ -513,13 +519,20 @@ struct PowerCutTests {
       kill(daemon.processIdentifier, SIGTERM)
       #expect(await waitForExit(daemon), "daemon did not exit in time")
     }
-    let daemon = try await bed.drain { published == 0 || answered() == published }
+    // The last version pairs the EID beacon: a key the cuts left in the store (or, when the
+    // version before did not pair it, the new one) resolves it.
+    try await publish(beacon: true)
+    let daemon = try await bed.drain { answered() == published }
     let pairs = try await bed.test.cli(["pairs", "--json"], bus: bed.bus, dir: bed.dir)
     let devices = (try JSONValue.parse(Data(pairs.stdout.utf8)).arrayValue ?? []).compactMap {
       $0["deviceId"]?.stringValue
     }
-    if let last = documents[published] {
-      #expect(devices.sorted() == (last.identity + last.keys).sorted(), "\(pairs.stdout)")
+    let last = try #require(documents[published])
+    #expect(devices.sorted() == (last.identity + last.keys).sorted(), "\(pairs.stdout)")
+    try await waitUntil("the EID beacon resolved by the last version's key", timeout: .seconds(30)) {
+      try await bed.fixture.advertise(beacon, ["ServiceData": serviceData, "RSSI": .int16(-60)])
+      let active = await bed.status()?["activeBeacon"]
+      return active?["authentication"]?.stringValue == "eid" && active?["deviceId"]?.stringValue == "UNIT-E1"
     }
     kill(daemon.processIdentifier, SIGTERM)
     #expect(await waitForExit(daemon), "daemon did not exit in time")
