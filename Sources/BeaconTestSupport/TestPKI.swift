@@ -48,3 +48,22 @@ public struct TestPKI: Sendable {
     }
   }
 }
+
+extension MosquittoBroker {
+  /// A broker with a TLS listener too, on a port of its own, that shows `pki`'s server
+  /// certificate; `extra` adds settings to that listener (`require_certificate true`).
+  public static func withTLS(_ pki: TestPKI, extra: String = "") throws -> (
+    broker: MosquittoBroker, tlsPort: Int
+  ) {
+    let tlsPort = freePort()
+    let broker = try MosquittoBroker(
+      extra: """
+        listener \(tlsPort) 127.0.0.1
+        cafile \(pki.ca)
+        certfile \(pki.serverCert)
+        keyfile \(pki.serverKey)
+        \(extra)
+        """)
+    return (broker, tlsPort)
+  }
+}

@@ -130,15 +130,7 @@ import Testing
   @Test func mutualTLSWithATestCA() async throws {
     let pki = try HTTPFaultTests.TestPKI()
     defer { try? FileManager.default.removeItem(atPath: pki.dir) }
-    let tlsPort = MosquittoBroker.freePort()
-    let broker = try MosquittoBroker(
-      extra: """
-        listener \(tlsPort) 127.0.0.1
-        cafile \(pki.ca)
-        certfile \(pki.serverCert)
-        keyfile \(pki.serverKey)
-        require_certificate true
-        """)
+    let (broker, tlsPort) = try MosquittoBroker.withTLS(pki, extra: "require_certificate true")
     try broker.subscribe()
     var settings = settings(broker, port: tlsPort, tls: true)
     settings.tlsFiles = TLSFiles(caFile: pki.ca, certFile: pki.clientCert, keyFile: pki.clientKey)

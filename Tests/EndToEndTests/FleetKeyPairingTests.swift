@@ -29,14 +29,7 @@ struct FleetKeyPairingTests {
 
     let pki = try TestPKI()
     defer { try? FileManager.default.removeItem(atPath: pki.dir) }
-    let tlsPort = MosquittoBroker.freePort()
-    let broker = try MosquittoBroker(
-      extra: """
-        listener \(tlsPort) 127.0.0.1
-        cafile \(pki.ca)
-        certfile \(pki.serverCert)
-        keyfile \(pki.serverKey)
-        """)
+    let (broker, tlsPort) = try MosquittoBroker.withTLS(pki)
     let fixture = try await BlueZFixture.start()
     defer { fixture.stop() }
     try await fixture.addAdapter("hci0")

@@ -295,14 +295,7 @@ struct PowerCutTests {
 
   @Test func powerCutsLoseNothingAcknowledged() async throws {
     let bed = try await Bed("powercut", seed: 1_355) { work, url in
-      try fallbackConfiguration(
-        in: work,
-        upload: """
-          postRetryInitial = 0.05
-          postRetryMax = 0.5
-          Timeout = 5
-          URL = \(url.absoluteString)
-          """)
+      try fallbackConfiguration(in: work, upload: Self.upload(url))
     }
     var pairings: [String] = []
     let passed = try await bed.run(
@@ -365,35 +358,18 @@ struct PowerCutTests {
   @Test func powerCutsKeepEachFleetDocumentWholeOrNotAtAll() async throws {
     let pki = try TestPKI()
     defer { try? FileManager.default.removeItem(atPath: pki.dir) }
-    let tlsPort = MosquittoBroker.freePort()
-    let broker = try MosquittoBroker(
-      extra: """
-        listener \(tlsPort) 127.0.0.1
-        cafile \(pki.ca)
-        certfile \(pki.serverCert)
-        keyfile \(pki.serverKey)
-        """)
+    let (broker, tlsPort) = try MosquittoBroker.withTLS(pki)
     let bed = try await Bed("powercut-fleet", seed: 2_024) { work, url in
-      let path = work + "/beaconbridge.conf"
-      try """
-      [Trips]
-      unresolvedPolicy = fallback
-      fallbackDeviceId = DEPOT-7
-      lateWindow = 0
-      [Upload]
-      postRetryInitial = 0.05
-      postRetryMax = 0.5
-      Timeout = 5
-      URL = \(url.absoluteString)
-      CAFile = \(pki.ca)
-      [MQTT]
-      ClientId = van-cut
-      KeepAlive = 5
-      [Fleet]
-      BoxId = van-cut
-      URL = mqtts://127.0.0.1:\(tlsPort)
-      """.write(toFile: path, atomically: true, encoding: .utf8)
-      return path
+      try fallbackConfiguration(
+        in: work, upload: Self.upload(url) + "\nCAFile = \(pki.ca)",
+        extra: """
+          [MQTT]
+          ClientId = van-cut
+          KeepAlive = 5
+          [Fleet]
+          BoxId = van-cut
+          URL = mqtts://127.0.0.1:\(tlsPort)
+          """)
     }
     let reported = try MQTTWatcher(broker, topic: "fleet/van-cut/config/reported")
     /// The highest version the box has answered `applied`.
@@ -545,6 +521,16 @@ struct PowerCutTests {
         + "answered applied before a cut, the version held changed at \(changed) cuts; \(bed.acknowledged.count) of "
         + "\(bed.attempted.count) batches acknowledged, \(keys) delivered by key, \(lost) lost; \(bed.sectors)"
     )
+  }
+
+  /// The `[Upload]` lines: quick retries, so that batches the backend refused go out again soon.
+  static func upload(_ url: URL) -> String {
+    """
+    postRetryInitial = 0.05
+    postRetryMax = 0.5
+    Timeout = 5
+    URL = \(url.absoluteString)
+    """
   }
 
   /// The text that stands for batch `n` in the store's dump and the backend's log.

@@ -54,7 +54,7 @@ func launchDaemon(
 
 /// Writes `beaconbridge.conf` in `dir` for a daemon with no beacon: trips take the fallback
 /// device ID DEPOT-7 at once, and batches go to the `[Upload]` section's `upload` lines.
-func fallbackConfiguration(in dir: String, upload: String) throws -> String {
+func fallbackConfiguration(in dir: String, upload: String, extra: String = "") throws -> String {
   let path = dir + "/beaconbridge.conf"
   try """
   [Trips]
@@ -63,6 +63,7 @@ func fallbackConfiguration(in dir: String, upload: String) throws -> String {
   lateWindow = 0
   [Upload]
   \(upload)
+  \(extra)
   """.write(toFile: path, atomically: true, encoding: .utf8)
   return path
 }
