@@ -53,7 +53,8 @@ func launchDaemon(
 }
 
 /// Writes `beaconbridge.conf` in `dir` for a daemon with no beacon: trips take the fallback
-/// device ID DEPOT-7 at once, and batches go to the `[Upload]` section's `upload` lines.
+/// device ID DEPOT-7 at once, and batches go to the `[Upload]` section's `upload` lines; `extra`
+/// follows them (more sections).
 func fallbackConfiguration(in dir: String, upload: String, extra: String = "") throws -> String {
   let path = dir + "/beaconbridge.conf"
   try """
